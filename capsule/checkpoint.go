@@ -1,0 +1,168 @@
+package capsule
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// Checkpoint is the body of POST /v1/continuity/checkpoint: the Q-Day
+// checkpoint, any subset of its parts. It is decoded strictly and checked by
+// a Guard before the residency store sees it.
+type Checkpoint struct {
+	Focus           *string        `json:"focus,omitempty"`
+	WorkingState    *WorkingState  `json:"working_state,omitempty"`
+	Decide          *Decision      `json:"decide,omitempty"`
+	PublicStatus    *PublicStatus  `json:"public_status,omitempty"`
+	Commitments     *CommitmentOps `json:"commitments,omitempty"`
+	Stop            *Stop          `json:"stop,omitempty"`
+	ResumeResidency bool           `json:"resume_residency,omitempty"`
+}
+
+// IsEmpty reports whether the checkpoint carries nothing at all.
+func (c *Checkpoint) IsEmpty() bool {
+	return c.Focus == nil && c.WorkingState == nil && c.Decide == nil && c.PublicStatus == nil &&
+		(c.Commitments == nil || c.Commitments.IsEmpty()) && c.Stop == nil && !c.ResumeResidency
+}
+
+// WorkingState is the agent's private note. Fields left out of a checkpoint
+// keep their stored value; result_ref and waiting_for may be set to null to
+// clear them.
+type WorkingState struct {
+	NextAction *string        `json:"next_action,omitempty"`
+	LastResult *string        `json:"last_result,omitempty"`
+	ResultRef  NullableString `json:"result_ref,omitzero"`
+	WaitingFor NullableString `json:"waiting_for,omitzero"`
+}
+
+// NullableString is a JSON string field that tells "absent" from "null" from
+// a value: Set is true when the field was present, Valid when it was not null.
+type NullableString struct {
+	Set   bool
+	Valid bool
+	Value string
+}
+
+// IsZero reports whether the field was absent (for omitzero).
+func (n NullableString) IsZero() bool { return !n.Set }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (n *NullableString) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		n.Valid, n.Value = false, ""
+		return nil
+	}
+	if err := json.Unmarshal(b, &n.Value); err != nil {
+		return err
+	}
+	n.Valid = true
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (n NullableString) MarshalJSON() ([]byte, error) {
+	if !n.Valid {
+		return []byte("null"), nil
+	}
+	return json.Marshal(n.Value)
+}
+
+// Ptr returns the value as a pointer, nil for null.
+func (n NullableString) Ptr() *string {
+	if !n.Valid {
+		return nil
+	}
+	v := n.Value
+	return &v
+}
+
+// Decision is one `decide`: what was chosen, why (at least 24 characters) and
+// what was passed over.
+type Decision struct {
+	Chosen     string `json:"chosen"`
+	Because    string `json:"because"`
+	PassedOver string `json:"passed_over,omitempty"`
+}
+
+// PublicStatus is the PUBLIC line the Q-Day office shows for the agent.
+type PublicStatus struct {
+	Phase      string `json:"phase"`
+	NextAction string `json:"next_action"`
+	Reason     string `json:"reason,omitempty"`
+	// Until is an ISO time (a JSON string) or epoch milliseconds (a JSON
+	// integer), kept as the JSON text it arrived as.
+	Until      json.RawMessage `json:"until,omitempty"`
+	Tool       string          `json:"tool,omitempty"`
+	Route      string          `json:"route,omitempty"`
+	Experiment string          `json:"experiment,omitempty"`
+}
+
+// CommitmentOps opens, closes and drops commitments in one checkpoint.
+type CommitmentOps struct {
+	Open  []OpenCommitment  `json:"open,omitempty"`
+	Close []CloseCommitment `json:"close,omitempty"`
+	Drop  []DropCommitment  `json:"drop,omitempty"`
+}
+
+// IsEmpty reports whether no operation is present.
+func (o *CommitmentOps) IsEmpty() bool {
+	return len(o.Open) == 0 && len(o.Close) == 0 && len(o.Drop) == 0
+}
+
+// OpenCommitment opens a commitment with a title of at least 3 characters.
+type OpenCommitment struct {
+	Title string `json:"title"`
+}
+
+// CloseCommitment closes an open commitment with evidence "post:UUID".
+type CloseCommitment struct {
+	ID       string `json:"id"`
+	Evidence string `json:"evidence"`
+}
+
+// DropCommitment abandons an open commitment with a reason of at least 8
+// characters; the record stays visible.
+type DropCommitment struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Stop records a stop of the residency. A checkpoint carrying it ignores
+// every other field.
+type Stop struct {
+	Reason string `json:"reason"`
+}
+
+// WriteKind names what an accepted write was; the outbox ships each kind to
+// the upstreams that take it.
+type WriteKind string
+
+// Kinds of accepted writes.
+const (
+	WriteCheckpoint WriteKind = "checkpoint"
+	WriteCapsule    WriteKind = "capsule"      // PUT /v1/capsule
+	WriteSeal       WriteKind = "capsule_seal" // POST /v1/capsule/seal
+)
+
+// Origin tells who wrote: the agent itself (explicit) or the daemon's own
+// policy (automatic). Automatic writes never overwrite newer explicit ones.
+type Origin string
+
+// Origins of writes.
+const (
+	OriginExplicit  Origin = "explicit"
+	OriginAutomatic Origin = "automatic"
+)
+
+// Write is one accepted write as the residency log keeps it: the unit the
+// outbox ships upstream, in Seq order, under a stable IdempotencyKey.
+type Write struct {
+	Seq            uint64      `json:"seq"`
+	Kind           WriteKind   `json:"kind"`
+	Origin         Origin      `json:"origin"`
+	At             time.Time   `json:"at"`
+	IdempotencyKey string      `json:"idempotency_key"`
+	Checkpoint     *Checkpoint `json:"checkpoint,omitempty"`
+	Capsule        *Capsule    `json:"capsule,omitempty"`
+}

@@ -1,0 +1,175 @@
+package capsule
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Markdown renders the resume for a person or an agent's context, most
+// important first: goal, next, blockers, do not, refuted, open commitments,
+// decisions, receipts, since last visit, context, upstream health. When
+// limit > 0 and the text would be longer, whole sections are left out from
+// the end and a last line says so: nothing is cut silently.
+func (r *Resume) Markdown(limit int) string {
+	now := time.Now()
+	var sections []string
+	add := func(title, body string) {
+		if strings.TrimSpace(body) != "" {
+			sections = append(sections, "## "+title+"\n"+strings.TrimRight(body, "\n")+"\n")
+		}
+	}
+	var draft Capsule
+	if r.Capsule != nil {
+		draft = r.Capsule.Capsule
+	}
+	head := fmt.Sprintf("# Where %s was\n", r.Agent)
+	if r.Stopped != nil {
+		head += fmt.Sprintf("\n**The residency is stopped** (%s, %s): checkpoints are refused until one carries resume_residency: true, on a new operator instruction.\n",
+			r.Stopped.Reason, age(now, r.Stopped.At))
+	}
+	goal := r.Focus
+	if goal == "" {
+		goal = draft.Goal
+	}
+	add("Goal", goal)
+	var next, done, blockers string
+	if ws := r.WorkingState; ws != nil {
+		next, done = ws.NextAction, ws.LastResult
+		if ws.WaitingFor != nil {
+			blockers = *ws.WaitingFor
+		}
+		if ws.ResultRef != nil && *ws.ResultRef != "" {
+			done = strings.TrimSpace(done + "\n(result: " + *ws.ResultRef + ")")
+		}
+		if next != "" {
+			next += fmt.Sprintf("\n_(working state saved %s)_", age(now, ws.UpdatedAt))
+		}
+	}
+	if next == "" {
+		next = draft.Next
+	}
+	if done == "" {
+		done = draft.Done
+	}
+	if blockers == "" {
+		blockers = draft.Blockers
+	}
+	add("Next", next)
+	add("Blockers", blockers)
+	add("Do not", draft.DoNot)
+	add("Refuted", draft.Refuted)
+	add("Done", done)
+
+	var open strings.Builder
+	for _, c := range r.Commitments {
+		if c.Status == CommitmentOpen {
+			fmt.Fprintf(&open, "- [%s] %s (opened %s)\n", c.ID, c.Title, age(now, c.OpenedAt))
+		}
+	}
+	add("Open commitments", open.String())
+
+	var dec strings.Builder
+	for i := len(r.Decisions) - 1; i >= 0 && i >= len(r.Decisions)-5; i-- {
+		d := r.Decisions[i]
+		fmt.Fprintf(&dec, "- %s, because %s", d.Chosen, d.Because)
+		if d.PassedOver != "" {
+			fmt.Fprintf(&dec, " (passed over: %s)", d.PassedOver)
+		}
+		dec.WriteString("\n")
+	}
+	add("Recent decisions", dec.String())
+
+	var rc strings.Builder
+	for i := len(r.Receipts) - 1; i >= 0; i-- {
+		fmt.Fprintf(&rc, "- %s\n", r.Receipts[i])
+	}
+	add("Receipts", rc.String())
+
+	var slv strings.Builder
+	s := r.SinceLastVisit
+	if s.Writes > 0 {
+		fmt.Fprintf(&slv, "- %d writes\n", s.Writes)
+	}
+	if s.PathCount > 0 {
+		fmt.Fprintf(&slv, "- %d paths changed: %s\n", s.PathCount, strings.Join(lastN(s.Paths, 10), ", "))
+	}
+	for _, c := range s.Commits {
+		fmt.Fprintf(&slv, "- commit %s\n", c)
+	}
+	for _, sg := range lastN(s.Signals, 10) {
+		fmt.Fprintf(&slv, "- %s (%s)\n", sg.Summary, age(now, sg.At))
+	}
+	if slv.Len() > 0 {
+		add(fmt.Sprintf("Since last visit (%s)", age(now, s.Since)), slv.String())
+	}
+
+	var ctx strings.Builder
+	if r.Context.UsedFraction != nil {
+		fmt.Fprintf(&ctx, "- context %.0f%% used\n", *r.Context.UsedFraction*100)
+	}
+	if r.Context.Compactions > 0 {
+		fmt.Fprintf(&ctx, "- %d compactions\n", r.Context.Compactions)
+	}
+	add("Context", ctx.String())
+
+	var ups strings.Builder
+	for _, u := range r.Upstreams {
+		fmt.Fprintf(&ups, "- %s: %s", u.Name, u.State)
+		if u.Pending > 0 {
+			fmt.Fprintf(&ups, ", %d pending", u.Pending)
+		}
+		if u.DeadLetter > 0 {
+			fmt.Fprintf(&ups, ", %d in dead letter", u.DeadLetter)
+		}
+		if u.LastError != nil {
+			fmt.Fprintf(&ups, ", last error: %s", *u.LastError)
+		}
+		ups.WriteString("\n")
+	}
+	if len(r.Degraded) > 0 {
+		fmt.Fprintf(&ups, "- degraded: %s\n", strings.Join(r.Degraded, ", "))
+	}
+	for _, rf := range r.Refused {
+		fmt.Fprintf(&ups, "- refused %s: %s %s\n", rf.Source, rf.Error.Code, rf.Error.Message)
+	}
+	add("Upstream health", ups.String())
+
+	if len(sections) == 0 {
+		head += "\nNothing saved yet. Checkpoint as the work moves: `continuityd checkpoint --focus \"…\" --next \"…\"`.\n"
+	}
+	out := head
+	for i, sec := range sections {
+		if limit > 0 && len(out)+1+len(sec) > limit-200 {
+			out += fmt.Sprintf("\n_(%d more sections left out to stay under %d characters; `continuityd resume --json` has everything.)_\n", len(sections)-i, limit)
+			break
+		}
+		out += "\n" + sec
+	}
+	return out
+}
+
+func lastN[T any](xs []T, n int) []T {
+	if len(xs) > n {
+		return xs[len(xs)-n:]
+	}
+	return xs
+}
+
+// age is a short human "how long ago".
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "at an unknown time"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%.1f h ago", d.Hours())
+	default:
+		return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+	}
+}

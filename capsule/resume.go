@@ -1,0 +1,157 @@
+package capsule
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Resume is the answer to GET /v1/continuity: where the agent was. The
+// residency store fills the durable part; the daemon adds the upstream view
+// (upstreams, degraded, directions) at read time.
+type Resume struct {
+	Agent          string                `json:"agent"`
+	Seq            uint64                `json:"seq"`
+	Focus          string                `json:"focus"`
+	FocusUpdatedAt *time.Time            `json:"focus_updated_at"`
+	WorkingState   *WorkingStateRecord   `json:"working_state"`
+	Commitments    []Commitment          `json:"commitments"`
+	Decisions      []DecisionRecord      `json:"decisions"`
+	PublicStatus   *PublicStatusRecord   `json:"public_status"`
+	Stopped        *StopRecord           `json:"stopped"`
+	Capsule        *CapsuleRecord        `json:"capsule"`
+	Receipts       []string              `json:"receipts"`
+	SinceLastVisit SinceLastVisit        `json:"since_last_visit"`
+	Context        ContextState          `json:"context"`
+	LastWriteAt    *time.Time            `json:"last_write_at"`
+	Refused        []Refusal             `json:"refused"`
+	Upstreams      []UpstreamState       `json:"upstreams"`
+	Degraded       []string              `json:"degraded"`
+	Directions     []json.RawMessage     `json:"directions"`
+	Remote         map[string]RemoteView `json:"remote,omitempty"`
+}
+
+// WorkingStateRecord is the stored private note with its timestamp.
+type WorkingStateRecord struct {
+	NextAction string    `json:"next_action"`
+	LastResult string    `json:"last_result"`
+	ResultRef  *string   `json:"result_ref"`
+	WaitingFor *string   `json:"waiting_for"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Origin     Origin    `json:"origin"`
+}
+
+// Commitment states.
+const (
+	CommitmentOpen    = "open"
+	CommitmentClosed  = "closed"
+	CommitmentDropped = "dropped"
+)
+
+// Commitment is one commitment with its whole history.
+type Commitment struct {
+	ID       string            `json:"id"`
+	Title    string            `json:"title"`
+	Status   string            `json:"status"`
+	OpenedAt time.Time         `json:"opened_at"`
+	Evidence string            `json:"evidence,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+	History  []CommitmentEvent `json:"history"`
+}
+
+// CommitmentEvent is one step in a commitment's life.
+type CommitmentEvent struct {
+	At     time.Time `json:"at"`
+	Action string    `json:"action"` // open, close, drop
+	Seq    uint64    `json:"seq"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// DecisionRecord is a stored decision.
+type DecisionRecord struct {
+	Decision
+	At  time.Time `json:"at"`
+	Seq uint64    `json:"seq"`
+}
+
+// PublicStatusRecord is the stored public status with its timestamp.
+type PublicStatusRecord struct {
+	PublicStatus
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// StopRecord says the residency is stopped, why and since when.
+type StopRecord struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// CapsuleRecord is the latest capsule and how it got there.
+type CapsuleRecord struct {
+	Capsule  Capsule   `json:"capsule"`
+	StoredAt time.Time `json:"stored_at"`
+	Sealed   bool      `json:"sealed"`
+	Seq      uint64    `json:"seq"`
+}
+
+// SinceLastVisit accumulates what happened since the agent last read its
+// resume; reading the resume resets it.
+type SinceLastVisit struct {
+	Since     time.Time    `json:"since"`
+	Writes    int          `json:"writes"`
+	Paths     []string     `json:"paths"`
+	PathCount int          `json:"path_count"`
+	Commits   []string     `json:"commits"`
+	Signals   []SignalNote `json:"signals"`
+}
+
+// SignalNote is a signal as since_last_visit shows it.
+type SignalNote struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Summary string    `json:"summary"`
+}
+
+// ContextState is the latest known state of the agent's context window.
+type ContextState struct {
+	UsedFraction *float64   `json:"used_fraction"`
+	Compactions  int        `json:"compactions"`
+	SessionID    string     `json:"session_id,omitempty"`
+	Session      string     `json:"session,omitempty"` // last session event: start, end, stop
+	UpdatedAt    *time.Time `json:"updated_at"`
+}
+
+// Refusal is an automatic input (a handoff file, say) that failed the guards
+// and was not stored; shown so the agent can fix it.
+type Refusal struct {
+	Source string    `json:"source"`
+	At     time.Time `json:"at"`
+	Error  Error     `json:"error"`
+}
+
+// UpstreamState is one upstream's delivery state as resume and status show it.
+type UpstreamState struct {
+	Name        string     `json:"name"`
+	Kind        string     `json:"kind"`
+	State       string     `json:"state"` // ok, retrying, paused, unauthorized, rejected
+	Pending     int        `json:"pending"`
+	DeadLetter  int        `json:"dead_letter"`
+	Delivered   uint64     `json:"delivered_seq"`
+	LastError   *string    `json:"last_error"`
+	LastSuccess *time.Time `json:"last_success"`
+	NextAttempt *time.Time `json:"next_attempt"`
+}
+
+// Upstream states.
+const (
+	UpstreamOK           = "ok"
+	UpstreamRetrying     = "retrying"
+	UpstreamPaused       = "paused"
+	UpstreamUnauthorized = "unauthorized"
+	UpstreamRejected     = "rejected"
+)
+
+// RemoteView is what an upstream's own resume said, folded into ours.
+type RemoteView struct {
+	FetchedAt time.Time       `json:"fetched_at"`
+	Body      json.RawMessage `json:"body"`
+}

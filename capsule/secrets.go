@@ -1,0 +1,435 @@
+package capsule
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/viper"
+	"github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/logging"
+)
+
+// The secret guard: gitleaks' maintained default rule set (about 220
+// provider-specific rules, keyword-prefiltered with Aho-Corasick so most
+// prose never reaches a regex) plus a short list of continuityd's own rules
+// for shapes gitleaks misses or only recognises next to a keyword.
+//
+// What it deliberately does not flag (judgement calls, pinned by tests):
+//   - git SHAs, short or full (40 hex), in receipts and commit subjects:
+//     they are the evidence a capsule exists to carry. gitleaks only treats
+//     40 hex as a secret next to the word "sourcegraph". The public status
+//     is stricter (public_status.go refuses any 32+ hex run).
+//   - uuids, docker image digests (sha256:<64 hex>), semver, ISO times,
+//     URLs without credentials, base64 of short words: none is a
+//     credential by shape, and refusing them would make receipts useless.
+//   - bare high-entropy strings with no provider prefix and no keyword
+//     (an AWS secret access key on its own, say): without context they
+//     cannot be told from a hash or an id without refusing those too. They
+//     are caught next to a keyword (aws_secret_access_key=…, token: …).
+
+// minSecretLen is the shortest string any rule can flag; shorter strings
+// skip the detector entirely (most enum-like fields).
+const minSecretLen = 8
+
+// silenceGitleaks turns gitleaks' process-wide zerolog logger off once: the
+// library logs through logging.Logger, and a daemon must not print findings
+// (which carry the secret) or debug noise on its own output. A sync.Once
+// makes the single write happen-before every detector built here runs, so
+// concurrent NewGuard calls do not race on the logger variable.
+var silenceGitleaks sync.Once
+
+// newSecretDetector builds gitleaks' detector with its default config. It
+// does what detect.NewDetectorDefaultConfig does, but on a private viper
+// instance: NewDetectorDefaultConfig loads the config through viper's
+// process-wide singleton (SetConfigType + ReadConfig), which would both race
+// when two Guards are built at once (parallel tests, two daemons in one
+// process) and clobber any other user of global viper.
+func newSecretDetector() (*detect.Detector, error) {
+	silenceGitleaks.Do(func() { logging.Logger = zerolog.Nop() })
+	v := viper.New()
+	v.SetConfigType("toml")
+	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
+		return nil, err
+	}
+	var vc config.ViperConfig
+	if err := v.Unmarshal(&vc); err != nil {
+		return nil, err
+	}
+	cfg, err := vc.Translate()
+	if err != nil {
+		return nil, err
+	}
+	d := detect.NewDetector(cfg)
+	// MaxDecodeDepth stays 0: gitleaks would otherwise also base64-,
+	// hex- and percent-decode every string and rescan it, several times
+	// the cost per write. The public status's own base64 rule covers
+	// encoded blobs where they matter most.
+	return d, nil
+}
+
+// secretRule is one of continuityd's own rules. A rule is anchored on a
+// literal trigger (found with strings.Index, on an ASCII-lowercased copy
+// when fold is set) and an anchored regexp run on the text right after
+// each occurrence. This keeps the rules linear and cheap: unanchored
+// regexps over a 4 KB note cost milliseconds in Go's regexp engine, while
+// a trigger that does not occur costs one Index.
+type secretRule struct {
+	id       string
+	triggers []string       // literals that start a candidate
+	fold     bool           // match triggers case-insensitively
+	boundary bool           // a trigger must not follow a letter, digit or _
+	re       *regexp.Regexp // anchored (^…), run on the text after the trigger
+	// keep, when set, vets a candidate: value is the secret (capture group
+	// 1 of re, else trigger plus match), next the byte after it (0 at end).
+	keep func(value string, next byte) bool
+}
+
+// secretSpan is where a secret sits in a string, for Redact.
+type secretSpan struct {
+	rule       string
+	start, end int
+}
+
+// ruleWindow bounds the text an anchored rule looks at after its trigger;
+// no credential is longer, and the bound keeps each regexp run short.
+const ruleWindow = 1024
+
+// continuitydSecretRules are the supplements to gitleaks. Each one exists
+// because gitleaks either has no rule for the shape or gates it behind a
+// keyword or an exact length that real keys do not always meet.
+func continuitydSecretRules() []secretRule {
+	return []secretRule{
+		{
+			// OpenAI-style keys: sk-…, sk-proj-…, sk-svcacct-…, and
+			// Anthropic's sk-ant-api03-…. gitleaks' openai rule needs the
+			// T3BlbkFJ marker and its Anthropic rule an exact length of
+			// 93+"AA"; keys of other vintages and truncated pastes slip by.
+			id:       "continuityd-sk-key",
+			triggers: []string{"sk-"},
+			boundary: true,
+			re:       regexp.MustCompile(`^[A-Za-z0-9_-]{20,}`),
+			keep:     func(v string, _ byte) bool { return hasLetterAndDigit(v[len("sk-"):]) },
+		},
+		{
+			// An Authorization header value pasted into prose: gitleaks
+			// only catches it inside a curl command line.
+			id:       "continuityd-bearer-token",
+			triggers: []string{"bearer"},
+			fold:     true,
+			boundary: true,
+			re:       regexp.MustCompile(`^[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
+			keep:     func(v string, _ byte) bool { return hasLetterAndDigit(v) },
+		},
+		{
+			// A private key header alone: gitleaks' private-key rule needs
+			// the whole armoured block up to its END line, so a truncated
+			// paste (or a JSON fragment of a service-account key) passes.
+			id:       "continuityd-private-key",
+			triggers: []string{"-----BEGIN"},
+			re:       regexp.MustCompile(`^[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`),
+		},
+		{
+			// password=…, DB_PASSWORD: …, api_key := "…", "token": "…":
+			// a credential-named key assigned a literal of at least 8
+			// characters with letters and digits. gitleaks' generic rule
+			// wants an entropy above 3.5, which real passwords often miss.
+			// The key must END in the credential word (the regexp starts
+			// right after it) so that tokenizer:, password_file: and
+			// max_tokens= are left alone; values that are calls,
+			// placeholders or variables are left alone too.
+			id: "continuityd-credential-assignment",
+			triggers: []string{
+				"password", "passwd", "pwd", "passphrase", "secret", "token",
+				"api_key", "api-key", "apikey", "access_key", "access-key", "accesskey",
+				"secret_key", "secret-key", "secretkey", "private_key", "private-key", "privatekey",
+			},
+			fold: true,
+			re:   regexp.MustCompile(`^[sS]?["']?[ \t]*(?::=|=>|=|:)[ \t]*["'` + "`" + `]?([^\s"'` + "`" + `,;&()<>{}\[\]$\\]{8,})`),
+			keep: func(v string, next byte) bool {
+				return next != '(' && hasLetterAndDigit(v) && !isPlaceholder(v)
+			},
+		},
+		{
+			// JSON Web Tokens, including unsigned ones (empty third part),
+			// which gitleaks' jwt rule does not match.
+			id:       "continuityd-jwt",
+			triggers: []string{"eyJ"},
+			boundary: true,
+			re:       regexp.MustCompile(`^[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`),
+		},
+		{
+			// A password in a URL's userinfo (postgres://app:s3cret@db):
+			// gitleaks has no general rule for it.
+			id:       "continuityd-url-password",
+			triggers: []string{"://"},
+			re:       regexp.MustCompile(`^[^\s:/@]{1,64}:([^\s/@]{6,})@[^\s/@]`),
+			keep: func(v string, _ byte) bool {
+				return !isPlaceholder(v) && (hasLetterAndDigit(v) || classes(v) >= 3)
+			},
+		},
+	}
+}
+
+// CheckSecret refuses a credential-shaped value: it returns a 400
+// SECRET_DETECTED naming field and the rule that matched, or nil. The
+// message never contains the value.
+func (g *Guard) CheckSecret(field, value string) error {
+	if rule := g.secretRule(value); rule != "" {
+		return secretRefusal(field, rule)
+	}
+	return nil
+}
+
+// checkSecret is CheckSecret with a typed result, for internal callers.
+func (g *Guard) checkSecret(field, value string) *Error {
+	if rule := g.secretRule(value); rule != "" {
+		return secretRefusal(field, rule)
+	}
+	return nil
+}
+
+func secretRefusal(field, rule string) *Error {
+	return Refuse(CodeSecretDetected, field,
+		"looks like a credential (rule %s); the write was refused and nothing was stored", rule)
+}
+
+// secretRule returns the id of the first rule that flags s, or "".
+func (g *Guard) secretRule(s string) string {
+	if len(s) < minSecretLen {
+		return ""
+	}
+	// DetectString is stateless per call: it goes Detect -> DetectContext,
+	// which collects findings in a local slice and never calls AddFinding
+	// (only DetectSource does), so the Detector's findings list does not
+	// grow and concurrent calls share nothing but an atomic byte counter
+	// and read-only rules. Verified against gitleaks v8.30.1 detect.go.
+	if fs := g.detector.DetectString(s); len(fs) > 0 {
+		ids := make([]string, 0, len(fs))
+		for _, f := range fs {
+			ids = append(ids, f.RuleID)
+		}
+		// Deterministic when several rules match, and a provider's own
+		// rule names the problem better than generic-api-key does.
+		sort.Slice(ids, func(i, j int) bool {
+			gi, gj := strings.HasPrefix(ids[i], "generic"), strings.HasPrefix(ids[j], "generic")
+			if gi != gj {
+				return gj
+			}
+			return ids[i] < ids[j]
+		})
+		return ids[0]
+	}
+	lower := asciiLower(s)
+	for i := range g.extraRules {
+		if sp := g.extraRules[i].find(s, lower, 1); len(sp) > 0 {
+			return sp[0].rule
+		}
+	}
+	return ""
+}
+
+// find returns up to max spans of rule r in s (max <= 0: all). lower is s
+// lower-cased byte for byte (asciiLower), for folding rules.
+func (r *secretRule) find(s, lower string, max int) []secretSpan {
+	hay := s
+	if r.fold {
+		hay = lower
+	}
+	var out []secretSpan
+	for _, trig := range r.triggers {
+		for off := 0; off < len(hay); {
+			i := strings.Index(hay[off:], trig)
+			if i < 0 {
+				break
+			}
+			i += off
+			off = i + len(trig)
+			if r.boundary && i > 0 && isWordByte(s[i-1]) {
+				continue
+			}
+			base := i + len(trig)
+			win := s[base:min(len(s), base+ruleWindow)]
+			m := r.re.FindStringSubmatchIndex(win)
+			if m == nil {
+				continue
+			}
+			start, end := i, base+m[1]
+			if len(m) >= 4 && m[2] >= 0 {
+				start, end = base+m[2], base+m[3]
+			}
+			if r.keep != nil {
+				var next byte
+				if end < len(s) {
+					next = s[end]
+				}
+				if !r.keep(s[start:end], next) {
+					continue
+				}
+			}
+			out = append(out, secretSpan{rule: r.id, start: start, end: end})
+			if max > 0 && len(out) >= max {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// asciiLower lower-cases ASCII letters only, so byte offsets into the
+// result are offsets into s (strings.ToLower may change lengths).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// isWordByte reports an ASCII letter, digit or underscore.
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+
+// redacted replaces a credential-shaped span.
+const redacted = "[REDACTED]"
+
+// Redact replaces every credential-shaped span of s with "[REDACTED]". It is
+// for automatic content (commit subjects, file names, transcript lines)
+// that is kept rather than refused. If a replacement leaves anything the
+// guard still flags, the whole string is replaced.
+func (g *Guard) Redact(s string) string {
+	for range 3 {
+		spans := g.secretSpans(s)
+		if len(spans) == 0 {
+			return s
+		}
+		s = replaceSpans(s, spans)
+	}
+	if g.secretRule(s) != "" {
+		return redacted
+	}
+	return s
+}
+
+// secretSpans finds every secret in s, from both rule sets.
+func (g *Guard) secretSpans(s string) []secretSpan {
+	if len(s) < minSecretLen {
+		return nil
+	}
+	var spans []secretSpan
+	lower := asciiLower(s)
+	for i := range g.extraRules {
+		spans = append(spans, g.extraRules[i].find(s, lower, 0)...)
+	}
+	for _, f := range g.detector.DetectString(s) {
+		secret := f.Secret
+		if secret == "" {
+			secret = f.Match
+		}
+		if len(secret) < 4 {
+			// A capture this short cannot be located safely by search
+			// (it would hit innocent text); fall back to the whole match.
+			secret = f.Match
+		}
+		if secret == "" {
+			continue
+		}
+		for off := 0; ; {
+			i := strings.Index(s[off:], secret)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, secretSpan{rule: f.RuleID, start: off + i, end: off + i + len(secret)})
+			off += i + len(secret)
+		}
+	}
+	return spans
+}
+
+// replaceSpans replaces the union of spans with the redaction marker.
+func replaceSpans(s string, spans []secretSpan) string {
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	var b strings.Builder
+	pos := 0
+	for _, sp := range spans {
+		if sp.end <= pos {
+			continue
+		}
+		if sp.start >= pos {
+			b.WriteString(s[pos:sp.start])
+			b.WriteString(redacted)
+		} // else it overlaps the span just redacted, which grows to cover it
+		pos = sp.end
+	}
+	b.WriteString(s[pos:])
+	return b.String()
+}
+
+// Character classes, for "mixed classes" tests.
+const (
+	classLower = 1 << iota
+	classUpper
+	classDigit
+	classOther
+)
+
+// classMask returns which character classes s uses.
+func classMask(s string) int {
+	m := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			m |= classLower
+		case c >= 'A' && c <= 'Z':
+			m |= classUpper
+		case c >= '0' && c <= '9':
+			m |= classDigit
+		default:
+			m |= classOther
+		}
+	}
+	return m
+}
+
+// classes counts the character classes s uses (lower, upper, digit, other).
+func classes(s string) int {
+	m := classMask(s)
+	n := 0
+	for ; m != 0; m &= m - 1 {
+		n++
+	}
+	return n
+}
+
+// hasLetterAndDigit reports whether s mixes letters and digits, the mark of
+// a generated token as opposed to a word or a number.
+func hasLetterAndDigit(s string) bool {
+	m := classMask(s)
+	return m&classDigit != 0 && m&(classLower|classUpper) != 0
+}
+
+// isPlaceholder reports values that stand for a secret rather than being
+// one: template variables, masks and the usual documentation stand-ins.
+func isPlaceholder(v string) bool {
+	switch v[0] {
+	case '%', '*', '<', '{', '$', '#':
+		return true
+	}
+	if strings.Trim(v, string(v[0])) == "" { // one character repeated
+		return true
+	}
+	lv := strings.ToLower(v)
+	for _, p := range []string{"xxxx", "changeme", "example", "placeholder", "redacted", "your_", "your-"} {
+		if strings.Contains(lv, p) {
+			return true
+		}
+	}
+	return false
+}

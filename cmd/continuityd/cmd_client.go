@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon"
+)
+
+// cmdResume prints where the agent was: markdown, or the JSON document.
+// It counts as the agent's visit (since_last_visit resets) unless --peek.
+func cmdResume(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "resume", "[--agent A] [--json] [--peek]")
+	var cf clientFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print the resume document as JSON")
+	peek := fs.Bool("peek", false, "do not reset since_last_visit")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return exitUsage
+	}
+	c, err := cf.client(e)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer c.Close()
+	q := map[string][]string{}
+	if *peek {
+		q["peek"] = []string{"1"}
+	}
+	out, err := c.Do(ctx, http.MethodGet, "/v1/continuity", q, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	if *asJSON {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var r capsule.Resume
+	if err := json.Unmarshal(out, &r); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprint(e.stdout, r.Markdown(0))
+	return exitOK
+}
+
+// cmdCapsule is `capsule show|seal|validate FILE|put FILE`.
+func cmdCapsule(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "capsule", "show | seal | validate FILE | put FILE [--agent A]")
+	var cf clientFlags
+	cf.register(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	sub, rest := pos[0], pos[1:]
+	wantArgs := map[string]int{"show": 0, "seal": 0, "validate": 1, "put": 1}
+	n, ok := wantArgs[sub]
+	if !ok || len(rest) != n {
+		fs.Usage()
+		return exitUsage
+	}
+	if sub == "validate" {
+		// Offline: the same guard the daemon runs, no daemon needed.
+		body, err := readInput(e, rest[0])
+		if err != nil {
+			fmt.Fprintf(e.stderr, "continuityd capsule validate: %v\n", err)
+			return exitUsage
+		}
+		g, err := capsule.NewGuard(capsule.GuardOptions{})
+		if err != nil {
+			return fail(e, err)
+		}
+		if _, err := g.DecodeCapsule(body); err != nil {
+			fmt.Fprintf(e.stderr, "%s: invalid: %v\n", rest[0], err)
+			return exitFailed
+		}
+		fmt.Fprintf(e.stdout, "%s: a valid Continuity Capsule v1\n", rest[0])
+		return exitOK
+	}
+	c, err := cf.client(e)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer c.Close()
+	var out []byte
+	switch sub {
+	case "show":
+		out, err = c.Do(ctx, http.MethodGet, "/v1/capsule", nil, nil)
+		if err == nil {
+			var rec capsule.CapsuleRecord
+			if err = json.Unmarshal(out, &rec); err == nil {
+				out, err = json.MarshalIndent(rec.Capsule, "", "  ")
+				out = append(out, '\n')
+			}
+		}
+	case "seal":
+		out, err = c.Do(ctx, http.MethodPost, "/v1/capsule/seal", nil, nil)
+	case "put":
+		var body []byte
+		if body, err = readInput(e, rest[0]); err != nil {
+			fmt.Fprintf(e.stderr, "continuityd capsule put: %v\n", err)
+			return exitUsage
+		}
+		out, err = c.Do(ctx, http.MethodPut, "/v1/capsule", nil, body)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	if sub == "show" {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var ans struct {
+		Seq uint64 `json:"seq"`
+	}
+	json.Unmarshal(out, &ans)
+	verb := map[string]string{"seal": "sealed", "put": "stored"}[sub]
+	fmt.Fprintf(e.stdout, "capsule %s (seq %d)\n", verb, ans.Seq)
+	return exitOK
+}
+
+// cmdSignal is `signal KIND [key=value ...]`: numbers and booleans are sent
+// as such, everything else as strings.
+func cmdSignal(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "signal", "[--agent A] KIND [key=value ...]   e.g. signal context used_fraction=0.83")
+	var cf clientFlags
+	cf.register(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	body := map[string]any{"kind": pos[0]}
+	for _, kv := range pos[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			fmt.Fprintf(e.stderr, "continuityd signal: want key=value, got %q\n", kv)
+			return exitUsage
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			body[k] = f
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			body[k] = b
+		} else {
+			body[k] = v
+		}
+	}
+	if _, ok := body["via"]; !ok {
+		body["via"] = "cli"
+	}
+	raw, _ := json.Marshal(body)
+	c, err := cf.client(e)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer c.Close()
+	if _, err := c.Do(ctx, http.MethodPost, "/v1/signals", nil, raw); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.stdout, "signal %s recorded\n", pos[0])
+	return exitOK
+}
+
+// cmdStatus prints the daemon's state.
+func cmdStatus(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "status", "[--json]")
+	var cf clientFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return exitUsage
+	}
+	c, err := cf.client(e)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer c.Close()
+	out, err := c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	if *asJSON {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var st daemon.Status
+	if err := json.Unmarshal(out, &st); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.stdout, "continuityd %s, pid %d, up %s\nsocket %s\nstate  %s\nconfig %s\n\n",
+		st.Version, st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), st.Socket, st.StateDir, st.Config)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSEQ\tSTOPPED\tLAST WRITE\tUPSTREAM\tSTATE\tPENDING\tDEAD\tLAST ERROR")
+	for _, a := range st.Agents {
+		last := "never"
+		if a.LastWriteAt != nil {
+			last = time.Since(*a.LastWriteAt).Round(time.Second).String() + " ago"
+		}
+		if len(a.Upstreams) == 0 {
+			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t-\t-\t-\t-\t-\n", a.Name, a.Seq, a.Stopped, last)
+		}
+		for _, u := range a.Upstreams {
+			le := "-"
+			if u.LastError != nil {
+				le = *u.LastError
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%s\t%s\t%d\t%d\t%s\n", a.Name, a.Seq, a.Stopped, last, u.Name, u.State, u.Pending, u.DeadLetter, le)
+		}
+	}
+	tw.Flush()
+	return exitOK
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon"
+)
+
+// cmdRun runs the daemon in the foreground until SIGINT or SIGTERM. With no
+// --config it runs the embedded default: agent "default" on the current
+// directory, upstream "local", XDG or FHS paths.
+func cmdRun(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "run", "[--config FILE]")
+	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
+	if _, err := parse(fs, args); err != nil {
+		return exitUsage
+	}
+	cfg, err := loadConfig(e, *cfgPath)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
+		return exitUsage
+	}
+	log := newLogger(e.stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
+	d, err := daemon.New(cfg, daemon.Options{Logger: log, Version: buildVersion()})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFailed
+	}
+	if err := d.Run(ctx); err != nil {
+		log.Error("cannot run", "err", err)
+		return exitFailed
+	}
+	log.Info("stopped cleanly")
+	return exitOK
+}
+
+// loadConfig loads the config file, or the embedded default when there is
+// none. Without a file, $CONTINUITYD_STATE_DIR and $CONTINUITYD_SOCKET move
+// the default state directory and socket (tests, and trying it out without
+// touching the real default places).
+func loadConfig(e *env, path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	cfg, err := config.Default()
+	if err != nil {
+		return nil, err
+	}
+	if v := e.getenv("CONTINUITYD_STATE_DIR"); v != "" {
+		cfg.Daemon.StateDir = v
+	}
+	if v := e.getenv("CONTINUITYD_SOCKET"); v != "" {
+		cfg.Daemon.Socket = v
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, level, format string) *slog.Logger {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		lv = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

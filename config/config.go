@@ -1,0 +1,99 @@
+// Package config reads continuityd's TOML configuration: strictly (an
+// unknown key, a wrong type or a bad value is an error naming the key and its
+// line:column), with a default for every key, so that an empty file, or no
+// file at all, gives a daemon that works.
+//
+// The key names of [daemon], [[agent]] and [upstream.NAME] are fixed by the
+// product's interface (shared/design/interface.md); the rest are this
+// package's. DefaultTOML is the commented reference of every key.
+package config
+
+import (
+	"io/fs"
+	"path/filepath"
+	"strconv"
+)
+
+// Config is the whole daemon configuration after defaults.
+type Config struct {
+	Daemon    Daemon              `toml:"daemon"`
+	Agents    []Agent             `toml:"agent"`
+	Upstreams map[string]Upstream `toml:"upstream"`
+	Guard     Guard               `toml:"guard"`
+	Path      string              `toml:"-"` // file it was loaded from; "" for the embedded default
+}
+
+// Daemon is the [daemon] table: where the daemon keeps its state, where it
+// listens, and how it logs.
+type Daemon struct {
+	StateDir        string   `toml:"state_dir"`
+	Socket          string   `toml:"socket"`
+	SocketMode      string   `toml:"socket_mode"`      // octal, default "0600"
+	Listen          string   `toml:"listen"`           // "" or a loopback host:port
+	LogLevel        string   `toml:"log_level"`        // debug|info|warn|error, default info
+	LogFormat       string   `toml:"log_format"`       // text|json, default text
+	ShutdownTimeout Duration `toml:"shutdown_timeout"` // default "10s"
+}
+
+// Agent is one [[agent]] table: an agent whose continuity the daemon keeps.
+type Agent struct {
+	Name      string   `toml:"name"`      // ^[a-z0-9][a-z0-9_-]{0,62}$ (it names a directory)
+	Workdir   string   `toml:"workdir"`   // absolute after ~ expansion; "" = none
+	Upstreams []string `toml:"upstreams"` // default ["local"]
+}
+
+// Upstream is one [upstream.NAME] table: a service the agents' checkpoints
+// are delivered to.
+type Upstream struct {
+	Kind      string   `toml:"kind"` // qday | delx | local
+	URL       string   `toml:"url"`
+	TokenEnv  string   `toml:"token_env"`
+	TokenFile string   `toml:"token_file"`
+	Rate      float64  `toml:"rate"`    // requests per second, > 0
+	Burst     int      `toml:"burst"`   // >= 1
+	Timeout   Duration `toml:"timeout"` // per request, default "30s"
+}
+
+// Guard is the [guard] table: the local checks applied to what agents write
+// before anything is stored or sent.
+type Guard struct {
+	AllowedLinkDomains []string `toml:"allowed_link_domains"` // default ["qdaybunker.fun","dexscreener.com"]
+}
+
+// Agent returns the agent called name.
+func (c *Config) Agent(name string) (Agent, bool) {
+	for _, a := range c.Agents {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}
+
+// UpstreamFor returns the upstream called name. "local" always resolves,
+// declared or not, because every agent may use the local archive without
+// configuring it.
+func (c *Config) UpstreamFor(name string) (Upstream, bool) {
+	if u, ok := c.Upstreams[name]; ok {
+		return u, true
+	}
+	if name == LocalUpstream {
+		return kindDefaults(KindLocal), true
+	}
+	return Upstream{}, false
+}
+
+// AgentDir is the directory holding the named agent's durable state.
+func (c *Config) AgentDir(name string) string {
+	return filepath.Join(c.Daemon.StateDir, "agents", name)
+}
+
+// SocketPerm is SocketMode as a file mode. A validated Config always parses;
+// should an unvalidated one not, the safe 0600 is returned.
+func (d Daemon) SocketPerm() fs.FileMode {
+	m, err := strconv.ParseUint(d.SocketMode, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0o600
+	}
+	return fs.FileMode(m)
+}

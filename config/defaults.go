@@ -1,0 +1,117 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Upstream kinds.
+const (
+	KindQDay  = "qday"  // the Q-Day continuity API
+	KindDelx  = "delx"  // Delx Continuity Capsules over MCP
+	KindLocal = "local" // the local archive, in the state directory
+)
+
+// LocalUpstream is the upstream every agent may name without declaring it.
+const LocalUpstream = "local"
+
+// DefaultAgent names the agent the daemon serves when the file has none.
+const DefaultAgent = "default"
+
+// Defaults of [daemon] and [guard] that do not depend on the host.
+const (
+	defaultSocketMode      = "0600" // only the daemon's user may talk to it
+	defaultLogLevel        = "info"
+	defaultLogFormat       = "text"
+	defaultShutdownTimeout = 10 * time.Second
+	defaultUpstreamTimeout = 30 * time.Second
+)
+
+// defaultLinkDomains are the domains Q-Day accepts links to in a public
+// status; the guard refuses others before Q-Day would.
+func defaultLinkDomains() []string {
+	return []string{"qdaybunker.fun", "dexscreener.com"}
+}
+
+// kindDefaults is an upstream of the given kind with its default limits.
+func kindDefaults(kind string) Upstream {
+	u := Upstream{Kind: kind, Timeout: Duration{defaultUpstreamTimeout}}
+	switch kind {
+	case KindLocal:
+		// A local write costs a file append; the limit only stops a runaway.
+		u.Rate, u.Burst = 1000, 1000
+	default:
+		// Delx allows 60 requests per 60 s per client, and Q-Day's
+		// published design defaults to 60 a minute per agent.
+		u.Rate, u.Burst = 1.0, 5
+	}
+	return u
+}
+
+// FHS places for a daemon run by root (a system service).
+const (
+	fhsStateDir = "/var/lib/continuityd"
+	fhsSocket   = "/run/continuityd/continuityd.sock"
+)
+
+// DefaultPaths is where state and socket go when the file does not say:
+// for root the FHS places /var/lib/continuityd and
+// /run/continuityd/continuityd.sock; for anyone else the XDG ones,
+// $XDG_STATE_HOME/continuityd (default ~/.local/state/continuityd) and
+// $XDG_RUNTIME_DIR/continuityd/continuityd.sock, or
+// <stateDir>/continuityd.sock when there is no runtime directory.
+func DefaultPaths() (stateDir, socket string) {
+	home, _ := os.LookupEnv("HOME")
+	return defaultPaths(os.LookupEnv, os.Geteuid(), home)
+}
+
+// defaultPaths is DefaultPaths for a given environment, user and home.
+func defaultPaths(lookup func(string) (string, bool), euid int, home string) (stateDir, socket string) {
+	if euid == 0 {
+		return fhsStateDir, fhsSocket
+	}
+	base := filepath.Join(home, ".local", "state")
+	if dir, ok := xdgDir(lookup, "XDG_STATE_HOME"); ok {
+		base = dir
+	}
+	stateDir = filepath.Join(base, "continuityd")
+	return stateDir, userSocket(lookup, stateDir)
+}
+
+// userSocket is a non-root user's default socket: in the runtime directory,
+// which the system empties at logout, else beside the state it serves.
+func userSocket(lookup func(string) (string, bool), stateDir string) string {
+	if dir, ok := xdgDir(lookup, "XDG_RUNTIME_DIR"); ok {
+		return filepath.Join(dir, "continuityd", "continuityd.sock")
+	}
+	return filepath.Join(stateDir, "continuityd.sock")
+}
+
+// xdgDir reads an XDG base directory variable. The XDG spec says a relative
+// path in one is invalid and must be ignored.
+func xdgDir(lookup func(string) (string, bool), name string) (string, bool) {
+	dir, ok := lookup(name)
+	if !ok || !filepath.IsAbs(dir) {
+		return "", false
+	}
+	return dir, true
+}
+
+// environ is what Decode reads from the host, held apart so tests can set it
+// without touching the process.
+type environ struct {
+	lookup func(string) (string, bool)
+	euid   int
+	getwd  func() (string, error)
+}
+
+func hostEnv() environ {
+	return environ{lookup: os.LookupEnv, euid: os.Geteuid(), getwd: os.Getwd}
+}
+
+// home is $HOME, which "~/" stands for.
+func (e environ) home() string {
+	h, _ := e.lookup("HOME")
+	return h
+}

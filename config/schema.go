@@ -1,0 +1,154 @@
+package config
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// keySpec describes one key the file may hold, for the two errors go-toml
+// words in Go's terms rather than the user's: a value of the wrong type
+// ("cannot decode TOML string into float64") and an unknown key (which is
+// more useful with the keys that would have been right).
+type keySpec struct {
+	path  string // as schemaKey spells it
+	want  string // completes "must be …"
+	kinds []unstable.Kind
+}
+
+var (
+	tableKinds   = []unstable.Kind{unstable.Table, unstable.InlineTable}
+	arrayKinds   = []unstable.Kind{unstable.Array}
+	stringKinds  = []unstable.Kind{unstable.String}
+	numberKinds  = []unstable.Kind{unstable.Float, unstable.Integer}
+	integerKinds = []unstable.Kind{unstable.Integer}
+)
+
+const wantDuration = `a duration string such as "30s" or "10m"`
+
+// keySpecs must list every toml tag of rawConfig (decode.go); a test checks.
+var keySpecs = []keySpec{
+	{"daemon", "a table ([daemon])", tableKinds},
+	{"daemon.state_dir", "a string", stringKinds},
+	{"daemon.socket", "a string", stringKinds},
+	{"daemon.socket_mode", `an octal string such as "0600"`, stringKinds},
+	{"daemon.listen", "a string", stringKinds},
+	{"daemon.log_level", "a string", stringKinds},
+	{"daemon.log_format", "a string", stringKinds},
+	{"daemon.shutdown_timeout", wantDuration, stringKinds},
+	{"agent", "an array of tables ([[agent]])", []unstable.Kind{unstable.ArrayTable, unstable.Array}},
+	{"agent[]", "a table", tableKinds},
+	{"agent[].name", "a string", stringKinds},
+	{"agent[].workdir", "a string", stringKinds},
+	{"agent[].upstreams", "an array of strings", arrayKinds},
+	{"agent[].upstreams[]", "a string", stringKinds},
+	{"upstream", "a table of upstreams ([upstream.NAME])", tableKinds},
+	{"upstream.*", "a table", tableKinds},
+	{"upstream.*.kind", "a string", stringKinds},
+	{"upstream.*.url", "a string", stringKinds},
+	{"upstream.*.token_env", "a string", stringKinds},
+	{"upstream.*.token_file", "a string", stringKinds},
+	{"upstream.*.rate", "a number (requests per second)", numberKinds},
+	{"upstream.*.burst", "an integer", integerKinds},
+	{"upstream.*.timeout", wantDuration, stringKinds},
+	{"guard", "a table ([guard])", tableKinds},
+	{"guard.allowed_link_domains", "an array of strings", arrayKinds},
+	{"guard.allowed_link_domains[]", "a string", stringKinds},
+}
+
+func specOf(path string) (keySpec, bool) {
+	k := schemaKey(path)
+	for _, s := range keySpecs {
+		if s.path == k {
+			return s, true
+		}
+	}
+	return keySpec{}, false
+}
+
+// knownKeys lists the keys the schema allows beside path (its siblings).
+func knownKeys(path string) []string {
+	parent := parentKey(schemaKey(path))
+	var keys []string
+	for _, s := range keySpecs {
+		if parentKey(s.path) == parent && !strings.HasSuffix(s.path, "]") && lastPart(s.path) != "*" {
+			keys = append(keys, lastPart(s.path))
+		}
+	}
+	return keys
+}
+
+// unknownKeyMsg explains an unknown key: the closest known key when it looks
+// like a typo, else the keys the table takes.
+func unknownKeyMsg(path string, table bool) string {
+	what := "unknown key"
+	if table {
+		what = "unknown table"
+	}
+	known := knownKeys(path)
+	if len(known) == 0 {
+		return what
+	}
+	typed := lastPart(path)
+	best, bestDist := "", len(typed)/3+1 // a third of the letters wrong is still a typo
+	for _, k := range known {
+		if d := editDistance(typed, k); d <= bestDist && (best == "" || d < editDistance(typed, best)) {
+			best = k
+		}
+	}
+	if best != "" && best != typed {
+		return what + `; did you mean "` + best + `"?`
+	}
+	return what + "; known here: " + strings.Join(known, ", ")
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes (keys
+// are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// kindName says what a TOML value is, for "(got an array)".
+func kindName(k unstable.Kind) string {
+	switch k {
+	case unstable.String:
+		return "a string"
+	case unstable.Integer:
+		return "an integer"
+	case unstable.Float:
+		return "a float"
+	case unstable.Bool:
+		return "a boolean"
+	case unstable.Array:
+		return "an array"
+	case unstable.InlineTable, unstable.Table:
+		return "a table"
+	case unstable.ArrayTable:
+		return "an array of tables"
+	case unstable.LocalDate, unstable.LocalTime, unstable.LocalDateTime, unstable.DateTime:
+		return "a date/time"
+	}
+	return "something else"
+}
+
+// accepts reports whether a value of kind k has the type the key needs.
+func (s keySpec) accepts(k unstable.Kind) bool {
+	return slices.Contains(s.kinds, k)
+}

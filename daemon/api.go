@@ -1,0 +1,170 @@
+package daemon
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// routes are the local API's paths and their methods; anything else is a
+// JSON 404 or 405 in the interface's error shape.
+var routes = map[string][]string{
+	"/v1/continuity":            {http.MethodGet},
+	"/v1/continuity/checkpoint": {http.MethodPost},
+	"/v1/continuity/wait":       {http.MethodGet},
+	"/v1/capsule":               {http.MethodGet, http.MethodPut},
+	"/v1/capsule/seal":          {http.MethodPost},
+	"/v1/signals":               {http.MethodPost},
+	"/v1/status":                {http.MethodGet},
+	"/healthz":                  {http.MethodGet},
+}
+
+// handler is the local API.
+func (d *Daemon) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/continuity", d.withAgent(d.handleResume))
+	mux.HandleFunc("POST /v1/continuity/checkpoint", d.withAgent(d.handleCheckpoint))
+	mux.HandleFunc("GET /v1/continuity/wait", d.withAgent(d.handleWait))
+	mux.HandleFunc("GET /v1/capsule", d.withAgent(d.handleCapsuleGet))
+	mux.HandleFunc("PUT /v1/capsule", d.withAgent(d.handleCapsulePut))
+	mux.HandleFunc("POST /v1/capsule/seal", d.withAgent(d.handleCapsuleSeal))
+	mux.HandleFunc("POST /v1/signals", d.withAgent(d.handleSignal))
+	mux.HandleFunc("GET /v1/status", d.handleStatus)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": d.version})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if methods, ok := routes[r.URL.Path]; ok {
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			writeError(w, capsule.RefuseStatus(http.StatusMethodNotAllowed, capsule.CodeMethodNotAllowed, "",
+				"%s does not take %s; use %s", r.URL.Path, r.Method, strings.Join(methods, " or ")))
+			return
+		}
+		writeError(w, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "",
+			"no such path %q; see the local API table in README.md", r.URL.Path))
+	})
+	return d.recoverPanics(mux)
+}
+
+// agentHandler is a handler for one agent's resource.
+type agentHandler func(http.ResponseWriter, *http.Request, *agent)
+
+func (d *Daemon) withAgent(h agentHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a, err := d.agentFor(r.URL.Query().Get("agent"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		h(w, r, a)
+	}
+}
+
+// recoverPanics turns a handler bug into a 500 for that request instead of
+// a dead daemon.
+func (d *Daemon) recoverPanics(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				d.log.Error("handler panic", "path", r.URL.Path, "panic", v)
+				writeError(w, capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
+					"internal error; nothing was saved by this request"))
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// requireToken guards the loopback TCP listener: a bearer token, and no
+// cross-origin browser requests.
+func (d *Daemon) requireToken(h http.Handler) http.Handler {
+	want := []byte("Bearer " + d.apiToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+			writeError(w, capsule.RefuseStatus(http.StatusForbidden, capsule.CodeForbiddenOrigin, "",
+				"requests from a page on another origin are refused"))
+			return
+		}
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="continuityd"`)
+			writeError(w, capsule.RefuseStatus(http.StatusUnauthorized, capsule.CodeUnauthorized, "",
+				"the loopback listener needs Authorization: Bearer <token from api.token in the state directory>"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func sameOrigin(origin, host string) bool {
+	for _, scheme := range []string{"http://", "https://"} {
+		if strings.EqualFold(origin, scheme+host) {
+			return true
+		}
+	}
+	return false
+}
+
+// readBody reads a request body of at most capsule.MaxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *capsule.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, capsule.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, capsule.RefuseStatus(http.StatusRequestEntityTooLarge, capsule.CodeBodyTooLarge, "",
+				"the body is over %d bytes (64 KiB); nothing was saved", capsule.MaxBodyBytes)
+		}
+		return nil, capsule.Refuse(capsule.CodeInvalidJSON, "", "could not read the body: %v", err)
+	}
+	return body, nil
+}
+
+// errorBody is the interface's error shape.
+type errorBody struct {
+	Error *capsule.Error `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var ce *capsule.Error
+	if !errors.As(err, &ce) {
+		ce = capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "", "%v", err)
+	}
+	status := ce.Status
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	writeJSON(w, status, errorBody{Error: ce})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"INTERNAL","message":"could not encode the answer"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func randomToken() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }

@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// handleSignal is POST /v1/signals.
+func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request, a *agent) {
+	body, berr := readBody(w, r)
+	if berr != nil {
+		writeError(w, berr)
+		return
+	}
+	sig, err := d.guard.DecodeSignal(body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	seq, err := a.store.Signal(r.Context(), sig)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"seq": seq, "context": a.store.Resume(false).Context})
+}
+
+// Status is the answer to GET /v1/status and `continuityd status --json`.
+type Status struct {
+	Version   string        `json:"version"`
+	PID       int           `json:"pid"`
+	StartedAt time.Time     `json:"started_at"`
+	UptimeSec int64         `json:"uptime_seconds"`
+	Socket    string        `json:"socket"`
+	Listen    string        `json:"listen,omitempty"`
+	StateDir  string        `json:"state_dir"`
+	Config    string        `json:"config"`
+	Agents    []AgentStatus `json:"agents"`
+}
+
+// AgentStatus is one agent's line in Status.
+type AgentStatus struct {
+	Name        string                  `json:"name"`
+	Workdir     string                  `json:"workdir"`
+	Seq         uint64                  `json:"seq"`
+	Stopped     bool                    `json:"stopped"`
+	LastWriteAt *time.Time              `json:"last_write_at"`
+	Context     capsule.ContextState    `json:"context"`
+	Upstreams   []capsule.UpstreamState `json:"upstreams"`
+	Degraded    []string                `json:"degraded"`
+	Refused     []capsule.Refusal       `json:"refused"`
+}
+
+func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	cfgPath := d.cfg.Path
+	if cfgPath == "" {
+		cfgPath = "(embedded default)"
+	}
+	st := Status{
+		Version: d.version, PID: os.Getpid(), StartedAt: d.started,
+		UptimeSec: int64(time.Since(d.started).Seconds()),
+		Socket:    d.cfg.Daemon.Socket, Listen: d.cfg.Daemon.Listen, StateDir: d.cfg.Daemon.StateDir,
+		Config: cfgPath, Agents: []AgentStatus{},
+	}
+	for _, name := range d.names {
+		a := d.agents[name]
+		res := a.resume(false)
+		st.Agents = append(st.Agents, AgentStatus{
+			Name: name, Workdir: a.cfg.Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
+			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,
+			Degraded: res.Degraded, Refused: res.Refused,
+		})
+	}
+	writeJSON(w, http.StatusOK, st)
+}

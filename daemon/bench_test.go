@@ -1,0 +1,200 @@
+package daemon
+
+// Benchmarks that put continuityd's numbers beside the physical baseline in
+// the same run, as docs/PERFORMANCE.md quotes them:
+//
+//	go test -run '^$' -bench . -benchtime 2000x -count 1 ./daemon/
+//
+// Each reports medians (p50) of both sides and their ratio as custom
+// metrics; ns/op is the mean of the whole loop and is not the figure to read.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+var benchBody = []byte(`{"focus":"ship the parser fix","working_state":{"next_action":"run the fuzzers","last_result":"tests green on linux"},"decide":{"chosen":"retry with backoff","because":"the upstream drops bursts over sixty a minute"}}`)
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func benchClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: 64,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
+func postCheckpoint(b *testing.B, c *http.Client) {
+	resp, err := c.Post("http://d/v1/continuity/checkpoint", "application/json", bytes.NewReader(benchBody))
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// BenchmarkDurableAck (a): a checkpoint acknowledged over the socket (on
+// disk when answered) against a raw append+fsync of the same bytes in the
+// same directory, alternating so both see the same disk.
+func BenchmarkDurableAck(b *testing.B) {
+	cfg := testConfig(b)
+	if os.Getenv("BENCH_NO_UPSTREAM") != "" {
+		cfg.Agents[0].Upstreams = nil
+	}
+	td := startDaemon(b, cfg)
+	defer td.stop()
+	c := benchClient(cfg.Daemon.Socket)
+	defer c.CloseIdleConnections()
+	raw, err := os.OpenFile(filepath.Join(cfg.Daemon.StateDir, "raw.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	postCheckpoint(b, c) // warm the connection
+	ack := make([]time.Duration, 0, b.N)
+	fs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		postCheckpoint(b, c)
+		ack = append(ack, time.Since(t0))
+		t0 = time.Now()
+		if _, err := raw.Write(benchBody); err != nil {
+			b.Fatal(err)
+		}
+		if err := raw.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		fs = append(fs, time.Since(t0))
+	}
+	b.StopTimer()
+	ma, mf := median(ack), median(fs)
+	b.ReportMetric(float64(ma.Microseconds()), "ack-p50-µs")
+	b.ReportMetric(float64(mf.Microseconds()), "fsync-p50-µs")
+	b.ReportMetric(float64(ma)/float64(mf), "ratio")
+}
+
+// BenchmarkResume (b): GET /v1/continuity over the socket against a static
+// handler serving the same bytes on the same kind of socket.
+func BenchmarkResume(b *testing.B) {
+	cfg := testConfig(b)
+	td := startDaemon(b, cfg)
+	defer td.stop()
+	c := benchClient(cfg.Daemon.Socket)
+	defer c.CloseIdleConnections()
+	for i := 0; i < 20; i++ {
+		postCheckpoint(b, c)
+	}
+	fetch := func(c *http.Client, path string) []byte {
+		resp, err := c.Get("http://d" + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return body
+	}
+	doc := fetch(c, "/v1/continuity?peek=1")
+
+	staticSock := filepath.Join(filepath.Dir(cfg.Daemon.Socket), "static.sock")
+	ln, err := net.Listen("unix", staticSock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(doc)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	sc := benchClient(staticSock)
+	defer sc.CloseIdleConnections()
+	fetch(sc, "/")
+
+	res := make([]time.Duration, 0, b.N)
+	st := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		fetch(c, "/v1/continuity")
+		res = append(res, time.Since(t0))
+		t0 = time.Now()
+		fetch(sc, "/")
+		st = append(st, time.Since(t0))
+	}
+	b.StopTimer()
+	mr, ms := median(res), median(st)
+	b.ReportMetric(float64(mr.Microseconds()), "resume-p50-µs")
+	b.ReportMetric(float64(ms.Microseconds()), "static-p50-µs")
+	b.ReportMetric(float64(mr)/float64(ms), "ratio")
+	b.ReportMetric(float64(len(doc)), "doc-bytes")
+}
+
+// BenchmarkConcurrentWriters (c): throughput of 16 concurrent writers
+// against 1, each for the same number of durable checkpoints.
+func BenchmarkConcurrentWriters(b *testing.B) {
+	cfg := testConfig(b)
+	td := startDaemon(b, cfg)
+	defer td.stop()
+	c := benchClient(cfg.Daemon.Socket)
+	defer c.CloseIdleConnections()
+	postCheckpoint(b, c)
+	run := func(writers, total int) float64 {
+		var wg sync.WaitGroup
+		per := total / writers
+		t0 := time.Now()
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					postCheckpoint(b, c)
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(per*writers) / time.Since(t0).Seconds()
+	}
+	b.ResetTimer()
+	total := max(b.N, 160)
+	one := run(1, total)
+	sixteen := run(16, total)
+	b.StopTimer()
+	b.ReportMetric(one, "1-writer-writes/s")
+	b.ReportMetric(sixteen, "16-writers-writes/s")
+	b.ReportMetric(sixteen/one, "ratio")
+}
+
+// ensure the benchmark body is what the API accepts (a bench that measured
+// refusals would be meaningless).
+func TestBenchBodyIsAccepted(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal(benchBody, &m); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemon(t, testConfig(t))
+	if s, body := td.doRaw("POST", "/v1/continuity/checkpoint", benchBody); s != 200 {
+		t.Fatal(fmt.Sprint(s, string(body)))
+	}
+}

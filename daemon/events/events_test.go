@@ -1,0 +1,58 @@
+package events
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestWaitWakesAllWaiters(t *testing.T) {
+	f := New(8)
+	start := f.Cursor()
+	var wg sync.WaitGroup
+	got := make([][]Event, 3)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			got[i], _ = f.Wait(ctx, start)
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	f.Publish(Event{Kind: "signal", Summary: "context 80% used"})
+	wg.Wait()
+	for i, evs := range got {
+		if len(evs) != 1 || evs[0].Kind != "signal" || evs[0].ID != 1 {
+			t.Fatalf("waiter %d got %+v", i, evs)
+		}
+	}
+}
+
+func TestWaitTimesOutAndWindowIsBounded(t *testing.T) {
+	f := New(3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if evs, cur := f.Wait(ctx, 0); evs != nil || cur != 0 {
+		t.Fatalf("timeout returned %v %d", evs, cur)
+	}
+	for i := 0; i < 5; i++ {
+		f.Publish(Event{Kind: "k"})
+	}
+	evs, cur := f.Wait(context.Background(), 0)
+	if len(evs) != 3 || evs[0].ID != 3 || cur != 5 {
+		t.Fatalf("window: %+v cursor %d", evs, cur)
+	}
+	// A cursor from the future (the feed restarted) means "from now".
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	if evs, _ := f.Wait(ctx2, 99); evs != nil {
+		t.Fatalf("future cursor returned %v", evs)
+	}
+}

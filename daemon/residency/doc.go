@@ -1,0 +1,149 @@
+package residency
+
+import (
+	"slices"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// How much history the state document keeps; older entries leave the
+// document (closed commitments move to their own bucket) so that every
+// commit rewrites a few kilobytes, not the agent's whole past.
+const (
+	keepDecisions     = 20
+	keepReceipts      = capsule.CapsuleReceipts
+	keepDoneCommits   = 20 // closed or dropped commitments shown in resume
+	keepSincePaths    = 100
+	keepSinceCommits  = 50
+	keepSinceSignals  = 50
+	keepRefusals      = 10
+	idempotencyPrefix = "cd-"
+)
+
+// doc is the agent's residency as stored under state/doc. It is the one
+// mutable value of the store: the writer goroutine applies a batch to a copy
+// and publishes the copy only after the commit is on disk.
+type doc struct {
+	ResidencyID    string                      `json:"residency_id"`
+	Seq            uint64                      `json:"seq"`
+	Focus          string                      `json:"focus"`
+	FocusUpdatedAt *time.Time                  `json:"focus_updated_at"`
+	FocusOrigin    capsule.Origin              `json:"focus_origin,omitempty"`
+	WorkingState   *capsule.WorkingStateRecord `json:"working_state"`
+	Commitments    []capsule.Commitment        `json:"commitments"`
+	NextCommitment uint64                      `json:"next_commitment"`
+	Decisions      []capsule.DecisionRecord    `json:"decisions"`
+	PublicStatus   *capsule.PublicStatusRecord `json:"public_status"`
+	Stopped        *capsule.StopRecord         `json:"stopped"`
+	Receipts       []string                    `json:"receipts"`
+	Since          since                       `json:"since"`
+	Context        capsule.ContextState        `json:"context"`
+	LastCompaction string                      `json:"last_compaction,omitempty"`
+	LastWriteAt    *time.Time                  `json:"last_write_at"`
+	Refused        []capsule.Refusal           `json:"refused"`
+	CapsuleSeq     uint64                      `json:"capsule_seq"`
+}
+
+// since holds the since-last-visit accumulators. Every listed entry carries
+// the sequence number that produced it, and the counters are running totals
+// with the base shown at the last visit, so that a reset clears exactly what
+// the agent was shown and nothing that landed a moment later.
+type since struct {
+	At          time.Time   `json:"at"`
+	WritesTotal int         `json:"writes_total"`
+	WritesBase  int         `json:"writes_base"`
+	PathsTotal  int         `json:"paths_total"`
+	PathsBase   int         `json:"paths_base"`
+	Paths       []seqString `json:"paths"`
+	Commits     []seqString `json:"commits"`
+	Signals     []seqSignal `json:"signals"`
+}
+
+type seqString struct {
+	Seq uint64 `json:"seq"`
+	V   string `json:"v"`
+}
+
+type seqSignal struct {
+	Seq  uint64             `json:"seq"`
+	Note capsule.SignalNote `json:"note"`
+}
+
+// visitMark is what a visit saw: the last sequence number and the running
+// totals at that moment.
+type visitMark struct {
+	seq           uint64
+	writes, paths int
+}
+
+// resetTo clears what the visit m was shown.
+func (s *since) resetTo(m visitMark, at time.Time) {
+	s.At = at
+	s.WritesBase, s.PathsBase = m.writes, m.paths
+	s.Paths = keepAfter(s.Paths, func(v seqString) bool { return v.Seq > m.seq })
+	s.Commits = keepAfter(s.Commits, func(v seqString) bool { return v.Seq > m.seq })
+	s.Signals = keepAfter(s.Signals, func(v seqSignal) bool { return v.Seq > m.seq })
+}
+
+// keepAfter returns the entries to keep in a new slice: published documents
+// share backing arrays with the working copy and must never be written.
+func keepAfter[T any](xs []T, keep func(T) bool) []T {
+	out := make([]T, 0, len(xs))
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// clone copies d deeply enough that the writer can change the copy while
+// readers hold d: every slice is copied, and commitments with their history.
+// Pointers to records (working state, public status, stop) are replaced by
+// ops, never written through.
+func (d *doc) clone() *doc {
+	c := *d
+	c.Commitments = make([]capsule.Commitment, len(d.Commitments))
+	for i, cm := range d.Commitments {
+		cm.History = slices.Clone(cm.History)
+		c.Commitments[i] = cm
+	}
+	c.Decisions = slices.Clone(d.Decisions)
+	c.Receipts = slices.Clone(d.Receipts)
+	c.Refused = slices.Clone(d.Refused)
+	c.Since.Paths = slices.Clone(d.Since.Paths)
+	c.Since.Commits = slices.Clone(d.Since.Commits)
+	c.Since.Signals = slices.Clone(d.Since.Signals)
+	return &c
+}
+
+// appendBounded appends v and drops the oldest entries beyond limit.
+func appendBounded[T any](xs []T, limit int, v ...T) []T {
+	xs = append(xs, v...)
+	if len(xs) > limit {
+		xs = append(xs[:0:0], xs[len(xs)-limit:]...)
+	}
+	return xs
+}
+
+func (s *since) wire() capsule.SinceLastVisit {
+	out := capsule.SinceLastVisit{
+		Since:     s.At,
+		Writes:    s.WritesTotal - s.WritesBase,
+		PathCount: s.PathsTotal - s.PathsBase,
+		Paths:     []string{},
+		Commits:   []string{},
+		Signals:   []capsule.SignalNote{},
+	}
+	for _, p := range s.Paths {
+		out.Paths = append(out.Paths, p.V)
+	}
+	for _, c := range s.Commits {
+		out.Commits = append(out.Commits, c.V)
+	}
+	for _, n := range s.Signals {
+		out.Signals = append(out.Signals, n.Note)
+	}
+	return out
+}

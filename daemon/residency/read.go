@@ -1,0 +1,167 @@
+package residency
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// Resume returns the agent's residency as the resume document shows it
+// (without the upstream view, which the daemon adds). With visit set, it is
+// the agent's own visit: the since-last-visit accumulators it was shown are
+// cleared, in the background and precisely (anything that lands after this
+// answer stays for the next visit). Losing that reset in a crash only shows
+// the same news twice.
+func (s *Store) Resume(visit bool) capsule.Resume {
+	s.mu.RLock()
+	d, rec := s.cur, s.capsule
+	s.mu.RUnlock()
+	r := capsule.Resume{
+		Agent:          s.agent,
+		Seq:            d.Seq,
+		Focus:          d.Focus,
+		FocusUpdatedAt: d.FocusUpdatedAt,
+		WorkingState:   d.WorkingState,
+		Commitments:    orEmpty(d.Commitments),
+		Decisions:      orEmpty(d.Decisions),
+		PublicStatus:   d.PublicStatus,
+		Stopped:        d.Stopped,
+		Receipts:       orEmpty(d.Receipts),
+		SinceLastVisit: d.Since.wire(),
+		Context:        d.Context,
+		LastWriteAt:    d.LastWriteAt,
+		Refused:        orEmpty(d.Refused),
+		Upstreams:      []capsule.UpstreamState{},
+		Degraded:       []string{},
+		Directions:     []json.RawMessage{},
+	}
+	if rec != nil {
+		c := *rec
+		r.Capsule = &c
+	}
+	if visit {
+		m := visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal}
+		s.lazy(func(t *txn) (uint64, error) {
+			t.d.Since.resetTo(m, t.now)
+			return 0, nil
+		})
+	}
+	return r
+}
+
+func orEmpty[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return slices.Clone(xs)
+}
+
+// lazy queues an op whose outcome nobody waits for; it commits with the next
+// write, or on its own after lazyDelay. Dropped silently after Close.
+func (s *Store) lazy(apply func(*txn) (uint64, error)) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return
+	}
+	s.ops <- &op{apply: apply, lazy: true}
+}
+
+// Pending returns up to max logged writes after the upstream's cursor and
+// after `after` (what the caller has delivered but may not see acknowledged
+// yet), oldest first.
+func (s *Store) Pending(upstream string, after uint64, max int) ([]capsule.Write, error) {
+	var out []capsule.Write
+	err := s.db.View(func(tx *bolt.Tx) error {
+		from := maxU(s.cursor(tx, upstream), after) + 1
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, v := c.Seek(u64(from)); k != nil && len(out) < max; k, v = c.Next() {
+			var w capsule.Write
+			if err := json.Unmarshal(v, &w); err != nil {
+				return fmt.Errorf("decode log entry %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			out = append(out, w)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PendingCount counts the logged writes after the upstream's cursor and
+// after `after`.
+func (s *Store) PendingCount(upstream string, after uint64) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, _ := c.Seek(u64(maxU(s.cursor(tx, upstream), after) + 1)); k != nil; k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Acknowledged returns the highest sequence number the upstream has taken.
+func (s *Store) Acknowledged(upstream string) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.heads[upstream]
+}
+
+// LogHead returns the highest sequence number in the log.
+func (s *Store) LogHead() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.logHead
+}
+
+func (s *Store) cursor(tx *bolt.Tx, upstream string) uint64 {
+	if v := tx.Bucket(bucketCursors).Get([]byte(upstream)); v != nil {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// Ack records that the upstream has taken every logged write up to seq, and
+// prunes log entries every upstream has taken. It does not wait: the ack
+// rides on the next commit (see lazyDelay); if a crash loses it, the writes
+// are sent again under the same Idempotency-Key, which the contract allows.
+// Pending, PendingCount and Acknowledged reflect it once committed.
+func (s *Store) Ack(upstream string, seq uint64, upstreams []string) {
+	s.lazy(func(t *txn) (uint64, error) {
+		cur := t.tx.Bucket(bucketCursors)
+		if old := s.cursor(t.tx, upstream); seq <= old {
+			return 0, nil
+		}
+		if err := cur.Put([]byte(upstream), u64(seq)); err != nil {
+			return 0, err
+		}
+		t.acked[upstream] = seq
+		// Prune below the slowest upstream's cursor.
+		low := seq
+		for _, u := range upstreams {
+			if c := s.cursor(t.tx, u); c < low {
+				low = c
+			}
+		}
+		c := t.tx.Bucket(bucketLog).Cursor()
+		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return 0, err
+			}
+		}
+		return 0, nil
+	})
+}
+
+func maxU(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,123 @@
+package residency
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// Signal stores a context signal (already checked by the guard): it updates
+// the context state and is shown in since_last_visit. Signals are not shipped
+// upstream; the checkpoint policy turns them into checkpoints.
+func (s *Store) Signal(ctx context.Context, sig *capsule.Signal) (uint64, error) {
+	return s.submit(ctx, func(t *txn) (uint64, error) {
+		seq := t.nextSeq()
+		now := t.now
+		sg := *sig
+		sg.At = now
+		c := &t.d.Context
+		switch sg.Kind {
+		case capsule.SignalContext:
+			c.UsedFraction = sg.UsedFraction
+		case capsule.SignalCompaction:
+			// A compaction may be reported before and after; count it once.
+			if sg.Phase == "pre" || t.d.LastCompaction != "pre" {
+				c.Compactions++
+			}
+			t.d.LastCompaction = sg.Phase
+			if sg.Phase == "post" {
+				c.UsedFraction = nil // unknown until the next usage report
+			}
+		case capsule.SignalSession:
+			c.Session = sg.Event
+		}
+		if sg.SessionID != "" {
+			c.SessionID = sg.SessionID
+		}
+		c.UpdatedAt = &now
+		summary := SignalSummary(&sg)
+		// Activity is frequent and says little; it moves the clock but is not
+		// listed one by one.
+		if sg.Kind != capsule.SignalActivity {
+			t.d.Since.Signals = appendBounded(t.d.Since.Signals, keepSinceSignals,
+				seqSignal{Seq: seq, Note: capsule.SignalNote{At: now, Kind: sg.Kind, Summary: summary}})
+		}
+		t.events = append(t.events, Event{Seq: seq, Kind: "signal", Summary: summary, Signal: &sg})
+		return seq, nil
+	})
+}
+
+// SignalSummary is a one-line description of a signal for people.
+func SignalSummary(s *capsule.Signal) string {
+	var b strings.Builder
+	b.WriteString(s.Kind)
+	switch s.Kind {
+	case capsule.SignalContext:
+		if s.UsedFraction != nil {
+			fmt.Fprintf(&b, " %.0f%% used", *s.UsedFraction*100)
+		}
+	case capsule.SignalCompaction:
+		b.WriteString(" " + s.Phase)
+		if s.Trigger != "" {
+			b.WriteString(" (" + s.Trigger + ")")
+		}
+	case capsule.SignalSession, capsule.SignalActivity:
+		if s.Event != "" {
+			b.WriteString(" " + s.Event)
+		}
+		if s.Source != "" {
+			b.WriteString(" source=" + s.Source)
+		}
+		if s.Reason != "" {
+			b.WriteString(" reason=" + s.Reason)
+		}
+	}
+	return b.String()
+}
+
+// NoteActivity records work-directory activity for since_last_visit: a few
+// example paths (already redacted by the caller) and how many changed.
+func (s *Store) NoteActivity(ctx context.Context, paths []string, count int) (uint64, error) {
+	return s.submit(ctx, func(t *txn) (uint64, error) {
+		seq := t.nextSeq()
+		sp := &t.d.Since
+		for _, p := range paths {
+			sp.Paths = appendBounded(sp.Paths, keepSincePaths, seqString{Seq: seq, V: p})
+		}
+		sp.PathsTotal += count
+		t.events = append(t.events, Event{Seq: seq, Kind: "activity", Summary: fmt.Sprintf("%d paths changed", count)})
+		return seq, nil
+	})
+}
+
+// AddReceipt records a receipt (a commit, a deploy id), already redacted; a
+// commit also shows in since_last_visit.
+func (s *Store) AddReceipt(ctx context.Context, receipt string, isCommit bool) (uint64, error) {
+	return s.submit(ctx, func(t *txn) (uint64, error) {
+		seq := t.nextSeq()
+		t.d.Receipts = appendBounded(t.d.Receipts, keepReceipts, receipt)
+		kind := "receipt"
+		if isCommit {
+			kind = "commit"
+			t.d.Since.Commits = appendBounded(t.d.Since.Commits, keepSinceCommits, seqString{Seq: seq, V: receipt})
+		}
+		t.events = append(t.events, Event{Seq: seq, Kind: kind, Summary: receipt})
+		return seq, nil
+	})
+}
+
+// NoteRefusal shows an automatic input that failed the guards (a handoff
+// file, say) in resume until the same source is accepted again.
+func (s *Store) NoteRefusal(ctx context.Context, source string, e *capsule.Error) error {
+	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
+		rs := keepAfter(t.d.Refused, func(r capsule.Refusal) bool { return r.Source != source })
+		if e != nil {
+			rs = appendBounded(rs, keepRefusals, capsule.Refusal{Source: source, At: t.now, Error: *e})
+		}
+		t.d.Refused = rs
+		return 0, nil
+	})
+	return err
+}

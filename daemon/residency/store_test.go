@@ -1,0 +1,188 @@
+package residency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t *testing.T, dir string, ups ...string) *Store {
+	t.Helper()
+	s, err := Open(Options{Agent: "builder", Dir: dir, Upstreams: ups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func str(s string) *string { return &s }
+
+func TestStatePersistsAcrossReopen(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := open(t, dir, "local")
+	if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("ship it"), Decide: &capsule.Decision{Chosen: "a", Because: "twenty-four characters at least"}}, capsule.OriginExplicit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutCapsule(ctx, &capsule.Capsule{Version: "1", Goal: "g"}, false, capsule.OriginExplicit); err != nil {
+		t.Fatal(err)
+	}
+	id := s.cur.ResidencyID
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, "local")
+	defer s.Close()
+	r := s.Resume(false)
+	if r.Focus != "ship it" || len(r.Decisions) != 1 || r.Capsule == nil || r.Capsule.Capsule.Goal != "g" || r.Seq != 2 {
+		t.Fatalf("after reopen: %+v", r)
+	}
+	if s.cur.ResidencyID != id {
+		t.Fatal("residency id changed on reopen")
+	}
+	ws, _ := s.Pending("local", 0, 10)
+	if len(ws) != 2 || ws[0].IdempotencyKey != fmt.Sprintf("cd-%s-1", id) || ws[1].Kind != capsule.WriteCapsule {
+		t.Fatalf("log after reopen: %+v", ws)
+	}
+}
+
+func TestRefusedOpInBatchLeavesOthersIntact(t *testing.T) {
+	s := open(t, t.TempDir(), "local")
+	defer s.Close()
+	ctx := context.Background()
+	// Fill to the limit so that opens can fail on the stored state.
+	var ops capsule.CommitmentOps
+	for i := 0; i < capsule.MaxOpenCommitments-1; i++ {
+		ops.Open = append(ops.Open, capsule.OpenCommitment{Title: fmt.Sprintf("task %d", i)})
+	}
+	if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Commitments: &ops}, capsule.OriginExplicit); err != nil {
+		t.Fatal(err)
+	}
+	// Many writers at once: only one of the "open one more" writes can win,
+	// every focus write lands.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	opened, refused := 0, 0
+	for i := 0; i < 32; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := s.Checkpoint(ctx, &capsule.Checkpoint{Commitments: &capsule.CommitmentOps{Open: []capsule.OpenCommitment{{Title: "race"}}}}, capsule.OriginExplicit)
+			mu.Lock()
+			defer mu.Unlock()
+			var ce *capsule.Error
+			switch {
+			case err == nil:
+				opened++
+			case errors.As(err, &ce) && ce.Code == capsule.CodeTooManyOpenLoops:
+				refused++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str(fmt.Sprint(i))}, capsule.OriginExplicit); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	r := s.Resume(false)
+	open := 0
+	for _, c := range r.Commitments {
+		if c.Status == capsule.CommitmentOpen {
+			open++
+		}
+	}
+	if opened != 1 || refused != 31 || open != capsule.MaxOpenCommitments {
+		t.Fatalf("opened %d refused %d open %d", opened, refused, open)
+	}
+	// 1 + 1 open + 32 focus writes; refused ones took no sequence number.
+	if r.Seq != 34 {
+		t.Fatalf("seq %d, want 34", r.Seq)
+	}
+}
+
+func TestAckPrunesOnlyWhatEveryUpstreamHas(t *testing.T) {
+	s := open(t, t.TempDir(), "a", "b")
+	defer s.Close()
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str(fmt.Sprint(i))}, capsule.OriginExplicit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ups := []string{"a", "b"}
+	s.Ack("a", 5, ups)
+	waitAcked(t, s, "a", 5)
+	if n, _ := s.PendingCount("a", 0); n != 0 {
+		t.Fatalf("a pending %d", n)
+	}
+	if n, _ := s.PendingCount("b", 0); n != 5 {
+		t.Fatalf("b pending %d: pruned before b had them", n)
+	}
+	s.Ack("b", 3, ups)
+	waitAcked(t, s, "b", 3)
+	ws, _ := s.Pending("b", 0, 10)
+	if len(ws) != 2 || ws[0].Seq != 4 {
+		t.Fatalf("b pending after ack 3: %+v", ws)
+	}
+	// Entries 1..3 are gone from the log; 4..5 stay for b.
+	var keys int
+	s.db.View(func(tx *bolt.Tx) error {
+		keys = tx.Bucket(bucketLog).Stats().KeyN
+		return nil
+	})
+	if keys != 2 {
+		t.Fatalf("log holds %d entries, want 2", keys)
+	}
+}
+
+func TestNewUpstreamStartsAtHead(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := open(t, dir, "local")
+	s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("old")}, capsule.OriginExplicit)
+	s.Close()
+	s = open(t, dir, "local", "qday")
+	defer s.Close()
+	if n, _ := s.PendingCount("qday", 0); n != 0 {
+		t.Fatalf("a new upstream was sent the past: %d pending", n)
+	}
+	if n, _ := s.PendingCount("local", 0); n != 1 {
+		t.Fatalf("local pending %d", n)
+	}
+}
+
+func TestClosedStoreRefusesWrites(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "x"))
+	s.Close()
+	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str("late")}, capsule.OriginExplicit); !errors.Is(err, ErrClosed) {
+		t.Fatalf("got %v", err)
+	}
+	s.Resume(true) // must not panic or block after Close
+}
+
+// waitAcked waits for a lazy ack to commit (at most lazyDelay plus a commit).
+func waitAcked(t *testing.T, s *Store, upstream string, seq uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Acknowledged(upstream) < seq {
+		if time.Now().After(deadline) {
+			t.Fatalf("ack of %s up to %d never committed", upstream, seq)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

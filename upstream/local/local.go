@@ -1,0 +1,93 @@
+// Package local is the `local` upstream: an archive, in each agent's state
+// directory, of every accepted checkpoint and capsule as a JSON file a person
+// can read. It gives the embedded default somewhere to ship with no network
+// and no account.
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/atomicfile"
+)
+
+// Kind is this upstream's kind in the config.
+const Kind = "local"
+
+// ArchiveDir is the archive's directory name inside an agent's state
+// directory.
+const ArchiveDir = "archive"
+
+// Archive writes each delivered write to
+// <agent dir>/archive/<seq, 20 digits>-<kind>.json, atomically; delivering
+// the same write twice rewrites the same file.
+type Archive struct {
+	name     string
+	agentDir func(agent string) string
+}
+
+// New returns the archive upstream called name; agentDir maps an agent to
+// its state directory.
+func New(name string, agentDir func(agent string) string) *Archive {
+	return &Archive{name: name, agentDir: agentDir}
+}
+
+// Name implements upstream.Upstream.
+func (a *Archive) Name() string { return a.name }
+
+// Kind implements upstream.Upstream.
+func (a *Archive) Kind() string { return Kind }
+
+// Deliver implements upstream.Upstream.
+func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) error {
+	dir := filepath.Join(a.agentDir(agent), ArchiveDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(w, "", "  ")
+	if err != nil {
+		return err
+	}
+	// The file's content is synced here; its name with the directory in Flush,
+	// once for a whole run of deliveries.
+	return atomicfile.ReplaceFile(filepath.Join(dir, FileName(w)), append(raw, '\n'), 0o600)
+}
+
+// Flush implements upstream.Flusher: it makes the names of the files
+// delivered so far durable.
+func (a *Archive) Flush(ctx context.Context, agent string) error {
+	return atomicfile.SyncDir(filepath.Join(a.agentDir(agent), ArchiveDir))
+}
+
+// FileName is the archive file name of a write.
+func FileName(w capsule.Write) string {
+	return fmt.Sprintf("%020d-%s.json", w.Seq, w.Kind)
+}
+
+// ReadAll reads an agent's archive in sequence order (tests, tools).
+func ReadAll(agentDir string) ([]capsule.Write, error) {
+	entries, err := os.ReadDir(filepath.Join(agentDir, ArchiveDir))
+	if err != nil {
+		return nil, err
+	}
+	var out []capsule.Write
+	for _, e := range entries {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".json" || e.Name()[0] == '.' {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(agentDir, ArchiveDir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		var w capsule.Write
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}

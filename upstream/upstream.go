@@ -1,0 +1,78 @@
+// Package upstream defines what continuityd ships accepted writes to: an
+// Upstream takes one logged write at a time, in order, and says whether it
+// was taken, should be retried, or was refused for good. One package per
+// backend lives below this one (local, and later qday and delx).
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// Upstream delivers an agent's accepted writes to one upstream service.
+type Upstream interface {
+	// Name is the [upstream.NAME] this instance was configured as.
+	Name() string
+	// Kind is qday, delx or local.
+	Kind() string
+	// Deliver sends w for agent. nil means the upstream has it. Any error
+	// is retried unless it is an *Error that says otherwise.
+	Deliver(ctx context.Context, agent string, w capsule.Write) error
+}
+
+// Flusher is implemented by upstreams that make a run of deliveries durable
+// in one step (the local archive syncs its directory once): the outbox calls
+// Flush before it acknowledges what it delivered.
+type Flusher interface {
+	Flush(ctx context.Context, agent string) error
+}
+
+// Outcome classifies a failed delivery.
+type Outcome int
+
+// Outcomes of a failed delivery.
+const (
+	Retry        Outcome = iota // transient: 5xx, timeout, connection error, 408
+	RateLimited                 // 429: wait RetryAfter (or back off)
+	Unauthorized                // 401/403: retried slowly, and at once on reload
+	Stopped                     // 409 RESIDENCY_STOPPED: paused until resume_residency
+	Rejected                    // other 4xx: the write goes to the dead letter
+)
+
+// Error is a delivery failure with its classification.
+type Error struct {
+	Outcome    Outcome
+	Status     int           // HTTP status, when there was one
+	Code       string        // the upstream's error code, when it gave one
+	RetryAfter time.Duration // from Retry-After or the JSON-RPC data; 0 = unknown
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := "delivery failed"
+	if e.Status != 0 {
+		msg = fmt.Sprintf("upstream answered %d", e.Status)
+	}
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Classify returns the outcome of err: an *Error's own, Retry otherwise.
+func Classify(err error) Outcome {
+	var ue *Error
+	if errors.As(err, &ue) {
+		return ue.Outcome
+	}
+	return Retry
+}
