@@ -143,6 +143,9 @@ const (
 	WriteCheckpoint WriteKind = "checkpoint"
 	WriteCapsule    WriteKind = "capsule"      // PUT /v1/capsule
 	WriteSeal       WriteKind = "capsule_seal" // POST /v1/capsule/seal
+	// WriteSessionEnd records that the agent's session ended (Delx:
+	// close_session), with the capsule sealed for it when there is one.
+	WriteSessionEnd WriteKind = "session_end"
 )
 
 // Origin tells who wrote: the agent itself (explicit) or the daemon's own
@@ -165,4 +168,11 @@ type Write struct {
 	IdempotencyKey string      `json:"idempotency_key"`
 	Checkpoint     *Checkpoint `json:"checkpoint,omitempty"`
 	Capsule        *Capsule    `json:"capsule,omitempty"`
+	// CoveredFrom is set on a call the outbox merged from a run of
+	// state-only checkpoints: the run's first seq (Seq is its last, and the
+	// IdempotencyKey is the last write's).
+	CoveredFrom uint64 `json:"covered_from,omitempty"`
+	// SessionID and Reason describe a session end (WriteSessionEnd).
+	SessionID string `json:"session_id,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }

@@ -20,7 +20,29 @@ type Config struct {
 	Agents    []Agent             `toml:"agent"`
 	Upstreams map[string]Upstream `toml:"upstream"`
 	Guard     Guard               `toml:"guard"`
+	Outbox    Outbox              `toml:"outbox"`
 	Path      string              `toml:"-"` // file it was loaded from; "" for the embedded default
+}
+
+// Outbox is the [outbox] table: how accepted writes wait for and are retried
+// against the upstreams.
+type Outbox struct {
+	// MaxPending bounds, per agent, the writes no upstream has taken yet:
+	// past it explicit writes get 507 SPOOL_FULL and automatic ones are
+	// coalesced. Default 10000.
+	MaxPending int `toml:"max_pending"`
+	// MinBackoff and MaxBackoff bound the exponential backoff with full
+	// jitter after 5xx, timeouts and connection errors. Default 1s and 5m.
+	MinBackoff Duration `toml:"min_backoff"`
+	MaxBackoff Duration `toml:"max_backoff"`
+	// MaxRetryAfter caps how long a 429's Retry-After is honoured. Default 10m.
+	MaxRetryAfter Duration `toml:"max_retry_after"`
+	// UnauthorizedRetry is the wait after a 401/403; a reload retries at
+	// once. Default 5m.
+	UnauthorizedRetry Duration `toml:"unauthorized_retry"`
+	// ResumeTimeout bounds how long a resume waits for the upstreams' own
+	// views before answering from local state with degraded set. Default 1.5s.
+	ResumeTimeout Duration `toml:"resume_timeout"`
 }
 
 // Daemon is the [daemon] table: where the daemon keeps its state, where it

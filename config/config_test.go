@@ -70,6 +70,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 		Agents:    []Agent{{Name: "default", Workdir: "/work/dir", Upstreams: []string{"local"}}},
 		Upstreams: map[string]Upstream{},
 		Guard:     Guard{AllowedLinkDomains: []string{"qdaybunker.fun", "dexscreener.com"}},
+		Outbox:    defaultOutbox(),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -128,7 +129,8 @@ func TestDecodeFullConfig(t *testing.T) {
 			"qday": {Kind: "qday", URL: "https://qday.example/api", TokenEnv: "QDAY_TOKEN", Rate: 2, Burst: 5, Timeout: Duration{30 * time.Second}},
 			"delx": {Kind: "delx", URL: "http://127.0.0.1:8080/v1/mcp", TokenFile: "/home/u/.config/continuityd/delx.token", Rate: 1, Burst: 1, Timeout: Duration{5 * time.Second}},
 		},
-		Guard: Guard{AllowedLinkDomains: []string{}},
+		Guard:  Guard{AllowedLinkDomains: []string{}},
+		Outbox: defaultOutbox(),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -313,5 +315,31 @@ func TestErrorFormat(t *testing.T) {
 	}
 	if got := got(strings.Repeat("é", 100)); !strings.HasSuffix(got, `…")`) || strings.Contains(got, `\x`) {
 		t.Errorf("long value shown as %s", got)
+	}
+}
+
+func defaultOutbox() Outbox {
+	return Outbox{MaxPending: 10000, MinBackoff: Duration{time.Second}, MaxBackoff: Duration{5 * time.Minute},
+		MaxRetryAfter: Duration{10 * time.Minute}, UnauthorizedRetry: Duration{5 * time.Minute}, ResumeTimeout: Duration{1500 * time.Millisecond}}
+}
+
+func TestOutboxValues(t *testing.T) {
+	for _, tc := range []struct {
+		src, key string
+		line     int
+	}{
+		{"[outbox]\nmax_pending = 0\n", "outbox.max_pending", 2},
+		{"[outbox]\nmin_backoff = \"10m\"\nmax_backoff = \"1m\"\n", "outbox.min_backoff", 2},
+		{"[outbox]\nresume_timeout = \"0s\"\n", "outbox.resume_timeout", 2},
+	} {
+		_, err := Decode([]byte(tc.src), "c.toml")
+		var errs Errors
+		if !errors.As(err, &errs) || errs[0].Key != tc.key || errs[0].Line != tc.line {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+	}
+	cfg, err := Decode([]byte("[outbox]\nmax_pending = 1\n"), "c.toml")
+	if err != nil || cfg.Outbox.MaxPending != 1 {
+		t.Fatalf("max_pending 1: %v %+v", err, cfg)
 	}
 }

@@ -68,6 +68,16 @@ type rawConfig struct {
 	Agents    []rawAgent             `toml:"agent"` // nil: no agent given; empty: `agent = []`
 	Upstreams map[string]rawUpstream `toml:"upstream"`
 	Guard     rawGuard               `toml:"guard"`
+	Outbox    rawOutbox              `toml:"outbox"`
+}
+
+type rawOutbox struct {
+	MaxPending        *int64  `toml:"max_pending"`
+	MinBackoff        *string `toml:"min_backoff"`
+	MaxBackoff        *string `toml:"max_backoff"`
+	MaxRetryAfter     *string `toml:"max_retry_after"`
+	UnauthorizedRetry *string `toml:"unauthorized_retry"`
+	ResumeTimeout     *string `toml:"resume_timeout"`
 }
 
 type rawDaemon struct {

@@ -55,6 +55,13 @@ var keySpecs = []keySpec{
 	{"guard", "a table ([guard])", tableKinds},
 	{"guard.allowed_link_domains", "an array of strings", arrayKinds},
 	{"guard.allowed_link_domains[]", "a string", stringKinds},
+	{"outbox", "a table ([outbox])", tableKinds},
+	{"outbox.max_pending", "an integer", integerKinds},
+	{"outbox.min_backoff", wantDuration, stringKinds},
+	{"outbox.max_backoff", wantDuration, stringKinds},
+	{"outbox.max_retry_after", wantDuration, stringKinds},
+	{"outbox.unauthorized_retry", wantDuration, stringKinds},
+	{"outbox.resume_timeout", wantDuration, stringKinds},
 }
 
 func specOf(path string) (keySpec, bool) {

@@ -61,6 +61,7 @@ func (c *checker) build(raw *rawConfig) *Config {
 		Daemon:    c.daemon(raw.Daemon),
 		Upstreams: c.upstreams(raw.Upstreams),
 		Guard:     c.guard(raw.Guard),
+		Outbox:    c.outbox(raw.Outbox),
 	}
 	cfg.Agents = c.agents(raw.Agents, cfg.Upstreams)
 	return cfg
@@ -448,4 +449,36 @@ func isDomain(s string) bool {
 	}
 	_, err := strconv.Atoi(labels[len(labels)-1])
 	return err != nil
+}
+
+// Outbox defaults.
+const (
+	defaultMaxPending        = 10000
+	defaultMinBackoff        = time.Second
+	defaultMaxBackoff        = 5 * time.Minute
+	defaultMaxRetryAfter     = 10 * time.Minute
+	defaultUnauthorizedRetry = 5 * time.Minute
+	defaultResumeTimeout     = 1500 * time.Millisecond
+)
+
+func (c *checker) outbox(r rawOutbox) Outbox {
+	o := Outbox{
+		MaxPending:        defaultMaxPending,
+		MinBackoff:        c.timeout("outbox.min_backoff", r.MinBackoff, defaultMinBackoff),
+		MaxBackoff:        c.timeout("outbox.max_backoff", r.MaxBackoff, defaultMaxBackoff),
+		MaxRetryAfter:     c.timeout("outbox.max_retry_after", r.MaxRetryAfter, defaultMaxRetryAfter),
+		UnauthorizedRetry: c.timeout("outbox.unauthorized_retry", r.UnauthorizedRetry, defaultUnauthorizedRetry),
+		ResumeTimeout:     c.timeout("outbox.resume_timeout", r.ResumeTimeout, defaultResumeTimeout),
+	}
+	if r.MaxPending != nil {
+		if *r.MaxPending < 1 || *r.MaxPending > 10_000_000 {
+			c.failGot("outbox.max_pending", "must be from 1 to 10000000", *r.MaxPending)
+		} else {
+			o.MaxPending = int(*r.MaxPending)
+		}
+	}
+	if o.MinBackoff.Duration > o.MaxBackoff.Duration {
+		c.failGot("outbox.min_backoff", "must not be above outbox.max_backoff", o.MinBackoff.String())
+	}
+	return o
 }

@@ -2,8 +2,13 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
@@ -16,8 +21,17 @@ import (
 // feedWindow is how many recent events an agent's wait feed keeps.
 const feedWindow = 512
 
-// agent is one served agent at run time: its residency, its event feed and
-// one shipper per upstream. Data flows store → shippers → upstreams.
+// upstreamRuntime is one configured upstream at run time, shared by every
+// agent that ships to it: the client and its rate limit.
+type upstreamRuntime struct {
+	up       upstream.Upstream
+	limiter  *rate.Limiter
+	coalesce bool
+}
+
+// agent is one served agent at run time: its residency, its event feed, one
+// shipper per upstream and, for upstreams that have one, a relay of their
+// long poll. Data flows store → shippers → upstreams.
 type agent struct {
 	name     string
 	cfg      config.Agent
@@ -25,27 +39,47 @@ type agent struct {
 	store    *residency.Store
 	feed     *events.Feed
 	shippers []*outbox.Shipper
+	ups      []*upstreamRuntime // same order as shippers
+	log      *slog.Logger
+
+	resumeTimeout time.Duration
+	remoteMu      sync.Mutex
+	remote        map[string]capsule.RemoteView // last view each upstream gave
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
 
 // openAgent opens the agent's residency and prepares its shippers.
-func openAgent(cfg *config.Config, ac config.Agent, ups map[string]upstream.Upstream, log *slog.Logger) (*agent, error) {
-	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow)}
+func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, log *slog.Logger) (*agent, error) {
+	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow),
+		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
 	store, err := residency.Open(residency.Options{
-		Agent:     ac.Name,
-		Dir:       a.dir,
-		Upstreams: ac.Upstreams,
-		OnCommit:  a.onCommit,
+		Agent:      ac.Name,
+		Dir:        a.dir,
+		Upstreams:  ac.Upstreams,
+		OnCommit:   a.onCommit,
+		MaxPending: cfg.Outbox.MaxPending,
 	})
 	if err != nil {
 		return nil, err
 	}
 	a.store = store
 	for _, name := range ac.Upstreams {
+		ur := ups[name]
+		a.ups = append(a.ups, ur)
 		a.shippers = append(a.shippers, outbox.New(outbox.Options{
-			Agent: ac.Name, Store: store, Upstream: ups[name], Upstreams: ac.Upstreams, Logger: log,
+			Agent: ac.Name, Store: store, Upstream: ur.up, Upstreams: ac.Upstreams,
+			Limiter: ur.limiter, Coalesce: ur.coalesce, Logger: log,
+			MinBackoff:        cfg.Outbox.MinBackoff.Duration,
+			MaxBackoff:        cfg.Outbox.MaxBackoff.Duration,
+			MaxRetryAfter:     cfg.Outbox.MaxRetryAfter.Duration,
+			UnauthorizedRetry: cfg.Outbox.UnauthorizedRetry.Duration,
+			OnFailure: func(w capsule.Write, reason string) {
+				a.feed.Publish(events.Event{Kind: "delivery_failed", Seq: w.Seq,
+					Summary: "upstream " + name + " refused seq for good; kept in its dead letter: " + reason,
+					Data:    map[string]any{"upstream": name, "seq": w.Seq, "error": reason}})
+			},
 		}))
 	}
 	return a, nil
@@ -72,25 +106,39 @@ func (a *agent) onCommit(evs []residency.Event) {
 	a.feed.Publish(out...)
 }
 
-// start runs the shippers until stop.
+// start runs the shippers and the upstream relays until stop.
 func (a *agent) start(ctx context.Context) {
 	ctx, a.cancel = context.WithCancel(ctx)
-	for _, s := range a.shippers {
+	for i, s := range a.shippers {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
 			s.Run(ctx)
 		}()
+		if w, ok := a.ups[i].up.(upstream.Waiter); ok {
+			a.wg.Add(1)
+			go func() {
+				defer a.wg.Done()
+				a.relay(ctx, a.ups[i], w)
+			}()
+		}
 	}
 }
 
-// stop stops the shippers and closes the residency.
+// stop stops the shippers and relays and closes the residency.
 func (a *agent) stop() error {
 	if a.cancel != nil {
 		a.cancel()
 	}
 	a.wg.Wait()
 	return a.store.Close()
+}
+
+// kick makes every shipper retry at once (a reload).
+func (a *agent) kick() {
+	for _, s := range a.shippers {
+		s.Kick()
+	}
 }
 
 // upstreamStates is the agent's delivery state per upstream.
@@ -102,9 +150,110 @@ func (a *agent) upstreamStates() []capsule.UpstreamState {
 	return out
 }
 
-// resume is the full resume document: the residency plus the upstream view.
-func (a *agent) resume(visit bool) capsule.Resume {
+// resume is the full resume document: the residency, the delivery state,
+// and each upstream's own view (fetched within resumeTimeout; an upstream
+// that does not answer in time is named in degraded and its last view, if
+// any, is shown).
+func (a *agent) resume(ctx context.Context, visit bool) capsule.Resume {
 	r := a.store.Resume(visit)
 	r.Upstreams = a.upstreamStates()
+	var resumers []int
+	for i, ur := range a.ups {
+		if _, ok := ur.up.(upstream.Resumer); ok {
+			resumers = append(resumers, i)
+		}
+	}
+	if len(resumers) == 0 {
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.resumeTimeout)
+	defer cancel()
+	type got struct {
+		name string
+		body json.RawMessage
+		err  error
+	}
+	ch := make(chan got, len(resumers))
+	for _, i := range resumers {
+		ur := a.ups[i]
+		go func() {
+			// A resume never waits for the rate limit: without a token the
+			// last view is shown instead.
+			if !ur.limiter.Allow() {
+				ch <- got{name: ur.up.Name()}
+				return
+			}
+			body, err := ur.up.(upstream.Resumer).Resume(ctx, a.name)
+			ch <- got{ur.up.Name(), body, err}
+		}()
+	}
+	a.remoteMu.Lock()
+	defer a.remoteMu.Unlock()
+	for range resumers {
+		g := <-ch
+		switch {
+		case g.err != nil:
+			r.Degraded = append(r.Degraded, g.name)
+		case g.body != nil:
+			a.remote[g.name] = capsule.RemoteView{FetchedAt: time.Now().UTC(), Body: g.body}
+		}
+	}
+	r.Remote = map[string]capsule.RemoteView{}
+	for name, v := range a.remote {
+		r.Remote[name] = v
+		var doc struct {
+			Directions []json.RawMessage `json:"directions"`
+		}
+		if json.Unmarshal(v.Body, &doc) == nil {
+			r.Directions = append(r.Directions, doc.Directions...)
+		}
+	}
 	return r
+}
+
+// relay keeps one long poll open to the upstream for this agent and
+// publishes what it returns to the agent's wait callers.
+func (a *agent) relay(ctx context.Context, ur *upstreamRuntime, w upstream.Waiter) {
+	const maxSeconds = 90
+	failures := 0
+	for ctx.Err() == nil {
+		if err := ur.limiter.Wait(ctx); err != nil {
+			return
+		}
+		raw, err := w.Wait(ctx, a.name, maxSeconds)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			wait := time.Duration(rand.Int64N(int64(min(time.Second<<min(failures, 9), 5*time.Minute)))) + time.Second
+			if failures == 1 {
+				a.log.Warn("upstream long poll failed; retrying", "upstream", ur.up.Name(), "err", err)
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		failures = 0
+		var ans struct {
+			Woke   string            `json:"woke"`
+			Events []json.RawMessage `json:"events"`
+		}
+		if json.Unmarshal(raw, &ans) != nil || ans.Woke == "timeout" {
+			continue
+		}
+		evs := ans.Events
+		if len(evs) == 0 {
+			evs = []json.RawMessage{raw}
+		}
+		for _, e := range evs {
+			a.feed.Publish(events.Event{Kind: "direction", Summary: "event from upstream " + ur.up.Name(),
+				Data: map[string]any{"upstream": ur.up.Name(), "event": e}})
+		}
+	}
 }

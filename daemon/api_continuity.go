@@ -27,14 +27,14 @@ func (d *Daemon) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.resume(!peek))
+	writeJSON(w, http.StatusOK, a.resume(r.Context(), !peek))
 }
 
 // checkpointAnswer is the answer to a checkpoint: its sequence number, the
 // saved state, and with ?sync=1 what each upstream did.
 type checkpointAnswer struct {
-	Seq   uint64          `json:"seq"`
-	State capsule.Resume  `json:"state"`
+	Seq   uint64           `json:"seq"`
+	State capsule.Resume   `json:"state"`
 	Sync  []syncedUpstream `json:"sync,omitempty"`
 }
 
@@ -71,7 +71,7 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request, a *age
 	if sync {
 		ans.Sync = a.waitSynced(r.Context(), seq)
 	}
-	ans.State = a.resume(false)
+	ans.State = a.resume(r.Context(), false)
 	writeJSON(w, http.StatusOK, ans)
 }
 

@@ -67,7 +67,8 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, name := range d.names {
 		a := d.agents[name]
-		res := a.resume(false)
+		res := a.store.Resume(false)
+		res.Upstreams = a.upstreamStates()
 		st.Agents = append(st.Agents, AgentStatus{
 			Name: name, Workdir: a.cfg.Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
 			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -167,8 +168,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	return err
 }
 
-func (d *Daemon) buildUpstreams() (map[string]upstream.Upstream, error) {
-	ups := map[string]upstream.Upstream{}
+// buildUpstreams makes one client and one rate limiter per upstream the
+// agents use; agents that share an upstream share its limit.
+func (d *Daemon) buildUpstreams() (map[string]*upstreamRuntime, error) {
+	ups := map[string]*upstreamRuntime{}
 	for _, ac := range d.cfg.Agents {
 		for _, name := range ac.Upstreams {
 			if _, ok := ups[name]; ok {
@@ -178,15 +181,27 @@ func (d *Daemon) buildUpstreams() (map[string]upstream.Upstream, error) {
 			if !ok {
 				return nil, fmt.Errorf("agent %s: unknown upstream %q", ac.Name, name)
 			}
-			switch uc.Kind {
-			case local.Kind:
-				ups[name] = local.New(name, d.cfg.AgentDir)
-			default:
-				return nil, fmt.Errorf("upstream %s: kind %q is not available in this build yet", name, uc.Kind)
+			up, coalesce, err := d.newUpstream(name, uc)
+			if err != nil {
+				return nil, fmt.Errorf("upstream %s: %w", name, err)
 			}
+			ups[name] = &upstreamRuntime{up: up, coalesce: coalesce,
+				limiter: rate.NewLimiter(rate.Limit(uc.Rate), max(uc.Burst, 1))}
 		}
 	}
 	return ups, nil
+}
+
+// newUpstream builds the client for one upstream, and says whether its
+// outbox coalesces runs of state-only checkpoints (only where each call
+// costs: the local archive keeps every write).
+func (d *Daemon) newUpstream(name string, uc config.Upstream) (upstream.Upstream, bool, error) {
+	switch uc.Kind {
+	case config.KindLocal:
+		return local.New(name, d.cfg.AgentDir), false, nil
+	default:
+		return nil, false, fmt.Errorf("kind %q is not available in this build yet", uc.Kind)
+	}
 }
 
 func socketMode(s string) (fs.FileMode, error) {

@@ -54,6 +54,14 @@ func testConfig(t testing.TB, agents ...string) *config.Config {
 			SocketMode:      "0600",
 			ShutdownTimeout: config.Duration{Duration: 5 * time.Second},
 		},
+		Outbox: config.Outbox{
+			MaxPending:        1000,
+			MinBackoff:        config.Duration{Duration: 10 * time.Millisecond},
+			MaxBackoff:        config.Duration{Duration: 200 * time.Millisecond},
+			MaxRetryAfter:     config.Duration{Duration: 5 * time.Second},
+			UnauthorizedRetry: config.Duration{Duration: 500 * time.Millisecond},
+			ResumeTimeout:     config.Duration{Duration: time.Second},
+		},
 	}
 	for _, a := range agents {
 		cfg.Agents = append(cfg.Agents, config.Agent{Name: a, Workdir: dir, Upstreams: []string{"local"}})

@@ -6,6 +6,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -19,9 +20,28 @@ type Upstream interface {
 	Name() string
 	// Kind is qday, delx or local.
 	Kind() string
+	// Accepts reports whether this upstream takes writes of kind k; the
+	// outbox acknowledges the others without calling Deliver (Q-Day takes
+	// checkpoints, Delx takes capsules and session ends, local takes all).
+	Accepts(k capsule.WriteKind) bool
 	// Deliver sends w for agent. nil means the upstream has it. Any error
-	// is retried unless it is an *Error that says otherwise.
+	// is retried unless it is an *Error that says otherwise. w carries a
+	// stable IdempotencyKey: a retry sends the same key.
 	Deliver(ctx context.Context, agent string, w capsule.Write) error
+}
+
+// Resumer is implemented by upstreams that keep their own view of an agent
+// (Q-Day's GET /v1/continuity, Delx's resume_session); the daemon folds it
+// into the local resume under "remote".
+type Resumer interface {
+	Resume(ctx context.Context, agent string) (json.RawMessage, error)
+}
+
+// Waiter is implemented by upstreams with a long poll for events (Q-Day's
+// GET /v1/continuity/wait). Wait returns the upstream's answer as is; the
+// daemon relays its events to local wait callers. maxSeconds is 1..90.
+type Waiter interface {
+	Wait(ctx context.Context, agent string, maxSeconds int) (json.RawMessage, error)
 }
 
 // Flusher is implemented by upstreams that make a run of deliveries durable

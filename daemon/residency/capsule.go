@@ -11,6 +11,10 @@ import (
 // from one the agent wrote. Both are logged for the upstreams.
 func (s *Store) PutCapsule(ctx context.Context, c *capsule.Capsule, sealed bool, origin capsule.Origin) (uint64, error) {
 	return s.submit(ctx, func(t *txn) (uint64, error) {
+		full := t.spoolFull()
+		if full && origin == capsule.OriginExplicit {
+			return 0, spoolFullError(t.maxPending)
+		}
 		seq := t.nextSeq()
 		kind := capsule.WriteCapsule
 		if sealed {
@@ -23,6 +27,11 @@ func (s *Store) PutCapsule(ctx context.Context, c *capsule.Capsule, sealed bool,
 		now := t.now
 		t.d.LastWriteAt = &now
 		t.d.Since.WritesTotal++
+		if full {
+			t.d.UnshippedCapsule = true
+			t.events = append(t.events, Event{Seq: seq, Kind: string(kind), Origin: origin, Summary: "capsule stored; will ship once the outbox has room"})
+			return seq, nil
+		}
 		if err := t.logWrite(&capsule.Write{Seq: seq, Kind: kind, Origin: origin, At: now, Capsule: &cc}); err != nil {
 			return 0, err
 		}

@@ -27,6 +27,13 @@ func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin) (uint64,
 	if err := checkCommitmentOps(d, cp.Commitments); err != nil {
 		return 0, err
 	}
+	// A full outbox refuses what the agent asked for, and keeps coalescing
+	// what the daemon derived (state only: it carries no decision or
+	// commitment that would be lost by merging).
+	full := t.spoolFull()
+	if full && (origin == capsule.OriginExplicit || cp.Decide != nil || cp.Commitments != nil || cp.Stop != nil || cp.ResumeResidency) {
+		return 0, spoolFullError(t.maxPending)
+	}
 
 	// Everything below succeeds: mutate.
 	seq := t.nextSeq()
@@ -73,6 +80,12 @@ func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin) (uint64,
 	}
 	d.LastWriteAt = &now
 	d.Since.WritesTotal++
+	if full {
+		d.Unshipped = true
+		t.events = append(t.events, Event{Seq: seq, Kind: string(capsule.WriteCheckpoint), Origin: origin,
+			Summary: summarizeCheckpoint(cp) + " (stored; will ship coalesced once the outbox has room)"})
+		return seq, nil
+	}
 	w := &capsule.Write{Seq: seq, Kind: capsule.WriteCheckpoint, Origin: origin, At: now, Checkpoint: cp}
 	if err := t.logWrite(w); err != nil {
 		return 0, err

@@ -1,6 +1,7 @@
 package residency
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -43,6 +44,16 @@ type doc struct {
 	LastWriteAt    *time.Time                  `json:"last_write_at"`
 	Refused        []capsule.Refusal           `json:"refused"`
 	CapsuleSeq     uint64                      `json:"capsule_seq"`
+	// LogCount is how many writes the log holds: those the slowest upstream
+	// has not taken. The outbox bound is checked against it.
+	LogCount int `json:"log_count"`
+	// Unshipped is set when automatic writes were stored but not logged
+	// because the outbox was full; one checkpoint of the latest state is
+	// logged for them once there is room (they are coalesced).
+	Unshipped        bool `json:"unshipped,omitempty"`
+	UnshippedCapsule bool `json:"unshipped_capsule,omitempty"`
+	// DeadLetters counts each upstream's dead letter.
+	DeadLetters map[string]int `json:"dead_letters"`
 }
 
 // since holds the since-last-visit accumulators. Every listed entry carries
@@ -115,6 +126,10 @@ func (d *doc) clone() *doc {
 	c.Since.Paths = slices.Clone(d.Since.Paths)
 	c.Since.Commits = slices.Clone(d.Since.Commits)
 	c.Since.Signals = slices.Clone(d.Since.Signals)
+	c.DeadLetters = maps.Clone(d.DeadLetters)
+	if c.DeadLetters == nil {
+		c.DeadLetters = map[string]int{}
+	}
 	return &c
 }
 

@@ -120,7 +120,9 @@ func (s *Store) LogHead() uint64 {
 	return s.logHead
 }
 
-func (s *Store) cursor(tx *bolt.Tx, upstream string) uint64 {
+func (s *Store) cursor(tx *bolt.Tx, upstream string) uint64 { return cursorIn(tx, upstream) }
+
+func cursorIn(tx *bolt.Tx, upstream string) uint64 {
 	if v := tx.Bucket(bucketCursors).Get([]byte(upstream)); v != nil {
 		return binary.BigEndian.Uint64(v)
 	}
@@ -133,30 +135,32 @@ func (s *Store) cursor(tx *bolt.Tx, upstream string) uint64 {
 // are sent again under the same Idempotency-Key, which the contract allows.
 // Pending, PendingCount and Acknowledged reflect it once committed.
 func (s *Store) Ack(upstream string, seq uint64, upstreams []string) {
-	s.lazy(func(t *txn) (uint64, error) {
-		cur := t.tx.Bucket(bucketCursors)
-		if old := s.cursor(t.tx, upstream); seq <= old {
-			return 0, nil
+	s.lazy(func(t *txn) (uint64, error) { return 0, t.ack(upstream, seq, upstreams) })
+}
+
+// ack moves the upstream's cursor to seq and prunes the log below the
+// slowest upstream's cursor.
+func (t *txn) ack(upstream string, seq uint64, upstreams []string) error {
+	cur := t.tx.Bucket(bucketCursors)
+	if old := cursorIn(t.tx, upstream); seq <= old {
+		return nil
+	}
+	if err := cur.Put([]byte(upstream), u64(seq)); err != nil {
+		return err
+	}
+	t.acked[upstream] = seq
+	low := seq
+	for _, u := range upstreams {
+		low = min(low, cursorIn(t.tx, u))
+	}
+	c := t.tx.Bucket(bucketLog).Cursor()
+	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low; k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return err
 		}
-		if err := cur.Put([]byte(upstream), u64(seq)); err != nil {
-			return 0, err
-		}
-		t.acked[upstream] = seq
-		// Prune below the slowest upstream's cursor.
-		low := seq
-		for _, u := range upstreams {
-			if c := s.cursor(t.tx, u); c < low {
-				low = c
-			}
-		}
-		c := t.tx.Bucket(bucketLog).Cursor()
-		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return 0, err
-			}
-		}
-		return 0, nil
-	})
+		t.d.LogCount--
+	}
+	return t.shipUnshipped()
 }
 
 func maxU(a, b uint64) uint64 {

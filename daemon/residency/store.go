@@ -80,12 +80,18 @@ type Options struct {
 	Now func() time.Time
 	// OpenTimeout bounds waiting for the file lock another process holds.
 	OpenTimeout time.Duration
+	// MaxPending bounds the outbox: once the log holds this many writes no
+	// upstream has taken, explicit writes are refused with 507 SPOOL_FULL and
+	// automatic ones are stored and coalesced into one later write. 0: no
+	// bound.
+	MaxPending int
 }
 
 // Store is one agent's durable residency. It is safe for concurrent use.
 type Store struct {
 	agent    string
 	db       *bolt.DB
+	maxPend  int
 	now      func() time.Time
 	onCommit func([]Event)
 
@@ -131,6 +137,7 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{
 		agent:    opts.Agent,
 		db:       db,
+		maxPend:  opts.MaxPending,
 		now:      opts.Now,
 		onCommit: opts.OnCommit,
 		ops:      make(chan *op, 1024),
@@ -149,7 +156,7 @@ func Open(opts Options) (*Store, error) {
 // load reads (or initialises) the state and the upstream cursors.
 func (s *Store) load(upstreams []string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketLog, bucketCursors, bucketDone} {
+		for _, b := range [][]byte{bucketState, bucketLog, bucketCursors, bucketDone, bucketDead} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -250,6 +257,7 @@ type txn struct {
 	events         []Event
 	acked          map[string]uint64
 	logHead        uint64
+	maxPending     int
 }
 
 // nextSeq assigns the next sequence number.
@@ -353,7 +361,7 @@ func (s *Store) commit(batch []*op) {
 	s.mu.RUnlock()
 
 	results := make([]result, len(batch))
-	t := &txn{d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead}
+	t := &txn{d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, maxPending: s.maxPend}
 	var newBytes []byte
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		t.tx = tx
@@ -407,7 +415,7 @@ func (s *Store) commit(batch []*op) {
 	}
 }
 
-// logWrite appends w to the log under a fresh sequence number.
+// logWrite appends w to the log under its sequence number.
 func (t *txn) logWrite(w *capsule.Write) error {
 	w.IdempotencyKey = idempotencyPrefix + t.d.ResidencyID + "-" + fmt.Sprint(w.Seq)
 	raw, err := json.Marshal(w)
@@ -418,7 +426,74 @@ func (t *txn) logWrite(w *capsule.Write) error {
 		return err
 	}
 	t.logHead = w.Seq
+	t.d.LogCount++
 	return nil
+}
+
+// spoolFull reports whether the outbox is at its bound.
+func (t *txn) spoolFull() bool {
+	return t.maxPending > 0 && t.d.LogCount >= t.maxPending
+}
+
+func spoolFullError(max int) error {
+	return capsule.RefuseStatus(http.StatusInsufficientStorage, capsule.CodeSpoolFull, "",
+		"the outbox holds %d writes no upstream has taken yet (its bound); nothing was saved. The upstreams are behind or down: see `continuityd status`; retry later", max)
+}
+
+// shipUnshipped logs one write for automatic content stored while the
+// outbox was full, once there is room: the latest state as one checkpoint,
+// and the latest capsule.
+func (t *txn) shipUnshipped() error {
+	if t.spoolFull() {
+		return nil
+	}
+	d := t.d
+	if d.Unshipped {
+		cp := &capsule.Checkpoint{}
+		if d.FocusUpdatedAt != nil {
+			f := d.Focus
+			cp.Focus = &f
+		}
+		if ws := d.WorkingState; ws != nil {
+			na, lr := ws.NextAction, ws.LastResult
+			cp.WorkingState = &capsule.WorkingState{NextAction: &na, LastResult: &lr,
+				ResultRef: nullable(ws.ResultRef), WaitingFor: nullable(ws.WaitingFor)}
+		}
+		if ps := d.PublicStatus; ps != nil {
+			p := ps.PublicStatus
+			cp.PublicStatus = &p
+		}
+		d.Unshipped = false
+		if !cp.IsEmpty() {
+			seq := t.nextSeq()
+			if err := t.logWrite(&capsule.Write{Seq: seq, Kind: capsule.WriteCheckpoint, Origin: capsule.OriginAutomatic, At: t.now, Checkpoint: cp}); err != nil {
+				return err
+			}
+			t.events = append(t.events, Event{Seq: seq, Kind: string(capsule.WriteCheckpoint), Origin: capsule.OriginAutomatic,
+				Summary: "coalesced automatic state (the outbox had been full)", Logged: true, Write: capsule.WriteCheckpoint})
+		}
+	}
+	if d.UnshippedCapsule && t.capsule != nil && !t.spoolFull() {
+		d.UnshippedCapsule = false
+		seq := t.nextSeq()
+		kind := capsule.WriteCapsule
+		if t.capsule.Sealed {
+			kind = capsule.WriteSeal
+		}
+		c := t.capsule.Capsule
+		if err := t.logWrite(&capsule.Write{Seq: seq, Kind: kind, Origin: capsule.OriginAutomatic, At: t.now, Capsule: &c}); err != nil {
+			return err
+		}
+		t.events = append(t.events, Event{Seq: seq, Kind: string(kind), Origin: capsule.OriginAutomatic, Summary: "capsule (the outbox had been full)", Logged: true, Write: kind})
+	}
+	return nil
+}
+
+func nullable(p *string) capsule.NullableString {
+	if p == nil {
+		return capsule.NullableString{Set: true}
+	}
+	return capsule.NullableString{Set: true, Valid: true, Value: *p}
 }
 
 func u64(v uint64) []byte {

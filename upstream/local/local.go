@@ -42,6 +42,9 @@ func (a *Archive) Name() string { return a.name }
 // Kind implements upstream.Upstream.
 func (a *Archive) Kind() string { return Kind }
 
+// Accepts implements upstream.Upstream: the archive keeps everything.
+func (a *Archive) Accepts(capsule.WriteKind) bool { return true }
+
 // Deliver implements upstream.Upstream.
 func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) error {
 	dir := filepath.Join(a.agentDir(agent), ArchiveDir)

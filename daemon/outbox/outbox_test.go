@@ -1,0 +1,323 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/time/rate"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/upstream"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// scripted is an upstream whose answers a test scripts, one per call; it
+// records what it was sent. (The HTTP fakes in upstream/qdaytest and
+// upstream/delxtest test the real clients; this tests the outbox's logic.)
+type scripted struct {
+	mu      sync.Mutex
+	answers []error
+	got     []capsule.Write
+	calls   []time.Time
+	kinds   map[capsule.WriteKind]bool
+}
+
+func (s *scripted) Name() string { return "up" }
+func (s *scripted) Kind() string { return "test" }
+func (s *scripted) Accepts(k capsule.WriteKind) bool {
+	return s.kinds == nil || s.kinds[k]
+}
+func (s *scripted) Deliver(ctx context.Context, agent string, w capsule.Write) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, time.Now())
+	if len(s.answers) > 0 {
+		err := s.answers[0]
+		s.answers = s.answers[1:]
+		if err != nil {
+			return err
+		}
+	}
+	s.got = append(s.got, w)
+	return nil
+}
+
+func (s *scripted) delivered() []capsule.Write {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]capsule.Write(nil), s.got...)
+}
+
+type rig struct {
+	t      *testing.T
+	store  *residency.Store
+	up     *scripted
+	sh     *Shipper
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newRig(t *testing.T, up *scripted, o Options) *rig {
+	t.Helper()
+	r := &rig{t: t, up: up, done: make(chan struct{})}
+	var err error
+	var sh *Shipper
+	r.store, err = residency.Open(residency.Options{Agent: "a", Dir: t.TempDir(), Upstreams: []string{"up"},
+		OnCommit: func(evs []residency.Event) {
+			if sh != nil {
+				sh.Notify()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Agent, o.Store, o.Upstream, o.Upstreams = "a", r.store, up, []string{"up"}
+	if o.MinBackoff == 0 {
+		o.MinBackoff, o.MaxBackoff = time.Millisecond, 20*time.Millisecond
+	}
+	sh = New(o)
+	r.sh = sh
+	return r
+}
+
+func (r *rig) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.sh.Run(ctx); close(r.done) }()
+	r.t.Cleanup(r.stop)
+}
+
+func (r *rig) stop() {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+		r.cancel = nil
+	}
+	r.store.Close()
+}
+
+func (r *rig) write(cp *capsule.Checkpoint) uint64 {
+	r.t.Helper()
+	seq, err := r.store.Checkpoint(context.Background(), cp, capsule.OriginExplicit)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return seq
+}
+
+func (r *rig) waitDelivered(seq uint64) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.sh.WaitDelivered(ctx, seq); err != nil {
+		r.t.Fatalf("seq %d: %v (state %+v)", seq, err, r.sh.State())
+	}
+}
+
+func focus(s string) *capsule.Checkpoint { return &capsule.Checkpoint{Focus: &s} }
+
+func decide(s string) *capsule.Checkpoint {
+	return &capsule.Checkpoint{Decide: &capsule.Decision{Chosen: s, Because: "a reason of at least twenty-four characters"}}
+}
+
+func TestCoalescesStateOnlyRunsKeepsDecisions(t *testing.T) {
+	up := &scripted{}
+	r := newRig(t, up, Options{Coalesce: true})
+	// Queue before the shipper runs, so the whole backlog is there at once.
+	r.write(focus("f1"))
+	r.write(focus("f2"))
+	r.write(&capsule.Checkpoint{WorkingState: &capsule.WorkingState{NextAction: ptr("n3")}})
+	r.write(decide("d4"))
+	r.write(focus("f5"))
+	last := r.write(focus("f6"))
+	r.run()
+	r.waitDelivered(last)
+	got := up.delivered()
+	if len(got) != 3 {
+		t.Fatalf("%d calls, want 3 (f1..n3 merged, d4, f5..f6 merged): %+v", len(got), got)
+	}
+	if *got[0].Checkpoint.Focus != "f2" || *got[0].Checkpoint.WorkingState.NextAction != "n3" || got[0].CoveredFrom != 1 || got[0].Seq != 3 {
+		t.Fatalf("first merged call: %+v", got[0])
+	}
+	if got[1].Checkpoint.Decide == nil || got[1].Seq != 4 || got[1].CoveredFrom != 0 {
+		t.Fatalf("decision call: %+v", got[1])
+	}
+	if *got[2].Checkpoint.Focus != "f6" {
+		t.Fatalf("last: %+v", got[2])
+	}
+}
+
+func TestRetriesTransientKeepingKeyAndOrder(t *testing.T) {
+	up := &scripted{answers: []error{
+		&upstream.Error{Outcome: upstream.Retry, Status: 503},
+		&upstream.Error{Outcome: upstream.Retry, Status: 502},
+	}}
+	r := newRig(t, up, Options{})
+	r.run()
+	a := r.write(decide("a"))
+	b := r.write(decide("b"))
+	r.waitDelivered(b)
+	got := up.delivered()
+	if len(got) != 2 || got[0].Seq != a || got[1].Seq != b {
+		t.Fatalf("order: %+v", got)
+	}
+	if n := len(up.calls); n != 4 {
+		t.Fatalf("%d calls, want 4", n)
+	}
+	if st := r.sh.State(); st.State != capsule.UpstreamOK || st.Pending != 0 {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+func TestRejectedGoesToDeadLetterThenRetriedByOperator(t *testing.T) {
+	up := &scripted{answers: []error{&upstream.Error{Outcome: upstream.Rejected, Status: 400, Code: "INVALID_PUBLIC_STATUS"}}}
+	var failed []uint64
+	var mu sync.Mutex
+	r := newRig(t, up, Options{OnFailure: func(w capsule.Write, reason string) {
+		mu.Lock()
+		failed = append(failed, w.Seq)
+		mu.Unlock()
+	}})
+	r.run()
+	bad := r.write(decide("bad"))
+	good := r.write(decide("good"))
+	r.waitDelivered(good)
+	if got := up.delivered(); len(got) != 1 || got[0].Seq != good {
+		t.Fatalf("delivered %+v", got)
+	}
+	st := r.sh.State()
+	if st.State != capsule.UpstreamRejected || st.DeadLetter != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	mu.Lock()
+	if len(failed) != 1 || failed[0] != bad {
+		t.Fatalf("failure events %v", failed)
+	}
+	mu.Unlock()
+	dl, _ := r.store.DeadLetters("up")
+	if len(dl) != 1 || dl[0].Write.Seq != bad || dl[0].Error == "" {
+		t.Fatalf("dead letter %+v", dl)
+	}
+	// The operator retries it: it is delivered (with its original key) and
+	// leaves the dead letter.
+	if n, err := r.store.RetryDead(context.Background(), "up", bad); err != nil || n != 1 {
+		t.Fatal(n, err)
+	}
+	r.sh.Kick()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.store.DeadCount("up") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("retried dead letter not delivered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := up.delivered()
+	if got[len(got)-1].Seq != bad || got[len(got)-1].IdempotencyKey != dl[0].Write.IdempotencyKey {
+		t.Fatalf("retry delivery %+v", got)
+	}
+	if st := r.sh.State(); st.State != capsule.UpstreamOK {
+		t.Fatalf("state after retry %+v", st)
+	}
+}
+
+func TestRateLimitedHonoursRetryAfter(t *testing.T) {
+	up := &scripted{answers: []error{&upstream.Error{Outcome: upstream.RateLimited, Status: 429, RetryAfter: 300 * time.Millisecond}}}
+	r := newRig(t, up, Options{})
+	r.run()
+	seq := r.write(decide("x"))
+	time.Sleep(50 * time.Millisecond)
+	if st := r.sh.State(); st.State != capsule.UpstreamPaused || st.NextAttempt == nil {
+		t.Fatalf("during Retry-After: %+v", st)
+	}
+	r.waitDelivered(seq)
+	if gap := up.calls[1].Sub(up.calls[0]); gap < 300*time.Millisecond {
+		t.Fatalf("retried after %v, before Retry-After", gap)
+	}
+}
+
+func TestUnauthorizedRetriesAtOnceOnKick(t *testing.T) {
+	up := &scripted{answers: []error{&upstream.Error{Outcome: upstream.Unauthorized, Status: 401}}}
+	r := newRig(t, up, Options{UnauthorizedRetry: time.Hour})
+	r.run()
+	seq := r.write(decide("x"))
+	deadline := time.Now().Add(5 * time.Second)
+	for r.sh.State().State != capsule.UpstreamUnauthorized {
+		if time.Now().After(deadline) {
+			t.Fatal("never unauthorized")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.sh.Kick() // the token was reloaded
+	r.waitDelivered(seq)
+}
+
+func TestStoppedUpstreamPausesUntilResumeResidency(t *testing.T) {
+	up := &scripted{answers: []error{&upstream.Error{Outcome: upstream.Stopped, Status: 409, Code: "RESIDENCY_STOPPED"}}}
+	r := newRig(t, up, Options{})
+	r.run()
+	blocked := r.write(decide("while stopped"))
+	deadline := time.Now().Add(5 * time.Second)
+	for r.sh.State().State != capsule.UpstreamPaused {
+		if time.Now().After(deadline) {
+			t.Fatal("never paused")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	more := r.write(focus("still stopped upstream"))
+	time.Sleep(50 * time.Millisecond)
+	if len(up.delivered()) != 0 {
+		t.Fatal("sent while paused")
+	}
+	resume := r.write(&capsule.Checkpoint{ResumeResidency: true})
+	r.waitDelivered(resume)
+	got := up.delivered()
+	if len(got) != 1 || !got[0].Checkpoint.ResumeResidency {
+		t.Fatalf("after resume: %+v", got)
+	}
+	dl, _ := r.store.DeadLetters("up")
+	if len(dl) != 2 || dl[0].Write.Seq != blocked || dl[1].Write.Seq != more {
+		t.Fatalf("writes refused while stopped should be in the dead letter: %+v", dl)
+	}
+}
+
+func TestNeverFasterThanTheLimit(t *testing.T) {
+	up := &scripted{}
+	// 20/s with a burst of 3: 23 calls need at least one second.
+	r := newRig(t, up, Options{Limiter: rate.NewLimiter(20, 3)})
+	var last uint64
+	for i := 0; i < 23; i++ {
+		last = r.write(decide(fmt.Sprint(i)))
+	}
+	start := time.Now()
+	r.run()
+	r.waitDelivered(last)
+	if el := time.Since(start); el < 950*time.Millisecond {
+		t.Fatalf("23 calls in %v: faster than 20/s with burst 3", el)
+	}
+	if len(up.delivered()) != 23 {
+		t.Fatalf("%d delivered", len(up.delivered()))
+	}
+}
+
+func TestSkipsKindsTheUpstreamDoesNotTake(t *testing.T) {
+	up := &scripted{kinds: map[capsule.WriteKind]bool{capsule.WriteCapsule: true}}
+	r := newRig(t, up, Options{})
+	r.run()
+	r.write(decide("not for this upstream"))
+	seq, err := r.store.PutCapsule(context.Background(), &capsule.Capsule{Version: "1", Goal: "g"}, false, capsule.OriginExplicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitDelivered(seq)
+	if got := up.delivered(); len(got) != 1 || got[0].Kind != capsule.WriteCapsule {
+		t.Fatalf("delivered %+v", got)
+	}
+}
+
+func ptr(s string) *string { return &s }

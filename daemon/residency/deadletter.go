@@ -1,0 +1,190 @@
+package residency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+var bucketDead = []byte("deadletter") // upstream \x00 seq → DeadLetter
+
+// DeadLetter is a write an upstream refused for good (a 4xx other than
+// 408/429). It is kept, shown in resume and status, and can be retried or
+// discarded by an operator; it is never dropped on its own.
+type DeadLetter struct {
+	Upstream string        `json:"upstream"`
+	Write    capsule.Write `json:"write"`
+	Error    string        `json:"error"`
+	At       time.Time     `json:"at"`
+	// Retry is set by an operator's retry: the outbox sends it again before
+	// its pending writes.
+	Retry    bool `json:"retry"`
+	Attempts int  `json:"attempts"`
+}
+
+// ErrNoDeadLetter is returned for a dead letter that does not exist.
+var ErrNoDeadLetter = errors.New("no such dead letter")
+
+func deadKey(upstream string, seq uint64) []byte {
+	return append(append([]byte(upstream), 0), u64(seq)...)
+}
+
+// Reject moves writes the upstream refused for good into its dead letter
+// and moves the upstream's cursor past them, in one transaction.
+func (s *Store) Reject(ctx context.Context, upstream string, ws []capsule.Write, reason string, upstreams []string) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
+		b := t.tx.Bucket(bucketDead)
+		for _, w := range ws {
+			raw, err := json.Marshal(DeadLetter{Upstream: upstream, Write: w, Error: reason, At: t.now, Attempts: 1})
+			if err != nil {
+				return 0, err
+			}
+			if b.Get(deadKey(upstream, w.Seq)) == nil {
+				t.d.DeadLetters[upstream]++
+			}
+			if err := b.Put(deadKey(upstream, w.Seq), raw); err != nil {
+				return 0, err
+			}
+		}
+		return 0, t.ack(upstream, ws[len(ws)-1].Seq, upstreams)
+	})
+	return err
+}
+
+// DeadLetters lists an upstream's dead letter ("" lists every upstream's).
+func (s *Store) DeadLetters(upstream string) ([]DeadLetter, error) {
+	var out []DeadLetter
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDead).Cursor()
+		prefix := []byte(nil)
+		if upstream != "" {
+			prefix = append([]byte(upstream), 0)
+		}
+		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+			var d DeadLetter
+			if err := json.Unmarshal(v, &d); err != nil {
+				return fmt.Errorf("decode dead letter: %w", err)
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeadCount is how many writes sit in the upstream's dead letter.
+func (s *Store) DeadCount(upstream string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cur.DeadLetters[upstream]
+}
+
+// RetryDead marks a dead letter for another attempt (seq 0: all of the
+// upstream's).
+func (s *Store) RetryDead(ctx context.Context, upstream string, seq uint64) (int, error) {
+	return s.editDead(ctx, upstream, seq, func(b *bolt.Bucket, k []byte, d *DeadLetter, t *txn) error {
+		d.Retry = true
+		raw, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		return b.Put(k, raw)
+	})
+}
+
+// DiscardDead removes a dead letter for good (seq 0: all of the upstream's).
+func (s *Store) DiscardDead(ctx context.Context, upstream string, seq uint64) (int, error) {
+	return s.editDead(ctx, upstream, seq, func(b *bolt.Bucket, k []byte, d *DeadLetter, t *txn) error {
+		t.d.DeadLetters[upstream]--
+		return b.Delete(k)
+	})
+}
+
+func (s *Store) editDead(ctx context.Context, upstream string, seq uint64, edit func(*bolt.Bucket, []byte, *DeadLetter, *txn) error) (int, error) {
+	n := 0
+	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
+		b := t.tx.Bucket(bucketDead)
+		var keys [][]byte
+		if seq != 0 {
+			if b.Get(deadKey(upstream, seq)) == nil {
+				return 0, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "seq",
+					"upstream %s has no dead letter with seq %d", upstream, seq)
+			}
+			keys = append(keys, deadKey(upstream, seq))
+		} else {
+			prefix := append([]byte(upstream), 0)
+			c := b.Cursor()
+			for k, _ := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, _ = c.Next() {
+				keys = append(keys, append([]byte(nil), k...))
+			}
+		}
+		for _, k := range keys {
+			var d DeadLetter
+			if err := json.Unmarshal(b.Get(k), &d); err != nil {
+				return 0, err
+			}
+			if err := edit(b, k, &d, t); err != nil {
+				return 0, err
+			}
+			n++
+		}
+		return 0, nil
+	})
+	return n, err
+}
+
+// Retries returns the upstream's dead letters marked for retry, oldest first.
+func (s *Store) Retries(upstream string) ([]DeadLetter, error) {
+	all, err := s.DeadLetters(upstream)
+	var out []DeadLetter
+	for _, d := range all {
+		if d.Retry {
+			out = append(out, d)
+		}
+	}
+	return out, err
+}
+
+// RetryDone records the outcome of a dead letter's retry: delivered (it
+// leaves the dead letter) or refused again (it stays, unmarked, with the new
+// error).
+func (s *Store) RetryDone(ctx context.Context, upstream string, seq uint64, failure string) error {
+	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
+		b := t.tx.Bucket(bucketDead)
+		k := deadKey(upstream, seq)
+		raw := b.Get(k)
+		if raw == nil {
+			return 0, nil // discarded meanwhile
+		}
+		if failure == "" {
+			t.d.DeadLetters[upstream]--
+			return 0, b.Delete(k)
+		}
+		var d DeadLetter
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return 0, err
+		}
+		d.Retry, d.Error, d.At = false, failure, t.now
+		d.Attempts++
+		out, err := json.Marshal(d)
+		if err != nil {
+			return 0, err
+		}
+		return 0, b.Put(k, out)
+	})
+	return err
+}
+
+func hasPrefix(k, prefix []byte) bool {
+	return len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix)
+}
