@@ -134,6 +134,16 @@ func (a *agent) stop() error {
 	return a.store.Close()
 }
 
+// shipper returns the shipper for the named upstream, or nil.
+func (a *agent) shipper(name string) *outbox.Shipper {
+	for _, s := range a.shippers {
+		if s.Name() == name {
+			return s
+		}
+	}
+	return nil
+}
+
 // kick makes every shipper retry at once (a reload).
 func (a *agent) kick() {
 	for _, s := range a.shippers {

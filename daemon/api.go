@@ -23,6 +23,9 @@ var routes = map[string][]string{
 	"/v1/capsule":               {http.MethodGet, http.MethodPut},
 	"/v1/capsule/seal":          {http.MethodPost},
 	"/v1/signals":               {http.MethodPost},
+	"/v1/deadletter":            {http.MethodGet},
+	"/v1/deadletter/retry":      {http.MethodPost},
+	"/v1/deadletter/discard":    {http.MethodPost},
 	"/v1/status":                {http.MethodGet},
 	"/healthz":                  {http.MethodGet},
 }
@@ -37,6 +40,9 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc("PUT /v1/capsule", d.withAgent(d.handleCapsulePut))
 	mux.HandleFunc("POST /v1/capsule/seal", d.withAgent(d.handleCapsuleSeal))
 	mux.HandleFunc("POST /v1/signals", d.withAgent(d.handleSignal))
+	mux.HandleFunc("GET /v1/deadletter", d.withAgent(d.handleDeadLetters))
+	mux.HandleFunc("POST /v1/deadletter/retry", d.withAgent(d.handleDeadLetterAction(true)))
+	mux.HandleFunc("POST /v1/deadletter/discard", d.withAgent(d.handleDeadLetterAction(false)))
 	mux.HandleFunc("GET /v1/status", d.handleStatus)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": d.version})

@@ -455,3 +455,46 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestSpoolFullRefusesExplicitWrites(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Outbox.MaxPending = 3
+	// An upstream that never takes anything keeps the log full: the local
+	// archive cannot write into a directory that is a file.
+	td := startDaemon(t, cfg)
+	os.RemoveAll(filepath.Join(cfg.AgentDir("builder"), local.ArchiveDir))
+	os.WriteFile(filepath.Join(cfg.AgentDir("builder"), local.ArchiveDir), []byte("not a directory"), 0o600)
+	for i := 0; i < 3; i++ {
+		td.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": fmt.Sprint("write ", i)})
+	}
+	m := td.expectError("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "one too many"}, http.StatusInsufficientStorage, capsule.CodeSpoolFull)
+	if !strings.Contains(m["error"].(map[string]any)["message"].(string), "nothing was saved") {
+		t.Fatalf("message: %v", m)
+	}
+	td.expectError("PUT", "/v1/capsule", map[string]any{"version": "1"}, http.StatusInsufficientStorage, capsule.CodeSpoolFull)
+	up := td.resume("?peek=1")["upstreams"].([]any)[0].(map[string]any)
+	if up["state"] != "retrying" || up["pending"].(float64) != 3 || up["last_error"] == nil {
+		t.Fatalf("upstream state while failing: %v", up)
+	}
+	// Once the upstream works again the backlog drains and writes are taken.
+	os.Remove(filepath.Join(cfg.AgentDir("builder"), local.ArchiveDir))
+	waitFor(t, 10*time.Second, func() bool {
+		s, _ := td.do("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "after the drain"})
+		return s == 200
+	})
+}
+
+func TestDeadLetterAPI(t *testing.T) {
+	td := startDaemon(t, testConfig(t))
+	m := td.expectOK("GET", "/v1/deadletter", nil)
+	if len(m["entries"].([]any)) != 0 {
+		t.Fatalf("entries: %v", m)
+	}
+	td.expectError("GET", "/v1/deadletter?upstream=nope", nil, 404, capsule.CodeNotFound)
+	td.expectError("POST", "/v1/deadletter/retry", map[string]any{"upstream": "nope"}, 400, capsule.CodeInvalidField)
+	td.expectError("POST", "/v1/deadletter/discard", map[string]any{"upstream": "local", "seq": 99}, 404, capsule.CodeNotFound)
+	td.expectError("POST", "/v1/deadletter/retry", `{"upstream":"local","sequence":1}`, 400, capsule.CodeInvalidJSON)
+	if r := td.expectOK("POST", "/v1/deadletter/retry", map[string]any{"upstream": "local"}); r["retried"].(float64) != 0 {
+		t.Fatalf("retry all of nothing: %v", r)
+	}
+}

@@ -60,6 +60,7 @@ func commands() []command {
 		{"capsule", "show | seal | validate FILE | put FILE", cmdCapsule},
 		{"signal", "send a context signal: KIND [key=value ...]", cmdSignal},
 		{"status", "the daemon's state (--json)", cmdStatus},
+		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
 		{"config", "check [FILE] | default", cmdConfig},
 		{"version", "print the version", cmdVersion},
 	}
