@@ -22,6 +22,13 @@ import (
 // passes the secret guard first, so nothing credential-shaped is stored or
 // logged even by accident. Unknown top-level fields are refused either way.
 //
+// Each section's faults carry that section's code (INVALID_PUBLIC_STATUS,
+// INVALID_WORKING_STATE, INVALID_DECISION, INVALID_COMMITMENT,
+// INVALID_STOP), a section of the wrong type included; focus and
+// resume_residency of the wrong type are INVALID_FIELD, and an unknown
+// top-level field is UNKNOWN_FIELD. Field names match exactly (no case
+// folding). The first fault in document order is reported.
+//
 // null is accepted only where the seed gives it a meaning
 // (working_state.result_ref and working_state.waiting_for, which it
 // clears); elsewhere it is a wrong type. Empty working_state and

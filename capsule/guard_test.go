@@ -12,7 +12,9 @@ import (
 // its status, and that the list of known codes is exactly those.
 func TestEveryGuardCode(t *testing.T) {
 	g := testGuard(t)
-	cp := func(b string) func() error { return func() error { _, err := g.DecodeCheckpoint([]byte(b)); return err } }
+	cp := func(b string) func() error {
+		return func() error { _, err := g.DecodeCheckpoint([]byte(b)); return err }
+	}
 	capsuleBody := func(b string) func() error { return func() error { _, err := g.DecodeCapsule([]byte(b)); return err } }
 	sig := func(b string) func() error { return func() error { _, err := g.DecodeSignal([]byte(b)); return err } }
 	examples := map[string]func() error{

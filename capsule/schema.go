@@ -16,7 +16,8 @@ import (
 
 // CapsuleSchemaJSON is the published Continuity Capsule v1 JSON Schema,
 // byte for byte (see schema/SOURCE.md). Exported so the daemon can serve
-// it and `continuityd capsule validate` can show it.
+// it and `continuityd capsule validate` can show it; callers must treat it
+// as read-only (NewGuard compiles it).
 //
 //go:embed schema/continuity-capsule-v1.schema.json
 var CapsuleSchemaJSON []byte

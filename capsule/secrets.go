@@ -31,6 +31,14 @@ import (
 //     cannot be told from a hash or an id without refusing those too. They
 //     are caught next to a keyword (aws_secret_access_key=…, token: …).
 
+// Cost: a string with none of gitleaks' keywords costs about 30 µs per KB
+// (the keyword prefilter and our trigger scans); one with keywords
+// ("key", "token", "secret", "auth", …) wakes gitleaks' generic-api-key
+// rule, whose regexp costs about 0.6 ms per KB in Go's engine. That bounds
+// a worst-case 64 KiB checkpoint at a few tens of milliseconds, which is
+// acceptable for writes that happen at an agent's pace. See
+// BenchmarkCheckSecret.
+
 // minSecretLen is the shortest string any rule can flag; shorter strings
 // skip the detector entirely (most enum-like fields).
 const minSecretLen = 8
@@ -83,6 +91,11 @@ type secretRule struct {
 	fold     bool           // match triggers case-insensitively
 	boundary bool           // a trigger must not follow a letter, digit or _
 	re       *regexp.Regexp // anchored (^…), run on the text after the trigger
+	window   int            // bytes after the trigger re may see; 0 means ruleWindow
+	// before, when set, finds where the secret starts given that the
+	// trigger is at s[i:], for shapes whose distinctive part is in the
+	// middle; it returns -1 to reject the candidate.
+	before func(s string, i int) int
 	// keep, when set, vets a candidate: value is the secret (capture group
 	// 1 of re, else trigger plus match), next the byte after it (0 at end).
 	keep func(value string, next byte) bool
@@ -160,6 +173,42 @@ func continuitydSecretRules() []secretRule {
 			triggers: []string{"eyJ"},
 			boundary: true,
 			re:       regexp.MustCompile(`^[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`),
+		},
+		{
+			// A Telegram bot token (123456789:AA…): gitleaks only takes
+			// it after the word "telegram". Digits, ":AA" and 33 token
+			// characters is distinctive on its own.
+			id:       "continuityd-telegram-bot-token",
+			triggers: []string{":AA"},
+			re:       regexp.MustCompile(`^[A-Za-z0-9_-]{33}`),
+			window:   64,
+			before:   func(s string, i int) int { return runStart(s, i, 8, 10, isDigitByte, nil) },
+			keep:     func(_ string, next byte) bool { return !isTokenByte(next) },
+		},
+		{
+			// A Discord bot token: base64 of the bot's numeric id (so it
+			// starts with M, N or O), a 6-character timestamp and an HMAC,
+			// dot-separated. gitleaks only takes Discord secrets after the
+			// word "discord". The trigger is the first dot; the anchored
+			// rule rejects ordinary dots at once.
+			id:       "continuityd-discord-bot-token",
+			triggers: []string{"."},
+			re:       regexp.MustCompile(`^[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}`),
+			window:   64,
+			before: func(s string, i int) int {
+				return runStart(s, i, 23, 28, isTokenByte, func(c byte) bool { return c == 'M' || c == 'N' || c == 'O' })
+			},
+			keep: func(v string, next byte) bool { return !isTokenByte(next) && hasLetterAndDigit(v) },
+		},
+		{
+			// A New Relic user API key: gitleaks only takes NRAK- after the
+			// words "new relic"; the prefix is distinctive on its own.
+			id:       "continuityd-newrelic-user-key",
+			triggers: []string{"NRAK-"},
+			boundary: true,
+			re:       regexp.MustCompile(`^[A-Z0-9]{27}`),
+			window:   64,
+			keep:     func(_ string, next byte) bool { return !isTokenByte(next) },
 		},
 		{
 			// A password in a URL's userinfo (postgres://app:s3cret@db):
@@ -251,15 +300,22 @@ func (r *secretRule) find(s, lower string, max int) []secretSpan {
 			if r.boundary && i > 0 && isWordByte(s[i-1]) {
 				continue
 			}
-			base := i + len(trig)
-			win := s[base:min(len(s), base+ruleWindow)]
-			m := r.re.FindStringSubmatchIndex(win)
+			base, width := i+len(trig), r.window
+			if width == 0 {
+				width = ruleWindow
+			}
+			m := r.re.FindStringSubmatchIndex(s[base:min(len(s), base+width)])
 			if m == nil {
 				continue
 			}
 			start, end := i, base+m[1]
 			if len(m) >= 4 && m[2] >= 0 {
 				start, end = base+m[2], base+m[3]
+			}
+			if r.before != nil {
+				if start = r.before(s, i); start < 0 {
+					continue
+				}
 			}
 			if r.keep != nil {
 				var next byte
@@ -290,6 +346,29 @@ func asciiLower(s string) string {
 	}
 	return string(b)
 }
+
+// runStart returns where the run of bytes satisfying in that ends at s[i]
+// starts, if the run is min..max long, starts with a byte satisfying first
+// (when set) and does not follow a word byte; else -1.
+func runStart(s string, i, min, max int, in, first func(byte) bool) int {
+	j := i
+	for j > 0 && i-j < max+1 && in(s[j-1]) {
+		j--
+	}
+	n := i - j
+	if n < min || n > max || j > 0 && (isWordByte(s[j-1]) || in(s[j-1])) {
+		return -1
+	}
+	if first != nil && !first(s[j]) {
+		return -1
+	}
+	return j
+}
+
+func isDigitByte(c byte) bool { return c >= '0' && c <= '9' }
+
+// isTokenByte reports a base64url character, the alphabet of most tokens.
+func isTokenByte(c byte) bool { return isWordByte(c) || c == '-' }
 
 // isWordByte reports an ASCII letter, digit or underscore.
 func isWordByte(c byte) bool {

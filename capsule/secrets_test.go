@@ -2,8 +2,11 @@ package capsule
 
 import (
 	"encoding/base64"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/zricethezav/gitleaks/v8/detect"
 )
 
 // credentialCase is one credential shape. value is the smallest string
@@ -62,8 +65,10 @@ func credentialCases() []credentialCase {
 		{"shopify shared secret", "shpss_" + fake(49, hexLower, 32)},
 		{"square access token", "EAAA" + fake(50, alnum, 60)},
 		{"square oauth token", "sq0atp-" + fake(51, alnum, 22)},
-		{"discord bot token", "DISCORD_BOT_TOKEN=" + fake(52, b64url, 24) + "." + fake(53, b64url, 6) + "." + fake(54, b64url, 38)},
-		{"telegram bot token", "TELEGRAM_BOT_TOKEN=" + fake(55, digits, 10) + ":AA" + fake(56, b64url, 33)},
+		{"discord bot token", "MT" + fake(52, alnum, 24) + "." + fake(53, b64url, 6) + "." + fake(54, b64url, 38)},
+		{"discord bot token assigned", "DISCORD_BOT_TOKEN=" + fake(150, b64url, 24) + "." + fake(151, b64url, 6) + "." + fake(152, b64url, 38)},
+		{"telegram bot token", fake(55, digits, 10) + ":AA" + fake(56, b64url, 33)},
+		{"telegram bot token assigned", "TELEGRAM_BOT_TOKEN=" + fake(153, digits, 9) + ":AA" + fake(154, b64url, 33)},
 		{"atlassian api token", "ATATT3" + fake(57, alnum, 186)},
 		{"azure storage account key", "DefaultEndpointsProtocol=https;AccountName=acmeprod;AccountKey=" + fake(58, b64, 86) + "==;EndpointSuffix=core.windows.net"},
 		{"hashicorp vault token", "hvs." + fake(59, alnum, 91)},
@@ -73,7 +78,8 @@ func credentialCases() []credentialCase {
 		{"postman api key", "PMAK-" + fake(63, hexLower, 24) + "-" + fake(64, hexLower, 34)},
 		{"grafana cloud token", "glc_" + fake(65, b64, 48)},
 		{"grafana service account token", "glsa_" + fake(66, alnum, 32) + "_" + fake(67, hexLower, 8)},
-		{"new relic user key", "NEW_RELIC_API_KEY=NRAK-" + fake(68, upperAlnum, 27)},
+		{"new relic user key", "NRAK-" + fake(68, upperAlnum, 27)},
+		{"new relic user key assigned", "NEW_RELIC_API_KEY=NRAK-" + fake(155, upperAlnum, 27)},
 		{"sentry user token", "sntryu_" + fake(69, hexLower, 64)},
 		{"hugging face token", "hf_" + fake(70, upper+lower, 34)},
 		{"alibaba access key id", "LTAI" + fake(71, alnum, 20)},
@@ -152,6 +158,8 @@ func innocentCases() []string {
 		`private_key_path = "/etc/ssh/id_ed25519"`,
 		"Blocked on STRIPE_KEY_V2 missing in staging",
 		"日本語のメモ: パーサーを直した",
+		"ops: 12345678:AAb is not a token; neither is version 1.2.3.4 or api.github.com/repos",
+		"Mmmmmmmmmmmmmmmmmmmmmmmmm.abcdef.this-is-just-a-long-hyphenated-phrase",
 		"Migrate the billing module to the new client; adapters written, unit tests green",
 	}
 }
@@ -244,15 +252,21 @@ func BenchmarkCheckSecret(b *testing.B) {
 		prose += " More notes."
 	}
 	prose = prose[:300]
-	var big strings.Builder
-	for big.Len() < 4096 {
-		big.WriteString("commit a1b2c3d: fix the parser for empty receipts; tests green; the upstream key rotation is tracked in OPS-1234.\n")
+	fill := func(line string) string {
+		var b strings.Builder
+		for b.Len() < 4096 {
+			b.WriteString(line)
+		}
+		return b.String()[:4096]
 	}
-	long := big.String()[:4096]
+	// gitleaks runs a rule's regexp only when one of its keywords occurs;
+	// "key" wakes generic-api-key, by far the costliest, on every line.
+	keywords := fill("commit a1b2c3d: fix the parser for empty receipts; tests green; the upstream key rotation is tracked in OPS-1234.\n")
+	plain := fill("commit a1b2c3d: fix the parser for empty receipts; tests green; the refund path still fails on 409.\n")
 	for _, bc := range []struct {
 		name string
 		s    string
-	}{{"prose300", prose}, {"text4KB", long}} {
+	}{{"prose300", prose}, {"text4KB_keywords", keywords}, {"text4KB_plain", plain}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(bc.s)))
 			b.ReportAllocs()
@@ -262,5 +276,41 @@ func BenchmarkCheckSecret(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDetectorIsGitleaksDefault checks that the detector built on a private
+// viper instance has exactly the rules detect.NewDetectorDefaultConfig
+// loads (that constructor writes viper's global state, so it is only
+// called here, in a test that does not run in parallel).
+func TestDetectorIsGitleaksDefault(t *testing.T) {
+	ref, err := detect.NewDetectorDefaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := testGuard(t).detector
+	if !reflect.DeepEqual(ref.Config.OrderedRules, mine.Config.OrderedRules) {
+		t.Fatalf("rule sets differ: %d vs %d rules", len(ref.Config.OrderedRules), len(mine.Config.OrderedRules))
+	}
+	if len(ref.Config.Keywords) != len(mine.Config.Keywords) || len(ref.Config.Allowlists) != len(mine.Config.Allowlists) {
+		t.Fatal("keywords or allowlists differ")
+	}
+	if len(mine.Config.OrderedRules) < 200 {
+		t.Fatalf("only %d gitleaks rules loaded", len(mine.Config.OrderedRules))
+	}
+}
+
+// TestDetectStringKeepsNoState pins the gitleaks behaviour the Guard relies
+// on to share one Detector: DetectString returns findings without adding
+// them to the Detector.
+func TestDetectStringKeepsNoState(t *testing.T) {
+	g := testGuard(t)
+	for i := range 5 {
+		if g.CheckSecret("f", "ghp_"+fake(uint64(800+i), alnum, 36)) == nil {
+			t.Fatal("not flagged")
+		}
+	}
+	if n := len(g.detector.Findings()); n != 0 {
+		t.Fatalf("the shared detector accumulated %d findings", n)
 	}
 }
