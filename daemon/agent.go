@@ -24,6 +24,7 @@ const feedWindow = 512
 // upstreamRuntime is one configured upstream at run time, shared by every
 // agent that ships to it: the client and its rate limit.
 type upstreamRuntime struct {
+	cfg      config.Upstream // what it was built from (reload compares)
 	up       upstream.Upstream
 	limiter  *rate.Limiter
 	coalesce bool
@@ -42,6 +43,7 @@ type agent struct {
 	ups      []*upstreamRuntime // same order as shippers
 	log      *slog.Logger
 
+	metrics       *metrics
 	resumeTimeout time.Duration
 	remoteMu      sync.Mutex
 	remote        map[string]capsule.RemoteView // last view each upstream gave
@@ -51,8 +53,8 @@ type agent struct {
 }
 
 // openAgent opens the agent's residency and prepares its shippers.
-func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, log *slog.Logger) (*agent, error) {
-	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow),
+func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, log *slog.Logger, m *metrics) (*agent, error) {
+	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), metrics: m,
 		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
 	store, err := residency.Open(residency.Options{
 		Agent:      ac.Name,
@@ -75,6 +77,7 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 			MaxBackoff:        cfg.Outbox.MaxBackoff.Duration,
 			MaxRetryAfter:     cfg.Outbox.MaxRetryAfter.Duration,
 			UnauthorizedRetry: cfg.Outbox.UnauthorizedRetry.Duration,
+			OnAttempt:         func(outcome string, d time.Duration) { m.observeDelivery(name, outcome, d) },
 			OnFailure: func(w capsule.Write, reason string) {
 				a.feed.Publish(events.Event{Kind: "delivery_failed", Seq: w.Seq,
 					Summary: "upstream " + name + " refused seq for good; kept in its dead letter: " + reason,
@@ -92,6 +95,12 @@ func (a *agent) onCommit(evs []residency.Event) {
 	out := make([]events.Event, 0, len(evs))
 	for _, e := range evs {
 		logged = logged || e.Logged
+		switch {
+		case e.Kind == "signal" && e.Signal != nil:
+			a.metrics.signals.WithLabelValues(a.name, e.Signal.Kind).Inc()
+		case e.Logged:
+			a.metrics.accepted.WithLabelValues(a.name, e.Kind).Inc()
+		}
 		ev := events.Event{Kind: e.Kind, Seq: e.Seq, Origin: string(e.Origin), Summary: e.Summary}
 		if e.Signal != nil {
 			ev.Data = e.Signal
@@ -131,7 +140,7 @@ func (a *agent) stop() error {
 		a.cancel()
 	}
 	a.wg.Wait()
-	return a.store.Close()
+	return a.store.Close() // idempotent
 }
 
 // shipper returns the shipper for the named upstream, or nil.

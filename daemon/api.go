@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/residency"
 )
 
 // routes are the local API's paths and their methods; anything else is a
@@ -28,6 +29,7 @@ var routes = map[string][]string{
 	"/v1/deadletter/discard":    {http.MethodPost},
 	"/v1/status":                {http.MethodGet},
 	"/healthz":                  {http.MethodGet},
+	"/metrics":                  {http.MethodGet},
 }
 
 // handler is the local API.
@@ -44,6 +46,7 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc("POST /v1/deadletter/retry", d.withAgent(d.handleDeadLetterAction(true)))
 	mux.HandleFunc("POST /v1/deadletter/discard", d.withAgent(d.handleDeadLetterAction(false)))
 	mux.HandleFunc("GET /v1/status", d.handleStatus)
+	mux.Handle("GET /metrics", d.metrics.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": d.version})
 	})
@@ -57,20 +60,22 @@ func (d *Daemon) handler() http.Handler {
 		writeError(w, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "",
 			"no such path %q; see the local API table in README.md", r.URL.Path))
 	})
-	return d.recoverPanics(mux)
+	return d.metrics.instrument(d.recoverPanics(mux))
 }
 
-// agentHandler is a handler for one agent's resource.
-type agentHandler func(http.ResponseWriter, *http.Request, *agent)
+// agentHandler is a handler for one agent's resource; st is the running
+// configuration the request started under.
+type agentHandler func(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot)
 
 func (d *Daemon) withAgent(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		a, err := d.agentFor(r.URL.Query().Get("agent"))
+		st := d.snap()
+		a, err := st.agentFor(r.URL.Query().Get("agent"))
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		h(w, r, a)
+		h(w, r, a, st)
 	}
 }
 
@@ -143,8 +148,16 @@ type errorBody struct {
 
 func writeError(w http.ResponseWriter, err error) {
 	var ce *capsule.Error
-	if !errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
+	case errors.Is(err, residency.ErrClosed):
+		ce = capsule.RefuseStatus(http.StatusServiceUnavailable, capsule.CodeShuttingDown, "",
+			"the agent is stopping (shutdown or reload); nothing was saved: retry in a moment")
+	default:
 		ce = capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "", "%v", err)
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.code = ce.Code
 	}
 	status := ce.Status
 	if status == 0 {

@@ -19,7 +19,7 @@ type capsuleAnswer struct {
 }
 
 // handleCapsuleGet is GET /v1/capsule.
-func (d *Daemon) handleCapsuleGet(w http.ResponseWriter, r *http.Request, a *agent) {
+func (d *Daemon) handleCapsuleGet(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 	rec := a.store.Capsule()
 	if rec == nil {
 		writeError(w, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNoCapsule, "",
@@ -31,13 +31,13 @@ func (d *Daemon) handleCapsuleGet(w http.ResponseWriter, r *http.Request, a *age
 
 // handleCapsulePut is PUT /v1/capsule: the published schema, then the
 // secret guard, then disk.
-func (d *Daemon) handleCapsulePut(w http.ResponseWriter, r *http.Request, a *agent) {
+func (d *Daemon) handleCapsulePut(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 	body, berr := readBody(w, r)
 	if berr != nil {
 		writeError(w, berr)
 		return
 	}
-	c, err := d.guard.DecodeCapsule(body)
+	c, err := st.guard.DecodeCapsule(body)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -67,7 +67,7 @@ type sealOverrides struct {
 // handleCapsuleSeal is POST /v1/capsule/seal: build a capsule from the
 // current state and receipts (optionally overridden by the body), check it
 // like any capsule, and store it sealed.
-func (d *Daemon) handleCapsuleSeal(w http.ResponseWriter, r *http.Request, a *agent) {
+func (d *Daemon) handleCapsuleSeal(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 	body, berr := readBody(w, r)
 	if berr != nil {
 		writeError(w, berr)
@@ -92,7 +92,7 @@ func (d *Daemon) handleCapsuleSeal(w http.ResponseWriter, r *http.Request, a *ag
 	}
 	c := buildCapsule(a.store.Resume(false), a.store.Capsule(), time.Now().UTC())
 	ov.apply(c)
-	if err := d.guard.CheckCapsule(c); err != nil {
+	if err := st.guard.CheckCapsule(c); err != nil {
 		writeError(w, err)
 		return
 	}

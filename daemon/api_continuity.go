@@ -21,7 +21,7 @@ const (
 
 // handleResume is GET /v1/continuity. The agent's own read resets
 // since_last_visit; ?peek=1 reads without resetting (for people and tools).
-func (d *Daemon) handleResume(w http.ResponseWriter, r *http.Request, a *agent) {
+func (d *Daemon) handleResume(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 	peek, err := boolQuery(r, "peek")
 	if err != nil {
 		writeError(w, err)
@@ -46,7 +46,7 @@ type syncedUpstream struct {
 }
 
 // handleCheckpoint is POST /v1/continuity/checkpoint.
-func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request, a *agent) {
+func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 	sync, qerr := boolQuery(r, "sync")
 	if qerr != nil {
 		writeError(w, qerr)
@@ -57,7 +57,7 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request, a *age
 		writeError(w, berr)
 		return
 	}
-	cp, err := d.guard.DecodeCheckpoint(body)
+	cp, err := st.guard.DecodeCheckpoint(body)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -106,7 +106,7 @@ type waitAnswer struct {
 // handleWait is GET /v1/continuity/wait?max_seconds=N[&after=CURSOR]. Without
 // `after` it waits for the next event; with the cursor of a previous answer
 // it returns what happened since, at once if anything did.
-func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, a *agent) {
+func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 	q := r.URL.Query()
 	secs := waitDefault
 	if v := q.Get("max_seconds"); v != "" {

@@ -11,7 +11,7 @@ import (
 
 // handleDeadLetters is GET /v1/deadletter[?upstream=NAME]: the writes
 // upstreams refused for good.
-func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request, a *agent) {
+func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 	up := r.URL.Query().Get("upstream")
 	if up != "" && a.shipper(up) == nil {
 		writeError(w, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "upstream",
@@ -39,7 +39,7 @@ type deadLetterRequest struct {
 // handleDeadLetterAction is POST /v1/deadletter/retry and
 // /v1/deadletter/discard.
 func (d *Daemon) handleDeadLetterAction(retry bool) agentHandler {
-	return func(w http.ResponseWriter, r *http.Request, a *agent) {
+	return func(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 		body, berr := readBody(w, r)
 		if berr != nil {
 			writeError(w, berr)

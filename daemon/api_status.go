@@ -9,13 +9,13 @@ import (
 )
 
 // handleSignal is POST /v1/signals.
-func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request, a *agent) {
+func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot) {
 	body, berr := readBody(w, r)
 	if berr != nil {
 		writeError(w, berr)
 		return
 	}
-	sig, err := d.guard.DecodeSignal(body)
+	sig, err := st.guard.DecodeSignal(body)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -55,18 +55,16 @@ type AgentStatus struct {
 }
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
-	cfgPath := d.cfg.Path
-	if cfgPath == "" {
-		cfgPath = "(embedded default)"
-	}
+	snap := d.snap()
+	cfg := snap.cfg
 	st := Status{
 		Version: d.version, PID: os.Getpid(), StartedAt: d.started,
 		UptimeSec: int64(time.Since(d.started).Seconds()),
-		Socket:    d.cfg.Daemon.Socket, Listen: d.cfg.Daemon.Listen, StateDir: d.cfg.Daemon.StateDir,
-		Config: cfgPath, Agents: []AgentStatus{},
+		Socket:    cfg.Daemon.Socket, Listen: cfg.Daemon.Listen, StateDir: cfg.Daemon.StateDir,
+		Config: configName(cfg), Agents: []AgentStatus{},
 	}
-	for _, name := range d.names {
-		a := d.agents[name]
+	for _, name := range snap.names {
+		a := snap.agents[name]
 		res := a.store.Resume(false)
 		res.Upstreams = a.upstreamStates()
 		st.Agents = append(st.Agents, AgentStatus{

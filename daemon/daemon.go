@@ -5,27 +5,30 @@
 //
 // Data flows one way: sources (the local API; later watchers, hooks and
 // transcripts) → residency (durable) → outbox → upstream clients.
+//
+// The running configuration is one immutable snapshot (config, guard,
+// agents, upstreams) swapped whole by Reload; request handlers read the
+// snapshot current when they start.
 package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/time/rate"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/safesocket"
-	"github.com/continuityd/continuityd/upstream"
-	"github.com/continuityd/continuityd/upstream/local"
 )
 
 // Options are the daemon's run-time collaborators.
@@ -34,21 +37,36 @@ type Options struct {
 	Version string
 	// Ready, when set, is called once the socket listens (systemd readiness).
 	Ready func()
+	// Stopping, when set, is called when shutdown begins.
+	Stopping func()
+	// Load re-reads the configuration for Reload (SIGHUP, or the config
+	// file changing). nil: reloading is not possible (the embedded default).
+	Load func() (*config.Config, error)
 }
 
 // Daemon serves a set of agents. Build it with New, then call Run.
 type Daemon struct {
-	cfg     *config.Config
+	opts    Options
 	log     *slog.Logger
 	version string
-	ready   func()
-	guard   *capsule.Guard
 	started time.Time
+	metrics *metrics
 
-	agents map[string]*agent
-	names  []string // config order
+	st       atomic.Pointer[snapshot]
+	reloadMu sync.Mutex // one Reload at a time
+	runCtx   context.Context
 
 	apiToken string // for the loopback listener; "" when there is none
+}
+
+// snapshot is one running configuration. Agents and upstream runtimes are
+// carried over between snapshots when their configuration did not change.
+type snapshot struct {
+	cfg    *config.Config
+	guard  *capsule.Guard
+	agents map[string]*agent
+	names  []string // config order
+	ups    map[string]*upstreamRuntime
 }
 
 // New checks what can be checked before anything is opened: the guard's
@@ -57,68 +75,62 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	g, err := newGuard(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics()}
+	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent{}, ups: map[string]*upstreamRuntime{}})
+	d.metrics.register(d)
+	return d, nil
+}
+
+func newGuard(cfg *config.Config) (*capsule.Guard, error) {
 	g, err := capsule.NewGuard(capsule.GuardOptions{AllowedLinkDomains: cfg.Guard.AllowedLinkDomains})
 	if err != nil {
 		return nil, fmt.Errorf("build guards: %w", err)
 	}
-	return &Daemon{cfg: cfg, log: opts.Logger, version: opts.Version, ready: opts.Ready, guard: g, agents: map[string]*agent{}}, nil
+	return g, nil
 }
 
+// snap is the running snapshot.
+func (d *Daemon) snap() *snapshot { return d.st.Load() }
+
 // Run opens every agent, serves the API until ctx ends, then shuts down:
-// the listeners close, in-flight requests get the shutdown timeout, the
-// shippers stop and every residency is closed. Everything accepted is
-// already on disk, so nothing is lost by stopping.
+// the listeners stop taking requests, in-flight ones get the shutdown
+// timeout, the shippers get what is left of it to deliver what is pending,
+// and every residency is closed. Everything accepted is already on disk, so
+// nothing is lost by stopping, whatever the upstreams do.
 func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.started = time.Now().UTC()
-	ups, err := d.buildUpstreams()
-	if err != nil {
-		return err
-	}
+	shipCtx, cancelShip := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelShip()
+	d.runCtx = shipCtx
+	st := d.snap()
 	defer func() {
-		for _, name := range d.names {
-			if cerr := d.agents[name].stop(); cerr != nil && err == nil {
-				err = cerr
-			}
+		cancelShip()
+		if cerr := d.snap().close(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-	for _, ac := range d.cfg.Agents {
-		a, err := openAgent(d.cfg, ac, ups, d.log)
-		if err != nil {
-			return err
-		}
-		d.agents[ac.Name], d.names = a, append(d.names, ac.Name)
+	next, err := d.build(st.cfg, st)
+	if err != nil {
+		next.closeNew(st)
+		return err
 	}
+	d.st.Store(next)
 
-	mode, err := socketMode(d.cfg.Daemon.SocketMode)
+	listeners, err := d.listen(next.cfg)
 	if err != nil {
 		return err
 	}
-	ln, err := safesocket.Listen(d.cfg.Daemon.Socket, mode)
-	if err != nil {
-		return err
-	}
-	listeners := []net.Listener{ln}
-	if d.cfg.Daemon.Listen != "" {
-		tok, err := loadOrCreateToken(d.cfg.Daemon.StateDir)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		d.apiToken = tok
-		tln, err := net.Listen("tcp", d.cfg.Daemon.Listen)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("daemon.listen %s: %w", d.cfg.Daemon.Listen, err)
-		}
-		listeners = append(listeners, tln)
+	for _, name := range next.names {
+		next.agents[name].start(shipCtx)
 	}
 
-	runCtx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	for _, name := range d.names {
-		d.agents[name].start(runCtx)
-	}
-
+	// Requests (long polls above all) end when shutdown begins.
+	reqCtx, cancelReq := context.WithCancel(context.Background())
+	defer cancelReq()
 	servers := make([]*http.Server, len(listeners))
 	serveErr := make(chan error, len(listeners))
 	var wg sync.WaitGroup
@@ -130,10 +142,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		servers[i] = &http.Server{
 			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
-			// Long polls end with the run context, so Shutdown does not wait on
-			// them for the whole shutdown timeout.
-			BaseContext: func(net.Listener) context.Context { return runCtx },
-			ErrorLog:    slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
+			BaseContext:       func(net.Listener) context.Context { return reqCtx },
+			ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
 		}
 		wg.Add(1)
 		go func() {
@@ -143,10 +153,19 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			}
 		}()
 	}
-	d.log.Info("continuityd listening", "socket", d.cfg.Daemon.Socket, "listen", d.cfg.Daemon.Listen,
-		"state_dir", d.cfg.Daemon.StateDir, "agents", d.names, "version", d.version)
-	if d.ready != nil {
-		d.ready()
+	if next.cfg.Path != "" && d.opts.Load != nil {
+		if loop := d.watchConfig(next.cfg.Path); loop != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				loop(reqCtx)
+			}()
+		}
+	}
+	d.log.Info("continuityd listening", "socket", next.cfg.Daemon.Socket, "listen", next.cfg.Daemon.Listen,
+		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "config", configName(next.cfg), "version", d.version)
+	if d.opts.Ready != nil {
+		d.opts.Ready()
 	}
 
 	select {
@@ -154,9 +173,14 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	case err = <-serveErr:
 		d.log.Error("listener failed", "err", err)
 	}
-	d.log.Info("shutting down")
-	cancelRun()
-	shutCtx, cancel := context.WithTimeout(context.Background(), d.cfg.Daemon.ShutdownTimeout.Duration)
+	if d.opts.Stopping != nil {
+		d.opts.Stopping()
+	}
+	timeout := d.snap().cfg.Daemon.ShutdownTimeout.Duration
+	deadline := time.Now().Add(timeout)
+	d.log.Info("shutting down", "timeout", timeout)
+	cancelReq()
+	shutCtx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	for _, s := range servers {
 		if serr := s.Shutdown(shutCtx); serr != nil {
@@ -165,42 +189,92 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}
 	}
 	wg.Wait()
+	d.drain(shutCtx)
 	return err
 }
 
-// buildUpstreams makes one client and one rate limiter per upstream the
-// agents use; agents that share an upstream share its limit.
-func (d *Daemon) buildUpstreams() (map[string]*upstreamRuntime, error) {
-	ups := map[string]*upstreamRuntime{}
-	for _, ac := range d.cfg.Agents {
-		for _, name := range ac.Upstreams {
-			if _, ok := ups[name]; ok {
-				continue
+// drain gives the shippers until ctx ends to deliver what is pending. What
+// is still pending then stays on disk and goes at the next start.
+func (d *Daemon) drain(ctx context.Context) {
+	st := d.snap()
+	for _, name := range st.names {
+		st.agents[name].kick()
+	}
+	for {
+		pending := 0
+		for _, name := range st.names {
+			for _, u := range st.agents[name].upstreamStates() {
+				pending += u.Pending
 			}
-			uc, ok := d.cfg.UpstreamFor(name)
-			if !ok {
-				return nil, fmt.Errorf("agent %s: unknown upstream %q", ac.Name, name)
-			}
-			up, coalesce, err := d.newUpstream(name, uc)
-			if err != nil {
-				return nil, fmt.Errorf("upstream %s: %w", name, err)
-			}
-			ups[name] = &upstreamRuntime{up: up, coalesce: coalesce,
-				limiter: rate.NewLimiter(rate.Limit(uc.Rate), max(uc.Burst, 1))}
+		}
+		if pending == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			d.log.Warn("stopping with writes not yet delivered; they are on disk and go out at the next start", "pending", pending)
+			return
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return ups, nil
 }
 
-// newUpstream builds the client for one upstream, and says whether its
-// outbox coalesces runs of state-only checkpoints (only where each call
-// costs: the local archive keeps every write).
-func (d *Daemon) newUpstream(name string, uc config.Upstream) (upstream.Upstream, bool, error) {
-	switch uc.Kind {
-	case config.KindLocal:
-		return local.New(name, d.cfg.AgentDir), false, nil
-	default:
-		return nil, false, fmt.Errorf("kind %q is not available in this build yet", uc.Kind)
+// listen opens the Unix socket and, when configured, the loopback listener.
+func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
+	mode, err := socketMode(cfg.Daemon.SocketMode)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := safesocket.Listen(cfg.Daemon.Socket, mode)
+	if err != nil {
+		return nil, err
+	}
+	listeners := []net.Listener{ln}
+	if cfg.Daemon.Listen != "" {
+		tok, err := loadOrCreateToken(cfg.Daemon.StateDir)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		d.apiToken = tok
+		tln, err := net.Listen("tcp", cfg.Daemon.Listen)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("daemon.listen %s: %w", cfg.Daemon.Listen, err)
+		}
+		listeners = append(listeners, tln)
+	}
+	return listeners, nil
+}
+
+func configName(cfg *config.Config) string {
+	if cfg.Path == "" {
+		return "(embedded default)"
+	}
+	return cfg.Path
+}
+
+// close stops every agent of the snapshot.
+func (s *snapshot) close() error {
+	var first error
+	for _, name := range s.names {
+		if err := s.agents[name].stop(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// closeNew stops the agents of s that are not also in old (a build that
+// failed half way).
+func (s *snapshot) closeNew(old *snapshot) {
+	if s == nil {
+		return
+	}
+	for _, name := range s.names {
+		if old.agents[name] != s.agents[name] {
+			s.agents[name].stop()
+		}
 	}
 }
 
@@ -216,18 +290,18 @@ func socketMode(s string) (fs.FileMode, error) {
 }
 
 // agentFor picks the agent a request names, or the only one.
-func (d *Daemon) agentFor(name string) (*agent, *capsule.Error) {
+func (s *snapshot) agentFor(name string) (*agent, *capsule.Error) {
 	if name == "" {
-		if len(d.names) == 1 {
-			return d.agents[d.names[0]], nil
+		if len(s.names) == 1 {
+			return s.agents[s.names[0]], nil
 		}
 		return nil, capsule.Refuse(capsule.CodeAgentRequired, "agent",
-			"this daemon serves %d agents (%v); name one with ?agent=", len(d.names), d.names)
+			"this daemon serves %d agents (%v); name one with ?agent=", len(s.names), s.names)
 	}
-	a, ok := d.agents[name]
+	a, ok := s.agents[name]
 	if !ok {
 		return nil, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeUnknownAgent, "agent",
-			"no agent %q here; this daemon serves %v", name, d.names)
+			"no agent %q here; this daemon serves %v", name, s.names)
 	}
 	return a, nil
 }
@@ -235,7 +309,7 @@ func (d *Daemon) agentFor(name string) (*agent, *capsule.Error) {
 // loadOrCreateToken returns the loopback API token, creating it (mode 0600)
 // on first use.
 func loadOrCreateToken(stateDir string) (string, error) {
-	path := stateDir + string(os.PathSeparator) + "api.token"
+	path := filepath.Join(stateDir, "api.token")
 	if b, err := os.ReadFile(path); err == nil {
 		return string(trimSpace(b)), nil
 	}

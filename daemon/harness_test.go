@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 type testDaemon struct {
 	t      testing.TB
 	cfg    *config.Config
+	d      *Daemon
 	http   *http.Client
 	cancel context.CancelFunc
 	done   chan error
@@ -72,14 +73,20 @@ func testConfig(t testing.TB, agents ...string) *config.Config {
 // startDaemon runs a daemon until the test ends.
 func startDaemon(t testing.TB, cfg *config.Config) *testDaemon {
 	t.Helper()
-	d, err := New(cfg, Options{Version: "test"})
+	return startDaemonWith(t, cfg, Options{Version: "test"})
+}
+
+// startDaemonWith runs a daemon with the given options until the test ends.
+func startDaemonWith(t testing.TB, cfg *config.Config, opts Options) *testDaemon {
+	t.Helper()
+	ready := make(chan struct{})
+	opts.Ready = func() { close(ready) }
+	d, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	d.ready = func() { close(ready) }
-	td := &testDaemon{t: t, cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	td := &testDaemon{t: t, cfg: cfg, d: d, cancel: cancel, done: make(chan error, 1)}
 	go func() { td.done <- d.Run(ctx) }()
 	select {
 	case <-ready:

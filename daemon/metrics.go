@@ -1,0 +1,153 @@
+package daemon
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the daemon's Prometheus metrics, on a registry of its own (no
+// process-wide state), served at GET /metrics.
+type metrics struct {
+	reg        *prometheus.Registry
+	accepted   *prometheus.CounterVec   // agent, kind
+	refused    *prometheus.CounterVec   // code
+	signals    *prometheus.CounterVec   // agent, kind
+	deliveries *prometheus.CounterVec   // upstream, outcome
+	deliverDur *prometheus.HistogramVec // upstream
+	deadEvents *prometheus.CounterVec   // upstream
+	requests   *prometheus.HistogramVec // route, code
+	reloads    *prometheus.CounterVec   // result
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "continuityd_writes_accepted_total", Help: "Writes accepted and stored durably, by agent and kind.",
+		}, []string{"agent", "kind"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "continuityd_writes_refused_total", Help: "Requests refused, by error code.",
+		}, []string{"code"}),
+		signals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "continuityd_signals_total", Help: "Context signals accepted, by agent and kind.",
+		}, []string{"agent", "kind"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "continuityd_deliveries_total", Help: "Upstream delivery attempts by outcome (ok, retry, rate_limited, unauthorized, stopped, rejected); every outcome but ok is followed by a retry or the dead letter.",
+		}, []string{"upstream", "outcome"}),
+		deliverDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "continuityd_delivery_seconds", Help: "Time of one upstream delivery attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
+		}, []string{"upstream"}),
+		deadEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "continuityd_dead_letters_added_total", Help: "Writes moved to an upstream's dead letter.",
+		}, []string{"upstream"}),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "continuityd_request_seconds", Help: "Local API request latency by route and status.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"route", "status"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "continuityd_config_reloads_total", Help: "Config reloads by result (ok, partial, refused).",
+		}, []string{"result"}),
+	}
+	m.reg.MustRegister(m.accepted, m.refused, m.signals, m.deliveries, m.deliverDur, m.deadEvents, m.requests, m.reloads,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// register adds the collectors that read the daemon's state at scrape time.
+func (m *metrics) register(d *Daemon) {
+	m.reg.MustRegister(&stateCollector{d: d})
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// observeDelivery records one delivery attempt (the outbox's OnAttempt).
+func (m *metrics) observeDelivery(upstream, outcome string, d time.Duration) {
+	m.deliveries.WithLabelValues(upstream, outcome).Inc()
+	m.deliverDur.WithLabelValues(upstream).Observe(d.Seconds())
+	if outcome == "rejected" {
+		m.deadEvents.WithLabelValues(upstream).Inc()
+	}
+}
+
+// stateCollector reports gauges read from the running agents at scrape
+// time, so there is nothing to keep in sync.
+type stateCollector struct{ d *Daemon }
+
+var (
+	descPending = prometheus.NewDesc("continuityd_spool_depth", "Writes an upstream has not taken yet.", []string{"agent", "upstream"}, nil)
+	descDead    = prometheus.NewDesc("continuityd_dead_letters", "Writes sitting in an upstream's dead letter.", []string{"agent", "upstream"}, nil)
+	descSeq     = prometheus.NewDesc("continuityd_residency_seq", "The agent's last sequence number.", []string{"agent"}, nil)
+	descUp      = prometheus.NewDesc("continuityd_upstream_ok", "1 when the upstream delivers fine for the agent, 0 otherwise.", []string{"agent", "upstream", "state"}, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descPending
+	ch <- descDead
+	ch <- descSeq
+	ch <- descUp
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.d.snap()
+	for _, name := range st.names {
+		a := st.agents[name]
+		r := a.store.Resume(false)
+		ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.Seq), name)
+		for _, u := range a.upstreamStates() {
+			ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(u.Pending), name, u.Name)
+			ch <- prometheus.MustNewConstMetric(descDead, prometheus.GaugeValue, float64(u.DeadLetter), name, u.Name)
+			ok := 0.0
+			if u.State == "ok" {
+				ok = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, ok, name, u.Name, u.State)
+		}
+	}
+}
+
+// recorder captures a response's status and error code for the metrics.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	code   string
+}
+
+func (r *recorder) WriteHeader(s int) {
+	r.status = s
+	r.ResponseWriter.WriteHeader(s)
+}
+
+// Flush keeps streaming (MCP over HTTP) working through the recorder.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// instrument records each request's latency by route and status, and each
+// refusal by code.
+func (m *metrics) instrument(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		route := r.URL.Path
+		if _, ok := routes[route]; !ok {
+			route = "other"
+		}
+		m.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(time.Since(start).Seconds())
+		if rec.code != "" {
+			m.refused.WithLabelValues(rec.code).Inc()
+		}
+	})
+}

@@ -1,0 +1,237 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"golang.org/x/time/rate"
+
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/upstream"
+	"github.com/continuityd/continuityd/upstream/local"
+)
+
+// Reload re-reads the configuration (SIGHUP, or the config file changed).
+// An invalid file changes nothing and the error says why. Otherwise agents
+// that were added start, agents that were removed stop (their state stays
+// on disk), agents whose settings or upstreams changed restart, and every
+// shipper retries at once, so a renewed token is used right away. Changes
+// to [daemon] (socket, state directory, listener, logging) need a restart
+// and are reported as such.
+func (d *Daemon) Reload() error {
+	if d.opts.Load == nil {
+		return errors.New("nothing to reload: the daemon runs the embedded default, not a config file")
+	}
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	cfg, err := d.opts.Load()
+	if err != nil {
+		d.metrics.reloads.WithLabelValues("refused").Inc()
+		d.log.Error("config reload refused; the running configuration stays", "err", err)
+		return err
+	}
+	old := d.snap()
+	if cfg.Daemon != old.cfg.Daemon {
+		d.log.Warn("changes to [daemon] take effect at the next restart; the rest is applied now")
+		cfg.Daemon = old.cfg.Daemon
+	}
+	next, err := d.build(cfg, old)
+	d.st.Store(next)
+	var added, removed, kept []string
+	for _, name := range next.names {
+		a := next.agents[name]
+		if old.agents[name] == a {
+			kept = append(kept, name)
+			a.kick()
+		} else {
+			added = append(added, name)
+			a.start(d.runCtx)
+		}
+	}
+	for _, name := range old.names {
+		if _, ok := next.agents[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	if err != nil {
+		d.metrics.reloads.WithLabelValues("partial").Inc()
+		d.log.Error("config reloaded with errors", "err", err, "started", added, "stopped", removed, "kept", kept)
+		return err
+	}
+	d.metrics.reloads.WithLabelValues("ok").Inc()
+	d.log.Info("config reloaded", "started", added, "stopped", removed, "kept", kept)
+	return nil
+}
+
+// build makes the snapshot for cfg, carrying over from old every upstream
+// runtime and agent whose configuration did not change, and stopping the
+// old agents that are not carried over (removed or changed) before their
+// replacements open the same files. New agents are opened, not started.
+// An agent that cannot be opened is left out and reported in the error.
+func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
+	next := &snapshot{cfg: cfg, agents: map[string]*agent{}, ups: map[string]*upstreamRuntime{}}
+	var errs []error
+	next.guard = old.guard
+	if old.guard == nil || !slices.Equal(old.cfg.Guard.AllowedLinkDomains, cfg.Guard.AllowedLinkDomains) {
+		g, err := newGuard(cfg)
+		if err != nil {
+			return old, err
+		}
+		next.guard = g
+	}
+	for _, ac := range cfg.Agents {
+		for _, name := range ac.Upstreams {
+			if _, ok := next.ups[name]; ok {
+				continue
+			}
+			uc, ok := cfg.UpstreamFor(name)
+			if !ok {
+				errs = append(errs, fmt.Errorf("agent %s: unknown upstream %q", ac.Name, name))
+				continue
+			}
+			if ou, ok := old.ups[name]; ok && ou.cfg == uc {
+				next.ups[name] = ou
+				continue
+			}
+			up, coalesce, err := d.newUpstream(name, uc, cfg)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("upstream %s: %w", name, err))
+				continue
+			}
+			next.ups[name] = &upstreamRuntime{cfg: uc, up: up, coalesce: coalesce, limiter: newLimiter(uc)}
+		}
+	}
+	keep := map[string]bool{}
+	for _, ac := range cfg.Agents {
+		if oa, ok := old.agents[ac.Name]; ok && d.sameAgent(oa, ac, old, next) {
+			keep[ac.Name] = true
+		}
+	}
+	for _, name := range old.names {
+		if !keep[name] {
+			if err := old.agents[name].stop(); err != nil {
+				errs = append(errs, fmt.Errorf("agent %s: stop: %w", name, err))
+			}
+		}
+	}
+	for _, ac := range cfg.Agents {
+		if keep[ac.Name] {
+			next.agents[ac.Name], next.names = old.agents[ac.Name], append(next.names, ac.Name)
+			continue
+		}
+		missing := false
+		for _, u := range ac.Upstreams {
+			missing = missing || next.ups[u] == nil
+		}
+		if missing {
+			continue // reported above
+		}
+		a, err := openAgent(cfg, ac, next.ups, d.log, d.metrics)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		next.agents[ac.Name], next.names = a, append(next.names, ac.Name)
+	}
+	return next, errors.Join(errs...)
+}
+
+// sameAgent reports whether the running agent oa can serve ac unchanged.
+func (d *Daemon) sameAgent(oa *agent, ac config.Agent, old, next *snapshot) bool {
+	if oa.cfg.Workdir != ac.Workdir || !slices.Equal(oa.cfg.Upstreams, ac.Upstreams) || old.cfg.Outbox != next.cfg.Outbox {
+		return false
+	}
+	for _, u := range ac.Upstreams {
+		if old.ups[u] == nil || old.ups[u] != next.ups[u] {
+			return false
+		}
+	}
+	return true
+}
+
+// newUpstream builds the client for one upstream, and says whether its
+// outbox coalesces runs of state-only checkpoints (only where each call
+// costs: the local archive keeps every write).
+func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config) (upstream.Upstream, bool, error) {
+	switch uc.Kind {
+	case config.KindLocal:
+		return local.New(name, cfg.AgentDir), false, nil
+	default:
+		return nil, false, fmt.Errorf("kind %q is not available in this build yet", uc.Kind)
+	}
+}
+
+// watchConfig starts watching the config file and returns the loop that
+// reloads when it changes (nil when it cannot watch). It watches the
+// directory, not the file, so an editor's save-by-rename is seen too; the
+// watch is in place before Run reports ready.
+func (d *Daemon) watchConfig(path string) func(ctx context.Context) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		d.log.Warn("cannot watch the config file; reload with SIGHUP", "err", err)
+		return nil
+	}
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		w.Close()
+		d.log.Warn("cannot watch the config file; reload with SIGHUP", "path", path, "err", err)
+		return nil
+	}
+	return func(ctx context.Context) {
+		defer w.Close()
+		d.configLoop(ctx, w, path)
+	}
+}
+
+func (d *Daemon) configLoop(ctx context.Context, w *fsnotify.Watcher, path string) {
+	const settle = 300 * time.Millisecond // an editor's save is several events
+	var timer *time.Timer
+	var fire <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if filepath.Clean(ev.Name) != filepath.Clean(path) || ev.Op == fsnotify.Chmod {
+				continue
+			}
+			if timer == nil {
+				timer = time.NewTimer(settle)
+			} else {
+				timer.Reset(settle)
+			}
+			fire = timer.C
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			d.log.Warn("config file watch", "err", err)
+		case <-fire:
+			fire = nil
+			d.log.Info("config file changed; reloading", "path", path)
+			d.Reload()
+		}
+	}
+}
+
+// newLimiter is the upstream's token bucket. It starts empty, not full: a
+// daemon restarted right after spending its burst must not spend another,
+// so that across restarts no window sees more than rate × t + burst calls.
+func newLimiter(uc config.Upstream) *rate.Limiter {
+	burst := max(uc.Burst, 1)
+	l := rate.NewLimiter(rate.Limit(uc.Rate), burst)
+	l.AllowN(time.Now(), burst)
+	return l
+}
