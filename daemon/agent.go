@@ -48,13 +48,18 @@ type agent struct {
 	remoteMu      sync.Mutex
 	remote        map[string]capsule.RemoteView // last view each upstream gave
 
+	dirty chan struct{} // buffered 1: the last-resume file is out of date
+
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
 
+// lastResumeEvery bounds how often the last-resume file is rewritten.
+const lastResumeEvery = time.Second
+
 // openAgent opens the agent's residency and prepares its shippers.
 func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, log *slog.Logger, m *metrics) (*agent, error) {
-	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), metrics: m,
+	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), metrics: m, dirty: make(chan struct{}, 1),
 		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
 	store, err := residency.Open(residency.Options{
 		Agent:      ac.Name,
@@ -112,12 +117,44 @@ func (a *agent) onCommit(evs []residency.Event) {
 			s.Notify()
 		}
 	}
+	select {
+	case a.dirty <- struct{}{}:
+	default:
+	}
 	a.feed.Publish(out...)
+}
+
+// keepLastResume rewrites the last-resume file after changes, at most once
+// per lastResumeEvery, and once more on the way out.
+func (a *agent) keepLastResume(ctx context.Context) {
+	a.writeLastResume()
+	for {
+		select {
+		case <-ctx.Done():
+			a.writeLastResume()
+			return
+		case <-a.dirty:
+		}
+		t := time.NewTimer(lastResumeEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			a.writeLastResume()
+			return
+		case <-t.C:
+		}
+		a.writeLastResume()
+	}
 }
 
 // start runs the shippers and the upstream relays until stop.
 func (a *agent) start(ctx context.Context) {
 	ctx, a.cancel = context.WithCancel(ctx)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.keepLastResume(ctx)
+	}()
 	for i, s := range a.shippers {
 		a.wg.Add(1)
 		go func() {

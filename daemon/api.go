@@ -30,6 +30,7 @@ var routes = map[string][]string{
 	"/v1/status":                {http.MethodGet},
 	"/healthz":                  {http.MethodGet},
 	"/metrics":                  {http.MethodGet},
+	"/mcp":                      {http.MethodGet, http.MethodPost, http.MethodDelete},
 }
 
 // handler is the local API.
@@ -60,7 +61,9 @@ func (d *Daemon) handler() http.Handler {
 		writeError(w, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "",
 			"no such path %q; see the local API table in README.md", r.URL.Path))
 	})
-	return d.metrics.instrument(d.recoverPanics(mux))
+	api := d.metrics.instrument(d.recoverPanics(mux))
+	mux.Handle("/mcp", d.mcpHandler(api))
+	return api
 }
 
 // agentHandler is a handler for one agent's resource; st is the running
@@ -70,7 +73,8 @@ type agentHandler func(w http.ResponseWriter, r *http.Request, a *agent, st *sna
 func (d *Daemon) withAgent(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := d.snap()
-		a, err := st.agentFor(r.URL.Query().Get("agent"))
+		q := r.URL.Query()
+		a, err := st.agentFor(q.Get("agent"), q.Get("cwd"))
 		if err != nil {
 			writeError(w, err)
 			return

@@ -127,6 +127,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	for _, name := range next.names {
 		next.agents[name].start(shipCtx)
 	}
+	d.ingestSpool(shipCtx)
 
 	// Requests (long polls above all) end when shutdown begins.
 	reqCtx, cancelReq := context.WithCancel(context.Background())
@@ -289,8 +290,17 @@ func socketMode(s string) (fs.FileMode, error) {
 	return fs.FileMode(m), nil
 }
 
-// agentFor picks the agent a request names, or the only one.
-func (s *snapshot) agentFor(name string) (*agent, *capsule.Error) {
+// agentFor picks the agent a request names; else the one whose workdir
+// holds cwd (hooks know their directory, not the agent's name); else the
+// only one.
+func (s *snapshot) agentFor(name, cwd string) (*agent, *capsule.Error) {
+	if name == "" && cwd != "" {
+		workdirs := map[string]string{}
+		for n, a := range s.agents {
+			workdirs[n] = a.cfg.Workdir
+		}
+		name = agentByCwd(workdirs, cwd)
+	}
 	if name == "" {
 		if len(s.names) == 1 {
 			return s.agents[s.names[0]], nil
