@@ -30,6 +30,14 @@ type upstreamRuntime struct {
 	coalesce bool
 }
 
+// close releases the client's connections and sessions, for clients that
+// hold any (Delx keeps MCP sessions).
+func (ur *upstreamRuntime) close() {
+	if c, ok := ur.up.(interface{ Close() error }); ok {
+		c.Close()
+	}
+}
+
 // agent is one served agent at run time: its residency, its event feed, one
 // shipper per upstream and, for upstreams that have one, a relay of their
 // long poll. Data flows store → shippers → upstreams.
@@ -233,10 +241,10 @@ func (a *agent) resume(ctx context.Context, visit bool) capsule.Resume {
 	for _, i := range resumers {
 		ur := a.ups[i]
 		go func() {
-			// A resume never waits for the rate limit: without a token the
-			// last view is shown instead.
-			if !ur.limiter.Allow() {
-				ch <- got{name: ur.up.Name()}
+			// A resume waits for the rate limit only within its bound; past
+			// it the last view is shown and the upstream named degraded.
+			if err := ur.limiter.Wait(ctx); err != nil {
+				ch <- got{name: ur.up.Name(), err: err}
 				return
 			}
 			body, err := ur.up.(upstream.Resumer).Resume(ctx, a.name)

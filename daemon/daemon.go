@@ -255,13 +255,16 @@ func configName(cfg *config.Config) string {
 	return cfg.Path
 }
 
-// close stops every agent of the snapshot.
+// close stops every agent of the snapshot, then its upstream clients.
 func (s *snapshot) close() error {
 	var first error
 	for _, name := range s.names {
 		if err := s.agents[name].stop(); err != nil && first == nil {
 			first = err
 		}
+	}
+	for _, ur := range s.ups {
+		ur.close()
 	}
 	return first
 }

@@ -13,7 +13,9 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/upstream"
+	"github.com/continuityd/continuityd/upstream/delx"
 	"github.com/continuityd/continuityd/upstream/local"
+	"github.com/continuityd/continuityd/upstream/qday"
 )
 
 // Reload re-reads the configuration (SIGHUP, or the config file changed).
@@ -56,6 +58,11 @@ func (d *Daemon) Reload() error {
 	for _, name := range old.names {
 		if _, ok := next.agents[name]; !ok {
 			removed = append(removed, name)
+		}
+	}
+	for name, ur := range old.ups {
+		if next.ups[name] != ur {
+			ur.close()
 		}
 	}
 	if err != nil {
@@ -161,6 +168,13 @@ func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config
 	switch uc.Kind {
 	case config.KindLocal:
 		return local.New(name, cfg.AgentDir), false, nil
+	case config.KindDelx:
+		c, err := delx.New(delx.Options{Name: name, URL: uc.URL, Token: uc.Token, Timeout: uc.Timeout.Duration})
+		return c, false, err
+	case config.KindQDay:
+		c, err := qday.New(qday.Options{Name: name, URL: uc.URL, Token: uc.Token, Timeout: uc.Timeout.Duration,
+			UserAgent: "continuityd/" + d.version})
+		return c, true, err
 	default:
 		return nil, false, fmt.Errorf("kind %q is not available in this build yet", uc.Kind)
 	}

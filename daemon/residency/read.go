@@ -169,3 +169,11 @@ func maxU(a, b uint64) uint64 {
 	}
 	return b
 }
+
+// ResidencyID is the random id this residency was created with; it makes
+// Idempotency-Keys unique across residencies.
+func (s *Store) ResidencyID() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cur.ResidencyID
+}

@@ -45,6 +45,22 @@ func (s *Store) Signal(ctx context.Context, sig *capsule.Signal) (uint64, error)
 				seqSignal{Seq: seq, Note: capsule.SignalNote{At: now, Kind: sg.Kind, Summary: summary}})
 		}
 		t.events = append(t.events, Event{Seq: seq, Kind: "signal", Summary: summary, Signal: &sg})
+		// A session's end travels upstream (Delx closes its session then),
+		// carrying the latest capsule. Unlike a checkpoint it is not refused
+		// when the outbox is full: it is skipped, and the state it reports
+		// is already stored.
+		if sg.Kind == capsule.SignalSession && sg.Event == "end" && !t.spoolFull() {
+			w := &capsule.Write{Seq: seq, Kind: capsule.WriteSessionEnd, Origin: capsule.OriginAutomatic, At: now,
+				SessionID: sg.SessionID, Reason: sg.Reason}
+			if t.capsule != nil {
+				c := t.capsule.Capsule
+				w.Capsule = &c
+			}
+			if err := t.logWrite(w); err != nil {
+				return 0, err
+			}
+			t.events[len(t.events)-1].Logged = true
+		}
 		return seq, nil
 	})
 }

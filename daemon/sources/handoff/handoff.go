@@ -1,0 +1,194 @@
+// Package handoff reads HANDOFF.md, the note an agent may keep for whoever
+// picks up its work, into the sections of a Continuity Capsule: Goal, Done,
+// Next, Blockers, Do not, Refuted.
+//
+// The text of each section is kept exactly as written, never shortened: the
+// daemon's capsule guard decides whether it is acceptable, and refuses
+// rather than cuts. This package only finds the sections.
+package handoff
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// Handoff is a parsed HANDOFF.md. A section that is absent is "".
+type Handoff struct {
+	Goal, Done, Next, Blockers, DoNot, Refuted string
+	// Warnings lists what was ignored or merged, one line each, for the
+	// agent to fix its file: text before the first heading, unknown
+	// headings, repeated sections, an unclosed code fence.
+	Warnings []string
+}
+
+// Capsule maps the handoff onto a Continuity Capsule v1.
+func (h *Handoff) Capsule() capsule.Capsule {
+	return capsule.Capsule{
+		Version:  "1",
+		Goal:     h.Goal,
+		Done:     h.Done,
+		Next:     h.Next,
+		Blockers: h.Blockers,
+		DoNot:    h.DoNot,
+		Refuted:  h.Refuted,
+	}
+}
+
+// Errors Parse returns.
+var (
+	ErrInvalidUTF8 = errors.New("handoff: not valid UTF-8")
+	ErrNoSections  = errors.New("handoff: none of the headings Goal, Done, Next, Blockers, Do not, Refuted")
+)
+
+// section indexes the known sections, in capsule order.
+type section int
+
+const (
+	goal section = iota
+	done
+	next
+	blockers
+	doNot
+	refuted
+	nSections
+)
+
+// sectionNames maps a normalized heading to its section.
+var sectionNames = map[string]section{
+	"goal":     goal,
+	"done":     done,
+	"next":     next,
+	"blockers": blockers,
+	"do not":   doNot,
+	"refuted":  refuted,
+}
+
+// Parse reads a HANDOFF.md.
+//
+// A section starts at an ATX heading ("#" to "######", up to three spaces
+// of indent) whose text, ignoring case, a trailing colon, a closing run of
+// "#" and with "-" or "_" read as spaces, is one of Goal, Done, Next,
+// Blockers, Do not, Refuted: "## Do not:", "# DO NOT" and "### do_not" all
+// start the Do not section. Sections may come in any order. A section runs
+// until the next heading of any name; lines inside ``` or ~~~ code fences
+// are never headings. Setext headings (text underlined with === or ---)
+// are not recognized: they are text.
+//
+// A heading of another name ends the section before it and its text is
+// ignored, with a warning, as is text before the first heading. A section
+// that appears twice is kept whole: the bodies are joined, in file order,
+// with a blank line between them, and a warning says so; joining rather
+// than keeping one loses nothing the agent wrote.
+//
+// Each body is the text exactly as written, less its leading and trailing
+// blank lines and its final line break. Parse fails only on invalid UTF-8
+// or when none of the known headings is present.
+func Parse(md []byte) (*Handoff, error) {
+	if !utf8.Valid(md) {
+		return nil, ErrInvalidUTF8
+	}
+	text := strings.TrimPrefix(string(md), "\ufeff")
+
+	var (
+		bodies   [nSections][]string
+		warnings []string
+		found    bool
+		fence    fenceState
+		// cur is the section being read; -1 before the first heading and
+		// under unknown headings.
+		cur       section = -1
+		start     int     // where cur's body began in text
+		preamble  bool    // text before the first heading
+		anyHead   bool
+		fenceLine int
+	)
+	closeSection := func(end int) {
+		if cur >= 0 {
+			bodies[cur] = append(bodies[cur], text[start:end])
+		}
+	}
+	lineNo := 0
+	for pos := 0; pos < len(text); {
+		lineNo++
+		end := strings.IndexByte(text[pos:], '\n')
+		after := len(text) // where the following line starts
+		if end >= 0 {
+			end += pos
+			after = end + 1
+		} else {
+			end = len(text)
+		}
+		line := strings.TrimSuffix(text[pos:end], "\r")
+
+		switch {
+		case fence.open:
+			fence.closes(line)
+		case fence.opens(line):
+			fenceLine = lineNo
+		default:
+			if name, ok := atxHeading(line); ok {
+				closeSection(pos)
+				anyHead = true
+				if s, known := sectionNames[normalize(name)]; known {
+					if len(bodies[s]) > 0 {
+						warnings = append(warnings, fmt.Sprintf("line %d: section %q repeated; its texts are joined", lineNo, clip(name)))
+					}
+					found = true
+					cur, start = s, after
+				} else {
+					warnings = append(warnings, fmt.Sprintf("line %d: heading %q is not a handoff section; the text under it is ignored", lineNo, clip(name)))
+					cur = -1
+				}
+				pos = after
+				continue
+			}
+		}
+		if !anyHead && strings.TrimSpace(line) != "" {
+			preamble = true
+		}
+		pos = after
+	}
+	closeSection(len(text))
+	if fence.open {
+		warnings = append(warnings, fmt.Sprintf("line %d: code fence never closed; it runs to the end of the file", fenceLine))
+	}
+	if preamble {
+		warnings = append([]string{"text before the first heading is ignored"}, warnings...)
+	}
+	if !found {
+		return nil, ErrNoSections
+	}
+	join := func(s section) string {
+		var parts []string
+		for _, b := range bodies[s] {
+			if b = trimBlankLines(b); b != "" {
+				parts = append(parts, b)
+			}
+		}
+		return strings.Join(parts, "\n\n")
+	}
+	return &Handoff{
+		Goal:     join(goal),
+		Done:     join(done),
+		Next:     join(next),
+		Blockers: join(blockers),
+		DoNot:    join(doNot),
+		Refuted:  join(refuted),
+		Warnings: warnings,
+	}, nil
+}
+
+// clip shortens a heading for a warning message (only there: section text
+// is never cut).
+func clip(s string) string {
+	const max = 60
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max]) + "…"
+}

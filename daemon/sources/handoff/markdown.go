@@ -1,0 +1,138 @@
+package handoff
+
+import "strings"
+
+// The little Markdown this package needs: ATX headings and fenced code
+// blocks, after CommonMark, so that a "# …" line inside a code sample is
+// never taken for a heading.
+
+// indent returns line without up to three leading spaces, and whether it
+// had at most three (four or more make an indented code block).
+func indent(line string) (string, bool) {
+	for i := 0; i < 4; i++ {
+		if i == len(line) || line[i] != ' ' {
+			return line[i:], true
+		}
+	}
+	return line, false
+}
+
+// atxHeading returns the text of an ATX heading line: "#" to "######"
+// followed by a space, a tab or the end of the line, with the optional
+// closing run of "#" removed.
+func atxHeading(line string) (string, bool) {
+	rest, ok := indent(line)
+	if !ok {
+		return "", false
+	}
+	level := 0
+	for level < len(rest) && rest[level] == '#' {
+		level++
+	}
+	if level == 0 || level > 6 {
+		return "", false
+	}
+	rest = rest[level:]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return "", false // "#hashtag" is text
+	}
+	rest = strings.Trim(rest, " \t")
+	// A closing sequence is a run of '#' that is the whole text or follows
+	// a space: "## Goal ##" is "Goal", "## C#" is "C#".
+	if trimmed := strings.TrimRight(rest, "#"); trimmed == "" {
+		rest = ""
+	} else if len(trimmed) < len(rest) && (trimmed[len(trimmed)-1] == ' ' || trimmed[len(trimmed)-1] == '\t') {
+		rest = strings.TrimRight(trimmed, " \t")
+	}
+	return rest, true
+}
+
+// normalize folds a heading's text for matching against the section names:
+// lower case, no trailing colon, "-" and "_" as spaces, single spaces.
+func normalize(name string) string {
+	name = strings.TrimSpace(name)
+	name = strings.TrimSpace(strings.TrimSuffix(name, ":"))
+	name = strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' {
+			return ' '
+		}
+		return r
+	}, strings.ToLower(name))
+	return strings.Join(strings.Fields(name), " ")
+}
+
+// fenceState follows fenced code blocks (``` or ~~~, three or more).
+type fenceState struct {
+	open bool
+	char byte
+	n    int
+}
+
+// opens reports whether line opens a fence, and if so enters it.
+func (f *fenceState) opens(line string) bool {
+	rest, ok := indent(line)
+	if !ok || len(rest) < 3 || rest[0] != '`' && rest[0] != '~' {
+		return false
+	}
+	c := rest[0]
+	n := 0
+	for n < len(rest) && rest[n] == c {
+		n++
+	}
+	if n < 3 {
+		return false
+	}
+	// A backtick fence's info string cannot hold a backtick (that is
+	// inline code: ```foo``` ).
+	if c == '`' && strings.IndexByte(rest[n:], '`') >= 0 {
+		return false
+	}
+	*f = fenceState{open: true, char: c, n: n}
+	return true
+}
+
+// closes leaves the fence if line closes it: the same character, at least
+// as many, nothing after but spaces and tabs.
+func (f *fenceState) closes(line string) {
+	rest, ok := indent(line)
+	if !ok {
+		return
+	}
+	n := 0
+	for n < len(rest) && rest[n] == f.char {
+		n++
+	}
+	if n >= f.n && strings.Trim(rest[n:], " \t") == "" {
+		*f = fenceState{}
+	}
+}
+
+// trimBlankLines removes leading and trailing blank (whitespace-only)
+// lines and the final line break, and keeps everything between exactly.
+func trimBlankLines(s string) string {
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			if strings.TrimSpace(s) == "" {
+				return ""
+			}
+			break
+		}
+		if strings.TrimSpace(s[:i]) != "" {
+			break
+		}
+		s = s[i+1:]
+	}
+	for {
+		s = strings.TrimSuffix(s, "\n")
+		s = strings.TrimSuffix(s, "\r") // the \r of a \r\n
+		i := strings.LastIndexByte(s, '\n')
+		if strings.TrimSpace(s[i+1:]) != "" {
+			return s
+		}
+		if i < 0 {
+			return ""
+		}
+		s = s[:i]
+	}
+}

@@ -1,0 +1,152 @@
+package transcript
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ClaudeProjectDir returns the folder in which Claude Code keeps the
+// transcripts of sessions launched in launchDir:
+// home/.claude/projects/<EncodeClaudeProject(launchDir)>. It is the
+// directory Claude Code was started in that counts, not a later cwd.
+func ClaudeProjectDir(home, launchDir string) string {
+	return filepath.Join(home, ".claude", "projects", EncodeClaudeProject(launchDir))
+}
+
+// EncodeClaudeProject names a launch directory the way Claude Code names
+// its project folders: every character that is not an ASCII letter or digit
+// becomes "-" ("/tmp/shp-schemas-tx.blIf90/work" →
+// "-tmp-shp-schemas-tx-blIf90-work", `C:\Users\Techn` → "C--Users-Techn").
+// Claude Code does this with a JavaScript regular expression, which sees
+// UTF-16 code units, so a character outside the Basic Multilingual Plane
+// becomes two dashes here too.
+func EncodeClaudeProject(launchDir string) string {
+	var b strings.Builder
+	b.Grow(len(launchDir))
+	for _, r := range launchDir {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			b.WriteString("--")
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// LatestClaudeTranscript returns the most recently modified session
+// transcript (*.jsonl) directly in projectDir. Side-chain files
+// (agent-*.jsonl: subagents and the compaction summarizer) are not session
+// transcripts and are skipped. It returns an error satisfying
+// errors.Is(err, fs.ErrNotExist) when there is none.
+func LatestClaudeTranscript(projectDir string) (string, error) {
+	entries, err := os.ReadDir(projectDir)
+	if err != nil {
+		return "", err
+	}
+	var files []candidate
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".jsonl") || strings.HasPrefix(name, "agent-") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed while listing
+		}
+		files = append(files, candidate{filepath.Join(projectDir, name), fi.ModTime()})
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("no Claude Code transcript in %s: %w", projectDir, fs.ErrNotExist)
+	}
+	newestFirst(files)
+	return files[0].path, nil
+}
+
+// LatestCodexRollout returns the most recently modified Codex rollout
+// (rollout-*.jsonl, anywhere under sessionsRoot, normally
+// ~/.codex/sessions/YYYY/MM/DD/) whose session_meta cwd is cwd. Files are
+// ordered by modification time rather than by their dated folder because a
+// resumed session keeps appending to its original, older-dated file. It
+// returns an error satisfying errors.Is(err, fs.ErrNotExist) when none
+// matches.
+func LatestCodexRollout(sessionsRoot, cwd string) (string, error) {
+	var files []candidate
+	err := filepath.WalkDir(sessionsRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == sessionsRoot {
+				return err
+			}
+			return nil // an unreadable subfolder hides only its own files
+		}
+		name := d.Name()
+		if !d.Type().IsRegular() || !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			files = append(files, candidate{path, fi.ModTime()})
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	newestFirst(files)
+	want := filepath.Clean(cwd)
+	for _, f := range files {
+		if dir, ok := codexRolloutCwd(f.path); ok && filepath.Clean(dir) == want {
+			return f.path, nil
+		}
+	}
+	return "", fmt.Errorf("no Codex rollout for %s under %s: %w", cwd, sessionsRoot, fs.ErrNotExist)
+}
+
+// maxMetaLine bounds the first line of a rollout read for its cwd; the
+// session_meta carries the base instructions and can be tens of kilobytes.
+const maxMetaLine = 4 << 20
+
+// codexRolloutCwd reads the cwd from a rollout's first line, its
+// session_meta.
+func codexRolloutCwd(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(io.LimitReader(f, maxMetaLine)).ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", false
+	}
+	var l codexLine
+	if decodeLine(bytes.TrimSpace(line), &l) != nil || l.Type.v != "session_meta" || !l.Payload.ok {
+		return "", false
+	}
+	return l.Payload.v.Cwd.v, l.Payload.v.Cwd.ok && l.Payload.v.Cwd.v != ""
+}
+
+type candidate struct {
+	path  string
+	mtime time.Time
+}
+
+// newestFirst sorts by modification time, newest first; equal times fall
+// back to the name, descending, so the choice is stable.
+func newestFirst(c []candidate) {
+	sort.Slice(c, func(i, j int) bool {
+		if !c[i].mtime.Equal(c[j].mtime) {
+			return c[i].mtime.After(c[j].mtime)
+		}
+		return c[i].path > c[j].path
+	})
+}

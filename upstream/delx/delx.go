@@ -1,0 +1,474 @@
+// Package delx is the `delx` upstream: it ships an agent's capsules, seals
+// and session ends to Delx (Continuity Capsule v1) over MCP Streamable HTTP,
+// using the official MCP Go SDK, and reads Delx's own view of the agent back
+// for resume.
+//
+// Mapping of writes to Delx tools:
+//
+//	capsule, capsule_seal -> leave_hive_note {session_id, capsule, agent_id}
+//	session_end           -> close_session   {session_id, capsule?, reason?}
+//	Resume                -> resume_session  {agent_id, lookback_days: 30}
+//
+// Wire details:
+//
+//   - The credential travels as the headers x-delx-agent-id and
+//     x-delx-agent-token on every HTTP request (POST, DELETE), never in the
+//     URL or in tool arguments. The token is read through Options.Token at
+//     each request, so a reloaded token applies at once, even on an existing
+//     MCP session. Redirects to another host are not followed, so the
+//     headers never leave the configured host.
+//   - Every request carries Accept: application/json, text/event-stream
+//     (Delx answers 406 without application/json).
+//   - A write's IdempotencyKey goes out twice: as an Idempotency-Key HTTP
+//     header on the tools/call POST (the convention HTTP gateways and APIs
+//     dedupe on, scoped to that one request, not the handshake), and as
+//     _meta.idempotency_key in the tools/call request (it travels with the
+//     JSON-RPC message itself, so it reaches the tool handler through MCP
+//     proxies that drop unknown headers; servers ignore _meta keys they do
+//     not know). A retry sends the same key both ways.
+//   - net/http replays a request that carries an Idempotency-Key header
+//     once, by itself, when a reused keep-alive connection dies under it
+//     before any answer; the server sees the same key twice, which is what
+//     the key is for.
+//   - One MCP client session per agent, connected lazily on first use with
+//     the legacy initialize handshake (protocol 2025-11-25; see
+//     protocolVersion), without the standalone SSE GET stream and without
+//     SSE resumption, so one Deliver costs one HTTP request (three when it
+//     has to connect first, one more for the DELETE of a dropped session).
+//     A session is dropped, and the next call reconnects, when the SDK
+//     connection is broken or its state unknown: connection refused or
+//     reset, an unreadable answer, a server that forgot the session (404),
+//     or a status the SDK treats as fatal (a 4xx without a JSON-RPC body,
+//     401 and 403 included). After a 429, a 5xx, a JSON-RPC error, a tool
+//     error or a timeout the session is kept.
+//   - A session end is sent as close_session on the same Delx session_id
+//     as the hive notes (Options.SessionID); the write's own SessionID is
+//     the agent's, not Delx's, and is not sent.
+//   - Close must be called: it closes the MCP sessions (DELETE) and the
+//     idle connections of the transport it made.
+//
+// Errors come back as *upstream.Error; see errors.go for the mapping.
+package delx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/upstream"
+)
+
+// Kind is this upstream's kind in the config.
+const Kind = "delx"
+
+// Header names and protocol constants Delx uses.
+const (
+	HeaderAgentID        = "x-delx-agent-id"
+	HeaderAgentToken     = "x-delx-agent-token"
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// MetaIdempotencyKey is the _meta key of tools/call requests that carries
+	// the write's idempotency key.
+	MetaIdempotencyKey = "idempotency_key"
+	// CodeRateLimited is Delx's JSON-RPC error code for rate limiting; its
+	// data carries retry_after_seconds.
+	CodeRateLimited = -32029
+)
+
+// Delx tools.
+const (
+	ToolLeaveHiveNote = "leave_hive_note"
+	ToolCloseSession  = "close_session"
+	ToolResumeSession = "resume_session"
+)
+
+// Defaults.
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultLookbackDays = 30
+	acceptHeader        = "application/json, text/event-stream"
+	// protocolVersion pins the MCP protocol version offered in initialize.
+	// The SDK's default (2026-07-28) first tries the stateless
+	// server/discover call and falls back to initialize when the server does
+	// not know it: against a server speaking the widely deployed versions
+	// (Delx publishes nothing newer) that is one wasted, rate-limited request
+	// per connection. The server may still negotiate an older version.
+	protocolVersion = "2025-11-25"
+)
+
+// Options configures a Client.
+type Options struct {
+	Name string // the [upstream.NAME]
+	URL  string // the MCP endpoint, e.g. https://api.delx.ai/v1/mcp
+	// Token returns the identity token; it is called for every HTTP request,
+	// so a reload applies at once. An error or an empty token fails the call
+	// as Unauthorized without sending anything.
+	Token func() (string, error)
+	// AgentID maps a continuityd agent to its Delx agent_id (default: the
+	// agent name).
+	AgentID func(agent string) string
+	// SessionID maps a continuityd agent to its Delx session_id (default:
+	// "continuityd-" + agent).
+	SessionID func(agent string) string
+	// Timeout bounds one call, connecting included (default 30s).
+	Timeout time.Duration
+	// HTTPClient is optional (tests). Its Transport is wrapped to add the
+	// credential headers; its Jar is not used.
+	HTTPClient *http.Client
+}
+
+// Client is the Delx upstream. It implements upstream.Upstream and
+// upstream.Resumer and is safe for concurrent use.
+type Client struct {
+	name      string
+	endpoint  string
+	token     func() (string, error)
+	agentID   func(string) string
+	sessionID func(string) string
+	timeout   time.Duration
+
+	base          http.RoundTripper
+	ownTransport  *http.Transport // created here, so closed here
+	clientTimeout time.Duration
+	checkRedirect func(*http.Request, []*http.Request) error
+	mcp           *mcp.Client
+
+	mu     sync.Mutex
+	agents map[string]*agentConn
+	closed bool
+	bg     sync.WaitGroup // closes of dropped sessions
+}
+
+// agentConn is one agent's lazily connected MCP session.
+type agentConn struct {
+	mu   sync.Mutex // serializes connecting
+	http *http.Client
+	cs   *mcp.ClientSession
+}
+
+var (
+	_ upstream.Upstream = (*Client)(nil)
+	_ upstream.Resumer  = (*Client)(nil)
+)
+
+// New checks o and returns a Client. It does no I/O: sessions connect on
+// first use.
+func New(o Options) (*Client, error) {
+	if o.Name == "" {
+		return nil, errors.New("delx: a name is required")
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("delx %s: the url must be an absolute http(s) URL", o.Name)
+	}
+	if u.User != nil {
+		// Credentials go in headers, never in a URL (and the URL is logged).
+		return nil, fmt.Errorf("delx %s: the url must not carry credentials; use the token", o.Name)
+	}
+	if o.Token == nil {
+		return nil, fmt.Errorf("delx %s: a token source is required", o.Name)
+	}
+	c := &Client{
+		name:      o.Name,
+		endpoint:  o.URL,
+		token:     o.Token,
+		agentID:   o.AgentID,
+		sessionID: o.SessionID,
+		timeout:   o.Timeout,
+		agents:    make(map[string]*agentConn),
+	}
+	if c.agentID == nil {
+		c.agentID = func(agent string) string { return agent }
+	}
+	if c.sessionID == nil {
+		c.sessionID = func(agent string) string { return "continuityd-" + agent }
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if o.HTTPClient != nil {
+		c.base = o.HTTPClient.Transport
+		c.clientTimeout = o.HTTPClient.Timeout
+		c.checkRedirect = o.HTTPClient.CheckRedirect
+	}
+	if c.base == nil {
+		if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+			c.ownTransport = dt.Clone()
+			// One connection per call: Go's transport re-sends a request
+			// carrying Idempotency-Key when a reused connection dies, and
+			// that second call would bypass the outbox's rate limiter.
+			c.ownTransport.DisableKeepAlives = true
+			c.base = c.ownTransport
+		} else {
+			c.base = http.DefaultTransport
+		}
+	}
+	if own := c.checkRedirect; own != nil {
+		// The caller's policy applies within the host only.
+		c.checkRedirect = func(req *http.Request, via []*http.Request) error {
+			if err := sameHostRedirects(req, via); err != nil {
+				return err
+			}
+			return own(req, via)
+		}
+	} else {
+		c.checkRedirect = sameHostRedirects
+	}
+	c.mcp = mcp.NewClient(&mcp.Implementation{Name: "continuityd", Version: "1"}, &mcp.ClientOptions{
+		// A delivery client serves nothing back: no roots, no sampling.
+		Capabilities: &mcp.ClientCapabilities{},
+	})
+	return c, nil
+}
+
+// sameHostRedirects follows a redirect only within the original host, so the
+// credential headers (added to every request) never reach another host.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("stopped after 5 redirects")
+	}
+	if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// Name implements upstream.Upstream.
+func (c *Client) Name() string { return c.name }
+
+// Kind implements upstream.Upstream.
+func (c *Client) Kind() string { return Kind }
+
+// Accepts implements upstream.Upstream: Delx takes capsules, seals and
+// session ends.
+func (c *Client) Accepts(k capsule.WriteKind) bool {
+	switch k {
+	case capsule.WriteCapsule, capsule.WriteSeal, capsule.WriteSessionEnd:
+		return true
+	}
+	return false
+}
+
+// Deliver implements upstream.Upstream.
+func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) error {
+	var (
+		tool string
+		args = map[string]any{"session_id": c.sessionID(agent)}
+	)
+	switch w.Kind {
+	case capsule.WriteCapsule, capsule.WriteSeal:
+		if w.Capsule == nil {
+			return &upstream.Error{Outcome: upstream.Rejected, Err: fmt.Errorf("a %s write without a capsule", w.Kind)}
+		}
+		raw, err := json.Marshal(w.Capsule)
+		if err != nil {
+			return &upstream.Error{Outcome: upstream.Rejected, Err: fmt.Errorf("encoding the capsule: %w", err)}
+		}
+		tool = ToolLeaveHiveNote
+		args["capsule"] = json.RawMessage(raw)
+		args["agent_id"] = c.agentID(agent)
+	case capsule.WriteSessionEnd:
+		tool = ToolCloseSession
+		if w.Capsule != nil {
+			raw, err := json.Marshal(w.Capsule)
+			if err != nil {
+				return &upstream.Error{Outcome: upstream.Rejected, Err: fmt.Errorf("encoding the capsule: %w", err)}
+			}
+			args["capsule"] = json.RawMessage(raw)
+		}
+		if w.Reason != "" {
+			args["reason"] = w.Reason
+		}
+	default:
+		return &upstream.Error{Outcome: upstream.Rejected, Err: fmt.Errorf("delx does not take %s writes", w.Kind)}
+	}
+	_, err := c.call(ctx, agent, tool, args, w.IdempotencyKey, w.Capsule)
+	return err
+}
+
+// Resume implements upstream.Resumer: resume_session for the agent over the
+// last DefaultLookbackDays days. The answer is the tool result as raw JSON:
+// its structured content when it has some, else its text when that is JSON,
+// else the text as a JSON string.
+func (c *Client) Resume(ctx context.Context, agent string) (json.RawMessage, error) {
+	res, err := c.call(ctx, agent, ToolResumeSession, map[string]any{
+		"agent_id":      c.agentID(agent),
+		"lookback_days": DefaultLookbackDays,
+	}, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	if res.StructuredContent != nil {
+		raw, err := json.Marshal(res.StructuredContent)
+		if err == nil {
+			return raw, nil
+		}
+	}
+	text := resultText(res)
+	if t := strings.TrimSpace(text); t != "" && json.Valid([]byte(t)) {
+		return json.RawMessage(t), nil
+	}
+	raw, _ := json.Marshal(text)
+	return raw, nil
+}
+
+// Close closes every agent's MCP session (each sends its DELETE) and waits
+// for sessions dropped earlier to finish closing. Calls after Close fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	conns := make([]*agentConn, 0, len(c.agents))
+	for _, ac := range c.agents {
+		conns = append(conns, ac)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, ac := range conns {
+		ac.mu.Lock()
+		cs := ac.cs
+		ac.cs = nil
+		ac.mu.Unlock()
+		if cs != nil {
+			if err := cs.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	c.bg.Wait()
+	if c.ownTransport != nil {
+		c.ownTransport.CloseIdleConnections()
+	}
+	return errors.Join(errs...)
+}
+
+var errClosed = errors.New("the delx client is closed")
+
+// conn returns the agent's connection record, creating it on first use.
+func (c *Client) conn(agent string) (*agentConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	ac := c.agents[agent]
+	if ac == nil {
+		ac = &agentConn{http: &http.Client{
+			Transport: &agentTransport{
+				base:    c.base,
+				agentID: c.agentID(agent),
+				token:   c.token,
+			},
+			CheckRedirect: c.checkRedirect,
+			Timeout:       c.clientTimeout,
+		}}
+		c.agents[agent] = ac
+	}
+	return ac, nil
+}
+
+// session returns the agent's MCP session, connecting it if needed.
+func (c *Client) session(ctx context.Context, agent string) (*mcp.ClientSession, error) {
+	ac, err := c.conn(agent)
+	if err != nil {
+		return nil, &upstream.Error{Outcome: upstream.Retry, Err: err}
+	}
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	if ac.cs != nil {
+		return ac.cs, nil
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, &upstream.Error{Outcome: upstream.Retry, Err: errClosed}
+	}
+	t := &mcp.StreamableClientTransport{
+		Endpoint:   c.endpoint,
+		HTTPClient: ac.http,
+		// No standalone GET stream: Delx sends nothing unasked, and a
+		// long-lived GET would only count against the rate limit.
+		DisableStandaloneSSE: true,
+		// No SSE resumption inside a call: the outbox retries whole
+		// deliveries under its own rate limit.
+		MaxRetries: -1,
+	}
+	p := new(probe)
+	cs, err := c.mcp.Connect(withProbe(ctx, p), t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	defer p.finish()
+	if err != nil {
+		ue, _ := classify(ctx, err, p, nil)
+		ue.Err = fmt.Errorf("connecting: %w", ue.Err)
+		return nil, ue
+	}
+	ac.cs = cs
+	return cs, nil
+}
+
+// drop forgets the agent's session cs (if it is still the current one) and
+// closes it in the background; the next call reconnects.
+func (c *Client) drop(agent string, cs *mcp.ClientSession) {
+	c.mu.Lock()
+	ac := c.agents[agent]
+	c.mu.Unlock()
+	if ac != nil {
+		ac.mu.Lock()
+		if ac.cs == cs {
+			ac.cs = nil
+		}
+		ac.mu.Unlock()
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		_ = cs.Close()
+		return
+	}
+	c.bg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.bg.Done()
+		_ = cs.Close() // best effort DELETE, bounded by the SDK (5s)
+	}()
+}
+
+// call runs one tool call for agent under the client's timeout and maps
+// every failure to an *upstream.Error. sent, when set, is the capsule sent,
+// which no error message may repeat.
+func (c *Client) call(ctx context.Context, agent, tool string, args map[string]any, key string, sent *capsule.Capsule) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	cs, err := c.session(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	cctx := ctx
+	if key != "" {
+		params.Meta = mcp.Meta{MetaIdempotencyKey: key}
+		cctx = withIdempotencyKey(cctx, key)
+	}
+	p := new(probe)
+	res, err := cs.CallTool(withProbe(cctx, p), params)
+	defer p.finish()
+	if err != nil {
+		ue, broken := classify(ctx, err, p, sent)
+		if broken {
+			c.drop(agent, cs)
+		}
+		ue.Err = fmt.Errorf("%s: %w", tool, ue.Err)
+		return nil, ue
+	}
+	if res.IsError {
+		return nil, toolError(tool, res, sent)
+	}
+	return res, nil
+}
