@@ -59,9 +59,13 @@ func commands() []command {
 		{"checkpoint", "save focus, working state, a decision, public status, commitments", cmdCheckpoint},
 		{"capsule", "show | seal | validate FILE | put FILE", cmdCapsule},
 		{"signal", "send a context signal: KIND [key=value ...]", cmdSignal},
+		{"hook", "agent hook payload on stdin (Claude Code, Codex); always exits 0", cmdHook},
+		{"statusline", "Claude Code statusline payload on stdin: forwards context usage, prints one line", cmdStatusline},
+		{"mcp", "MCP server on stdio, backed by the daemon", cmdMCP},
 		{"status", "the daemon's state (--json)", cmdStatus},
 		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
 		{"config", "check [FILE] | default", cmdConfig},
+		{"service", "install|uninstall|start|stop|restart|status [--user] [--config FILE]", cmdService},
 		{"version", "print the version", cmdVersion},
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon"
@@ -25,11 +28,33 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	log := newLogger(e.stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
-	d, err := daemon.New(cfg, daemon.Options{Logger: log, Version: buildVersion()})
+	opts := daemon.Options{Logger: log, Version: buildVersion(), Ready: notifyReady, Stopping: notifyStopping}
+	if *cfgPath != "" {
+		opts.Load = func() (*config.Config, error) { return config.Load(*cfgPath) }
+	}
+	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailed
 	}
+	// SIGHUP reloads the config file; the daemon also reloads when the
+	// file changes.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				log.Info("SIGHUP: reloading the configuration")
+				if err := d.Reload(); err != nil && opts.Load == nil {
+					log.Warn("reload", "err", err)
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	if err := d.Run(ctx); err != nil {
 		log.Error("cannot run", "err", err)
 		return exitFailed

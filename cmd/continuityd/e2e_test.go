@@ -332,3 +332,235 @@ func TestRunEmbeddedDefault(t *testing.T) {
 		t.Fatalf("socket left behind after a clean stop: %v", err)
 	}
 }
+
+// TestSIGTERMWithWritesPendingUpstream: the upstream cannot take anything;
+// SIGTERM still exits 0 within the shutdown timeout, and the pending writes
+// are delivered after the next start.
+func TestSIGTERMWithWritesPendingUpstream(t *testing.T) {
+	w := newWorkspace(t)
+	agentDir := filepath.Join(w.state, "agents", "builder")
+	os.MkdirAll(agentDir, 0o700)
+	// The archive directory is a file: every delivery fails and is retried.
+	blocker := filepath.Join(agentDir, local.ArchiveDir)
+	os.WriteFile(blocker, []byte("in the way"), 0o600)
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	c := p.client()
+	for i := 0; i < 5; i++ {
+		if status, m, err := post(c, "/v1/continuity/checkpoint", map[string]any{"focus": fmt.Sprint("pending ", i)}); err != nil || status != 200 {
+			t.Fatalf("write %d: %d %v %v", i, status, m, err)
+		}
+	}
+	c.CloseIdleConnections()
+	start := time.Now()
+	if code := p.terminate(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, p.stderr)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("shutdown took %v with a 5s timeout", took)
+	}
+	if !strings.Contains(p.stderr.String(), "not yet delivered") {
+		t.Fatalf("shutdown did not say writes were pending: %s", p.stderr)
+	}
+	os.Remove(blocker)
+	p2 := startProc(t, w.socket, nil, "run", "--config", w.config)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ws, _ := local.ReadAll(agentDir)
+		if len(ws) == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after restart %d of 5 pending writes delivered", len(ws))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p2.terminate(t)
+}
+
+// TestSIGHUPReloads: a SIGHUP picks up an agent added to the file.
+func TestSIGHUPReloads(t *testing.T) {
+	w := newWorkspace(t)
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	f, _ := os.OpenFile(w.config, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("\n[[agent]]\nname = \"reviewer\"\n")
+	f.Close()
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	c := p.client()
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if len(get(t, c, "/v1/status")["agents"].([]any)) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP did not add the agent: %s", p.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A broken file is refused and the daemon keeps serving.
+	os.WriteFile(w.config, []byte("[daemon]\nsocket = 7\n"), 0o600)
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(300 * time.Millisecond)
+	if len(get(t, c, "/v1/status")["agents"].([]any)) != 2 || !strings.Contains(p.stderr.String(), "config reload refused") {
+		t.Fatalf("bad reload: %s", p.stderr)
+	}
+}
+
+// hookFixtures are the real hook payloads the hook package tests on.
+func hookFixtures(t *testing.T) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, dir := range []string{"claude-code", "codex"} {
+		files, _ := filepath.Glob(filepath.Join("..", "..", "daemon", "sources", "hook", "testdata", dir, "*"))
+		for _, f := range files {
+			if strings.Contains(f, "fasthooks") { // a logger's rewrite, not stdin
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(f, ".jsonl") {
+				for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+					out = append(out, l)
+				}
+			} else {
+				out = append(out, b)
+			}
+		}
+	}
+	if len(out) < 25 {
+		t.Fatalf("only %d hook fixtures found", len(out))
+	}
+	return out
+}
+
+// TestHookCommandWithDaemonUp feeds every real payload through
+// `continuityd hook` and checks the signal the daemon received.
+func TestHookCommandWithDaemonUp(t *testing.T) {
+	w := newWorkspace(t)
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	c := p.client()
+	defer c.CloseIdleConnections()
+	env := []string{"CONTINUITYD_SOCKET=" + w.socket}
+	cursor := get(t, c, "/v1/continuity/wait?max_seconds=1")["cursor"]
+	for i, payload := range hookFixtures(t) {
+		var probe struct {
+			Payload struct {
+				Name string `json:"hook_event_name"`
+			} `json:"payload"`
+			Name string `json:"hook_event_name"`
+		}
+		json.Unmarshal(payload, &probe)
+		name := probe.Name + probe.Payload.Name
+		code, out, errs := cli(t, env, string(payload), "hook")
+		if code != 0 {
+			t.Fatalf("payload %d (%s): exit %d %s", i, name, code, errs)
+		}
+		wantSignal := map[string]string{"SessionStart": "session", "PreCompact": "compaction", "PostCompact": "compaction",
+			"Stop": "session", "SessionEnd": "session", "UserPromptSubmit": "activity", "PostToolUse": "activity"}[name]
+		if name == "SessionStart" {
+			var o struct {
+				H struct {
+					Name string `json:"hookEventName"`
+					Ctx  string `json:"additionalContext"`
+				} `json:"hookSpecificOutput"`
+			}
+			if err := json.Unmarshal([]byte(out), &o); err != nil || o.H.Name != "SessionStart" || !strings.Contains(o.H.Ctx, "# Where builder was") {
+				t.Fatalf("SessionStart output: %q %v", out, err)
+			}
+		} else if out != "" {
+			t.Fatalf("payload %d (%s) printed %q", i, name, out)
+		}
+		if wantSignal == "" {
+			continue
+		}
+		ev := get(t, c, fmt.Sprintf("/v1/continuity/wait?max_seconds=5&after=%v", cursor))
+		cursor = ev["cursor"]
+		evs := ev["events"].([]any)
+		last := evs[len(evs)-1].(map[string]any)
+		data, _ := last["data"].(map[string]any)
+		if last["kind"] != "signal" || data["kind"] != wantSignal || data["via"] != "hook" {
+			t.Fatalf("payload %d (%s) became %v, want a %s signal", i, name, last, wantSignal)
+		}
+	}
+	if n := get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)["compactions"].(float64); n < 1 {
+		t.Fatalf("compactions after the compaction hooks: %v", n)
+	}
+}
+
+// TestHookCommandWithDaemonDown: bounded time, exit 0, the event spooled and
+// stored at the next start, SessionStart answered from the resume the
+// daemon left on disk.
+func TestHookCommandWithDaemonDown(t *testing.T) {
+	w := newWorkspace(t)
+	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
+	pre := `{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"PreCompact","trigger":"auto"}`
+	start := time.Now()
+	code, out, _ := cli(t, env, pre, "hook")
+	if code != 0 || out != "" {
+		t.Fatalf("daemon down: exit %d out %q", code, out)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("hook took %v with the daemon down", took)
+	}
+	spooled, _ := filepath.Glob(filepath.Join(w.state, "spool", "*.json"))
+	if len(spooled) != 1 {
+		t.Fatalf("spool holds %v", spooled)
+	}
+	// The daemon ingests the spool at start.
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	c := p.client()
+	if n := get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)["compactions"].(float64); n != 1 {
+		t.Fatalf("spooled compaction not stored: %v", n)
+	}
+	if left, _ := filepath.Glob(filepath.Join(w.state, "spool", "*.json")); len(left) != 0 {
+		t.Fatalf("spool not emptied: %v", left)
+	}
+	post(c, "/v1/continuity/checkpoint", map[string]any{"focus": "the focus the hook must recall"})
+	c.CloseIdleConnections()
+	p.terminate(t) // leaves the last resume on disk
+	startHook := `{"session_id":"s2","transcript_path":"/tmp/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"SessionStart","source":"resume"}`
+	code, out, _ = cli(t, env, startHook, "hook")
+	if code != 0 || !strings.Contains(out, "the focus the hook must recall") || !strings.Contains(out, "not reachable") {
+		t.Fatalf("SessionStart with the daemon down: %d %q", code, out)
+	}
+	// Garbage on stdin: still exit 0, nothing on stdout.
+	if code, out, _ := cli(t, env, "not json", "hook"); code != 0 || out != "" {
+		t.Fatalf("garbage: %d %q", code, out)
+	}
+}
+
+// TestStatuslineCommand: the real statusline payloads forward their usage
+// and print one line; with the daemon down it still prints, fast.
+func TestStatuslineCommand(t *testing.T) {
+	fixture := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "daemon", "sources", "statusline", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	later := fixture("statusline-captured-later-render-v2.1.226-windows.json")
+	w := newWorkspace(t)
+	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
+	if code, out, _ := cli(t, env, later, "statusline"); code != 0 || !strings.Contains(out, "ctx 22%") || !strings.Contains(out, "continuityd down") {
+		t.Fatalf("daemon down: %d %q", code, out)
+	}
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	c := p.client()
+	defer c.CloseIdleConnections()
+	code, out, _ := cli(t, env, later, "statusline", "--wrap", "echo my own line")
+	if code != 0 || out != "my own line │ ctx 22% · never saved · ok\n" {
+		t.Fatalf("statusline: %d %q", code, out)
+	}
+	ctxState := get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)
+	if f := ctxState["used_fraction"].(float64); f < 0.21 || f > 0.23 {
+		t.Fatalf("forwarded usage %v, want 0.22", f)
+	}
+	// A payload without usage (the first render) prints and forwards nothing.
+	first := fixture("statusline-captured-first-render-v2.1.226-windows.json")
+	if code, out, _ := cli(t, env, first, "statusline"); code != 0 || !strings.HasPrefix(out, "ctx ?") {
+		t.Fatalf("first render: %d %q", code, out)
+	}
+}

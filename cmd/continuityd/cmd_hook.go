@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon"
+	"github.com/continuityd/continuityd/daemon/client"
+	"github.com/continuityd/continuityd/daemon/sources/hook"
+)
+
+// hookBudget is how long `continuityd hook` may take in all: the interface
+// promises agents half a second, and process start-up needs some of it.
+const hookBudget = 400 * time.Millisecond
+
+// cmdHook reads a Claude Code or Codex hook payload on stdin, forwards the
+// signal it means to the daemon, and on SessionStart prints the hook output
+// carrying the resume. Whatever happens it exits 0 within the budget and
+// prints nothing but the hook output: a hook must never block or break its
+// agent. When the daemon is down the event is spooled on disk for the
+// daemon to ingest at its next start, and SessionStart is answered from
+// the last resume the daemon left on disk.
+func cmdHook(ctx context.Context, e *env, args []string) int {
+	ctx, cancel := context.WithTimeout(ctx, hookBudget)
+	defer cancel()
+	fs := newFlagSet(e, "hook", "[--agent A] < payload.json")
+	var cf clientFlags
+	cf.register(fs)
+	if _, err := parse(fs, args); err != nil {
+		return exitOK // a hook never fails its agent, even on bad flags
+	}
+	raw, err := readWithin(ctx, e.stdin, hook.MaxPayload)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd hook: %v\n", err)
+		return exitOK
+	}
+	ev, err := hook.Parse(raw)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd hook: %v\n", err)
+		return exitOK
+	}
+	c, err := cf.client(e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd hook: %v\n", err)
+		return exitOK
+	}
+	defer c.Close()
+	q := url.Values{}
+	if cf.agent == "" && ev.Cwd != "" {
+		q.Set("cwd", ev.Cwd)
+	}
+	down := false
+	if ev.Signal != nil {
+		body, _ := json.Marshal(ev.Signal)
+		_, err := c.Do(ctx, http.MethodPost, "/v1/signals", q, body)
+		if err != nil {
+			down = unreachable(err)
+			if down {
+				spoolEvent(e, cf, ev)
+			} else {
+				fmt.Fprintf(e.stderr, "continuityd hook: %v\n", err)
+			}
+		}
+	}
+	if !ev.IsSessionStart() {
+		return exitOK
+	}
+	md := ""
+	if !down {
+		if out, err := c.Do(ctx, http.MethodGet, "/v1/continuity", q, nil); err == nil {
+			var r capsule.Resume
+			if json.Unmarshal(out, &r) == nil {
+				md = r.Markdown(daemon.ResumeMarkdownLimit)
+			}
+		} else {
+			down = unreachable(err)
+		}
+	}
+	if md == "" {
+		if lr, err := daemon.ReadLastResume(stateDir(e, cf), cf.agent, ev.Cwd); err == nil {
+			md = lr.Markdown + fmt.Sprintf("\n_(continuityd was not reachable; this is the resume it left at %s.)_\n", lr.At.Format(time.RFC3339))
+		}
+	}
+	if md != "" {
+		e.stdout.Write(hook.SessionStartOutput(md))
+	}
+	return exitOK
+}
+
+// unreachable reports whether err means the daemon could not be reached
+// (or did not answer in time), as opposed to an answer refusing something.
+func unreachable(err error) bool {
+	return errors.Is(err, client.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// spoolEvent leaves the event for the daemon's next start.
+func spoolEvent(e *env, cf clientFlags, ev *hook.Event) {
+	err := daemon.Spool(stateDir(e, cf), daemon.SpooledEvent{Agent: cf.agent, Cwd: ev.Cwd, At: time.Now().UTC(), Signal: *ev.Signal})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd hook: daemon unreachable and the event could not be spooled: %v\n", err)
+	}
+}
+
+// stateDir is where the daemon keeps its state, found like the socket:
+// --config FILE, $CONTINUITYD_STATE_DIR, or the default place.
+func stateDir(e *env, cf clientFlags) string {
+	if cf.config != "" {
+		if cfg, err := config.Load(cf.config); err == nil {
+			return cfg.Daemon.StateDir
+		}
+	}
+	if v := e.getenv("CONTINUITYD_STATE_DIR"); v != "" {
+		return v
+	}
+	st, _ := config.DefaultPaths()
+	return st
+}
+
+// readWithin reads at most max bytes from r, giving up when ctx ends (an
+// agent that never closes the hook's stdin must not hang it).
+func readWithin(ctx context.Context, r io.Reader, max int64) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, max+1))
+		ch <- result{b, err}
+	}()
+	select {
+	case res := <-ch:
+		if int64(len(res.b)) > max {
+			return nil, fmt.Errorf("payload over %d bytes", max)
+		}
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, errors.New("no payload on stdin in time")
+	}
+}
