@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -77,6 +78,12 @@ type Shipper struct {
 	// stoppedUpstream is set by a 409 RESIDENCY_STOPPED: nothing is sent
 	// until the log holds a write with resume_residency.
 	stoppedUpstream bool
+	// queue is the part of the log read but not yet sent, so the log is
+	// read once per batch, not once per write.
+	queue []capsule.Write
+	// checkRetries is set when dead letters may have been marked for retry
+	// (at start, and on Kick).
+	checkRetries atomic.Bool
 
 	mu        sync.Mutex
 	state     capsule.UpstreamState
@@ -112,7 +119,7 @@ func New(o Options) *Shipper {
 		o.Limiter = rate.NewLimiter(rate.Inf, 1)
 	}
 	name := o.Upstream.Name()
-	return &Shipper{
+	sh := &Shipper{
 		o:         o,
 		log:       o.Logger.With("agent", o.Agent, "upstream", name),
 		wake:      make(chan struct{}, 1),
@@ -123,6 +130,8 @@ func New(o Options) *Shipper {
 			Delivered: o.Store.Acknowledged(name),
 		},
 	}
+	sh.checkRetries.Store(true) // an operator may have marked some before a restart
+	return sh
 }
 
 // Name is the upstream's name.
@@ -133,7 +142,10 @@ func (s *Shipper) Notify() { signal(s.wake) }
 
 // Kick cuts any wait short: the token or config was reloaded, or an
 // operator asked for a retry. It never blocks.
-func (s *Shipper) Kick() { signal(s.kick) }
+func (s *Shipper) Kick() {
+	s.checkRetries.Store(true)
+	signal(s.kick)
+}
 
 func signal(ch chan struct{}) {
 	select {
@@ -175,23 +187,34 @@ func (s *Shipper) Run(ctx context.Context) {
 // next (negative: until woken).
 func (s *Shipper) step(ctx context.Context, attempt *int) (time.Duration, error) {
 	name := s.o.Upstream.Name()
-	if retries, err := s.o.Store.Retries(name); err != nil {
-		return 0, err
-	} else if len(retries) > 0 {
-		return s.retryDead(ctx, retries[0], attempt)
-	}
-	if s.inflight == nil {
-		ws, err := s.o.Store.Pending(name, s.deliveredSeq(), readBatch)
+	if s.checkRetries.Load() {
+		retries, err := s.o.Store.Retries(name)
 		if err != nil {
 			return 0, err
 		}
-		if len(ws) == 0 {
+		if len(retries) > 0 {
+			return s.retryDead(ctx, retries[0], attempt)
+		}
+		s.checkRetries.Store(false)
+	}
+	if s.inflight == nil {
+		if len(s.queue) == 0 {
+			ws, err := s.o.Store.Pending(name, s.deliveredSeq(), readBatch)
+			if err != nil {
+				return 0, err
+			}
+			s.queue = ws
+		}
+		if len(s.queue) == 0 {
 			return -1, nil
 		}
 		if s.stoppedUpstream {
+			ws := s.queue
+			s.queue = nil
 			return s.waitForResume(ctx, ws)
 		}
-		s.inflight = s.compose(ws)
+		s.inflight = s.compose(s.queue)
+		s.queue = s.queue[len(s.inflight.ws):]
 	}
 	u := s.inflight
 	if !s.o.Upstream.Accepts(u.write.Kind) {
@@ -271,7 +294,7 @@ func (s *Shipper) failed(ctx context.Context, u *unit, err error, attempt *int) 
 		// Nothing more is accepted upstream until resume_residency: the
 		// writes before it are refused for good there (kept in the dead
 		// letter); the resume write and what follows are sent.
-		s.inflight = nil
+		s.inflight, s.queue = nil, nil // re-read from the refused write on
 		s.stoppedUpstream = true
 		s.setFailing(capsule.UpstreamPaused, err, 0)
 		return 0, nil

@@ -1,0 +1,631 @@
+// Package watch watches an agent's work directory with fsnotify and turns
+// the activity into debounced summaries (which paths changed, how many),
+// so the daemon can notice the work moving and checkpoint on its own.
+//
+// inotify is not recursive: the Watcher adds one watch per directory, walks
+// the tree at start, and on every new directory adds its watch and then
+// scans it, reporting the files it finds (they may have been created before
+// the watch existed). It skips what is not work: .git internals, directories
+// named in Options.IgnoreDirs (node_modules and friends by default), paths
+// matched by the .gitignore files of the tree (reloaded when they change)
+// and by Options.Ignore, and the temporary files editors and agents write
+// before renaming them over the real file (only the target is reported).
+//
+// An inotify queue overflow triggers a full rescan (Summary.Rescanned);
+// running out of inotify watches logs one line naming
+// fs.inotify.max_user_watches, marks the Watcher degraded (Degraded) and
+// keeps watching what it could.
+//
+// Commits and branch switches are not reported as paths: the Watcher watches
+// each repository's .git directory and its refs/ tree (nothing else under
+// .git) and calls Options.OnGitEvent, debounced, so package gitwatch can
+// read what moved. Nothing polls: timers exist only while a debounce is
+// pending.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+var (
+	expBuf   = envInt("EXP_BUF", eventBuffer)
+	coalesce = time.Duration(envInt("EXP_PAUSE_MS", 20)) * time.Millisecond
+	busyDrain = envInt("EXP_BUSY", 1024)
+	maxDrain = 1<<14
+)
+
+func envInt(k string, d int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return v
+	}
+	return d
+}
+
+// Defaults for Options.
+const (
+	DefaultQuiet    = 2 * time.Second
+	DefaultMaxWait  = 30 * time.Second
+	DefaultMaxPaths = 50
+
+	// gitQuiet debounces OnGitEvent: a commit writes a lock file, renames
+	// it and appends logs within a few milliseconds.
+	gitQuiet   = 200 * time.Millisecond
+	gitMaxWait = time.Second
+
+	// maxTracked bounds the distinct paths remembered per summary; past it
+	// further paths are still counted (possibly twice) and the most recent
+	// are still listed.
+	maxTracked = 200_000
+
+	// eventBuffer lets fsnotify's reader keep draining the kernel queue
+	// while a scan runs, so a burst overflows the queue later, if at all.
+	eventBuffer = 4096
+
+	// rescanSlack is subtracted from the last quiet moment when a rescan
+	// decides which files changed (file systems with coarse timestamps).
+	rescanSlack = 2 * time.Second
+)
+
+// Options configures a Watcher.
+type Options struct {
+	// Root is the work directory. Symbolic links in it are resolved.
+	Root string
+	// Ignore are extra patterns in gitignore syntax, relative to Root.
+	// They are applied before the tree's .gitignore files and win over
+	// them, so "!keep.log" here re-includes what a .gitignore excludes.
+	Ignore []string
+	// IgnoreDirs are directory names skipped at any depth (not watched,
+	// not reported). nil means DefaultIgnoreDirs; an empty non-nil slice
+	// skips none.
+	IgnoreDirs []string
+	// Quiet: a Summary is emitted once this long passes without a new
+	// change (default 2s).
+	Quiet time.Duration
+	// MaxWait: ...or at the latest this long after a burst's first change
+	// (default 30s), so constant activity still reports.
+	MaxWait time.Duration
+	// MaxPaths is how many paths a Summary lists (default 50); Count covers
+	// them all.
+	MaxPaths int
+	Logger   *slog.Logger
+	// OnGitEvent is called, debounced (~200ms), with the absolute root of a
+	// worktree when its HEAD, packed-refs or a file under refs/ changed (and
+	// for every known repository after a rescan). The worktree may be an
+	// ancestor of Root when Root lies inside a repository. It runs on a
+	// goroutine of its own (never concurrently with itself); a slow call
+	// delays later calls, not the watching. Optional.
+	OnGitEvent func(dir string)
+}
+
+// Summary is the activity of one burst.
+type Summary struct {
+	// Paths are the most recently changed paths, most recent first,
+	// relative to Root with forward slashes; a directory that was removed or
+	// renamed away ends in "/". At most Options.MaxPaths.
+	Paths []string
+	// Count is the number of distinct paths changed in the burst.
+	Count int
+	// First and Last are when the burst's first and last change was seen.
+	First, Last time.Time
+	// Rescanned is set when events were lost (inotify queue overflow) and
+	// the tree was rescanned: Paths then holds the files modified since
+	// shortly before the previous summary, and removals may be missing.
+	Rescanned bool
+}
+
+// Stats are counters for status and metrics.
+type Stats struct {
+	WatchedDirs int    // directories with an inotify watch (work tree and git metadata)
+	Events      uint64 // fsnotify events received
+	Changes     uint64 // changes recorded (before de-duplication)
+	Ignored     uint64 // events and directories dropped by the ignore rules, temp files, .git internals
+	Rescans     uint64 // full rescans after an overflow
+	Summaries   uint64 // summaries emitted
+	WatchErrors uint64 // directories that could not be watched
+}
+
+type dirKind uint8
+
+const (
+	kindWork    dirKind = iota // a directory of the work tree
+	kindGit                    // a git directory: .git, a linked worktree's gitdir, a common dir
+	kindGitRefs                // refs/ of a git directory and below
+)
+
+// dirInfo is the state of one watched directory.
+type dirInfo struct {
+	name     string // base name
+	path     string // absolute
+	rel      string // kindWork: relative to Root ("" for Root)
+	kind     dirKind
+	parent   *dirInfo // nil for Root and for git directories outside the tree
+	children map[string]*dirInfo
+	skipped  map[string]bool // names of child directories not watched: ignored
+	rules    *ruleSet        // kindWork: its .gitignore
+	git      *dirInfo        // kindGitRefs: the git directory above; kindGit: itself
+	repos    []string        // kindGit: worktree roots told through OnGitEvent
+	external []string        // kindWork with a .git file: git dirs watched for it
+}
+
+func (d *dirInfo) child(name string, c *dirInfo) {
+	if d.children == nil {
+		d.children = map[string]*dirInfo{}
+	}
+	d.children[name] = c
+}
+
+// outerRules are the .gitignore files above Root, inside the repository
+// that encloses it; prefix is Root relative to their directory plus "/".
+type outerRules struct {
+	prefix string
+	rules  *ruleSet
+}
+
+// Watcher watches one work directory. Create with New; run with Run.
+type Watcher struct {
+	o          Options
+	root       string
+	rootPrefix int // len(root)+1: where a path below root starts its relative part
+	log        *slog.Logger
+	ignoreDirs map[string]bool
+	extra      *ruleSet
+
+	// Test seams: addHook runs before every fsnotify Add and can fail it;
+	// injectErr is read like fsnotify's Errors channel.
+	addHook   func(path string) error
+	injectErr chan error
+
+	ready    chan struct{}
+	started  atomic.Bool
+	degraded atomic.Pointer[string]
+	st       struct {
+		dirs                                                    atomic.Int64
+		events, changes, ignored, rescans, summaries, watchErrs atomic.Uint64
+	}
+
+	// Run's goroutine only.
+	fw          *fsnotify.Watcher
+	dirs        map[string]*dirInfo
+	rootDir     *dirInfo
+	outer       []outerRules
+	outerGit    []string // git dirs of an enclosing repository (outside Root)
+	limitLogged bool
+	dropped     [16]string // recently dropped directories (a move reports them twice)
+	droppedI    int
+	b           batch
+	quietSince  time.Time // the last moment the queue was known drained (start, a quiet summary)
+	rescanSince time.Time // modeRescan: files modified since are reported
+	scanNow     time.Time // when the running scan started
+
+	gitPending    map[string]bool
+	resyncPending map[*dirInfo]bool
+	maintFirst    time.Time
+	maintLast     time.Time
+	gitq          *gitQueue
+}
+
+type batch struct {
+	seen      map[string]int64 // path → recency (unix ns)
+	extra     int              // paths past maxTracked
+	extraTail []entry          // the most recent of those
+	first     time.Time
+	last      time.Time
+	rescanned bool
+}
+
+type entry struct {
+	path string
+	t    int64
+}
+
+// New checks the options; Run starts watching.
+func New(o Options) (*Watcher, error) {
+	if o.Root == "" {
+		return nil, errors.New("watch: Options.Root is empty")
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("watch: %s is not a directory", root)
+	}
+	if o.Quiet <= 0 {
+		o.Quiet = DefaultQuiet
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
+	if o.MaxWait < o.Quiet {
+		o.MaxWait = o.Quiet
+	}
+	if o.MaxPaths <= 0 {
+		o.MaxPaths = DefaultMaxPaths
+	}
+	if o.IgnoreDirs == nil {
+		o.IgnoreDirs = DefaultIgnoreDirs
+	}
+	w := &Watcher{
+		o:          o,
+		root:       root,
+		rootPrefix: len(root) + 1,
+		log:        o.Logger,
+		ignoreDirs: map[string]bool{},
+		ready:      make(chan struct{}),
+		injectErr:  make(chan error),
+	}
+	if root == "/" {
+		w.rootPrefix = 1
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range o.IgnoreDirs {
+		w.ignoreDirs[d] = true
+	}
+	if len(o.Ignore) > 0 {
+		if rs := parseRules([]byte(strings.Join(o.Ignore, "\n"))); len(rs.pats) > 0 {
+			w.extra = rs
+		}
+	}
+	return w, nil
+}
+
+// Root is the watched directory (absolute, symbolic links resolved).
+func (w *Watcher) Root() string { return w.root }
+
+// Ready is closed once Run has placed the initial watches.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Degraded is "" while everything is watched, or why not.
+func (w *Watcher) Degraded() string {
+	if p := w.degraded.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func (w *Watcher) setDegraded(why string) { w.degraded.Store(&why) }
+
+// Stats returns the counters; safe from any goroutine.
+func (w *Watcher) Stats() Stats {
+	return Stats{
+		WatchedDirs: int(w.st.dirs.Load()),
+		Events:      w.st.events.Load(),
+		Changes:     w.st.changes.Load(),
+		Ignored:     w.st.ignored.Load(),
+		Rescans:     w.st.rescans.Load(),
+		Summaries:   w.st.summaries.Load(),
+		WatchErrors: w.st.watchErrs.Load(),
+	}
+}
+
+// Run watches until ctx ends, calling out with each Summary (on Run's
+// goroutine: out should return quickly). Activity pending when ctx ends is
+// flushed to out first. Run owns the fsnotify watcher and its goroutines
+// and has stopped them all when it returns. It can be called once.
+func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errors.New("watch: Run called twice")
+	}
+	fw, err := fsnotify.NewBufferedWatcher(uint(expBuf))
+	if err != nil {
+		if errors.Is(err, syscall.EMFILE) {
+			return fmt.Errorf("watch: %w (inotify instance limit: raise fs.inotify.max_user_instances, e.g. sudo sysctl -w fs.inotify.max_user_instances=512)", err)
+		}
+		return fmt.Errorf("watch: %w", err)
+	}
+	w.fw = fw
+	w.dirs = map[string]*dirInfo{}
+	w.gitPending = map[string]bool{}
+	w.resyncPending = map[*dirInfo]bool{}
+	w.quietSince = time.Now()
+
+	var wg sync.WaitGroup
+	if w.o.OnGitEvent != nil {
+		w.gitq = &gitQueue{wake: make(chan struct{}, 1), pending: map[string]bool{}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.gitq.run(ctx, w.o.OnGitEvent)
+		}()
+	}
+	defer func() {
+		_ = fw.Close()
+		wg.Wait()
+	}()
+
+	w.start()
+	close(w.ready)
+
+	sumTimer := time.NewTimer(time.Hour)
+	sumTimer.Stop()
+	maintTimer := time.NewTimer(time.Hour)
+	maintTimer.Stop()
+	var sumC, maintC <-chan time.Time
+	arm := func() {
+		if sumC == nil && !w.b.first.IsZero() {
+			sumTimer.Reset(w.o.Quiet)
+			sumC = sumTimer.C
+		}
+		if maintC == nil && !w.maintFirst.IsZero() {
+			maintTimer.Reset(gitQuiet)
+			maintC = maintTimer.C
+		}
+	}
+	pauseTimer := time.NewTimer(time.Hour)
+	pauseTimer.Stop()
+	var pauseC <-chan time.Time
+	evC := fw.Events
+	defer pauseTimer.Stop()
+	defer sumTimer.Stop()
+	defer maintTimer.Stop()
+
+	for {
+		select {
+		case <-ctx.Done():
+			w.maintenance()
+			if !w.b.first.IsZero() {
+				w.emit(out)
+			}
+			return nil
+		case ev, ok := <-evC:
+			if !ok {
+				return errors.New("watch: fsnotify closed its event channel")
+			}
+			w.handle(ev)
+			// Take what else is ready, yielding once when the channel is
+			// empty so that fsnotify's reader can refill it.
+			n := 1
+			for yielded := false; n < maxDrain; {
+				select {
+				case ev, ok := <-fw.Events:
+					if !ok {
+						return errors.New("watch: fsnotify closed its event channel")
+					}
+					w.handle(ev)
+					n++
+					yielded = false
+					continue
+				default:
+				}
+				if yielded {
+					break
+				}
+				runtime.Gosched()
+				yielded = true
+			}
+			if n < busyDrain && coalesce > 0 {
+				// A trickle: let events gather in the kernel queue before
+				// waking up again (a wake-up per event costs more than the
+				// event). A burst is read without pause.
+				evC = nil
+				pauseTimer.Reset(coalesce)
+				pauseC = pauseTimer.C
+			}
+		case <-pauseC:
+			pauseC = nil
+			evC = fw.Events
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return errors.New("watch: fsnotify closed its error channel")
+			}
+			w.handleError(err)
+		case err := <-w.injectErr:
+			w.handleError(err)
+		case <-sumC:
+			sumC = nil
+			now := time.Now()
+			quietAt := w.b.last.Add(w.o.Quiet)
+			maxAt := w.b.first.Add(w.o.MaxWait)
+			if !now.Before(quietAt) {
+				w.quietSince = now
+				w.emit(out)
+			} else if !now.Before(maxAt) {
+				w.emit(out)
+			} else {
+				sumTimer.Reset(min(quietAt.Sub(now), maxAt.Sub(now)))
+				sumC = sumTimer.C
+			}
+		case <-maintC:
+			maintC = nil
+			now := time.Now()
+			quietAt := w.maintLast.Add(gitQuiet)
+			maxAt := w.maintFirst.Add(gitMaxWait)
+			if !now.Before(quietAt) || !now.Before(maxAt) {
+				w.maintenance()
+			} else {
+				maintTimer.Reset(min(quietAt.Sub(now), maxAt.Sub(now)))
+				maintC = maintTimer.C
+			}
+		}
+		arm()
+	}
+}
+
+// record notes a change of rel (relative to Root) with recency t, seen at now.
+func (w *Watcher) record(rel string, t int64, now time.Time) {
+	w.st.changes.Add(1)
+	b := &w.b
+	if b.seen == nil {
+		b.seen = make(map[string]int64, 64)
+	}
+	if old, ok := b.seen[rel]; ok {
+		if t > old {
+			b.seen[rel] = t
+		}
+	} else if len(b.seen) < maxTracked {
+		b.seen[rel] = t
+	} else {
+		b.extra++
+		b.extraTail = append(b.extraTail, entry{rel, t})
+		if n := len(b.extraTail); n > 2*w.o.MaxPaths {
+			b.extraTail = append(b.extraTail[:0], b.extraTail[n-w.o.MaxPaths:]...)
+		}
+	}
+	if b.first.IsZero() {
+		b.first = now
+	}
+	b.last = now
+}
+
+// emit hands the pending batch to out and starts a new one.
+func (w *Watcher) emit(out func(Summary)) {
+	b := w.b
+	w.b = batch{}
+	if len(b.seen) == 0 && b.extra == 0 {
+		return
+	}
+	k := w.o.MaxPaths
+	top := make([]entry, 0, k) // ascending by (t, path desc); top[0] is the weakest
+	less := func(a, c entry) bool { return a.t < c.t || a.t == c.t && a.path > c.path }
+	consider := func(e entry) {
+		if len(top) == k {
+			if !less(top[0], e) {
+				return
+			}
+			top = append(top[:0], top[1:]...)
+		}
+		i := 0
+		for i < len(top) && less(top[i], e) {
+			i++
+		}
+		top = append(top, entry{})
+		copy(top[i+1:], top[i:])
+		top[i] = e
+	}
+	for p, t := range b.seen {
+		consider(entry{p, t})
+	}
+	for _, e := range b.extraTail {
+		if _, dup := b.seen[e.path]; !dup {
+			consider(e)
+		}
+	}
+	s := Summary{
+		Paths:     make([]string, len(top)),
+		Count:     len(b.seen) + b.extra,
+		First:     b.first,
+		Last:      b.last,
+		Rescanned: b.rescanned,
+	}
+	for i := range top {
+		s.Paths[i] = top[len(top)-1-i].path
+	}
+	w.st.summaries.Add(1)
+	if out != nil {
+		out(s)
+	}
+}
+
+// handleError deals with what fsnotify reports on its Errors channel.
+func (w *Watcher) handleError(err error) {
+	if errors.Is(err, fsnotify.ErrEventOverflow) {
+		w.log.Warn("watch: inotify event queue overflowed, events were lost; rescanning the tree (raise fs.inotify.max_queued_events if this repeats)",
+			"root", w.root)
+		w.rescan()
+		return
+	}
+	w.log.Warn("watch: fsnotify error", "root", w.root, "err", err)
+}
+
+// maintenance runs the debounced work: OnGitEvent calls and the resyncs of
+// subtrees whose .gitignore changed.
+func (w *Watcher) maintenance() {
+	w.maintFirst, w.maintLast = time.Time{}, time.Time{}
+	for d := range w.resyncPending {
+		if w.dirs[d.path] == d {
+			w.scan(d, modeResync)
+		}
+	}
+	clear(w.resyncPending)
+	if len(w.gitPending) > 0 {
+		if w.gitq != nil {
+			w.gitq.add(w.gitPending)
+		}
+		clear(w.gitPending)
+	}
+}
+
+func (w *Watcher) touchMaint() {
+	now := time.Now()
+	if w.maintFirst.IsZero() {
+		w.maintFirst = now
+	}
+	w.maintLast = now
+}
+
+// gitTouched schedules OnGitEvent for the repositories of git dir g.
+func (w *Watcher) gitTouched(g *dirInfo) {
+	if g == nil || w.o.OnGitEvent == nil {
+		return
+	}
+	for _, r := range g.repos {
+		w.gitPending[r] = true
+	}
+	w.touchMaint()
+}
+
+// gitQueue hands repositories to OnGitEvent on a goroutine of its own,
+// coalescing what piles up while a call runs.
+type gitQueue struct {
+	mu      sync.Mutex
+	pending map[string]bool
+	wake    chan struct{}
+}
+
+func (q *gitQueue) add(dirs map[string]bool) {
+	q.mu.Lock()
+	for d := range dirs {
+		q.pending[d] = true
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *gitQueue) run(ctx context.Context, fn func(string)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.wake:
+		}
+		q.mu.Lock()
+		dirs := make([]string, 0, len(q.pending))
+		for d := range q.pending {
+			dirs = append(dirs, d)
+		}
+		clear(q.pending)
+		q.mu.Unlock()
+		for _, d := range dirs {
+			if ctx.Err() != nil {
+				return
+			}
+			fn(d)
+		}
+	}
+}
