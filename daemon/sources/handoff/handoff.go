@@ -122,7 +122,10 @@ func Parse(md []byte) (*Handoff, error) {
 		} else {
 			end = len(text)
 		}
-		line := strings.TrimSuffix(text[pos:end], "\r")
+		// Carriage returns at a line's end are line ending (\r\n, or a
+		// stray \r an editor left), never text: dropping them all keeps a
+		// section the same however it is written back.
+		line := strings.TrimRight(text[pos:end], "\r")
 
 		switch {
 		case fence.open:

@@ -125,7 +125,7 @@ func trimBlankLines(s string) string {
 	}
 	for {
 		s = strings.TrimSuffix(s, "\n")
-		s = strings.TrimSuffix(s, "\r") // the \r of a \r\n
+		s = strings.TrimRight(s, "\r") // line ending, as in Parse
 		i := strings.LastIndexByte(s, '\n')
 		if strings.TrimSpace(s[i+1:]) != "" {
 			return s
