@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/zricethezav/gitleaks/v8/detect"
 )
 
@@ -66,10 +65,10 @@ type GuardOptions struct {
 // once and shares it. A Guard is immutable after NewGuard and safe for
 // concurrent use.
 type Guard struct {
-	linkDomains []string           // lower case, no leading or trailing dot
-	detector    *detect.Detector   // gitleaks' default rule set; see secrets.go
-	extraRules  []secretRule       // continuityd's own rules; see secrets.go
-	schema      *jsonschema.Schema // the Continuity Capsule v1 schema; see schema.go
+	linkDomains []string         // lower case, no leading or trailing dot
+	detector    *detect.Detector // gitleaks' default rule set; see secrets.go
+	extraRules  []secretRule     // continuityd's own rules; see secrets.go
+	schema      *capsuleSchema   // the Continuity Capsule v1 schema; see schema.go
 }
 
 // NewGuard builds a Guard: it loads gitleaks' default rules, compiles

@@ -5,13 +5,14 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // CapsuleSchemaJSON is the published Continuity Capsule v1 JSON Schema,
@@ -22,24 +23,31 @@ import (
 //go:embed schema/continuity-capsule-v1.schema.json
 var CapsuleSchemaJSON []byte
 
-// compileCapsuleSchema compiles the embedded schema under its own $id. The
-// compiler gets the document as a resource, and its draft 2020-12
-// meta-schema is built into the library, so nothing is fetched.
-func compileCapsuleSchema() (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(CapsuleSchemaJSON))
+// capsuleSchema is the published schema, resolved for validation, and its
+// tree, which explain reads to name the field that failed.
+type capsuleSchema struct {
+	resolved *jsonschema.Resolved
+	tree     *jsonschema.Schema
+}
+
+// compileCapsuleSchema resolves the embedded schema. The validator is
+// github.com/google/jsonschema-go (draft 2020-12, the one the MCP SDK uses):
+// it has no remote loader configured, so nothing is fetched, and unlike a
+// validator that compiles every draft's meta-schema at start-up it adds
+// nothing to the start of a short-lived command such as `continuityd hook`.
+func compileCapsuleSchema() (*capsuleSchema, error) {
+	var tree jsonschema.Schema
+	if err := json.Unmarshal(CapsuleSchemaJSON, &tree); err != nil {
+		return nil, err
+	}
+	if tree.ID == "" {
+		return nil, errors.New("the embedded schema has no $id")
+	}
+	rs, err := tree.Resolve(nil)
 	if err != nil {
 		return nil, err
 	}
-	obj, _ := doc.(map[string]any)
-	id, _ := obj["$id"].(string)
-	if id == "" {
-		return nil, errors.New("the embedded schema has no $id")
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(id, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(id)
+	return &capsuleSchema{resolved: rs, tree: &tree}, nil
 }
 
 // DecodeCapsule decodes a Continuity Capsule v1 (PUT /v1/capsule, a handoff
@@ -120,109 +128,150 @@ func (g *Guard) checkCapsule(c *Capsule) *Error {
 	return g.checkCapsuleSecrets(c)
 }
 
-// validateCapsuleJSON validates a well-formed body against the schema. The
-// body is decoded with jsonschema.UnmarshalJSON, which keeps numbers as
-// json.Number, so 14.5 is not rounded into an integer on the way.
+// validateCapsuleJSON validates a well-formed body against the schema.
+// The validator decides; explain then names the field and rule for people
+// (the validator's own messages quote the value, which could be a secret).
 func (g *Guard) validateCapsuleJSON(body []byte) *Error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
+	var inst any
+	if err := json.Unmarshal(body, &inst); err != nil {
 		return Refuse(CodeInvalidJSON, "", "malformed JSON")
 	}
-	err = g.schema.Validate(inst)
-	if err == nil {
+	if err := g.schema.resolved.Validate(inst); err == nil {
 		return nil
 	}
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // exact numbers for the explanation
+	var exact any
+	if err := dec.Decode(&exact); err != nil {
 		return Refuse(CodeInvalidCapsule, "", "fails the Continuity Capsule v1 schema")
 	}
-	return schemaRefusal(inst, verr)
+	if e := explain(g.schema.tree, exact, ""); e != nil {
+		return e
+	}
+	return Refuse(CodeInvalidCapsule, "", "fails the Continuity Capsule v1 schema")
 }
 
-// schemaRefusal reports one failure of the schema: the first leaf error in
-// (location, keyword) order, so the same capsule always gets the same
-// answer (the library walks properties in map order).
-func schemaRefusal(inst any, verr *jsonschema.ValidationError) *Error {
-	var leaves []*jsonschema.ValidationError
-	var collect func(e *jsonschema.ValidationError)
-	collect = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			leaves = append(leaves, e)
-			return
-		}
-		for _, c := range e.Causes {
-			collect(c)
-		}
-	}
-	collect(verr)
-	sort.SliceStable(leaves, func(i, j int) bool {
-		pi, pj := strings.Join(leaves[i].InstanceLocation, "\x00"), strings.Join(leaves[j].InstanceLocation, "\x00")
-		if pi != pj {
-			return pi < pj
-		}
-		return strings.Join(leaves[i].ErrorKind.KeywordPath(), "/") < strings.Join(leaves[j].ErrorKind.KeywordPath(), "/")
-	})
-	leaf := leaves[0]
-	field, hidden := instancePath(inst, leaf.InstanceLocation)
-	name := func(n string) string { // a property named by the rule, under field
-		if hidden || !isSafeName(n) {
-			return ""
-		}
-		return joinPath(field, n)
-	}
+// explain walks an instance against a schema tree (the keywords the capsule
+// schema uses: type, enum, maxLength, maxItems, items, properties,
+// additionalProperties, required) and returns the first failure in a
+// stable order, naming the field and rule but never the value.
+func explain(s *jsonschema.Schema, v any, field string) *Error {
 	const code = CodeInvalidCapsule
-	switch k := leaf.ErrorKind.(type) {
-	case *kind.AdditionalProperties:
-		props := append([]string(nil), k.Properties...)
-		sort.Strings(props)
-		if f := name(props[0]); f != "" {
-			return Refuse(code, f, "is not a Continuity Capsule v1 property (additionalProperties: false)")
-		}
-		return Refuse(code, "", "carries a property that is not a Continuity Capsule v1 property, whose name is not shown (additionalProperties: false)")
-	case *kind.Required:
-		return Refuse(code, name(k.Missing[0]), "is required (required)")
-	case *kind.MaxLength:
-		return Refuse(code, field, "is %d characters; the schema allows at most %d (maxLength %d); nothing is ever cut", k.Got, k.Want, k.Want)
-	case *kind.MaxItems:
-		return Refuse(code, field, "has %d items; the schema allows at most %d (maxItems %d)", k.Got, k.Want, k.Want)
-	case *kind.Enum:
-		want := make([]string, 0, len(k.Want))
-		for _, w := range k.Want {
-			b, _ := json.Marshal(w)
-			want = append(want, string(b))
-		}
-		return Refuse(code, field, "must be one of %s (enum)", strings.Join(want, ", "))
-	case *kind.Type:
-		return Refuse(code, field, "must be %s, got %s (type)", strings.Join(k.Want, " or "), k.Got)
-	default:
-		return Refuse(code, field, "fails the schema rule %s", strings.Join(leaf.ErrorKind.KeywordPath(), "/"))
+	if s == nil {
+		return nil
 	}
+	if isFalseSchema(s) {
+		return Refuse(code, field, "is not a Continuity Capsule v1 property (additionalProperties: false)")
+	}
+	types := s.Types
+	if s.Type != "" {
+		types = []string{s.Type}
+	}
+	if len(types) > 0 {
+		got := jsonTypeOf(v)
+		ok := false
+		for _, t := range types {
+			ok = ok || t == got || (t == "number" && got == "integer")
+		}
+		if !ok {
+			return Refuse(code, field, "must be %s, got %s (type)", strings.Join(types, " or "), got)
+		}
+	}
+	if s.Enum != nil {
+		ok := false
+		for _, e := range s.Enum {
+			ok = ok || fmt.Sprint(e) == fmt.Sprint(v)
+		}
+		if !ok {
+			want := make([]string, 0, len(s.Enum))
+			for _, w := range s.Enum {
+				b, _ := json.Marshal(w)
+				want = append(want, string(b))
+			}
+			return Refuse(code, field, "must be one of %s (enum)", strings.Join(want, ", "))
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		if s.MaxLength != nil {
+			if n := utf8.RuneCountInString(x); n > *s.MaxLength {
+				return Refuse(code, field, "is %d characters; the schema allows at most %d (maxLength %d); nothing is ever cut", n, *s.MaxLength, *s.MaxLength)
+			}
+		}
+	case []any:
+		if s.MaxItems != nil && len(x) > *s.MaxItems {
+			return Refuse(code, field, "has %d items; the schema allows at most %d (maxItems %d)", len(x), *s.MaxItems, *s.MaxItems)
+		}
+		for i, item := range x {
+			if e := explain(s.Items, item, indexPath(field, i)); e != nil {
+				return e
+			}
+		}
+	case map[string]any:
+		for _, r := range s.Required {
+			if _, ok := x[r]; !ok {
+				return Refuse(code, joinPath(field, r), "is required (required)")
+			}
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sub, declared := s.Properties[k]
+			if !declared {
+				if s.AdditionalProperties == nil {
+					continue
+				}
+				if e := explain(s.AdditionalProperties, x[k], joinPath(field, k)); e != nil {
+					if !isSafeName(k) {
+						return Refuse(code, field, "carries a property that is not a Continuity Capsule v1 property, whose name is not shown (additionalProperties: false)")
+					}
+					return e
+				}
+				continue
+			}
+			if e := explain(sub, x[k], joinPath(field, k)); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
-// instancePath turns a schema instance location into our dotted path
-// ("receipts[3]"), walking the instance to tell array indexes from keys.
-// hidden is true when a key on the way is not safe to repeat; the path is
-// then "".
-func instancePath(inst any, loc []string) (path string, hidden bool) {
-	cur := inst
-	for _, tok := range loc {
-		switch x := cur.(type) {
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return "", true
-			}
-			path, cur = indexPath(path, i), x[i]
-		case map[string]any:
-			if !isSafeName(tok) {
-				return "", true
-			}
-			path, cur = joinPath(path, tok), x[tok]
-		default:
-			return "", true
+// isFalseSchema reports the schema `false` (which additionalProperties:
+// false stands for), however the library spells it in memory.
+func isFalseSchema(s *jsonschema.Schema) bool {
+	b, err := json.Marshal(s)
+	return err == nil && (string(b) == "false" || string(b) == `{"not":{}}` || string(b) == `{"not":true}`)
+}
+
+// jsonTypeOf is the JSON Schema type of a value decoded with UseNumber; a
+// number with a zero fraction is an integer, as the specification says.
+func jsonTypeOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return "integer"
 		}
+		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && !math.IsInf(f, 0) {
+			return "integer"
+		}
+		return "number"
+	default:
+		return "unknown"
 	}
-	return path, false
 }
 
 // capsuleField is one string of a capsule with its path.

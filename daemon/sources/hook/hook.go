@@ -116,7 +116,13 @@ func signalFor(p *payload) *capsule.Signal {
 		if p.HookEventName == "PostCompact" {
 			phase = "post"
 		}
-		return &capsule.Signal{Kind: capsule.SignalCompaction, Phase: phase, Trigger: oneOf(p.Trigger, "manual", "auto")}
+		// The daemon knows only manual and auto; anything else is left out
+		// rather than passed on (found by FuzzParse).
+		trigger := oneOf(p.Trigger, "manual", "auto")
+		if trigger == "other" {
+			trigger = ""
+		}
+		return &capsule.Signal{Kind: capsule.SignalCompaction, Phase: phase, Trigger: trigger}
 	case "Stop":
 		return &capsule.Signal{Kind: capsule.SignalSession, Event: "stop"}
 	case "SessionEnd":
