@@ -23,8 +23,11 @@
 //     checkpoint + MinInterval.
 //   - threshold: a context signal whose used_fraction crosses one of
 //     Thresholds upward sends one checkpoint at once, however many it
-//     crossed; a threshold re-arms when usage drops Hysteresis below it, on
-//     a compaction (post) and on a session start.
+//     crossed: pending derived content and the public status re-sent. A
+//     crossing that would only re-send the very status saved less than
+//     MinInterval ago is skipped (nothing would change upstream). A
+//     threshold re-arms when usage drops Hysteresis below it, on a
+//     compaction (post) and on a session start.
 //   - pre_compaction: a compaction signal, phase pre, sends a checkpoint and
 //     seals a capsule (SealOnCompaction). Phase post only re-arms the
 //     thresholds.
@@ -34,9 +37,11 @@
 //   - idle: IdleAfter without activity turns acting into waiting (one
 //     checkpoint, only when the public status changes).
 //   - refresh: while the agent is alive (its session has not ended and it
-//     was active within Alive) the public status is re-sent every Refresh,
-//     so that the Q-Day office, which lists an agent for an hour after its
-//     last saved status, keeps listing it.
+//     was active within Alive) the public status is re-sent every Refresh
+//     after the last saved one (the agent's own saves count), so that the
+//     Q-Day office, which lists an agent for an hour after its last saved
+//     status, keeps listing it. An agent that comes back after its status
+//     lapsed is refreshed at once.
 //   - derived: a capsule draft from the handoff file (.continuity/capsule.json)
 //     is stored, unsealed, with the next checkpoint the policy sends.
 //
@@ -59,7 +64,7 @@
 //     status the agent saved after the policy's last phase change is
 //     re-sent as the agent wrote it. Private fields (focus, working state)
 //     never go into the public status, and an until that has passed is
-//     dropped.
+//     not carried into a status the policy builds.
 //
 // When the public status is not managed (PublicStatus false) and nothing
 // derived is pending, a trigger does nothing (the store refuses empty
@@ -71,21 +76,23 @@
 //
 // Besides MinInterval, a hard cap: at most MaxPerHour automatic writes
 // (checkpoints and capsules) in any sliding hour, 3600/MinInterval + 10
-// (70 with the defaults). A trigger over the cap is reported with
-// ErrRateLimited and retried once the oldest write leaves the window,
-// sending only what is still pending then.
+// (70 with the defaults), the last 4 of which only compaction and session
+// end may use, so that no storm of other triggers keeps a capsule from
+// being sealed. A trigger over the cap is reported with ErrRateLimited and
+// retried once enough writes have left the window, sending only what is
+// still pending then (and the seal it owed).
 package policy
 
 // Table is the policy as a README table: trigger, default, what is sent.
 const Table = `| trigger | default | what is sent |
 | --- | --- | --- |
 | ` + "`quiet`" + ` (the agent's work goes quiet) | 20s after the last activity of a burst (file change, prompt, tool use, handoff file change), or 5m after its first for a burst that never pauses; at most one per ` + "`min_interval`" + ` 60s | one checkpoint, only if something changed: handoff-file fields newer than the agent's own writes, and the public status when it must turn ` + "`acting`" + ` (or none was ever saved); a changed ` + "`.continuity/capsule.json`" + ` is stored as the capsule (unsealed) |
-| ` + "`threshold`" + ` (context filling up) | used fraction crosses 0.5, 0.7, 0.85 upward; re-armed 0.05 below, on compaction and on session start | one checkpoint at once (one per signal, however many thresholds it crosses): pending handoff fields and the public status re-sent |
-| ` + "`pre_compaction`" + ` | on | a checkpoint (pending handoff fields, public status) and a sealed capsule |
-| ` + "`session_end`" + ` | on | a checkpoint with the public status ` + "`resting`" + ` ("session ended") and pending handoff fields, then a sealed capsule; refreshes stop |
+| ` + "`threshold`" + ` (context filling up) | used fraction crosses 0.5, 0.7, 0.85 upward; re-armed 0.05 below, on compaction and on session start | one checkpoint at once (one per signal, however many thresholds it crosses): pending handoff fields and the public status re-sent (skipped if that same status was saved under ` + "`min_interval`" + ` ago) |
+| ` + "`pre_compaction`" + ` | on (` + "`seal_on_compaction`" + `) | a checkpoint (pending handoff fields, public status) and a sealed capsule |
+| ` + "`session_end`" + ` | on (` + "`seal_on_session_end`" + `) | a checkpoint with the public status ` + "`resting`" + ` ("session ended") and pending handoff fields, then a sealed capsule; refreshes stop |
 | ` + "`idle`" + ` | 10m without activity | the public status ` + "`waiting`" + ` ("waiting for the next instruction"), only when it changes |
-| ` + "`refresh`" + ` | every 45m while the agent is alive (session not ended, active within 24h) | the current public status re-sent, so the Q-Day office (one hour) keeps listing the agent |
-| hourly cap | 3600 / ` + "`min_interval`" + ` + 10 = 70 | hard ceiling on automatic writes (checkpoints and capsules) in any sliding hour; a trigger over it is retried when a slot frees, with only what is still pending |
+| ` + "`refresh`" + ` | every 45m while the agent is alive (session not ended, active within 24h) | the current public status re-sent (45m after the last saved one, the agent's own included), so the Q-Day office (one hour) keeps listing the agent |
+| hourly cap | 3600 / ` + "`min_interval`" + ` + 10 = 70 | hard ceiling on automatic writes (checkpoints and capsules) in any sliding hour, the last 4 kept for compaction and session end; a trigger over it is retried when a slot frees, with only what is still pending |
 
 Automatic checkpoints never invent content. They carry only fields derived from the agent's own handoff file (goal → focus, next → next_action, done → last_result, blockers → waiting_for), each only when the file changed after the agent last wrote that part itself, and the public status: the observed phase with a fixed neutral text, or the agent's own next_action/reason/until for that phase, keeping its tool/route/experiment. Private fields never reach the public status. Nothing is sent while the residency is stopped, and everything goes through the outbox and its rate limits.
 `

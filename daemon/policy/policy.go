@@ -117,6 +117,11 @@ type Action struct {
 	Err     error
 }
 
+// sealReserve is how many of the hourly cap's slots only compaction and
+// session end (a checkpoint and a seal each) may use, so that no storm of
+// other triggers can keep a capsule from being sealed.
+const sealReserve = 4
+
 // maxFires bounds the timers fired by one Handle: each firing moves its
 // own deadline forward, so this is only a guard.
 const maxFires = 16
@@ -426,11 +431,16 @@ func (p *Policy) next() (timerKind, time.Time, bool) {
 		}
 	}
 	if p.owed != "" {
-		if len(p.writes) > 0 {
-			consider(timerOwed, p.writes[0].Add(time.Hour))
-		} else {
-			consider(timerOwed, time.Time{})
+		// When enough writes have left the hour for the held-back one.
+		limit := p.cap - sealReserve
+		if p.owedSeal {
+			limit = p.cap
 		}
+		at := time.Time{}
+		if k := len(p.writes) - limit; k >= 0 {
+			at = p.writes[k].Add(time.Hour)
+		}
+		consider(timerOwed, at)
 	}
 	return kind, best, kind != timerNone
 }
@@ -528,6 +538,13 @@ func (p *Policy) fireWith(ctx context.Context, pl plan, st capsule.Resume, now t
 			}
 		}
 	}
+	if pl.trigger == TriggerThreshold && cp.Focus == nil && cp.WorkingState == nil && cp.PublicStatus != nil &&
+		st.PublicStatus != nil && equalStatus(cp.PublicStatus, &st.PublicStatus.PublicStatus) &&
+		now.Sub(p.lastPSAt) < p.cfg.MinInterval {
+		// Nothing would change upstream: the same status was saved moments
+		// ago.
+		cp.PublicStatus = nil
+	}
 	if cp.IsEmpty() {
 		p.log.Debug("nothing to send", "trigger", pl.trigger)
 	} else {
@@ -567,7 +584,7 @@ func (p *Policy) sealCapsule(ctx context.Context, pl plan, st capsule.Resume, no
 		p.log.Debug("no sealer: nothing sealed", "trigger", pl.trigger)
 		return nil
 	}
-	if !p.allow(now) {
+	if !p.allow(now, true) {
 		p.holdBack(pl.trigger, true)
 		return []Action{{Trigger: pl.trigger, Sealed: true, Capsule: true, Err: ErrRateLimited}}
 	}
@@ -601,7 +618,7 @@ func (p *Policy) putCapsule(ctx context.Context, pl plan, c *capsule.Capsule, se
 
 // write runs one store write under the hourly cap, and reports its error.
 func (p *Policy) write(ctx context.Context, pl plan, now time.Time, do func() (uint64, error)) (uint64, error) {
-	if !p.allow(now) {
+	if !p.allow(now, pl.seal || pl.trigger == TriggerPreCompaction || pl.trigger == TriggerSessionEnd) {
 		p.holdBack(pl.trigger, pl.seal)
 		return 0, ErrRateLimited
 	}
@@ -620,15 +637,19 @@ func (p *Policy) write(ctx context.Context, pl plan, now time.Time, do func() (u
 	return seq, nil
 }
 
-// allow reports whether the hourly cap leaves room for one more write.
-func (p *Policy) allow(now time.Time) bool {
+// allow reports whether the hourly cap leaves room for one more write. The
+// last sealReserve slots are kept for compaction and session end.
+func (p *Policy) allow(now time.Time, sealing bool) bool {
 	cut := now.Add(-time.Hour)
 	i := 0
 	for i < len(p.writes) && !p.writes[i].After(cut) {
 		i++
 	}
 	p.writes = p.writes[i:]
-	return len(p.writes) < p.cap
+	if sealing {
+		return len(p.writes) < p.cap
+	}
+	return len(p.writes) < p.cap-sealReserve
 }
 
 func (p *Policy) holdBack(trigger string, seal bool) {
