@@ -16,12 +16,47 @@ import (
 
 // Config is the whole daemon configuration after defaults.
 type Config struct {
-	Daemon    Daemon              `toml:"daemon"`
-	Agents    []Agent             `toml:"agent"`
-	Upstreams map[string]Upstream `toml:"upstream"`
-	Guard     Guard               `toml:"guard"`
-	Outbox    Outbox              `toml:"outbox"`
-	Path      string              `toml:"-"` // file it was loaded from; "" for the embedded default
+	Daemon      Daemon              `toml:"daemon"`
+	Agents      []Agent             `toml:"agent"`
+	Upstreams   map[string]Upstream `toml:"upstream"`
+	Guard       Guard               `toml:"guard"`
+	Outbox      Outbox              `toml:"outbox"`
+	Watch       Watch               `toml:"watch"`
+	Policy      Policy              `toml:"policy"`
+	Transcripts Transcripts         `toml:"transcripts"`
+	Path        string              `toml:"-"` // file it was loaded from; "" for the embedded default
+}
+
+// Watch is the [watch] table: how each agent's workdir is watched.
+type Watch struct {
+	Enabled     bool     `toml:"enabled"`      // default true
+	Ignore      []string `toml:"ignore"`       // extra gitignore-style patterns, relative to the workdir
+	IgnoreDirs  []string `toml:"ignore_dirs"`  // directory names never watched; default: node_modules, .venv, …
+	Quiet       Duration `toml:"quiet"`        // activity is summarised after this long without change (default 2s)
+	HandoffFile string   `toml:"handoff_file"` // default "HANDOFF.md"
+	CapsuleFile string   `toml:"capsule_file"` // default ".continuity/capsule.json"
+}
+
+// Policy is the [policy] table: when checkpoints are sent automatically.
+type Policy struct {
+	Enabled          bool      `toml:"enabled"`             // default true
+	Quiet            Duration  `toml:"quiet"`               // default 20s
+	MaxDelay         Duration  `toml:"max_delay"`           // default 5m
+	MinInterval      Duration  `toml:"min_interval"`        // default 60s
+	Thresholds       []float64 `toml:"thresholds"`          // default [0.5, 0.7, 0.85]
+	IdleAfter        Duration  `toml:"idle_after"`          // default 10m
+	Refresh          Duration  `toml:"refresh"`             // default 45m
+	PublicStatus     string    `toml:"public_status"`       // auto (on when an agent ships to a qday upstream) | on | off
+	SealOnCompaction bool      `toml:"seal_on_compaction"`  // default true
+	SealOnSessionEnd bool      `toml:"seal_on_session_end"` // default true
+}
+
+// Transcripts is the [transcripts] table: where agents' transcripts are
+// found, to follow context usage and compactions.
+type Transcripts struct {
+	Enabled    bool   `toml:"enabled"`     // default true
+	ClaudeHome string `toml:"claude_home"` // default ~/.claude
+	CodexHome  string `toml:"codex_home"`  // default ~/.codex
 }
 
 // Outbox is the [outbox] table: how accepted writes wait for and are retried

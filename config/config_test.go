@@ -71,6 +71,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 		Upstreams: map[string]Upstream{},
 		Guard:     Guard{AllowedLinkDomains: []string{"qdaybunker.fun", "dexscreener.com"}},
 		Outbox:    defaultOutbox(),
+		Watch:     defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -131,6 +132,7 @@ func TestDecodeFullConfig(t *testing.T) {
 		},
 		Guard:  Guard{AllowedLinkDomains: []string{}},
 		Outbox: defaultOutbox(),
+		Watch:  defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -342,4 +344,15 @@ func TestOutboxValues(t *testing.T) {
 	if err != nil || cfg.Outbox.MaxPending != 1 {
 		t.Fatalf("max_pending 1: %v %+v", err, cfg)
 	}
+}
+
+func defaultWatch() Watch {
+	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: defaultIgnoreDirs(), Quiet: Duration{2 * time.Second},
+		HandoffFile: "HANDOFF.md", CapsuleFile: ".continuity/capsule.json"}
+}
+
+func defaultPolicy() Policy {
+	return Policy{Enabled: true, Quiet: Duration{20 * time.Second}, MaxDelay: Duration{5 * time.Minute}, MinInterval: Duration{time.Minute},
+		Thresholds: []float64{0.5, 0.7, 0.85}, IdleAfter: Duration{10 * time.Minute}, Refresh: Duration{45 * time.Minute},
+		PublicStatus: "auto", SealOnCompaction: true, SealOnSessionEnd: true}
 }

@@ -64,11 +64,42 @@ func Decode(data []byte, name string) (*Config, error) {
 // string means "not set", so a Config marshalled back to TOML, whose empty
 // fields come out as "", reads the same.
 type rawConfig struct {
-	Daemon    rawDaemon              `toml:"daemon"`
-	Agents    []rawAgent             `toml:"agent"` // nil: no agent given; empty: `agent = []`
-	Upstreams map[string]rawUpstream `toml:"upstream"`
-	Guard     rawGuard               `toml:"guard"`
-	Outbox    rawOutbox              `toml:"outbox"`
+	Daemon      rawDaemon              `toml:"daemon"`
+	Agents      []rawAgent             `toml:"agent"` // nil: no agent given; empty: `agent = []`
+	Upstreams   map[string]rawUpstream `toml:"upstream"`
+	Guard       rawGuard               `toml:"guard"`
+	Outbox      rawOutbox              `toml:"outbox"`
+	Watch       rawWatch               `toml:"watch"`
+	Policy      rawPolicy              `toml:"policy"`
+	Transcripts rawTranscripts         `toml:"transcripts"`
+}
+
+type rawWatch struct {
+	Enabled     *bool    `toml:"enabled"`
+	Ignore      []string `toml:"ignore"`
+	IgnoreDirs  []string `toml:"ignore_dirs"`
+	Quiet       *string  `toml:"quiet"`
+	HandoffFile string   `toml:"handoff_file"`
+	CapsuleFile string   `toml:"capsule_file"`
+}
+
+type rawPolicy struct {
+	Enabled          *bool     `toml:"enabled"`
+	Quiet            *string   `toml:"quiet"`
+	MaxDelay         *string   `toml:"max_delay"`
+	MinInterval      *string   `toml:"min_interval"`
+	Thresholds       []float64 `toml:"thresholds"`
+	IdleAfter        *string   `toml:"idle_after"`
+	Refresh          *string   `toml:"refresh"`
+	PublicStatus     string    `toml:"public_status"`
+	SealOnCompaction *bool     `toml:"seal_on_compaction"`
+	SealOnSessionEnd *bool     `toml:"seal_on_session_end"`
+}
+
+type rawTranscripts struct {
+	Enabled    *bool  `toml:"enabled"`
+	ClaudeHome string `toml:"claude_home"`
+	CodexHome  string `toml:"codex_home"`
 }
 
 type rawOutbox struct {

@@ -23,6 +23,7 @@ var (
 	stringKinds  = []unstable.Kind{unstable.String}
 	numberKinds  = []unstable.Kind{unstable.Float, unstable.Integer}
 	integerKinds = []unstable.Kind{unstable.Integer}
+	boolKinds    = []unstable.Kind{unstable.Bool}
 )
 
 const wantDuration = `a duration string such as "30s" or "10m"`
@@ -62,6 +63,31 @@ var keySpecs = []keySpec{
 	{"outbox.max_retry_after", wantDuration, stringKinds},
 	{"outbox.unauthorized_retry", wantDuration, stringKinds},
 	{"outbox.resume_timeout", wantDuration, stringKinds},
+	{"watch", "a table ([watch])", tableKinds},
+	{"watch.enabled", "true or false", boolKinds},
+	{"watch.ignore", "an array of strings", arrayKinds},
+	{"watch.ignore[]", "a string", stringKinds},
+	{"watch.ignore_dirs", "an array of strings", arrayKinds},
+	{"watch.ignore_dirs[]", "a string", stringKinds},
+	{"watch.quiet", wantDuration, stringKinds},
+	{"watch.handoff_file", "a string", stringKinds},
+	{"watch.capsule_file", "a string", stringKinds},
+	{"policy", "a table ([policy])", tableKinds},
+	{"policy.enabled", "true or false", boolKinds},
+	{"policy.quiet", wantDuration, stringKinds},
+	{"policy.max_delay", wantDuration, stringKinds},
+	{"policy.min_interval", wantDuration, stringKinds},
+	{"policy.thresholds", "an array of numbers", arrayKinds},
+	{"policy.thresholds[]", "a number", numberKinds},
+	{"policy.idle_after", wantDuration, stringKinds},
+	{"policy.refresh", wantDuration, stringKinds},
+	{"policy.public_status", "a string", stringKinds},
+	{"policy.seal_on_compaction", "true or false", boolKinds},
+	{"policy.seal_on_session_end", "true or false", boolKinds},
+	{"transcripts", "a table ([transcripts])", tableKinds},
+	{"transcripts.enabled", "true or false", boolKinds},
+	{"transcripts.claude_home", "a string", stringKinds},
+	{"transcripts.codex_home", "a string", stringKinds},
 }
 
 func specOf(path string) (keySpec, bool) {
