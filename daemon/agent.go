@@ -58,6 +58,8 @@ type agent struct {
 
 	dirty chan struct{} // buffered 1: the last-resume file is out of date
 
+	capture *capture // the automatic side: watcher, handoff files, policy
+
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
@@ -66,7 +68,7 @@ type agent struct {
 const lastResumeEvery = time.Second
 
 // openAgent opens the agent's residency and prepares its shippers.
-func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, log *slog.Logger, m *metrics) (*agent, error) {
+func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, g *capsule.Guard, log *slog.Logger, m *metrics) (*agent, error) {
 	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), metrics: m, dirty: make(chan struct{}, 1),
 		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
 	store, err := residency.Open(residency.Options{
@@ -80,6 +82,7 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 		return nil, err
 	}
 	a.store = store
+	a.capture = newCapture(a, cfg, g, log)
 	for _, name := range ac.Upstreams {
 		ur := ups[name]
 		a.ups = append(a.ups, ur)
@@ -111,6 +114,9 @@ func (a *agent) onCommit(evs []residency.Event) {
 		switch {
 		case e.Kind == "signal" && e.Signal != nil:
 			a.metrics.signals.WithLabelValues(a.name, e.Signal.Kind).Inc()
+			if a.capture != nil {
+				a.capture.signal(e.Signal)
+			}
 		case e.Logged:
 			a.metrics.accepted.WithLabelValues(a.name, e.Kind).Inc()
 		}
@@ -163,6 +169,7 @@ func (a *agent) start(ctx context.Context) {
 		defer a.wg.Done()
 		a.keepLastResume(ctx)
 	}()
+	a.capture.start(ctx, &a.wg)
 	for i, s := range a.shippers {
 		a.wg.Add(1)
 		go func() {
@@ -221,6 +228,7 @@ func (a *agent) upstreamStates() []capsule.UpstreamState {
 func (a *agent) resume(ctx context.Context, visit bool) capsule.Resume {
 	r := a.store.Resume(visit)
 	r.Upstreams = a.upstreamStates()
+	r.Degraded = append(r.Degraded, a.capture.degradedSources()...)
 	var resumers []int
 	for i, ur := range a.ups {
 		if _, ok := ur.up.(upstream.Resumer); ok {

@@ -138,7 +138,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if missing {
 			continue // reported above
 		}
-		a, err := openAgent(cfg, ac, next.ups, d.log, d.metrics)
+		a, err := openAgent(cfg, ac, next.ups, next.guard, d.log, d.metrics)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -79,7 +79,11 @@ func newWorkspace(t *testing.T) *workspace {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	w := &workspace{dir: dir, config: filepath.Join(dir, "continuityd.toml"),
 		socket: filepath.Join(dir, "d.sock"), state: filepath.Join(dir, "state")}
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", w.state, w.socket, dir)
+	// The agent works in its own directory: files the tests write beside
+	// the config are not its work.
+	work := filepath.Join(dir, "work")
+	os.MkdirAll(work, 0o755)
+	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", w.state, w.socket, work)
 	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -477,11 +481,17 @@ func TestHookCommandWithDaemonUp(t *testing.T) {
 		}
 		ev := get(t, c, fmt.Sprintf("/v1/continuity/wait?max_seconds=5&after=%v", cursor))
 		cursor = ev["cursor"]
-		evs := ev["events"].([]any)
-		last := evs[len(evs)-1].(map[string]any)
+		// The policy may act on the signal (a compaction seals a capsule):
+		// look for the signal itself among what happened.
+		var last map[string]any
+		for _, e := range ev["events"].([]any) {
+			if m := e.(map[string]any); m["kind"] == "signal" {
+				last = m
+			}
+		}
 		data, _ := last["data"].(map[string]any)
-		if last["kind"] != "signal" || data["kind"] != wantSignal || data["via"] != "hook" {
-			t.Fatalf("payload %d (%s) became %v, want a %s signal", i, name, last, wantSignal)
+		if last == nil || data["kind"] != wantSignal || data["via"] != "hook" {
+			t.Fatalf("payload %d (%s) became %v, want a %s signal", i, name, ev["events"], wantSignal)
 		}
 	}
 	if n := get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)["compactions"].(float64); n < 1 {

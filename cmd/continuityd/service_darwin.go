@@ -25,7 +25,7 @@ const (
 
 func checkPlatform(p string) error {
 	if p != "darwin-launchd" {
-		return fmt.Errorf("continuityd service works with launchd, and this system runs %s", p)
+		return fmt.Errorf("`continuityd service` works with launchd, and this system runs %s", p)
 	}
 	return nil
 }

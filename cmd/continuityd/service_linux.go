@@ -27,7 +27,7 @@ const (
 
 func checkPlatform(p string) error {
 	if p != "linux-systemd" {
-		return fmt.Errorf("continuityd service works with systemd, and this system runs %s (run `continuityd run` from your init system instead)", p)
+		return fmt.Errorf("`continuityd service` works with systemd, and this system runs %s: start `continuityd run` from your init system instead", p)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func TestServiceInstallPrint(t *testing.T) {
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
 	cfgPath := filepath.Join(dir, "c.toml")
-	cfg := "[daemon]\nstate_dir = " + quote(filepath.Join(dir, "state")) + "\nsocket = " + quote(filepath.Join(dir, "s.sock")) +
+	cfg := "[daemon]\nstate_dir = " + quote(filepath.Join(dir, "state")) + "\nsocket = " + quote(filepath.Join(dir, "run", "s.sock")) +
 		"\n\n[[agent]]\nname = \"builder\"\nworkdir = " + quote(work) + "\n"
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestServiceInstallPrint(t *testing.T) {
 		"ExecStart=" + bin + " run --config " + cfgPath + "\n",
 		"Type=notify\n",
 		"User=continuityd\n",
-		"ReadWritePaths=-" + filepath.Join(dir, "state") + " -" + dir + "\n", // the socket's directory holds the work directory
+		"ReadWritePaths=-" + filepath.Join(dir, "state") + " -" + filepath.Join(dir, "run") + " -" + work + "\n",
 		"ProtectHome=yes\n",
 		"WantedBy=multi-user.target\n",
 	} {
@@ -96,7 +96,7 @@ func TestServiceInstallPrint(t *testing.T) {
 			t.Errorf("the unit lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "WorkingDirectory=") {
+	if strings.Contains(out, "\nWorkingDirectory=") {
 		t.Errorf("a config with agents sets WorkingDirectory:\n%s", out)
 	}
 
@@ -105,7 +105,7 @@ func TestServiceInstallPrint(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "WantedBy=default.target\n") || strings.Contains(out, "User=") || strings.Contains(out, "ProtectSystem=") {
+	if !strings.Contains(out, "WantedBy=default.target\n") || strings.Contains(out, "\nUser=") || strings.Contains(out, "\nProtectSystem=") {
 		t.Errorf("not a user unit:\n%s", out)
 	}
 

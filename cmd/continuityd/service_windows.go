@@ -32,7 +32,7 @@ const (
 
 func checkPlatform(p string) error {
 	if p != "windows-service" {
-		return fmt.Errorf("continuityd service works with the Windows service control manager, not %s", p)
+		return fmt.Errorf("`continuityd service` works with the Windows service control manager, not %s", p)
 	}
 	return nil
 }

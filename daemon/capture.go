@@ -1,0 +1,293 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/policy"
+	"github.com/continuityd/continuityd/daemon/sources/handoff"
+	"github.com/continuityd/continuityd/daemon/sources/watch"
+)
+
+// capture is one agent's automatic side: the sources that notice the work
+// moving (the workdir watcher, the handoff files, transcripts) feed the
+// residency and the checkpoint policy, which writes through the same store
+// and outbox as the agent itself. Nothing here invents content: paths and
+// counts, the agent's own handoff text, and markers.
+type capture struct {
+	a      *agent
+	cfg    *config.Config
+	guard  *capsule.Guard
+	log    *slog.Logger
+	policy *policy.Policy
+	inputs chan policy.Input
+
+	watcher  *watch.Watcher // nil when not watching
+	degraded func() string
+	mu       sync.Mutex
+	handoffs map[string]time.Time // handoff file → mtime last applied
+}
+
+// policyInputs buffers what reaches the policy; the store's writer must
+// never block on it, so a full buffer drops (activity is repeated anyway).
+const policyInputs = 1024
+
+// newCapture prepares the agent's sources and policy; start runs them.
+func newCapture(a *agent, cfg *config.Config, g *capsule.Guard, log *slog.Logger) *capture {
+	c := &capture{a: a, cfg: cfg, guard: g, log: log.With("agent", a.name), inputs: make(chan policy.Input, policyInputs),
+		handoffs: map[string]time.Time{}}
+	pc := policy.DefaultConfig()
+	p := cfg.Policy
+	pc.Enabled = p.Enabled
+	pc.Quiet, pc.MaxDelay, pc.MinInterval = p.Quiet.Duration, p.MaxDelay.Duration, p.MinInterval.Duration
+	pc.IdleAfter, pc.Refresh = p.IdleAfter.Duration, p.Refresh.Duration
+	if len(p.Thresholds) > 0 {
+		pc.Thresholds = slices.Clone(p.Thresholds)
+	}
+	pc.SealOnCompaction, pc.SealOnSessionEnd = p.SealOnCompaction, p.SealOnSessionEnd
+	pc.PublicStatus = publicStatusOn(p.PublicStatus, a, cfg)
+	c.policy = policy.New(a.name, pc, a.store, c.seal, log, time.Now)
+	return c
+}
+
+// publicStatusOn decides whether the policy manages the PUBLIC status:
+// "auto" turns it on only where an upstream shows it (Q-Day's office).
+func publicStatusOn(mode string, a *agent, cfg *config.Config) bool {
+	switch mode {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	for _, name := range a.cfg.Upstreams {
+		if uc, ok := cfg.UpstreamFor(name); ok && uc.Kind == config.KindQDay {
+			return true
+		}
+	}
+	return false
+}
+
+// seal builds the capsule the policy seals, exactly as POST
+// /v1/capsule/seal does, and checks it with the guard.
+func (c *capture) seal(st capsule.Resume, draft *capsule.CapsuleRecord, now time.Time) (*capsule.Capsule, error) {
+	cp := buildCapsule(st, draft, now)
+	if err := c.guard.CheckCapsule(cp); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// feed hands an input to the policy without ever blocking.
+func (c *capture) feed(in policy.Input) {
+	select {
+	case c.inputs <- in:
+	default:
+		c.log.Debug("policy input dropped (buffer full)")
+	}
+}
+
+// start runs the policy, the workdir watcher and the handoff files.
+func (c *capture) start(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.policy.Run(ctx, c.inputs)
+	}()
+	wd := c.a.cfg.Workdir
+	if wd == "" || !c.cfg.Watch.Enabled {
+		return
+	}
+	c.checkHandoffs(ctx) // files written while the daemon was down
+	ignore := slices.Clone(c.cfg.Watch.Ignore)
+	// The daemon's own files must not count as the agent's work: a state
+	// directory inside the workdir would otherwise feed on itself.
+	for _, own := range []string{c.cfg.Daemon.StateDir, filepath.Dir(c.cfg.Daemon.Socket)} {
+		if rel, err := filepath.Rel(wd, own); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			ignore = append(ignore, "/"+filepath.ToSlash(rel)+"/")
+		}
+	}
+	w, err := watch.New(watch.Options{
+		Root: wd, Ignore: ignore, IgnoreDirs: c.cfg.Watch.IgnoreDirs,
+		Quiet: c.cfg.Watch.Quiet.Duration, Logger: c.log,
+		OnGitEvent: func(dir string) { c.gitEvent(ctx, dir) },
+	})
+	if err != nil {
+		c.log.Warn("cannot watch the workdir; automatic capture is off for it", "workdir", wd, "err", err)
+		return
+	}
+	c.mu.Lock()
+	c.watcher = w
+	c.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := w.Run(ctx, func(s watch.Summary) { c.activity(ctx, s) }); err != nil && ctx.Err() == nil {
+			c.log.Warn("workdir watcher stopped", "err", err)
+		}
+	}()
+	// The daemon reports ready only once the tree is watched, so a change
+	// made right after start is seen; what changed while the watches were
+	// being added is read once more.
+	select {
+	case <-w.Ready():
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+		c.log.Warn("the workdir watcher is slow to start; going on", "workdir", wd)
+	}
+	c.checkHandoffs(ctx)
+}
+
+// degradedSources names what could not be watched, for resume.
+func (c *capture) degradedSources() []string {
+	c.mu.Lock()
+	w := c.watcher
+	c.mu.Unlock()
+	if w != nil && w.Degraded() != "" {
+		return []string{"watch"}
+	}
+	return nil
+}
+
+// activity records a burst of file changes (paths redacted) and tells the
+// policy; a change to a handoff file is read at once.
+func (c *capture) activity(ctx context.Context, s watch.Summary) {
+	paths := make([]string, 0, len(s.Paths))
+	handoffChanged := s.Rescanned
+	for _, p := range s.Paths {
+		if p == filepath.ToSlash(c.cfg.Watch.HandoffFile) || p == filepath.ToSlash(c.cfg.Watch.CapsuleFile) {
+			handoffChanged = true
+		}
+		paths = append(paths, c.guard.Redact(p))
+	}
+	if _, err := c.a.store.NoteActivity(ctx, paths, s.Count); err != nil && ctx.Err() == nil {
+		c.log.Warn("cannot record activity", "err", err)
+	}
+	c.feed(policy.Input{Kind: policy.KindActivity, At: s.Last})
+	if handoffChanged {
+		c.checkHandoffs(ctx)
+	}
+}
+
+// checkHandoffs reads the handoff files that changed since last applied:
+// HANDOFF.md becomes derived focus and working state, the capsule file a
+// capsule draft. A file that fails the guards is refused and the reason is
+// shown in resume and status until it is fixed.
+func (c *capture) checkHandoffs(ctx context.Context) {
+	wd := c.a.cfg.Workdir
+	for _, name := range []string{c.cfg.Watch.HandoffFile, c.cfg.Watch.CapsuleFile} {
+		path := filepath.Join(wd, name)
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		c.mu.Lock()
+		seen := c.handoffs[name]
+		c.mu.Unlock()
+		if !fi.ModTime().After(seen) {
+			continue
+		}
+		d, rerr := c.readHandoff(name, path, fi.ModTime())
+		c.mu.Lock()
+		c.handoffs[name] = fi.ModTime()
+		c.mu.Unlock()
+		if err := c.a.store.NoteRefusal(ctx, name, rerr); err != nil && ctx.Err() == nil {
+			c.log.Warn("cannot record the handoff file's state", "err", err)
+		}
+		if rerr != nil {
+			c.log.Warn("handoff file refused", "file", name, "code", rerr.Code, "field", rerr.Field, "reason", rerr.Message)
+			continue
+		}
+		c.feed(policy.Input{Kind: policy.KindDerived, At: time.Now(), Derived: d})
+	}
+}
+
+// readHandoff parses and guards one handoff file.
+func (c *capture) readHandoff(name, path string, mtime time.Time) (*policy.Derived, *capsule.Error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, capsule.Refuse(capsule.CodeInvalidField, name, "cannot be read: %v", err)
+	}
+	if len(raw) > capsule.MaxBodyBytes {
+		return nil, capsule.Refuse(capsule.CodeBodyTooLarge, name, "is over %d bytes", capsule.MaxBodyBytes)
+	}
+	d := &policy.Derived{Source: name, ChangedAt: mtime}
+	if name == c.cfg.Watch.CapsuleFile {
+		cp, err := c.guard.DecodeCapsule(raw)
+		if err != nil {
+			return nil, asError(err)
+		}
+		d.Capsule = cp
+		return d, nil
+	}
+	h, err := handoff.Parse(raw)
+	if err != nil {
+		return nil, capsule.Refuse(capsule.CodeInvalidField, name, "%v", err)
+	}
+	hc := h.Capsule()
+	if err := c.guard.CheckCapsule(&hc); err != nil {
+		return nil, asError(err)
+	}
+	// The same checks an agent's own checkpoint gets.
+	cp := map[string]any{}
+	ws := map[string]any{}
+	set := func(dst *(*string), v string) {
+		if v != "" {
+			s := v
+			*dst = &s
+		}
+	}
+	set(&d.Focus, h.Goal)
+	set(&d.NextAction, h.Next)
+	set(&d.LastResult, h.Done)
+	set(&d.WaitingFor, h.Blockers)
+	if d.Focus != nil {
+		cp["focus"] = *d.Focus
+	}
+	for k, v := range map[string]*string{"next_action": d.NextAction, "last_result": d.LastResult, "waiting_for": d.WaitingFor} {
+		if v != nil {
+			ws[k] = *v
+		}
+	}
+	if len(ws) > 0 {
+		cp["working_state"] = ws
+	}
+	if len(cp) > 0 {
+		body, _ := json.Marshal(cp)
+		if _, err := c.guard.DecodeCheckpoint(body); err != nil {
+			return nil, asError(err)
+		}
+	}
+	if h.DoNot != "" || h.Refuted != "" {
+		d.Capsule = &hc
+	}
+	return d, nil
+}
+
+func asError(err error) *capsule.Error {
+	var ce *capsule.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return capsule.Refuse(capsule.CodeInvalidField, "", "%v", err)
+}
+
+// signal tells the policy about a stored signal (from the store's commit).
+func (c *capture) signal(s *capsule.Signal) {
+	sc := *s
+	c.feed(policy.Input{Kind: policy.KindSignal, At: s.At, Signal: &sc})
+}
+
+// gitEvent turns a moved HEAD or ref in a watched repository into receipts.
+func (c *capture) gitEvent(ctx context.Context, dir string) {
+	c.gitCheck(ctx, dir)
+}
