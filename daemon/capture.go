@@ -32,10 +32,11 @@ type capture struct {
 	policy *policy.Policy
 	inputs chan policy.Input
 
-	watcher  *watch.Watcher // nil when not watching
-	degraded func() string
-	mu       sync.Mutex
-	handoffs map[string]time.Time // handoff file → mtime last applied
+	watcher     *watch.Watcher // nil when not watching
+	transcripts *transcriptFollower
+	degraded    func() string
+	mu          sync.Mutex
+	handoffs    map[string]time.Time // handoff file → mtime last applied
 }
 
 // policyInputs buffers what reaches the policy; the store's writer must
@@ -57,6 +58,7 @@ func newCapture(a *agent, cfg *config.Config, g *capsule.Guard, log *slog.Logger
 	pc.SealOnCompaction, pc.SealOnSessionEnd = p.SealOnCompaction, p.SealOnSessionEnd
 	pc.PublicStatus = publicStatusOn(p.PublicStatus, a, cfg)
 	c.policy = policy.New(a.name, pc, a.store, c.seal, log, time.Now)
+	c.transcripts = newTranscriptFollower(c)
 	return c
 }
 
@@ -104,6 +106,13 @@ func (c *capture) start(ctx context.Context, wg *sync.WaitGroup) {
 		c.policy.Run(ctx, c.inputs)
 	}()
 	wd := c.a.cfg.Workdir
+	if wd != "" && c.cfg.Transcripts.Enabled {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.transcripts.run(ctx)
+		}()
+	}
 	if wd == "" || !c.cfg.Watch.Enabled {
 		return
 	}
@@ -283,6 +292,9 @@ func asError(err error) *capsule.Error {
 
 // signal tells the policy about a stored signal (from the store's commit).
 func (c *capture) signal(s *capsule.Signal) {
+	if s.TranscriptPath != "" && s.Via != "transcript" && c.cfg.Transcripts.Enabled {
+		c.transcripts.follow(s.TranscriptPath)
+	}
 	sc := *s
 	c.feed(policy.Input{Kind: policy.KindSignal, At: s.At, Signal: &sc})
 }

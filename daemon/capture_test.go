@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/sources/transcript"
 	"github.com/continuityd/continuityd/upstream/local"
 )
 
@@ -108,4 +109,61 @@ func toStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestTranscriptFollowedForUsageAndCompaction: a real Claude Code
+// transcript grows in the agent's project folder; the daemon reports the
+// used fraction the transcript implies and counts its compaction once.
+func TestTranscriptFollowedForUsageAndCompaction(t *testing.T) {
+	fixture, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "transcript-autocompact-opus46-v2.1.39.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(fixture), "\n")
+	boundary := 62 // line 63 is the compact_boundary
+	if !strings.Contains(lines[boundary], "compact_boundary") {
+		t.Fatal("fixture changed: line 63 is not the compact boundary")
+	}
+	cfg, wd := captureConfig(t)
+	cfg.Watch.Enabled = false
+	home := filepath.Join(filepath.Dir(cfg.Daemon.StateDir), "claude")
+	cfg.Transcripts = config.Transcripts{Enabled: true, ClaudeHome: home}
+	proj := transcript.ClaudeProjectDir(home, wd)
+	os.MkdirAll(proj, 0o700)
+	path := filepath.Join(proj, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+	os.WriteFile(path, []byte(strings.Join(lines[:boundary], "")), 0o600)
+
+	// What the transcript says before the boundary, computed independently.
+	tr := transcript.NewTracker(transcript.ClaudeCode)
+	var want float64
+	for _, l := range lines[:boundary] {
+		if u, _ := tr.Line([]byte(l)); u.Usage != nil {
+			want = u.Usage.Fraction
+		}
+	}
+	td := startDaemon(t, cfg)
+	waitFor(t, 10*time.Second, func() bool {
+		f, _ := td.resume("?peek=1")["context"].(map[string]any)["used_fraction"].(float64)
+		return f > 0 && abs(f-want) <= 0.01
+	})
+	if n := td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64); n != 0 {
+		t.Fatalf("history counted as compactions: %v", n)
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(strings.Join(lines[boundary:], ""))
+	f.Close()
+	waitFor(t, 10*time.Second, func() bool {
+		return td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64) == 1
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64); n != 1 {
+		t.Fatalf("compactions %v, want exactly 1", n)
+	}
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
 }
