@@ -15,6 +15,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/policy"
+	"github.com/continuityd/continuityd/daemon/sources/gitwatch"
 	"github.com/continuityd/continuityd/daemon/sources/handoff"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
 )
@@ -36,7 +37,8 @@ type capture struct {
 	transcripts *transcriptFollower
 	degraded    func() string
 	mu          sync.Mutex
-	handoffs    map[string]time.Time // handoff file → mtime last applied
+	handoffs    map[string]time.Time      // handoff file → mtime last applied
+	repos       map[string]*gitwatch.Repo // worktree root → repository seen
 }
 
 // policyInputs buffers what reaches the policy; the store's writer must
@@ -117,6 +119,7 @@ func (c *capture) start(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	c.checkHandoffs(ctx) // files written while the daemon was down
+	c.primeGit(wd)
 	ignore := slices.Clone(c.cfg.Watch.Ignore)
 	// The daemon's own files must not count as the agent's work: a state
 	// directory inside the workdir would otherwise feed on itself.
@@ -171,7 +174,8 @@ func (c *capture) degradedSources() []string {
 // policy; a change to a handoff file is read at once.
 func (c *capture) activity(ctx context.Context, s watch.Summary) {
 	paths := make([]string, 0, len(s.Paths))
-	handoffChanged := s.Rescanned
+	// A summary lists at most some paths: past that, look anyway.
+	handoffChanged := s.Rescanned || s.Count > len(s.Paths)
 	for _, p := range s.Paths {
 		if p == filepath.ToSlash(c.cfg.Watch.HandoffFile) || p == filepath.ToSlash(c.cfg.Watch.CapsuleFile) {
 			handoffChanged = true

@@ -1,6 +1,64 @@
 package daemon
 
-import "context"
+import (
+	"context"
+	"errors"
 
-// gitCheck is filled in with the git receipts source.
-func (c *capture) gitCheck(ctx context.Context, dir string) {}
+	"github.com/continuityd/continuityd/daemon/sources/gitwatch"
+)
+
+// gitCheck turns what moved in a watched repository (HEAD or a ref, seen by
+// the workdir watcher: no polling) into receipts: a commit becomes
+// "<repo>@<short-sha> <subject>" with the subject secret-redacted, a branch
+// switch is noted.
+func (c *capture) gitCheck(ctx context.Context, dir string) {
+	c.mu.Lock()
+	if c.repos == nil {
+		c.repos = map[string]*gitwatch.Repo{}
+	}
+	r, known := c.repos[dir]
+	c.mu.Unlock()
+	if !known {
+		var err error
+		if r, err = gitwatch.Open(dir); err != nil {
+			if !errors.Is(err, gitwatch.ErrReftable) {
+				c.log.Debug("not a repository git receipts can read", "dir", dir, "err", err)
+			}
+			return
+		}
+		c.mu.Lock()
+		c.repos[dir] = r
+		c.mu.Unlock()
+		r.Check() // the first check records where the repository stands
+		return
+	}
+	changes, err := r.Check()
+	if err != nil {
+		c.log.Debug("git check", "dir", dir, "err", err)
+	}
+	for _, ch := range changes {
+		if ch.Kind != gitwatch.KindCommit && ch.Kind != gitwatch.KindBranchSwitch {
+			continue
+		}
+		ch.Subject = c.guard.Redact(ch.Subject)
+		if _, err := c.a.store.AddReceipt(ctx, ch.Receipt(), ch.Kind == gitwatch.KindCommit); err != nil && ctx.Err() == nil {
+			c.log.Warn("cannot record a git receipt", "err", err)
+		}
+	}
+}
+
+// primeGit records where the workdir's repository stands at start, so the
+// first commit after it is reported (not taken as the starting point).
+func (c *capture) primeGit(wd string) {
+	r, err := gitwatch.Open(wd)
+	if err != nil {
+		return
+	}
+	r.Check()
+	c.mu.Lock()
+	if c.repos == nil {
+		c.repos = map[string]*gitwatch.Repo{}
+	}
+	c.repos[r.Root()] = r
+	c.mu.Unlock()
+}

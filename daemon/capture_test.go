@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -166,4 +167,38 @@ func abs(f float64) float64 {
 		return -f
 	}
 	return f
+}
+
+// TestGitCommitBecomesReceipt: a commit in the watched workdir becomes a
+// receipt with its subject secret-redacted, event-driven.
+func TestGitCommitBecomesReceipt(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	cfg, wd := captureConfig(t)
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = wd
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(wd, "a.txt"), []byte("a"), 0o644)
+	git("add", "a.txt")
+	git("commit", "-q", "-m", "first")
+	td := startDaemon(t, cfg)
+	os.WriteFile(filepath.Join(wd, "b.txt"), []byte("b"), 0o644)
+	git("add", "b.txt")
+	git("commit", "-q", "-m", "rotate the key ghp_R7x9Qm2LkP4vT8nZ3wY6bJ1cF5hD0sA2eG7k")
+	waitFor(t, 10*time.Second, func() bool { return len(td.resume("?peek=1")["receipts"].([]any)) == 1 })
+	rc := td.resume("?peek=1")["receipts"].([]any)[0].(string)
+	if !strings.HasPrefix(rc, "work@") || strings.Contains(rc, "ghp_") || !strings.Contains(rc, "rotate the key") {
+		t.Fatalf("receipt %q", rc)
+	}
+	if c := td.resume("?peek=1")["since_last_visit"].(map[string]any)["commits"].([]any); len(c) != 1 {
+		t.Fatalf("since_last_visit commits: %v", c)
+	}
 }

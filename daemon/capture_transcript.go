@@ -104,7 +104,9 @@ func (f *transcriptFollower) run(ctx context.Context) {
 		tail    *transcript.Tail
 		tracker *transcript.Tracker
 		dir     string
-		fresh   bool // first time this transcript is seen: its history is not news
+		// historyEnd is the size of a transcript seen for the first time
+		// when following began: what lies before it is history, not news.
+		historyEnd int64
 	)
 	start := func(path string) {
 		if dir != "" {
@@ -116,7 +118,10 @@ func (f *transcriptFollower) run(ctx context.Context) {
 		}
 		saved, ok := f.loadOffset(path)
 		tail = &transcript.Tail{Path: path, Offset: saved.Offset, Inode: saved.Inode}
-		tracker, fresh = nil, !ok
+		tracker, historyEnd = nil, 0
+		if fi, err := os.Stat(path); err == nil && !ok {
+			historyEnd = fi.Size()
+		}
 		f.mu.Lock()
 		f.path = path
 		f.mu.Unlock()
@@ -140,7 +145,12 @@ func (f *transcriptFollower) run(ctx context.Context) {
 			}
 			var usage *transcript.Usage
 			compactions := []transcript.Compaction{}
+			pos := tail.Offset
 			for _, l := range lines {
+				pos -= int64(len(l)) + 1
+			}
+			for _, l := range lines {
+				pos += int64(len(l)) + 1
 				if tracker == nil {
 					format, ok := transcript.DetectFormat(l)
 					if !ok {
@@ -157,14 +167,14 @@ func (f *transcriptFollower) run(ctx context.Context) {
 					usage = &uu
 				}
 				if u.Compaction != nil {
-					compactions = append(compactions, *u.Compaction)
+					if pos > historyEnd {
+						compactions = append(compactions, *u.Compaction)
+					}
 					usage = nil
 				}
 			}
-			if !fresh {
-				for _, cp := range compactions {
-					f.signal(ctx, &capsule.Signal{Kind: capsule.SignalCompaction, Phase: "post", Trigger: cp.Trigger, Via: "transcript", TranscriptPath: tail.Path})
-				}
+			for _, cp := range compactions {
+				f.signal(ctx, &capsule.Signal{Kind: capsule.SignalCompaction, Phase: "post", Trigger: cp.Trigger, Via: "transcript", TranscriptPath: tail.Path})
 			}
 			if usage != nil && usage.Window > 0 && math.Abs(usage.Fraction-lastFrac) >= 0.01 {
 				lastFrac = usage.Fraction
@@ -173,7 +183,6 @@ func (f *transcriptFollower) run(ctx context.Context) {
 			}
 			f.saveOffset(tail)
 			if len(lines) == 0 {
-				fresh = false
 				return
 			}
 		}

@@ -118,7 +118,7 @@ func TestEditorTemp(t *testing.T) {
 	}
 }
 
-func BenchmarkIgnoredHotPath(b *testing.B) {
+func BenchmarkIgnoreMatch(b *testing.B) {
 	rs := parseRules([]byte("*.log\n/dist\nbuild/\n**/gen/**\n!keep.log\n*.o\n*.a\n.env\ncoverage.out\n"))
 	d := &dirInfo{rel: "", rules: rs}
 	sub := &dirInfo{rel: "pkg/server", parent: d}

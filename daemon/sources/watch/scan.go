@@ -168,6 +168,13 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
+func joinPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
 func readDir(path string) ([]fs.DirEntry, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -212,7 +219,7 @@ func (w *Watcher) scan(d *dirInfo, mode scanMode) {
 		d.rules = nil
 	}
 	if hasGit {
-		ext := w.gitFor(d.path, d.path+"/.git", gitIsDir, d, mode)
+		ext := w.gitFor(d.path, joinPath(d.path, ".git"), gitIsDir, d, mode)
 		for _, p := range ext {
 			if !slices.Contains(d.external, p) {
 				d.external = append(d.external, p)
@@ -255,10 +262,13 @@ func (w *Watcher) scan(d *dirInfo, mode scanMode) {
 				w.skip(d, name)
 				continue
 			}
-			if c := w.watch(d, name, d.path+"/"+name, rel, kindWork); c != nil {
+			if c := w.watch(d, name, joinPath(d.path, name), rel, kindWork); c != nil {
 				w.scan(c, mode)
 			}
 			continue
+		}
+		if c := d.children[name]; c != nil && mode.reconcile() {
+			w.drop(c) // a directory replaced by a file
 		}
 		switch mode {
 		case modeNew:
@@ -304,7 +314,7 @@ func (w *Watcher) scanGit(g *dirInfo, entries []fs.DirEntry, mode scanMode) {
 			if mode.reconcile() {
 				w.scan(c, mode)
 			}
-		} else if c := w.watch(g, "refs", g.path+"/refs", "", kindGitRefs); c != nil {
+		} else if c := w.watch(g, "refs", joinPath(g.path, "refs"), "", kindGitRefs); c != nil {
 			w.scan(c, mode)
 		}
 	}
@@ -333,7 +343,7 @@ func (w *Watcher) scanRefs(r *dirInfo, entries []fs.DirEntry, mode scanMode) {
 			if mode.reconcile() {
 				w.scan(c, mode)
 			}
-		} else if c := w.watch(r, name, r.path+"/"+name, "", kindGitRefs); c != nil {
+		} else if c := w.watch(r, name, joinPath(r.path, name), "", kindGitRefs); c != nil {
 			w.scan(c, mode)
 		}
 	}
@@ -470,10 +480,7 @@ func (w *Watcher) findOuter() {
 		}
 		if isRepo {
 			w.outer = rules
-			w.outerGit = w.gitFor(dir, filepath.Join(dir, ".git"), fi.IsDir(), nil, modeInitial)
-			if fi.IsDir() {
-				w.outerGit = append(w.outerGit, filepath.Join(dir, ".git"))
-			}
+			w.gitFor(dir, filepath.Join(dir, ".git"), fi.IsDir(), nil, modeInitial)
 			return
 		}
 		if dir == filepath.Dir(dir) {
@@ -528,19 +535,23 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 	rel := name[w.rootPrefix:]
 	now := time.Now()
 	if ev.Has(fsnotify.Create) {
-		if fi, err := os.Lstat(name); err == nil && fi.IsDir() {
-			if parent.children[base] != nil {
-				return // found by a scan already
-			}
-			if w.dirIgnored(parent, base, rel) {
-				w.skip(parent, base)
-				return
-			}
-			if d := w.watch(parent, base, name, rel, kindWork); d != nil {
-				w.scanNow = now
-				w.scan(d, modeNew)
-			}
-			return
+		if parent.children[base] != nil {
+			return // a directory found by a scan already
+		}
+		// Directory or file is settled at the end of the batch
+		// (flushCreates): a Write meanwhile says file and saves an lstat.
+		if _, dup := w.createIdx[name]; !dup {
+			w.createIdx[name] = len(w.creates)
+			w.creates = append(w.creates, pendingCreate{parent: parent, name: name, base: base, rel: rel, t: now})
+		}
+		return
+	}
+	if i, ok := w.createIdx[name]; ok {
+		delete(w.createIdx, name)
+		if ev.Has(fsnotify.Write) {
+			w.creates[i].done = true // a file: recorded with this Write
+		} else {
+			w.settleCreate(&w.creates[i])
 		}
 	}
 	if ev.Has(fsnotify.Remove | fsnotify.Rename) {
@@ -558,6 +569,62 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			return // the second event of a directory moved away
 		}
 	}
+	w.fileChanged(parent, base, rel, now)
+}
+
+// pendingCreate is a Create event whose type is not known yet.
+type pendingCreate struct {
+	parent          *dirInfo
+	name, base, rel string
+	t               time.Time
+	done            bool
+}
+
+// flushCreates settles the Create events of the batch.
+func (w *Watcher) flushCreates() {
+	for i := range w.creates {
+		if c := &w.creates[i]; !c.done {
+			w.settleCreate(c)
+		}
+	}
+	if cap(w.creates) > 1024 {
+		w.creates = nil
+	} else {
+		clear(w.creates)
+		w.creates = w.creates[:0]
+	}
+	clear(w.createIdx)
+}
+
+// settleCreate handles a created path: a directory is watched and scanned
+// (its files are reported), a file is reported.
+func (w *Watcher) settleCreate(c *pendingCreate) {
+	c.done = true
+	parent := c.parent
+	if w.dirs[parent.path] != parent {
+		return // its directory went in the meantime
+	}
+	fi, err := os.Lstat(c.name)
+	if err != nil || !fi.IsDir() {
+		w.fileChanged(parent, c.base, c.rel, c.t)
+		return
+	}
+	if parent.children[c.base] != nil {
+		return
+	}
+	if w.dirIgnored(parent, c.base, c.rel) {
+		w.skip(parent, c.base)
+		return
+	}
+	if d := w.watch(parent, c.base, c.name, c.rel, kindWork); d != nil {
+		w.scanNow = c.t
+		w.scan(d, modeNew)
+	}
+}
+
+// fileChanged records a change of a file (or of a path that is gone)
+// unless it is ignored.
+func (w *Watcher) fileChanged(parent *dirInfo, base, rel string, now time.Time) {
 	if isEditorTemp(base) {
 		w.st.ignored.Add(1)
 		return

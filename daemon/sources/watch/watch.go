@@ -31,7 +31,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,20 +39,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 )
-
-var (
-	expBuf   = envInt("EXP_BUF", eventBuffer)
-	coalesce = time.Duration(envInt("EXP_PAUSE_MS", 20)) * time.Millisecond
-	busyDrain = envInt("EXP_BUSY", 1024)
-	maxDrain = 1<<14
-)
-
-func envInt(k string, d int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return v
-	}
-	return d
-}
 
 // Defaults for Options.
 const (
@@ -71,9 +56,19 @@ const (
 	// are still listed.
 	maxTracked = 200_000
 
-	// eventBuffer lets fsnotify's reader keep draining the kernel queue
-	// while a scan runs, so a burst overflows the queue later, if at all.
-	eventBuffer = 4096
+	// Batching. Each inotify event wakes the process (fsnotify's file is in
+	// the Go netpoller), and a wake-up — context switches, fsnotify's read
+	// and hand-over — costs more than handling the event. So when a wake-up
+	// finds fewer than eventBuffer events (a trickle), Run stops reading for
+	// coalesce: fsnotify's reader blocks once the small channel buffer is
+	// full, events gather in the kernel queue (fs.inotify.max_queued_events,
+	// 16384 by default), and the next wake-up takes them all. A wake-up that
+	// finds more is a burst and is read on without pause: the queue can only
+	// overflow if ~16k events arrive within one pause (and then a rescan
+	// catches up). The pause adds at most coalesce to the report latency.
+	eventBuffer = 16
+	coalesce    = 50 * time.Millisecond
+	maxDrain    = 1 << 14 // events per wake-up before ctx and timers get a look
 
 	// rescanSlack is subtracted from the last quiet moment when a rescan
 	// decides which files changed (file systems with coarse timestamps).
@@ -122,8 +117,9 @@ type Summary struct {
 	// First and Last are when the burst's first and last change was seen.
 	First, Last time.Time
 	// Rescanned is set when events were lost (inotify queue overflow) and
-	// the tree was rescanned: Paths then holds the files modified since
-	// shortly before the previous summary, and removals may be missing.
+	// the tree was rescanned: Paths then also holds the files modified since
+	// the last quiet summary (or the start), and removals or moves of
+	// old files made meanwhile are missing.
 	Rescanned bool
 }
 
@@ -202,7 +198,6 @@ type Watcher struct {
 	dirs        map[string]*dirInfo
 	rootDir     *dirInfo
 	outer       []outerRules
-	outerGit    []string // git dirs of an enclosing repository (outside Root)
 	limitLogged bool
 	dropped     [16]string // recently dropped directories (a move reports them twice)
 	droppedI    int
@@ -210,6 +205,9 @@ type Watcher struct {
 	quietSince  time.Time // the last moment the queue was known drained (start, a quiet summary)
 	rescanSince time.Time // modeRescan: files modified since are reported
 	scanNow     time.Time // when the running scan started
+
+	creates   []pendingCreate // Create events of the batch, not settled yet
+	createIdx map[string]int  // path → index in creates
 
 	gitPending    map[string]bool
 	resyncPending map[*dirInfo]bool
@@ -329,7 +327,7 @@ func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("watch: Run called twice")
 	}
-	fw, err := fsnotify.NewBufferedWatcher(uint(expBuf))
+	fw, err := fsnotify.NewBufferedWatcher(eventBuffer)
 	if err != nil {
 		if errors.Is(err, syscall.EMFILE) {
 			return fmt.Errorf("watch: %w (inotify instance limit: raise fs.inotify.max_user_instances, e.g. sudo sysctl -w fs.inotify.max_user_instances=512)", err)
@@ -340,6 +338,7 @@ func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
 	w.dirs = map[string]*dirInfo{}
 	w.gitPending = map[string]bool{}
 	w.resyncPending = map[*dirInfo]bool{}
+	w.createIdx = map[string]int{}
 	w.quietSince = time.Now()
 
 	var wg sync.WaitGroup
@@ -385,7 +384,6 @@ func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
 	for {
 		select {
 		case <-ctx.Done():
-			w.maintenance()
 			if !w.b.first.IsZero() {
 				w.emit(out)
 			}
@@ -416,10 +414,8 @@ func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
 				runtime.Gosched()
 				yielded = true
 			}
-			if n < busyDrain && coalesce > 0 {
-				// A trickle: let events gather in the kernel queue before
-				// waking up again (a wake-up per event costs more than the
-				// event). A burst is read without pause.
+			w.flushCreates()
+			if n < eventBuffer {
 				evC = nil
 				pauseTimer.Reset(coalesce)
 				pauseC = pauseTimer.C

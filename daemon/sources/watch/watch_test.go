@@ -374,6 +374,43 @@ func TestIgnoreRules(t *testing.T) {
 	}
 }
 
+// TestRootInsideRepository: the .gitignore files between the enclosing
+// repository's root and Root apply; the repository's git directory is
+// watched for OnGitEvent.
+func TestRootInsideRepository(t *testing.T) {
+	repo := t.TempDir()
+	mustWrite(t, filepath.Join(repo, ".gitignore"), "*.log\n/svc/api/gen/\n")
+	mustWrite(t, filepath.Join(repo, "svc/.gitignore"), "*.tmpdata\n")
+	mustWrite(t, filepath.Join(repo, ".git/HEAD"), "ref: refs/heads/main\n")
+	if err := os.MkdirAll(filepath.Join(repo, ".git/refs/heads"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(repo, "svc/api")
+	if err := os.MkdirAll(filepath.Join(root, "gen"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	calls := make(chan string, 10)
+	h := start(t, root, Options{OnGitEvent: func(dir string) { calls <- dir }}, nil)
+	h.write("a.log", "ignored by the repository root's .gitignore")
+	h.write("x.tmpdata", "ignored by svc/.gitignore")
+	h.write("gen/out.go", "ignored: anchored at the repository root")
+	h.write("main.go", "reported")
+	h.waitPaths(5*time.Second, "main.go")
+	h.settle()
+	if got := h.seenPaths(); len(got) != 1 {
+		t.Errorf("reported %v, want only main.go", got)
+	}
+	mustWrite(t, filepath.Join(repo, ".git/refs/heads/main"), "0123456789012345678901234567890123456789\n")
+	select {
+	case dir := <-calls:
+		if want, _ := filepath.EvalSymlinks(repo); dir != want {
+			t.Errorf("OnGitEvent(%q), want %q", dir, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no OnGitEvent for the enclosing repository")
+	}
+}
+
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
