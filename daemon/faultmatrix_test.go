@@ -58,7 +58,7 @@ func (r *qdayRig) waitState(t *testing.T, state string) map[string]any {
 		if time.Now().After(deadline) {
 			t.Fatalf("upstream state %v, want %s", u, state)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -116,12 +116,14 @@ func TestFaultMatrix(t *testing.T) {
 		{"429 Retry-After seconds", []qdaytest.Fault{{Kind: qdaytest.Status429, RetryAfter: "1", Path: cp}}, "paused", "429"},
 		{"429 Retry-After HTTP-date", []qdaytest.Fault{{Kind: qdaytest.Status429, RetryAfter: httpDate, Path: cp}}, "paused", "429"},
 		{"429 without Retry-After", []qdaytest.Fault{{Kind: qdaytest.Status429, NoRetryAfter: true, Path: cp}}, "paused", "429"},
-		{"500", []qdaytest.Fault{{Kind: qdaytest.Status500, Path: cp}, {Kind: qdaytest.Status500, Path: cp}}, "retrying", "500"},
-		{"502", []qdaytest.Fault{{Kind: qdaytest.Status502, Path: cp}, {Kind: qdaytest.Status502, Path: cp}}, "retrying", "502"},
-		{"503", []qdaytest.Fault{{Kind: qdaytest.Status503, Path: cp}, {Kind: qdaytest.Status503, Path: cp}}, "retrying", "503"},
+		// Transient faults come three in a row: full jitter may draw a wait
+		// of almost nothing, and the state must stay long enough to be seen.
+		{"500", times(3, qdaytest.Fault{Kind: qdaytest.Status500, Path: cp}), "retrying", "500"},
+		{"502", times(3, qdaytest.Fault{Kind: qdaytest.Status502, Path: cp}), "retrying", "502"},
+		{"503", times(3, qdaytest.Fault{Kind: qdaytest.Status503, Path: cp}), "retrying", "503"},
 		{"timeout", []qdaytest.Fault{{Kind: qdaytest.Hang, Path: cp}}, "retrying", ""},
-		{"connection reset", []qdaytest.Fault{{Kind: qdaytest.Reset, Path: cp}, {Kind: qdaytest.Reset, Path: cp}}, "retrying", ""},
-		{"garbage body", []qdaytest.Fault{{Kind: qdaytest.Garbage500, Path: cp}, {Kind: qdaytest.Garbage500, Path: cp}}, "retrying", "500"},
+		{"connection reset", times(3, qdaytest.Fault{Kind: qdaytest.Reset, Path: cp}), "retrying", ""},
+		{"garbage body", times(3, qdaytest.Fault{Kind: qdaytest.Garbage500, Path: cp}), "retrying", "500"},
 		{"401", []qdaytest.Fault{{Kind: qdaytest.Status401, Path: cp}}, "unauthorized", "401"},
 		{"403", []qdaytest.Fault{{Kind: qdaytest.Status403, Path: cp}}, "unauthorized", "403"},
 	}
@@ -262,4 +264,12 @@ func TestDelxCapsulesAndSessionEnd(t *testing.T) {
 			t.Fatalf("upstream state: %v", u)
 		}
 	}
+}
+
+func times(n int, f qdaytest.Fault) []qdaytest.Fault {
+	out := make([]qdaytest.Fault, n)
+	for i := range out {
+		out[i] = f
+	}
+	return out
 }

@@ -299,7 +299,9 @@ func (s *Shipper) failed(ctx context.Context, u *unit, err error, attempt *int) 
 		s.setFailing(capsule.UpstreamPaused, err, 0)
 		return 0, nil
 	case upstream.RateLimited:
-		wait := s.backoff(attempt)
+		// Without a Retry-After, a rate-limited upstream is never retried
+		// sooner than the backoff floor (full jitter alone may draw ~0).
+		wait := max(s.backoff(attempt), s.o.MinBackoff)
 		if ue != nil && ue.RetryAfter > 0 {
 			wait = min(ue.RetryAfter, s.o.MaxRetryAfter)
 		}
