@@ -28,6 +28,7 @@ type upstreamRuntime struct {
 	up       upstream.Upstream
 	limiter  *rate.Limiter
 	coalesce bool
+	linger   time.Duration // the outbox gathers writes this long before a short batch
 }
 
 // close releases the client's connections and sessions, for clients that
@@ -93,6 +94,7 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 			MaxBackoff:        cfg.Outbox.MaxBackoff.Duration,
 			MaxRetryAfter:     cfg.Outbox.MaxRetryAfter.Duration,
 			UnauthorizedRetry: cfg.Outbox.UnauthorizedRetry.Duration,
+			Linger:            ur.linger,
 			OnAttempt:         func(outcome string, d time.Duration) { m.observeDelivery(name, outcome, d) },
 			OnFailure: func(w capsule.Write, reason string) {
 				a.feed.Publish(events.Event{Kind: "delivery_failed", Seq: w.Seq,

@@ -472,8 +472,12 @@ func TestSpoolFullRefusesExplicitWrites(t *testing.T) {
 		t.Fatalf("message: %v", m)
 	}
 	td.expectError("PUT", "/v1/capsule", map[string]any{"version": "1"}, http.StatusInsufficientStorage, capsule.CodeSpoolFull)
-	up := td.resume("?peek=1")["upstreams"].([]any)[0].(map[string]any)
-	if up["state"] != "retrying" || up["pending"].(float64) != 3 || up["last_error"] == nil {
+	var up map[string]any
+	waitFor(t, 5*time.Second, func() bool {
+		up = td.resume("?peek=1")["upstreams"].([]any)[0].(map[string]any)
+		return up["state"] == "retrying"
+	})
+	if up["pending"].(float64) != 3 || up["last_error"] == nil {
 		t.Fatalf("upstream state while failing: %v", up)
 	}
 	// Once the upstream works again the backlog drains and writes are taken.

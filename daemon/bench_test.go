@@ -59,6 +59,7 @@ func postCheckpoint(b *testing.B, c *http.Client) {
 // same directory, alternating so both see the same disk.
 func BenchmarkDurableAck(b *testing.B) {
 	cfg := testConfig(b)
+	cfg.Outbox.MaxPending = 1 << 20
 	if os.Getenv("BENCH_NO_UPSTREAM") != "" {
 		cfg.Agents[0].Upstreams = nil
 	}
@@ -155,6 +156,7 @@ func BenchmarkResume(b *testing.B) {
 // against 1, each for the same number of durable checkpoints.
 func BenchmarkConcurrentWriters(b *testing.B) {
 	cfg := testConfig(b)
+	cfg.Outbox.MaxPending = 1 << 20 // measure the store, not the archive's bound
 	td := startDaemon(b, cfg)
 	defer td.stop()
 	c := benchClient(cfg.Daemon.Socket)

@@ -111,6 +111,11 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 				continue
 			}
 			next.ups[name] = &upstreamRuntime{cfg: uc, up: up, coalesce: coalesce, limiter: newLimiter(uc)}
+			if uc.Kind == config.KindLocal {
+				// The archive is for people: a fifth of a second late costs
+				// nothing, and one flush per batch spares the disk.
+				next.ups[name].linger = 200 * time.Millisecond
+			}
 		}
 	}
 	keep := map[string]bool{}

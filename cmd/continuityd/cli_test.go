@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -163,6 +164,18 @@ func TestClientCommandsEndToEnd(t *testing.T) {
 	}
 	if code, out, _ := run("", "deadletter", "list"); code != 0 || out != "no dead letters\n" {
 		t.Fatalf("deadletter list: %d %q", code, out)
+	}
+	// The archive takes writes in batches; the golden resume shows it caught up.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, js, _ := run("", "status", "--json")
+		if strings.Contains(js, `"pending":0`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the archive did not catch up: %s", js)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	code, md, _ := run("", "resume", "--peek")
 	if code != 0 {

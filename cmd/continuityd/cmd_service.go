@@ -144,7 +144,7 @@ func newServiceSpec(sa serviceArgs) (*serviceSpec, error) {
 		s.cfg, err = config.Load(s.config)
 	}
 	if err != nil {
-		return nil, err
+		return nil, errUsage{err} // as `run` would refuse it
 	}
 	// Without [[agent]] tables the config serves agent "default" in the
 	// current directory: the service must start there too.

@@ -150,8 +150,8 @@ func TestServiceInstallBadConfig(t *testing.T) {
 	if code != exitUsage || out != "" || !strings.Contains(errs, "bogus") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want %d naming the key", code, out, errs, exitUsage)
 	}
-	if code, _, _ := runService(t, "install", "--print", "--config", filepath.Join(dir, "missing.toml")); code == exitOK {
-		t.Error("a missing config installed")
+	if code, _, _ := runService(t, "install", "--print", "--config", filepath.Join(dir, "missing.toml")); code != exitUsage {
+		t.Errorf("a missing config: exit %d, want %d", code, exitUsage)
 	}
 }
 

@@ -63,3 +63,42 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
+
+// WriteUnsynced replaces filename with data through a temporary file and a
+// rename, without any fsync: a reader never sees half a file, but after a
+// crash the file may be empty or missing. The caller makes it durable with
+// SyncFile and SyncDir before relying on it (a batch of files costs one
+// journal commit that way instead of one per file).
+func WriteUnsynced(filename string, data []byte, perm os.FileMode) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(filename), "."+filepath.Base(filename)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filename)
+}
+
+// SyncFile fsyncs a file's content.
+func SyncFile(filename string) error {
+	f, err := os.Open(filename)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

@@ -61,6 +61,9 @@ type Options struct {
 	OnFailure func(w capsule.Write, reason string)
 	// OnAttempt is told about every delivery attempt (metrics). Optional.
 	OnAttempt func(outcome string, d time.Duration)
+	// Linger lets writes gather for up to this long before a short batch
+	// is sent (the local archive: one flush for many writes). 0: none.
+	Linger time.Duration
 }
 
 // Shipper delivers one agent's log to one upstream. Create with New; run
@@ -204,6 +207,12 @@ func (s *Shipper) step(ctx context.Context, attempt *int) (time.Duration, error)
 				return 0, err
 			}
 			s.queue = ws
+			if s.o.Linger > 0 && len(ws) > 0 && len(ws) < readBatch {
+				if age := time.Since(ws[0].At); age >= 0 && age < s.o.Linger {
+					s.queue = nil
+					return s.o.Linger - age, nil
+				}
+			}
 		}
 		if len(s.queue) == 0 {
 			return -1, nil
@@ -224,13 +233,21 @@ func (s *Shipper) step(ctx context.Context, attempt *int) (time.Duration, error)
 	err := s.deliver(ctx, u.write)
 	if err == nil {
 		*attempt = 0
-		if f, ok := s.o.Upstream.(upstream.Flusher); ok {
+		f, flushes := s.o.Upstream.(upstream.Flusher)
+		if flushes && len(s.queue) > 0 {
+			// Made durable, and acknowledged, at the end of the batch.
+			s.inflight = nil
+			return 0, nil
+		}
+		if flushes {
 			err = f.Flush(ctx, s.o.Agent)
 		}
 		if err == nil {
 			s.taken(u)
 			return 0, nil
 		}
+		// The batch did not reach the disk: send it again.
+		s.inflight, s.queue = nil, nil
 	}
 	if ctx.Err() != nil {
 		return 0, nil

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/atomicfile"
@@ -28,12 +29,15 @@ const ArchiveDir = "archive"
 type Archive struct {
 	name     string
 	agentDir func(agent string) string
+
+	mu       sync.Mutex
+	unsynced map[string][]string // agent → files written since the last Flush
 }
 
 // New returns the archive upstream called name; agentDir maps an agent to
 // its state directory.
 func New(name string, agentDir func(agent string) string) *Archive {
-	return &Archive{name: name, agentDir: agentDir}
+	return &Archive{name: name, agentDir: agentDir, unsynced: map[string][]string{}}
 }
 
 // Name implements upstream.Upstream.
@@ -55,14 +59,35 @@ func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) er
 	if err != nil {
 		return err
 	}
-	// The file's content is synced here; its name with the directory in Flush,
-	// once for a whole run of deliveries.
-	return atomicfile.ReplaceFile(filepath.Join(dir, FileName(w)), append(raw, '\n'), 0o600)
+	// Written whole but not synced: Flush makes a run of deliveries durable
+	// at once (the outbox acknowledges only after it), so a busy agent costs
+	// the disk one journal commit per batch, not two per write.
+	path := filepath.Join(dir, FileName(w))
+	if err := atomicfile.WriteUnsynced(path, append(raw, '\n'), 0o600); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.unsynced[agent] = append(a.unsynced[agent], path)
+	a.mu.Unlock()
+	return nil
 }
 
-// Flush implements upstream.Flusher: it makes the names of the files
-// delivered so far durable.
+// Flush implements upstream.Flusher: the files delivered since the last
+// Flush, then the directory that names them, reach the disk. Until it
+// returns nil, nothing delivered since is acknowledged.
 func (a *Archive) Flush(ctx context.Context, agent string) error {
+	a.mu.Lock()
+	paths := a.unsynced[agent]
+	delete(a.unsynced, agent)
+	a.mu.Unlock()
+	for i, p := range paths {
+		if err := atomicfile.SyncFile(p); err != nil {
+			a.mu.Lock()
+			a.unsynced[agent] = append(paths[i:], a.unsynced[agent]...)
+			a.mu.Unlock()
+			return err
+		}
+	}
 	return atomicfile.SyncDir(filepath.Join(a.agentDir(agent), ArchiveDir))
 }
 
