@@ -157,6 +157,9 @@ func BenchmarkResume(b *testing.B) {
 func BenchmarkConcurrentWriters(b *testing.B) {
 	cfg := testConfig(b)
 	cfg.Outbox.MaxPending = 1 << 20 // measure the store, not the archive's bound
+	if os.Getenv("BENCH_NO_UPSTREAM") != "" {
+		cfg.Agents[0].Upstreams = nil
+	}
 	td := startDaemon(b, cfg)
 	defer td.stop()
 	c := benchClient(cfg.Daemon.Socket)

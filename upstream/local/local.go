@@ -31,13 +31,13 @@ type Archive struct {
 	agentDir func(agent string) string
 
 	mu       sync.Mutex
-	unsynced map[string][]string // agent → files written since the last Flush
+	unsynced map[string][]*os.File // agent → files written since the last Flush, still open
 }
 
 // New returns the archive upstream called name; agentDir maps an agent to
 // its state directory.
 func New(name string, agentDir func(agent string) string) *Archive {
-	return &Archive{name: name, agentDir: agentDir, unsynced: map[string][]string{}}
+	return &Archive{name: name, agentDir: agentDir, unsynced: map[string][]*os.File{}}
 }
 
 // Name implements upstream.Upstream.
@@ -59,36 +59,60 @@ func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) er
 	if err != nil {
 		return err
 	}
-	// Written whole but not synced: Flush makes a run of deliveries durable
-	// at once (the outbox acknowledges only after it), so a busy agent costs
-	// the disk one journal commit per batch, not two per write.
-	path := filepath.Join(dir, FileName(w))
-	if err := atomicfile.WriteUnsynced(path, append(raw, '\n'), 0o600); err != nil {
+	// Written in place and kept open, not synced: Flush syncs the batch at
+	// once (the outbox acknowledges only after it), so a busy agent costs
+	// the disk one journal commit per batch. A file cut short by a crash is
+	// rewritten whole by the redelivery that follows, under the same name.
+	f, err := os.OpenFile(filepath.Join(dir, FileName(w)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(raw, '\n')); err != nil {
+		f.Close()
 		return err
 	}
 	a.mu.Lock()
-	a.unsynced[agent] = append(a.unsynced[agent], path)
+	a.unsynced[agent] = append(a.unsynced[agent], f)
 	a.mu.Unlock()
 	return nil
 }
 
 // Flush implements upstream.Flusher: the files delivered since the last
 // Flush, then the directory that names them, reach the disk. Until it
-// returns nil, nothing delivered since is acknowledged.
+// returns nil, nothing delivered since is acknowledged (and the outbox
+// delivers the batch again).
 func (a *Archive) Flush(ctx context.Context, agent string) error {
 	a.mu.Lock()
-	paths := a.unsynced[agent]
+	files := a.unsynced[agent]
 	delete(a.unsynced, agent)
 	a.mu.Unlock()
-	for i, p := range paths {
-		if err := atomicfile.SyncFile(p); err != nil {
-			a.mu.Lock()
-			a.unsynced[agent] = append(paths[i:], a.unsynced[agent]...)
-			a.mu.Unlock()
-			return err
+	var first error
+	for _, f := range files {
+		if err := f.Sync(); err != nil && first == nil {
+			first = err
+		}
+		if err := f.Close(); err != nil && first == nil {
+			first = err
 		}
 	}
+	if first != nil {
+		return first
+	}
 	return atomicfile.SyncDir(filepath.Join(a.agentDir(agent), ArchiveDir))
+}
+
+// Close closes files delivered but never flushed (shutdown); they are
+// delivered again at the next start.
+func (a *Archive) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for agent, files := range a.unsynced {
+		for _, f := range files {
+			f.Close()
+		}
+		delete(a.unsynced, agent)
+	}
+	return nil
 }
 
 // FileName is the archive file name of a write.
