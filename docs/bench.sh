@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every benchmark docs/PERFORMANCE.md quotes, in one go, on this
+# machine. Each benchmark reports its own medians and the baseline measured
+# in the same run (raw fsync, a static handler on the same kind of socket,
+# /bin/true, the writer's own CPU), so the ratios are what to compare.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "# $(date -u +%FT%TZ) $(go version) $(nproc) cores"
+go test -run '^$' -bench 'DurableAck|Resume$|ConcurrentWriters' -benchtime 2000x -count 1 ./daemon/
+BENCH_NO_UPSTREAM=1 go test -run '^$' -bench 'DurableAck|ConcurrentWriters' -benchtime 2000x -count 1 ./daemon/
+go test -run '^$' -bench 'StoreCheckpoint' -benchtime 2000x -count 1 ./daemon/residency/
+go test -run '^$' -bench 'DrainBacklog|Coalescing' -benchtime 1x -count 1 ./daemon/
+go test -run '^$' -bench 'HookWallTime|MCPStartupAndResume' -benchtime 200x -count 1 ./cmd/continuityd/
+go test -run '^$' -bench 'EventsCPU|WatchRSS|IdleCPU' -benchtime 1x -count 1 ./daemon/sources/watch/
+go test -run '^$' -bench 'CheckSecret' -count 1 ./capsule/
