@@ -71,7 +71,10 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request, a *age
 	if sync {
 		ans.Sync = a.waitSynced(r.Context(), seq)
 	}
-	ans.State = a.resume(r.Context(), false)
+	// The saved state, from the residency alone: an answer to a write never
+	// waits on an upstream's own view (resume has that).
+	ans.State = a.store.Resume(false)
+	ans.State.Upstreams = a.upstreamStates()
 	writeJSON(w, http.StatusOK, ans)
 }
 
