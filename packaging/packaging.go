@@ -46,7 +46,7 @@ const (
 	SystemRuntimeDir = "/run/continuityd"
 )
 
-//go:embed templates/continuityd.service.tmpl templates/dev.continuityd.plist.tmpl sysusers/continuityd.conf
+//go:embed templates/continuityd.service.tmpl templates/dev.continuityd.plist.tmpl sysusers/continuityd.conf man/continuityd.1
 var files embed.FS
 
 var (
@@ -70,6 +70,16 @@ func parse(name string) *template.Template {
 // packages install it to /usr/lib/sysusers.d/continuityd.conf.
 func Sysusers() []byte {
 	b, err := files.ReadFile("sysusers/continuityd.conf")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// ManPage is continuityd(1) in roff, which the packages install gzipped
+// (packaging/gen makes the .gz).
+func ManPage() []byte {
+	b, err := files.ReadFile("man/continuityd.1")
 	if err != nil {
 		panic(err)
 	}

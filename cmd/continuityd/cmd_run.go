@@ -17,6 +17,10 @@ import (
 // --config it runs the embedded default: agent "default" on the current
 // directory, upstream "local", XDG or FHS paths.
 func cmdRun(ctx context.Context, e *env, args []string) int {
+	// Started by the Windows service manager: run under it (a no-op elsewhere).
+	if code, ok := runUnderServiceManager(ctx, func(ctx context.Context) int { return cmdRun(ctx, e, args) }); ok {
+		return code
+	}
 	fs := newFlagSet(e, "run", "[--config FILE]")
 	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
 	if _, err := parse(fs, args); err != nil {

@@ -1,14 +1,16 @@
-// Command gen writes the files the packages build from templates rather than
-// carry in the repository: today the system service's config
-// (packaging.SystemConfig), which follows `continuityd config default`.
+// Command gen writes the files the packages build rather than carry in the
+// repository: the system service's config (packaging.SystemConfig, which
+// follows `continuityd config default`) and the gzipped man page.
 //
-//	go run ./packaging/gen DIR    # writes DIR/continuityd.toml
+//	go run ./packaging/gen DIR    # writes DIR/continuityd.toml and DIR/continuityd.1.gz
 //
 // packaging/build-deb.sh and the before hook of .goreleaser.yaml run it with
 // DIR = packaging/generated (ignored by git).
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,8 +34,23 @@ func write(dir string) error {
 	if err != nil {
 		return err
 	}
+	// Reproducible: no name and no time in the gzip header.
+	var man bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&man, gzip.BestCompression)
+	if err != nil {
+		return err
+	}
+	if _, err := zw.Write(packaging.ManPage()); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "continuityd.toml"), cfg, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "continuityd.toml"), cfg, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "continuityd.1.gz"), man.Bytes(), 0o644)
 }

@@ -1,0 +1,147 @@
+package packaging
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The parts of nfpm.yaml and .goreleaser.yaml that must agree.
+type nfpmContent struct {
+	Src      string `yaml:"src"`
+	Dst      string `yaml:"dst"`
+	Type     string `yaml:"type"`
+	Packager string `yaml:"packager"`
+	Expand   bool   `yaml:"expand"`
+	FileInfo struct {
+		Mode int `yaml:"mode"`
+	} `yaml:"file_info"`
+}
+
+type nfpmScripts struct {
+	PostInstall string `yaml:"postinstall"`
+	PreRemove   string `yaml:"preremove"`
+	PostRemove  string `yaml:"postremove"`
+}
+
+type nfpmPackage struct {
+	Maintainer  string                                   `yaml:"maintainer"`
+	Homepage    string                                   `yaml:"homepage"`
+	Vendor      string                                   `yaml:"vendor"`
+	Description string                                   `yaml:"description"`
+	Section     string                                   `yaml:"section"`
+	Priority    string                                   `yaml:"priority"`
+	Release     string                                   `yaml:"release"`
+	Changelog   string                                   `yaml:"changelog"`
+	Contents    []nfpmContent                            `yaml:"contents"`
+	Scripts     nfpmScripts                              `yaml:"scripts"`
+	Overrides   map[string]struct{ Scripts nfpmScripts } `yaml:"overrides"`
+}
+
+type goreleaser struct {
+	Version int `yaml:"version"`
+	Before  struct {
+		Hooks []string `yaml:"hooks"`
+	} `yaml:"before"`
+	Builds []struct {
+		Main    string   `yaml:"main"`
+		Env     []string `yaml:"env"`
+		Goos    []string `yaml:"goos"`
+		Goarch  []string `yaml:"goarch"`
+		Ldflags []string `yaml:"ldflags"`
+	} `yaml:"builds"`
+	Archives []struct {
+		Files []string `yaml:"files"`
+	} `yaml:"archives"`
+	Nfpms []struct {
+		nfpmPackage `yaml:",inline"`
+		Formats     []string `yaml:"formats"`
+		Bindir      string   `yaml:"bindir"`
+	} `yaml:"nfpms"`
+}
+
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestGoreleaserMatchesNfpm keeps the packages of a release (.goreleaser.yaml)
+// and of packaging/build-deb.sh (nfpm.yaml) the same, and the release's
+// builds what the issue asks for.
+func TestGoreleaserMatchesNfpm(t *testing.T) {
+	var n nfpmPackage
+	readYAML(t, "nfpm.yaml", &n)
+	var g goreleaser
+	readYAML(t, "../.goreleaser.yaml", &g)
+
+	if g.Version != 2 || len(g.Builds) != 1 || len(g.Nfpms) != 1 || len(g.Archives) != 1 {
+		t.Fatalf("want a v2 config with one build, one archive and one nfpm; got %+v", g)
+	}
+	b := g.Builds[0]
+	if !slices.Equal(b.Goos, []string{"linux", "darwin", "windows"}) || !slices.Equal(b.Goarch, []string{"amd64", "arm64"}) {
+		t.Errorf("builds for %v × %v", b.Goos, b.Goarch)
+	}
+	if !slices.Contains(b.Env, "CGO_ENABLED=0") || len(b.Ldflags) != 1 || !strings.Contains(b.Ldflags[0], "-X main.version=") {
+		t.Errorf("build env %q, ldflags %q: want CGO_ENABLED=0 and -X main.version", b.Env, b.Ldflags)
+	}
+	if !slices.Contains(g.Before.Hooks, "go run ./packaging/gen packaging/generated") {
+		t.Errorf("the before hooks %q do not generate packaging/generated", g.Before.Hooks)
+	}
+
+	p := g.Nfpms[0]
+	if !slices.Equal(p.Formats, []string{"deb", "rpm"}) || p.Bindir != "/usr/bin" {
+		t.Errorf("nfpms formats %q bindir %q", p.Formats, p.Bindir)
+	}
+	// nfpm.yaml also packs the binary, which goreleaser adds itself.
+	var rest []nfpmContent
+	for _, c := range n.Contents {
+		if c.Dst == PackagedBinary {
+			if !c.Expand || c.Src != "./dist/linux_${ARCH}/continuityd" {
+				t.Errorf("nfpm.yaml packs the binary from %q (expand %v)", c.Src, c.Expand)
+			}
+			continue
+		}
+		rest = append(rest, c)
+	}
+	if len(rest) < 5 || n.Description == "" {
+		t.Fatalf("nfpm.yaml was not read: %+v", n)
+	}
+	if !reflect.DeepEqual(p.nfpmPackage, nfpmPackage{
+		Maintainer: n.Maintainer, Homepage: n.Homepage, Vendor: n.Vendor, Description: n.Description,
+		Section: n.Section, Priority: n.Priority, Release: n.Release, Changelog: n.Changelog,
+		Contents: rest, Scripts: n.Scripts, Overrides: n.Overrides,
+	}) {
+		t.Errorf(".goreleaser.yaml's nfpm differs from packaging/nfpm.yaml:\n%+v\n%+v", p.nfpmPackage, n)
+	}
+
+	// Every source that is not built exists, and the archive's files too.
+	for _, c := range n.Contents {
+		if strings.HasPrefix(c.Src, "./dist/") || strings.HasPrefix(c.Src, "./packaging/generated/") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("..", c.Src)); err != nil {
+			t.Errorf("nfpm.yaml: %v", err)
+		}
+	}
+	for _, s := range []string{n.Scripts.PostInstall, n.Scripts.PostRemove, n.Overrides["deb"].Scripts.PreRemove, n.Overrides["rpm"].Scripts.PreRemove, n.Changelog} {
+		if _, err := os.Stat(filepath.Join("..", s)); s == "" || err != nil {
+			t.Errorf("nfpm.yaml: script or changelog %q: %v", s, err)
+		}
+	}
+	for _, f := range g.Archives[0].Files {
+		if _, err := os.Stat(filepath.Join("..", f)); err != nil {
+			t.Errorf(".goreleaser.yaml archives: %v", err)
+		}
+	}
+}
