@@ -74,7 +74,6 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request, a *age
 	// The saved state, from the residency alone: an answer to a write never
 	// waits on an upstream's own view (resume has that).
 	ans.State = a.store.Resume(false)
-	ans.State.Upstreams = a.upstreamStates()
 	writeJSON(w, http.StatusOK, ans)
 }
 
