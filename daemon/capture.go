@@ -159,6 +159,13 @@ func (c *capture) start(ctx context.Context, wg *sync.WaitGroup) {
 	c.checkHandoffs(ctx)
 }
 
+// watching is the workdir watcher, or nil.
+func (c *capture) watching() *watch.Watcher {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watcher
+}
+
 // degradedSources names what could not be watched, for resume.
 func (c *capture) degradedSources() []string {
 	c.mu.Lock()

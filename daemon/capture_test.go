@@ -49,6 +49,9 @@ func TestHandoffFileBecomesCheckpointAutomatically(t *testing.T) {
 	if !strings.Contains(strings.Join(toStrings(slv["paths"]), " "), "main.go") {
 		t.Fatalf("activity not in since_last_visit: %v", slv)
 	}
+	if status, raw := td.doRaw("GET", "/metrics", nil); status != 200 || !strings.Contains(string(raw), `continuityd_watcher_events_total{agent="builder"}`) {
+		t.Fatalf("watcher metrics missing: %d", status)
+	}
 	ps, _ := r["public_status"].(map[string]any)
 	if ps == nil || ps["phase"] != "acting" || strings.Contains(ps["next_action"].(string), "billing") {
 		t.Fatalf("public status (must be true and never copy private text): %v", ps)

@@ -86,6 +86,10 @@ var (
 	descDead    = prometheus.NewDesc("continuityd_dead_letters", "Writes sitting in an upstream's dead letter.", []string{"agent", "upstream"}, nil)
 	descSeq     = prometheus.NewDesc("continuityd_residency_seq", "The agent's last sequence number.", []string{"agent"}, nil)
 	descUp      = prometheus.NewDesc("continuityd_upstream_ok", "1 when the upstream delivers fine for the agent, 0 otherwise.", []string{"agent", "upstream", "state"}, nil)
+	descWEvents = prometheus.NewDesc("continuityd_watcher_events_total", "fsnotify events the agent's workdir watcher received.", []string{"agent"}, nil)
+	descWRescan = prometheus.NewDesc("continuityd_watcher_rescans_total", "Full rescans of the workdir after an inotify overflow.", []string{"agent"}, nil)
+	descWDirs   = prometheus.NewDesc("continuityd_watcher_watched_dirs", "Directories the workdir watcher holds a watch on.", []string{"agent"}, nil)
+	descWErrs   = prometheus.NewDesc("continuityd_watcher_watch_errors_total", "Directories that could not be watched (inotify limits).", []string{"agent"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -93,6 +97,10 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descDead
 	ch <- descSeq
 	ch <- descUp
+	ch <- descWEvents
+	ch <- descWRescan
+	ch <- descWDirs
+	ch <- descWErrs
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -109,6 +117,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				ok = 1
 			}
 			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, ok, name, u.Name, u.State)
+		}
+		if w := a.capture.watching(); w != nil {
+			ws := w.Stats()
+			ch <- prometheus.MustNewConstMetric(descWEvents, prometheus.CounterValue, float64(ws.Events), name)
+			ch <- prometheus.MustNewConstMetric(descWRescan, prometheus.CounterValue, float64(ws.Rescans), name)
+			ch <- prometheus.MustNewConstMetric(descWDirs, prometheus.GaugeValue, float64(ws.WatchedDirs), name)
+			ch <- prometheus.MustNewConstMetric(descWErrs, prometheus.CounterValue, float64(ws.WatchErrors), name)
 		}
 	}
 }
