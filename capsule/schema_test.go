@@ -22,7 +22,8 @@ func TestEmbeddedSchemaIsThePublishedOne(t *testing.T) {
 // TestEmbeddedSchemaMatchesSharedFixture compares with the project's shared
 // fixture when this tree has it (it lives outside the module).
 func TestEmbeddedSchemaMatchesSharedFixture(t *testing.T) {
-	shared, err := os.ReadFile("/work/shared/testdata/capsule/continuity-capsule-v1.schema.json")
+	// shared/ sits beside the checkout (developers and CI alike).
+	shared, err := os.ReadFile("../../shared/testdata/capsule/continuity-capsule-v1.schema.json")
 	if err != nil {
 		t.Skip("shared fixture not present:", err)
 	}
