@@ -226,11 +226,12 @@ func (s *Shipper) step(ctx context.Context, attempt *int) (time.Duration, error)
 		s.queue = s.queue[len(s.inflight.ws):]
 	}
 	u := s.inflight
-	if !s.o.Upstream.Accepts(u.write.Kind) {
-		s.taken(u)
-		return 0, nil
+	// A kind the upstream does not take counts as delivered: it goes through
+	// the same path, so it never acknowledges a batch not yet flushed.
+	var err error
+	if s.o.Upstream.Accepts(u.write.Kind) {
+		err = s.deliver(ctx, u.write)
 	}
-	err := s.deliver(ctx, u.write)
 	if err == nil {
 		*attempt = 0
 		f, flushes := s.o.Upstream.(upstream.Flusher)

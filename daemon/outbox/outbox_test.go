@@ -321,3 +321,57 @@ func TestSkipsKindsTheUpstreamDoesNotTake(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// flushing is a scripted upstream that makes deliveries durable in Flush,
+// like the local archive, and takes checkpoints only.
+type flushing struct {
+	scripted
+	flushErrs []error
+	flushes   int
+}
+
+func (f *flushing) Flush(ctx context.Context, agent string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flushes++
+	if len(f.flushErrs) > 0 {
+		err := f.flushErrs[0]
+		f.flushErrs = f.flushErrs[1:]
+		return err
+	}
+	return nil
+}
+
+// TestSkippedKindNeverAcknowledgesAnUnflushedBatch: a write of a kind the
+// upstream does not take, after one delivered but not yet flushed, must not
+// acknowledge the batch before Flush succeeds.
+func TestSkippedKindNeverAcknowledgesAnUnflushedBatch(t *testing.T) {
+	up := &flushing{scripted: scripted{kinds: map[capsule.WriteKind]bool{capsule.WriteCheckpoint: true}},
+		flushErrs: []error{&upstream.Error{Outcome: upstream.Retry, Err: fmt.Errorf("disk full")}}}
+	r := &rig{t: t, up: &up.scripted, done: make(chan struct{})}
+	var err error
+	var sh *Shipper
+	r.store, err = residency.Open(residency.Options{Agent: "a", Dir: t.TempDir(), Upstreams: []string{"up"},
+		OnCommit: func([]residency.Event) {
+			if sh != nil {
+				sh.Notify()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh = New(Options{Agent: "a", Store: r.store, Upstream: up, Upstreams: []string{"up"}, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	r.sh = sh
+	r.write(decide("to be flushed"))
+	last, err := r.store.PutCapsule(context.Background(), &capsule.Capsule{Version: "1"}, false, capsule.OriginExplicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.run()
+	r.waitDelivered(last)
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.flushes != 2 || len(up.got) != 2 {
+		t.Fatalf("flushes %d, deliveries %d: the failed flush's batch was not sent again", up.flushes, len(up.got))
+	}
+}
