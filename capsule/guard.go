@@ -10,23 +10,22 @@ import (
 // Limits the guards enforce. The Q-Day seed fixes the public status and
 // commitment numbers; the rest are continuityd's and documented in README.md.
 const (
-	MaxOpenCommitments    = 12   // TOO_MANY_OPEN_LOOPS beyond this
-	MinCommitmentTitle    = 3    // characters
-	MaxCommitmentTitle    = 200  // characters
-	MinDropReason         = 8    // characters
-	MinBecause            = 24   // characters; MOTIVE_REQUIRED below
-	MaxDecisionField      = 2000 // chosen, because, passed_over
-	MaxFocus              = 4000 // so a sealed capsule's goal always fits
-	MaxWorkingStateField  = 4000 // next_action, last_result, waiting_for
-	MaxResultRef          = 500
-	MaxStopReason         = 500
-	MaxStatusNextAction   = 280
-	MaxStatusReason       = 140
-	MaxStatusTool         = 40
-	MaxStatusRoute        = 120
-	MaxSignalString       = 1024 // any string field of a signal
-	MaxBodyBytes          = 64 << 10
-	DefaultLinkDomainsDoc = "qdaybunker.fun, dexscreener.com"
+	MaxOpenCommitments   = 12   // TOO_MANY_OPEN_LOOPS beyond this
+	MinCommitmentTitle   = 3    // characters
+	MaxCommitmentTitle   = 200  // characters
+	MinDropReason        = 8    // characters
+	MinBecause           = 24   // characters; MOTIVE_REQUIRED below
+	MaxDecisionField     = 2000 // chosen, because, passed_over
+	MaxFocus             = 4000 // so a sealed capsule's goal always fits
+	MaxWorkingStateField = 4000 // next_action, last_result, waiting_for
+	MaxResultRef         = 500
+	MaxStopReason        = 500
+	MaxStatusNextAction  = 280
+	MaxStatusReason      = 140
+	MaxStatusTool        = 40
+	MaxStatusRoute       = 120
+	MaxSignalString      = 1024 // any string field of a signal
+	MaxBodyBytes         = 64 << 10
 )
 
 // More limits, continuityd's own, for input the seed leaves open.

@@ -189,5 +189,3 @@ func randomToken() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }

@@ -131,7 +131,7 @@ func (c *capture) start(ctx context.Context, wg *sync.WaitGroup) {
 	w, err := watch.New(watch.Options{
 		Root: wd, Ignore: ignore, IgnoreDirs: c.cfg.Watch.IgnoreDirs,
 		Quiet: c.cfg.Watch.Quiet.Duration, Logger: c.log,
-		OnGitEvent: func(dir string) { c.gitEvent(ctx, dir) },
+		OnGitEvent: func(dir string) { c.gitCheck(ctx, dir) },
 	})
 	if err != nil {
 		c.log.Warn("cannot watch the workdir; automatic capture is off for it", "workdir", wd, "err", err)
@@ -308,9 +308,4 @@ func (c *capture) signal(s *capsule.Signal) {
 	}
 	sc := *s
 	c.feed(policy.Input{Kind: policy.KindSignal, At: s.At, Signal: &sc})
-}
-
-// gitEvent turns a moved HEAD or ref in a watched repository into receipts.
-func (c *capture) gitEvent(ctx context.Context, dir string) {
-	c.gitCheck(ctx, dir)
 }

@@ -3,8 +3,9 @@
 // serves the local API on the Unix socket (and, when configured, a loopback
 // TCP listener that requires a token).
 //
-// Data flows one way: sources (the local API; later watchers, hooks and
-// transcripts) → residency (durable) → outbox → upstream clients.
+// Data flows one way: sources (the local API, hooks, the workdir watcher,
+// handoff files, transcripts: see capture.go) → residency (durable) →
+// outbox → upstream clients.
 //
 // The running configuration is one immutable snapshot (config, guard,
 // agents, upstreams) swapped whole by Reload; request handlers read the
@@ -12,16 +13,15 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,11 +222,7 @@ func (d *Daemon) drain(ctx context.Context) {
 
 // listen opens the Unix socket and, when configured, the loopback listener.
 func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
-	mode, err := socketMode(cfg.Daemon.SocketMode)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := safesocket.Listen(cfg.Daemon.Socket, mode)
+	ln, err := safesocket.Listen(cfg.Daemon.Socket, cfg.Daemon.SocketPerm())
 	if err != nil {
 		return nil, err
 	}
@@ -282,17 +278,6 @@ func (s *snapshot) closeNew(old *snapshot) {
 	}
 }
 
-func socketMode(s string) (fs.FileMode, error) {
-	if s == "" {
-		return 0o600, nil
-	}
-	m, err := strconv.ParseUint(s, 8, 32)
-	if err != nil {
-		return 0, fmt.Errorf("daemon.socket_mode %q: %w", s, err)
-	}
-	return fs.FileMode(m), nil
-}
-
 // agentFor picks the agent a request names; else the one whose workdir
 // holds cwd (hooks know their directory, not the agent's name); else the
 // only one.
@@ -324,7 +309,7 @@ func (s *snapshot) agentFor(name, cwd string) (*agent, *capsule.Error) {
 func loadOrCreateToken(stateDir string) (string, error) {
 	path := filepath.Join(stateDir, "api.token")
 	if b, err := os.ReadFile(path); err == nil {
-		return string(trimSpace(b)), nil
+		return string(bytes.TrimSpace(b)), nil
 	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return "", err

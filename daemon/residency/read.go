@@ -78,7 +78,7 @@ func (s *Store) lazy(apply func(*txn) (uint64, error)) {
 func (s *Store) Pending(upstream string, after uint64, max int) ([]capsule.Write, error) {
 	var out []capsule.Write
 	err := s.db.View(func(tx *bolt.Tx) error {
-		from := maxU(s.cursor(tx, upstream), after) + 1
+		from := maxU(cursorIn(tx, upstream), after) + 1
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, v := c.Seek(u64(from)); k != nil && len(out) < max; k, v = c.Next() {
 			var w capsule.Write
@@ -98,7 +98,7 @@ func (s *Store) PendingCount(upstream string, after uint64) (int, error) {
 	n := 0
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketLog).Cursor()
-		for k, _ := c.Seek(u64(maxU(s.cursor(tx, upstream), after) + 1)); k != nil; k, _ = c.Next() {
+		for k, _ := c.Seek(u64(maxU(cursorIn(tx, upstream), after) + 1)); k != nil; k, _ = c.Next() {
 			n++
 		}
 		return nil
@@ -119,8 +119,6 @@ func (s *Store) LogHead() uint64 {
 	defer s.mu.RUnlock()
 	return s.logHead
 }
-
-func (s *Store) cursor(tx *bolt.Tx, upstream string) uint64 { return cursorIn(tx, upstream) }
 
 func cursorIn(tx *bolt.Tx, upstream string) uint64 {
 	if v := tx.Bucket(bucketCursors).Get([]byte(upstream)); v != nil {

@@ -37,7 +37,7 @@ func (s *Store) Signal(ctx context.Context, sig *capsule.Signal) (uint64, error)
 			c.SessionID = sg.SessionID
 		}
 		c.UpdatedAt = &now
-		summary := SignalSummary(&sg)
+		summary := signalSummary(&sg)
 		// Activity is frequent and says little; it moves the clock but is not
 		// listed one by one.
 		if sg.Kind != capsule.SignalActivity {
@@ -65,8 +65,8 @@ func (s *Store) Signal(ctx context.Context, sig *capsule.Signal) (uint64, error)
 	})
 }
 
-// SignalSummary is a one-line description of a signal for people.
-func SignalSummary(s *capsule.Signal) string {
+// signalSummary is a one-line description of a signal for people.
+func signalSummary(s *capsule.Signal) string {
 	var b strings.Builder
 	b.WriteString(s.Kind)
 	switch s.Kind {
