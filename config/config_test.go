@@ -2,10 +2,12 @@ package config
 
 import (
 	"errors"
+	"github.com/continuityd/continuityd/daemon/sources/watch"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -347,7 +349,7 @@ func TestOutboxValues(t *testing.T) {
 }
 
 func defaultWatch() Watch {
-	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: defaultIgnoreDirs(), Quiet: Duration{2 * time.Second},
+	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: watch.DefaultIgnoreDirs(), Quiet: Duration{2 * time.Second},
 		HandoffFile: "HANDOFF.md", CapsuleFile: ".continuity/capsule.json"}
 }
 
@@ -355,4 +357,16 @@ func defaultPolicy() Policy {
 	return Policy{Enabled: true, Quiet: Duration{20 * time.Second}, MaxDelay: Duration{5 * time.Minute}, MinInterval: Duration{time.Minute},
 		Thresholds: []float64{0.5, 0.7, 0.85}, IdleAfter: Duration{10 * time.Minute}, Refresh: Duration{45 * time.Minute},
 		PublicStatus: "auto", SealOnCompaction: true, SealOnSessionEnd: true}
+}
+
+// TestDefaultTOMLIgnoreDirsAreTheWatchersDefault: the list written out in
+// default.toml (what runs without a config file) is the watcher's own.
+func TestDefaultTOMLIgnoreDirsAreTheWatchersDefault(t *testing.T) {
+	cfg, err := Decode(DefaultTOML(), "default.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Watch.IgnoreDirs, watch.DefaultIgnoreDirs()) {
+		t.Fatalf("default.toml ignore_dirs %v, watcher default %v", cfg.Watch.IgnoreDirs, watch.DefaultIgnoreDirs())
+	}
 }

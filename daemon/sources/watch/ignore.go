@@ -14,12 +14,14 @@ import (
 // large, churn on every build, and would spend inotify watches for nothing.
 // "vendor" is deliberately absent: Go repositories commit their vendor tree
 // as source. Pass a non-nil empty slice to ignore no directory by name.
-var DefaultIgnoreDirs = []string{
-	"node_modules", "bower_components", "jspm_packages",
-	".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox",
-	".next", ".nuxt", ".svelte-kit", ".turbo", ".parcel-cache", ".cache",
-	".gradle", ".terraform", ".direnv", ".idea",
-	"target", "dist", "build", "coverage",
+func DefaultIgnoreDirs() []string {
+	return []string{
+		"node_modules", "bower_components", "jspm_packages",
+		".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox",
+		".next", ".nuxt", ".svelte-kit", ".turbo", ".parcel-cache", ".cache",
+		".gradle", ".terraform", ".direnv", ".idea",
+		"target", "dist", "build", "coverage",
+	}
 }
 
 // pattern is one compiled gitignore line.
