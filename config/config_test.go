@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"github.com/continuityd/continuityd/daemon/sources/watch"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuityd/continuityd/daemon/sources/watch"
 )
 
 // testEnv is a non-root user with a home and a runtime directory, so that
