@@ -192,7 +192,7 @@ func (t *txn) finishCommitment(id, status string, seq uint64, detail string) err
 		if err != nil {
 			return err
 		}
-		return t.tx.Bucket(bucketDone).Put([]byte(c.ID), raw)
+		return t.put(bucketDone, []byte(c.ID), raw)
 	}
 	return fmt.Errorf("commitment %s vanished between check and apply", id)
 }

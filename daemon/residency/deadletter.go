@@ -52,7 +52,7 @@ func (s *Store) Reject(ctx context.Context, upstream string, ws []capsule.Write,
 			if b.Get(deadKey(upstream, w.Seq)) == nil {
 				t.d.DeadLetters[upstream]++
 			}
-			if err := b.Put(deadKey(upstream, w.Seq), raw); err != nil {
+			if err := t.put(bucketDead, deadKey(upstream, w.Seq), raw); err != nil {
 				return 0, err
 			}
 		}
@@ -64,7 +64,7 @@ func (s *Store) Reject(ctx context.Context, upstream string, ws []capsule.Write,
 // DeadLetters lists an upstream's dead letter ("" lists every upstream's).
 func (s *Store) DeadLetters(upstream string) ([]DeadLetter, error) {
 	var out []DeadLetter
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDead).Cursor()
 		prefix := []byte(nil)
 		if upstream != "" {
@@ -92,25 +92,25 @@ func (s *Store) DeadCount(upstream string) int {
 // RetryDead marks a dead letter for another attempt (seq 0: all of the
 // upstream's).
 func (s *Store) RetryDead(ctx context.Context, upstream string, seq uint64) (int, error) {
-	return s.editDead(ctx, upstream, seq, func(b *bolt.Bucket, k []byte, d *DeadLetter, t *txn) error {
+	return s.editDead(ctx, upstream, seq, func(k []byte, d *DeadLetter, t *txn) error {
 		d.Retry = true
 		raw, err := json.Marshal(d)
 		if err != nil {
 			return err
 		}
-		return b.Put(k, raw)
+		return t.put(bucketDead, k, raw)
 	})
 }
 
 // DiscardDead removes a dead letter for good (seq 0: all of the upstream's).
 func (s *Store) DiscardDead(ctx context.Context, upstream string, seq uint64) (int, error) {
-	return s.editDead(ctx, upstream, seq, func(b *bolt.Bucket, k []byte, d *DeadLetter, t *txn) error {
+	return s.editDead(ctx, upstream, seq, func(k []byte, d *DeadLetter, t *txn) error {
 		t.d.DeadLetters[upstream]--
-		return b.Delete(k)
+		return t.delete(bucketDead, k)
 	})
 }
 
-func (s *Store) editDead(ctx context.Context, upstream string, seq uint64, edit func(*bolt.Bucket, []byte, *DeadLetter, *txn) error) (int, error) {
+func (s *Store) editDead(ctx context.Context, upstream string, seq uint64, edit func([]byte, *DeadLetter, *txn) error) (int, error) {
 	n := 0
 	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
 		b := t.tx.Bucket(bucketDead)
@@ -133,7 +133,7 @@ func (s *Store) editDead(ctx context.Context, upstream string, seq uint64, edit 
 			if err := json.Unmarshal(b.Get(k), &d); err != nil {
 				return 0, err
 			}
-			if err := edit(b, k, &d, t); err != nil {
+			if err := edit(k, &d, t); err != nil {
 				return 0, err
 			}
 			n++
@@ -168,7 +168,7 @@ func (s *Store) RetryDone(ctx context.Context, upstream string, seq uint64, fail
 		}
 		if failure == "" {
 			t.d.DeadLetters[upstream]--
-			return 0, b.Delete(k)
+			return 0, t.delete(bucketDead, k)
 		}
 		var d DeadLetter
 		if err := json.Unmarshal(raw, &d); err != nil {
@@ -180,7 +180,7 @@ func (s *Store) RetryDone(ctx context.Context, upstream string, seq uint64, fail
 		if err != nil {
 			return 0, err
 		}
-		return 0, b.Put(k, out)
+		return 0, t.put(bucketDead, k, out)
 	})
 	return err
 }

@@ -77,7 +77,7 @@ func (s *Store) lazy(apply func(*txn) (uint64, error)) {
 // yet), oldest first.
 func (s *Store) Pending(upstream string, after uint64, max int) ([]capsule.Write, error) {
 	var out []capsule.Write
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		from := maxU(cursorIn(tx, upstream), after) + 1
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, v := c.Seek(u64(from)); k != nil && len(out) < max; k, v = c.Next() {
@@ -96,7 +96,7 @@ func (s *Store) Pending(upstream string, after uint64, max int) ([]capsule.Write
 // after `after`.
 func (s *Store) PendingCount(upstream string, after uint64) (int, error) {
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, _ := c.Seek(u64(maxU(cursorIn(tx, upstream), after) + 1)); k != nil; k, _ = c.Next() {
 			n++
@@ -139,11 +139,10 @@ func (s *Store) Ack(upstream string, seq uint64, upstreams []string) {
 // ack moves the upstream's cursor to seq and prunes the log below the
 // slowest upstream's cursor.
 func (t *txn) ack(upstream string, seq uint64, upstreams []string) error {
-	cur := t.tx.Bucket(bucketCursors)
 	if old := cursorIn(t.tx, upstream); seq <= old {
 		return nil
 	}
-	if err := cur.Put([]byte(upstream), u64(seq)); err != nil {
+	if err := t.put(bucketCursors, []byte(upstream), u64(seq)); err != nil {
 		return err
 	}
 	t.acked[upstream] = seq
@@ -151,9 +150,14 @@ func (t *txn) ack(upstream string, seq uint64, upstreams []string) error {
 	for _, u := range upstreams {
 		low = min(low, cursorIn(t.tx, u))
 	}
+	// Collect first: deleting under a live cursor skips keys.
+	var drop [][]byte
 	c := t.tx.Bucket(bucketLog).Cursor()
-	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low; k, _ = c.First() {
-		if err := c.Delete(); err != nil {
+	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low; k, _ = c.Next() {
+		drop = append(drop, append([]byte(nil), k...))
+	}
+	for _, k := range drop {
+		if err := t.delete(bucketLog, k); err != nil {
 			return err
 		}
 		t.d.LogCount--

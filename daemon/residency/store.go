@@ -3,10 +3,13 @@
 //
 // Every write goes through one writer goroutine that group-commits: it takes
 // every write waiting at that moment, applies them in order to a copy of the
-// state, commits them in one bbolt transaction (one fsync round), publishes
-// the copy and only then answers each caller. A write that is answered
-// without error is therefore on disk. Reads are served from the published
-// copy and never touch the disk.
+// state and to the open bbolt transaction, appends what they changed to the
+// write-ahead log with one fdatasync (wal.go), publishes the copy and only
+// then answers each caller. A write that is answered without error is
+// therefore on disk. bbolt itself is committed at checkpoints, off the
+// answer path. Reads of the state are served from the published copy and
+// never touch the disk; reads of the log and the dead letter go through the
+// writer, which alone sees the open transaction.
 //
 // Writes that must travel upstream are also appended, in the same
 // transaction, to an ordered log keyed by the agent's sequence number; the
@@ -15,6 +18,7 @@
 package residency
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -46,7 +50,16 @@ var (
 	bucketDone    = []byte("commitments") // closed and dropped commitments, by id
 	keyDoc        = []byte("doc")
 	keyCapsule    = []byte("capsule")
+	// keyWALApplied holds the id of the last write-ahead log record bbolt
+	// holds; records after it are replayed on open.
+	keyWALApplied = []byte("wal_applied")
 )
+
+// checkpointDelay is how long bbolt may lag behind the write-ahead log: the
+// open transaction is committed this long after its first batch (or sooner
+// when the log is half full, or on Close). It bounds the work a restart
+// replays, not durability.
+const checkpointDelay = 250 * time.Millisecond
 
 // maxBatch bounds one group commit so a flood of writers cannot make one
 // transaction arbitrarily large.
@@ -85,6 +98,10 @@ type Options struct {
 	// automatic ones are stored and coalesced into one later write. 0: no
 	// bound.
 	MaxPending int
+
+	// checkpointDelay and walSize override the defaults (tests).
+	checkpointDelay time.Duration
+	walSize         int64
 }
 
 // Store is one agent's durable residency. It is safe for concurrent use.
@@ -98,6 +115,15 @@ type Store struct {
 	ops     chan *op
 	quit    chan struct{}
 	stopped chan struct{}
+
+	// Owned by the writer goroutine (and by Open before it starts).
+	wal        *wal
+	wtx        *bolt.Tx // the open transaction; nil right after a checkpoint
+	unapplied  [][]byte // payloads logged since the last checkpoint
+	ckDelay    time.Duration
+	ckTimer    *time.Timer
+	broken     error // set when bbolt and the log could not be brought back in step
+	crashClose bool  // tests: Close leaves bbolt behind the log, as a crash would
 
 	closeMu sync.RWMutex // held for reading while submitting; Close takes it for writing
 	closed  bool
@@ -144,8 +170,14 @@ func Open(opts Options) (*Store, error) {
 		quit:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 		heads:    map[string]uint64{},
+		ckDelay:  cmp.Or(opts.checkpointDelay, checkpointDelay),
+	}
+	if err := s.recover(opts.Dir, cmp.Or(opts.walSize, walSize)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("agent %s: %w", opts.Agent, err)
 	}
 	if err := s.load(opts.Upstreams); err != nil {
+		s.wal.close()
 		db.Close()
 		return nil, fmt.Errorf("agent %s: %w", opts.Agent, err)
 	}
@@ -153,14 +185,52 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// load reads (or initialises) the state and the upstream cursors.
-func (s *Store) load(upstreams []string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+// recover opens the write-ahead log and replays into bbolt, in one synced
+// transaction, the records bbolt does not hold yet: the batches answered
+// before a crash and not checkpointed.
+func (s *Store) recover(dir string, size int64) error {
+	w, recs, err := openWAL(dir, size)
+	if err != nil {
+		return err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketState, bucketLog, bucketCursors, bucketDone, bucketDead} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
+		st := tx.Bucket(bucketState)
+		var applied uint64
+		if v := st.Get(keyWALApplied); len(v) == 8 {
+			applied = binary.BigEndian.Uint64(v)
+		}
+		last := applied
+		for _, r := range recs {
+			if r.id <= applied {
+				continue
+			}
+			if r.id != last+1 {
+				return fmt.Errorf("%s: record %d follows %d: records are missing; the log does not belong to this residency.db", WALFile, r.id, last)
+			}
+			if err := replay(tx, r.payload); err != nil {
+				return fmt.Errorf("%s: record %d: %w", WALFile, r.id, err)
+			}
+			last = r.id
+		}
+		w.nextID = last + 1
+		return st.Put(keyWALApplied, u64(last))
+	})
+	if err != nil {
+		w.close()
+		return err
+	}
+	s.wal = w
+	return nil
+}
+
+// load reads (or initialises) the state and the upstream cursors.
+func (s *Store) load(upstreams []string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
 		st := tx.Bucket(bucketState)
 		d := &doc{}
 		if raw := st.Get(keyDoc); raw != nil {
@@ -220,7 +290,7 @@ func (s *Store) Close() error {
 	s.closeMu.Unlock()
 	close(s.quit)
 	<-s.stopped
-	return s.db.Close()
+	return errors.Join(s.wal.close(), s.db.Close())
 }
 
 // Agent is the agent's name.
@@ -237,8 +307,10 @@ type op struct {
 	// apply validates first and mutates only when it will succeed: a refused
 	// op must leave the batch's working copy exactly as it found it.
 	apply func(*txn) (uint64, error)
-	done  chan result // nil for fire-and-forget ops
-	lazy  bool        // may wait up to lazyDelay for company
+	// view, set instead of apply, reads bbolt as of the batch's commit.
+	view func(*bolt.Tx) error
+	done chan result // nil for fire-and-forget ops
+	lazy bool        // may wait up to lazyDelay for company
 }
 
 type result struct {
@@ -247,9 +319,11 @@ type result struct {
 }
 
 // txn is what an op sees: the bbolt transaction, the working copy of the
-// state and the batch's clock.
+// state and the batch's clock. Ops read through tx and change bbolt only
+// through put and delete, which the write-ahead log records.
 type txn struct {
 	tx             *bolt.Tx
+	rec            *recorder
 	d              *doc
 	now            time.Time
 	capsule        *capsule.CapsuleRecord
@@ -259,6 +333,10 @@ type txn struct {
 	logHead        uint64
 	maxPending     int
 }
+
+func (t *txn) put(bucket, key, value []byte) error { return t.rec.put(bucket, key, value) }
+
+func (t *txn) delete(bucket, key []byte) error { return t.rec.delete(bucket, key) }
 
 // nextSeq assigns the next sequence number.
 func (t *txn) nextSeq() uint64 {
@@ -282,6 +360,16 @@ func (s *Store) submit(ctx context.Context, apply func(*txn) (uint64, error)) (u
 	}
 }
 
+// view runs fn on bbolt as the writer sees it (every answered write
+// included), in the writer goroutine. fn must copy what it keeps.
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	o := &op{view: fn, done: make(chan result, 1)}
+	if err := s.enqueue(context.Background(), o); err != nil {
+		return err
+	}
+	return (<-o.done).err
+}
+
 func (s *Store) enqueue(ctx context.Context, o *op) error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
@@ -296,14 +384,21 @@ func (s *Store) enqueue(ctx context.Context, o *op) error {
 	}
 }
 
-// run is the writer goroutine: it group-commits whatever is waiting.
+// run is the writer goroutine: it group-commits whatever is waiting, and
+// checkpoints bbolt when the open transaction is due.
 func (s *Store) run() {
 	defer close(s.stopped)
+	s.ckTimer = time.NewTimer(time.Hour)
+	s.ckTimer.Stop()
+	defer s.ckTimer.Stop()
 	batch := make([]*op, 0, maxBatch)
 	for {
 		var first *op
 		select {
 		case first = <-s.ops:
+		case <-s.ckTimer.C:
+			s.checkpoint()
+			continue
 		case <-s.quit:
 			// Drain what was submitted before Close.
 			for {
@@ -313,6 +408,11 @@ func (s *Store) run() {
 					s.fill(&batch)
 					s.commit(batch)
 				default:
+					if !s.crashClose {
+						s.checkpoint()
+					} else if s.wtx != nil {
+						s.wtx.Rollback()
+					}
 					return
 				}
 			}
@@ -354,58 +454,22 @@ func (s *Store) fill(batch *[]*op) {
 	}
 }
 
-// commit applies a batch in one transaction and answers every op in it.
+// commit applies a batch to the open transaction, makes it durable with one
+// write-ahead log record and answers every op in it.
 func (s *Store) commit(batch []*op) {
-	s.mu.RLock()
-	work, capRec, logHead := s.cur.clone(), s.capsule, s.logHead
-	s.mu.RUnlock()
-
 	results := make([]result, len(batch))
-	t := &txn{d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, maxPending: s.maxPend}
-	var newBytes []byte
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		t.tx = tx
-		for i, o := range batch {
-			results[i].seq, results[i].err = o.apply(t)
-		}
-		var err error
-		if newBytes, err = json.Marshal(work); err != nil {
-			return err
-		}
-		st := tx.Bucket(bucketState)
-		if err := st.Put(keyDoc, newBytes); err != nil {
-			return err
-		}
-		if t.capsuleChanged {
-			raw, err := json.Marshal(t.capsule)
-			if err != nil {
-				return err
-			}
-			if err := st.Put(keyCapsule, raw); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.commitWrites(batch, results); err != nil {
 		ierr := capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
 			"the write could not be stored: %v; nothing was saved", err)
-		for i := range results {
-			if results[i].err == nil {
+		for i, o := range batch {
+			if o.view == nil && results[i].err == nil {
 				results[i] = result{err: ierr}
 			}
 		}
-	} else {
-		s.mu.Lock()
-		s.cur, s.capsule, s.logHead = work, t.capsule, t.logHead
-		for u, seq := range t.acked {
-			if seq > s.heads[u] {
-				s.heads[u] = seq
-			}
-		}
-		s.mu.Unlock()
-		if s.onCommit != nil && len(t.events) > 0 {
-			s.onCommit(t.events)
+	}
+	for i, o := range batch {
+		if o.view != nil {
+			results[i].err = s.runView(o.view)
 		}
 	}
 	for i, o := range batch {
@@ -413,6 +477,173 @@ func (s *Store) commit(batch []*op) {
 			o.done <- results[i]
 		}
 	}
+	if s.wal.off > s.wal.size/2 {
+		s.checkpoint()
+	}
+}
+
+// commitWrites applies the batch's writes and logs them. On error nothing
+// of the batch is kept (bbolt is brought back to the last logged batch) and
+// results hold what each op said before the failure.
+func (s *Store) commitWrites(batch []*op, results []result) error {
+	if s.broken != nil {
+		return s.broken
+	}
+	writes := false
+	for _, o := range batch {
+		writes = writes || o.view == nil
+	}
+	if !writes {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	work, capRec, logHead := s.cur.clone(), s.capsule, s.logHead
+	s.mu.RUnlock()
+
+	rec := &recorder{tx: s.wtx}
+	t := &txn{tx: s.wtx, rec: rec, d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, maxPending: s.maxPend}
+	for i, o := range batch {
+		if o.view == nil {
+			results[i].seq, results[i].err = o.apply(t)
+		}
+	}
+	err := s.logBatch(t)
+	if err != nil {
+		s.rewind()
+		return err
+	}
+	s.mu.Lock()
+	s.cur, s.capsule, s.logHead = work, t.capsule, t.logHead
+	for u, seq := range t.acked {
+		if seq > s.heads[u] {
+			s.heads[u] = seq
+		}
+	}
+	s.mu.Unlock()
+	if s.onCommit != nil && len(t.events) > 0 {
+		s.onCommit(t.events)
+	}
+	return nil
+}
+
+// logBatch stores the working copy of the state in the transaction and
+// makes the batch durable: one log record, or a checkpoint when the record
+// does not fit in what is left of the log.
+func (s *Store) logBatch(t *txn) error {
+	raw, err := json.Marshal(t.d)
+	if err != nil {
+		return err
+	}
+	if err := t.put(bucketState, keyDoc, raw); err != nil {
+		return err
+	}
+	if t.capsuleChanged {
+		raw, err := json.Marshal(t.capsule)
+		if err != nil {
+			return err
+		}
+		if err := t.put(bucketState, keyCapsule, raw); err != nil {
+			return err
+		}
+	}
+	payload := t.rec.buf
+	if !s.wal.fits(len(payload)) {
+		// Too big for what is left of the log: bbolt's own commit makes the
+		// batch durable, and the log starts a new lap. The record's id is
+		// used up as if it had been written.
+		if err := s.commitTx(s.wal.nextID); err != nil {
+			return err
+		}
+		s.wal.nextID++
+		return nil
+	}
+	if err := s.wal.append(payload); err != nil {
+		return fmt.Errorf("write-ahead log: %w", err)
+	}
+	s.unapplied = append(s.unapplied, payload)
+	if len(s.unapplied) == 1 {
+		s.ckTimer.Reset(s.ckDelay)
+	}
+	return nil
+}
+
+// begin opens the transaction batches accumulate in until a checkpoint.
+func (s *Store) begin() error {
+	if s.wtx != nil {
+		return nil
+	}
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return err
+	}
+	s.wtx = tx
+	return nil
+}
+
+// checkpoint commits the open transaction with bbolt's own syncs, so the
+// log can start a new lap. A failure leaves the transaction as it was
+// (rebuilt from the log); the next batch or checkpoint tries again.
+func (s *Store) checkpoint() {
+	s.ckTimer.Stop()
+	if s.wtx == nil || s.broken != nil {
+		return
+	}
+	if err := s.commitTx(s.wal.nextID - 1); err != nil {
+		s.rewind()
+	}
+}
+
+// commitTx records applied as the last log record bbolt holds and commits.
+func (s *Store) commitTx(applied uint64) error {
+	if err := s.wtx.Bucket(bucketState).Put(keyWALApplied, u64(applied)); err != nil {
+		return err
+	}
+	tx := s.wtx
+	s.wtx = nil
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.unapplied = s.unapplied[:0]
+	s.wal.restart()
+	return nil
+}
+
+// rewind drops the open transaction, with whatever a failed batch did to
+// it, and rebuilds it from the batches logged since the last checkpoint.
+// If even that fails, bbolt and the log can no longer be kept in step in
+// this process: every later write is refused until a restart, which
+// replays the log.
+func (s *Store) rewind() {
+	if s.wtx != nil {
+		s.wtx.Rollback()
+		s.wtx = nil
+	}
+	err := s.begin()
+	for _, p := range s.unapplied {
+		if err != nil {
+			break
+		}
+		err = replay(s.wtx, p)
+	}
+	if err != nil {
+		s.broken = fmt.Errorf("the residency store could not recover from a failed write (%v); restart continuityd", err)
+	}
+}
+
+// runView runs a read in the open transaction (or a fresh read-only one).
+func (s *Store) runView(fn func(*bolt.Tx) error) error {
+	if s.wtx != nil {
+		return fn(s.wtx)
+	}
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
 }
 
 // logWrite appends w to the log under its sequence number.
@@ -422,7 +653,7 @@ func (t *txn) logWrite(w *capsule.Write) error {
 	if err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bucketLog).Put(u64(w.Seq), raw); err != nil {
+	if err := t.put(bucketLog, u64(w.Seq), raw); err != nil {
 		return err
 	}
 	t.logHead = w.Seq

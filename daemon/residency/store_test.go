@@ -141,7 +141,7 @@ func TestAckPrunesOnlyWhatEveryUpstreamHas(t *testing.T) {
 	}
 	// Entries 1..3 are gone from the log; 4..5 stay for b.
 	var keys int
-	s.db.View(func(tx *bolt.Tx) error {
+	s.view(func(tx *bolt.Tx) error {
 		keys = tx.Bucket(bucketLog).Stats().KeyN
 		return nil
 	})

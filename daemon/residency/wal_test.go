@@ -1,0 +1,396 @@
+package residency
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// walOptions keep bbolt behind the log for the whole test: nothing is
+// checkpointed unless the log fills.
+func walOptions(dir string, size int64) Options {
+	return Options{Agent: "builder", Dir: dir, Upstreams: []string{"a", "b"},
+		checkpointDelay: time.Hour, walSize: size}
+}
+
+// snapshot is everything a reopened store must give back.
+type snapshot struct {
+	Resume     capsule.Resume
+	PendingA   []capsule.Write
+	PendingB   []capsule.Write
+	Dead       []DeadLetter
+	Acked      uint64
+	LogHead    uint64
+	DeadCountA int
+}
+
+func takeSnapshot(t *testing.T, s *Store) snapshot {
+	t.Helper()
+	pa, err := s.Pending("a", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := s.Pending("b", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := s.DeadLetters("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snapshot{Resume: s.Resume(false), PendingA: pa, PendingB: pb, Dead: dead,
+		Acked: s.Acknowledged("a"), LogHead: s.LogHead(), DeadCountA: s.DeadCount("a")}
+}
+
+// mixedWorkload makes every kind of change the store records: checkpoints
+// with decisions and commitments (open, close, drop), a capsule, signals,
+// receipts, acknowledgements that prune the log, dead letters and their
+// retry and discard.
+func mixedWorkload(t *testing.T, s *Store, round int) {
+	t.Helper()
+	ctx := context.Background()
+	must := func(_ uint64, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		must(s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str(fmt.Sprintf("round %d step %d", round, i)),
+			Decide: &capsule.Decision{Chosen: fmt.Sprint("option ", i), Because: "because it is the cheapest of the three"}}, capsule.OriginExplicit))
+	}
+	must(s.Checkpoint(ctx, &capsule.Checkpoint{Commitments: &capsule.CommitmentOps{
+		Open: []capsule.OpenCommitment{{Title: fmt.Sprint("first ", round)}, {Title: fmt.Sprint("second ", round)}}}}, capsule.OriginExplicit))
+	r := s.Resume(false)
+	var ids []string
+	for _, c := range r.Commitments {
+		if c.Status == capsule.CommitmentOpen {
+			ids = append(ids, c.ID)
+		}
+	}
+	must(s.Checkpoint(ctx, &capsule.Checkpoint{Commitments: &capsule.CommitmentOps{
+		Close: []capsule.CloseCommitment{{ID: ids[0], Evidence: "post:0b7f9a6e-7c1a-4f59-9d3b-2f64a0f1c9de"}},
+		Drop:  []capsule.DropCommitment{{ID: ids[1], Reason: "superseded by the new plan"}}}}, capsule.OriginExplicit))
+	must(s.PutCapsule(ctx, &capsule.Capsule{Version: "1", Goal: fmt.Sprint("goal ", round)}, false, capsule.OriginExplicit))
+	must(s.Signal(ctx, &capsule.Signal{Kind: "context", UsedFraction: ptrF(float64(40+round) / 100)}))
+	must(s.AddReceipt(ctx, fmt.Sprintf("commit %07x round %d", round+1, round), true))
+	head := s.LogHead()
+	pending, err := s.Pending("a", 0, 1000)
+	if err != nil || len(pending) < 2 {
+		t.Fatalf("pending: %v %d", err, len(pending))
+	}
+	if err := s.Reject(ctx, "a", pending[:1], "400 refused", []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	must(0, func() error { _, err := s.RetryDead(ctx, "a", pending[0].Seq); return err }())
+	s.Ack("a", head, []string{"a", "b"})
+	s.Ack("b", head-1, []string{"a", "b"})
+	waitAcked(t, s, "a", head)
+	waitAcked(t, s, "b", head-1)
+}
+
+func ptrF(f float64) *float64 { return &f }
+
+// walOffset reads where the next record goes, on the writer goroutine that
+// owns it.
+func walOffset(t *testing.T, s *Store) int64 {
+	t.Helper()
+	var off int64
+	if err := s.view(func(*bolt.Tx) error { off = s.wal.off; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+// boltSeq reads the sequence number bbolt itself holds, without the log.
+func boltSeq(t *testing.T, dir string) uint64 {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, File), 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var d doc
+	db.View(func(tx *bolt.Tx) error { return json.Unmarshal(tx.Bucket(bucketState).Get(keyDoc), &d) })
+	return d.Seq
+}
+
+// crash stops the store as a SIGKILL would: bbolt keeps only what was
+// checkpointed, the log keeps every answered batch.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	s.crashClose = true
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWALReplaysAnsweredWritesAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixedWorkload(t, s, 1)
+	mixedWorkload(t, s, 2)
+	want := takeSnapshot(t, s)
+	crash(t, s)
+	if got := boltSeq(t, dir); got >= want.Resume.Seq {
+		t.Fatalf("bbolt alone holds seq %d of %d: the test would not exercise the log", got, want.Resume.Seq)
+	}
+	s, err = Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := takeSnapshot(t, s)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after replay:\n got %+v\nwant %+v", got, want)
+	}
+	if boltSeq := s.cur.Seq; boltSeq != want.Resume.Seq {
+		t.Fatalf("seq %d", boltSeq)
+	}
+	// The residency goes on from where it was.
+	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str("after")}, capsule.OriginExplicit); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Resume(false); r.Seq != want.Resume.Seq+1 || r.Focus != "after" {
+		t.Fatalf("after replay and one more write: seq %d focus %q", r.Seq, r.Focus)
+	}
+}
+
+func TestWALIgnoresTornTail(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixedWorkload(t, s, 1)
+	want := takeSnapshot(t, s)
+	off := walOffset(t, s)
+	crash(t, s)
+
+	// A batch that was being written when the power went: its header made
+	// it, its body did not. It was never answered and must not appear.
+	f, err := os.OpenFile(filepath.Join(dir, WALFile), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := make([]byte, walHeader+10)
+	binary.LittleEndian.PutUint32(hdr[0:], 0xdeadbeef)
+	binary.LittleEndian.PutUint32(hdr[4:], 4000)
+	binary.LittleEndian.PutUint64(hdr[8:], 1<<40)
+	copy(hdr[walHeader:], "\x01partial")
+	if _, err := f.WriteAt(hdr, off); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	s, err = Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after a torn tail:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A small log fills up: the store checkpoints and starts a new lap, and
+// records of the old lap left further in the file are never replayed.
+func TestWALLapsAndCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	opts := walOptions(dir, 64<<10)
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	laps := 0
+	for i := 0; laps < 3; i++ {
+		before := walOffset(t, s)
+		if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str(fmt.Sprint("write ", i)),
+			WorkingState: &capsule.WorkingState{NextAction: str(strings.Repeat("n", 900+i%50)), LastResult: str("ok")}}, capsule.OriginExplicit); err != nil {
+			t.Fatal(err)
+		}
+		if walOffset(t, s) < before {
+			laps++
+		}
+		if i > 10000 {
+			t.Fatal("the log never started a new lap")
+		}
+	}
+	// A few writes into the new lap, then a crash: the replay must take the
+	// new lap's records and stop at the stale ones after them.
+	for i := 0; i < 3; i++ {
+		if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str(fmt.Sprint("last ", i))}, capsule.OriginExplicit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := takeSnapshot(t, s)
+	crash(t, s)
+	if boltSeq(t, dir) >= want.Resume.Seq {
+		t.Fatal("bbolt holds every write: the test would not exercise the log")
+	}
+	s, err = Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after laps:\n got %+v\nwant %+v", got.Resume.Focus, want.Resume.Focus)
+	}
+}
+
+// A batch larger than the whole log is made durable by bbolt's own commit.
+func TestWALBatchLargerThanLog(t *testing.T) {
+	dir := t.TempDir()
+	opts := walOptions(dir, 8<<10)
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("a long note ", 2000) // 24 KB
+	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{
+		WorkingState: &capsule.WorkingState{NextAction: str("go on"), LastResult: &big}}, capsule.OriginExplicit); err != nil {
+		t.Fatal(err)
+	}
+	want := takeSnapshot(t, s)
+	crash(t, s)
+	if got := boltSeq(t, dir); got != want.Resume.Seq {
+		t.Fatalf("bbolt holds seq %d, want %d", got, want.Resume.Seq)
+	}
+	s, err = Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatal("the large batch did not survive")
+	}
+}
+
+// A batch whose log write fails is refused with 500 and leaves no trace;
+// the batches before it stay.
+func TestWALWriteFailureRefusesBatchOnly(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mixedWorkload(t, s, 1)
+	want := takeSnapshot(t, s)
+	// Break the log under the writer: the next append fails.
+	s.wal.f.Close()
+	_, err = s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("lost")}, capsule.OriginExplicit)
+	var ce *capsule.Error
+	if err == nil || !errors.As(err, &ce) || ce.Status != 500 {
+		t.Fatalf("write with a broken log: %v", err)
+	}
+	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("a refused batch changed the state:\n got %+v\nwant %+v", got, want)
+	}
+	// Close checkpoints what was answered, and only that.
+	if err := s.Close(); err == nil {
+		t.Log("closing the already closed log reported no error")
+	}
+	s, err = Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after reopen:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestWALGapIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixedWorkload(t, s, 1)
+	crash(t, s)
+	// Renumber the log as if it belonged to another residency: its first
+	// record no longer follows what bbolt holds.
+	path := filepath.Join(dir, WALFile)
+	data, _ := os.ReadFile(path)
+	recs := parseWAL(data)
+	if len(recs) == 0 {
+		t.Fatal("no records")
+	}
+	w := &wal{f: mustOpen(t, path), size: int64(len(data)), nextID: recs[0].id + 100}
+	if err := w.append(recs[0].payload); err != nil {
+		t.Fatal(err)
+	}
+	w.close()
+	_, err = Open(walOptions(dir, walSize))
+	if err == nil || !strings.Contains(err.Error(), "records are missing") {
+		t.Fatalf("open with a gap: %v", err)
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestParseWALStopsAtFirstBadRecord(t *testing.T) {
+	dir := t.TempDir()
+	w, recs, err := openWAL(dir, 4096)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("fresh log: %v %d", err, len(recs))
+	}
+	defer w.close()
+	w.nextID = 7
+	for _, p := range []string{"one", "two", "three"} {
+		if err := w.append([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !w.fits(4096-int(w.off)-walHeader) || w.fits(4096-int(w.off)-walHeader+1) {
+		t.Fatal("fits is off by one")
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, WALFile))
+	if len(data) != 4096 {
+		t.Fatalf("not preallocated: %d bytes", len(data))
+	}
+	got := parseWAL(data)
+	if len(got) != 3 || got[0].id != 7 || string(got[2].payload) != "three" {
+		t.Fatalf("parsed %+v", got)
+	}
+	// Flip one bit in the second record: only the first survives.
+	data[walHeader+3+walHeader+1] ^= 1
+	if got := parseWAL(data); len(got) != 1 {
+		t.Fatalf("after corruption: %d records", len(got))
+	}
+	// A new lap: the first record overwrites the start, the stale ones
+	// after it have lower ids and are not read.
+	w.restart()
+	w.nextID = 10
+	if err := w.append([]byte("ten")); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(filepath.Join(dir, WALFile))
+	if got := parseWAL(data); len(got) != 1 || got[0].id != 10 {
+		t.Fatalf("after a new lap: %+v", got)
+	}
+}
