@@ -1,6 +1,8 @@
 package capsule
 
 import (
+	ahocorasick "github.com/BobuSumisu/aho-corasick"
+
 	"fmt"
 	"strings"
 
@@ -64,10 +66,11 @@ type GuardOptions struct {
 // once and shares it. A Guard is immutable after NewGuard and safe for
 // concurrent use.
 type Guard struct {
-	linkDomains []string         // lower case, no leading or trailing dot
-	detector    *detect.Detector // gitleaks' default rule set; see secrets.go
-	extraRules  []secretRule     // continuityd's own rules; see secrets.go
-	schema      *capsuleSchema   // the Continuity Capsule v1 schema; see schema.go
+	linkDomains []string          // lower case, no leading or trailing dot
+	detector    *detect.Detector  // gitleaks' default rule set; see secrets.go
+	keywords    *ahocorasick.Trie // every keyword the detector's rules need; nil: always run it
+	extraRules  []secretRule      // continuityd's own rules; see secrets.go
+	schema      *capsuleSchema    // the Continuity Capsule v1 schema; see schema.go
 }
 
 // NewGuard builds a Guard: it loads gitleaks' default rules, compiles
@@ -91,6 +94,7 @@ func NewGuard(opts GuardOptions) (*Guard, error) {
 		return nil, fmt.Errorf("capsule: loading the secret rules: %w", err)
 	}
 	g.detector = det
+	g.keywords = keywordGate(det)
 	g.extraRules = continuitydSecretRules()
 	sch, err := compileCapsuleSchema()
 	if err != nil {

@@ -314,3 +314,42 @@ func TestDetectStringKeepsNoState(t *testing.T) {
 		t.Fatalf("the shared detector accumulated %d findings", n)
 	}
 }
+
+// TestKeywordGateGivesTheDetectorsVerdict: skipping gitleaks for strings
+// with none of its keywords changes no verdict. Every string here is judged
+// by the gated guard and by one that always runs the detector.
+func TestKeywordGateGivesTheDetectorsVerdict(t *testing.T) {
+	g := testGuard(t)
+	if g.keywords == nil {
+		t.Fatal("the keyword gate is off: some gitleaks rule needs no keyword (see keywordGate)")
+	}
+	ungated := *g
+	ungated.keywords = nil
+	var texts []string
+	for _, tc := range credentialCases() {
+		texts = append(texts, tc.value, "note: "+tc.value+" end", strings.ToUpper(tc.value))
+	}
+	texts = append(texts, innocentCases()...)
+	// Each rule's own keywords, in the shapes its regexp looks for.
+	for _, r := range g.detector.Config.OrderedRules {
+		for _, k := range g.detector.Config.Rules[r].Keywords {
+			texts = append(texts,
+				k+"_"+fake(uint64(len(texts)), alnum, 40),
+				strings.ToUpper(k)+" = \""+fake(uint64(len(texts)+1), alnum, 32)+"\"",
+				"the "+k+" was rotated yesterday")
+		}
+	}
+	flagged := 0
+	for _, s := range texts {
+		got, want := g.secretRule(s), ungated.secretRule(s)
+		if got != want {
+			t.Errorf("%q: gated %q, detector %q", s, got, want)
+		}
+		if want != "" {
+			flagged++
+		}
+	}
+	if flagged < 100 {
+		t.Fatalf("only %d of %d strings flagged: the comparison proves little", flagged, len(texts))
+	}
+}
