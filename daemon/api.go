@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -179,9 +180,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		buf.Reset()
 		buf.WriteString(`{"error":{"code":"INTERNAL","message":"could not encode the answer"}}` + "\n")
 	}
+	writeBody(w, status, buf.Bytes())
+}
+
+// writeBody sends an encoded JSON answer. The explicit Content-Length
+// spares answers over 2 KB the chunked encoding net/http falls back to.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(body)
 }
 
 func randomToken() string {

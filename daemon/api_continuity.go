@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -34,8 +36,28 @@ func (d *Daemon) handleResume(w http.ResponseWriter, r *http.Request, a *agent, 
 // saved state, and with ?sync=1 what each upstream did.
 type checkpointAnswer struct {
 	Seq   uint64           `json:"seq"`
-	State capsule.Resume   `json:"state"`
+	State json.RawMessage  `json:"state"` // capsule.Resume, as the store encoded it
 	Sync  []syncedUpstream `json:"sync,omitempty"`
+}
+
+// appendJSON encodes the answer as encoding/json would, without scanning
+// the state again: the store made it and it is most of the answer.
+func (ans *checkpointAnswer) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, ans.Seq, 10)
+	b = append(b, `,"state":`...)
+	b = append(b, ans.State...)
+	if len(ans.Sync) > 0 {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(ans.Sync); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"sync":`...)
+		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+	}
+	return append(b, "}\n"...), nil
 }
 
 type syncedUpstream struct {
@@ -73,8 +95,15 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request, a *age
 	}
 	// The saved state, from the residency alone: an answer to a write never
 	// waits on an upstream's own view (resume has that).
-	ans.State = a.store.Resume(false)
-	writeJSON(w, http.StatusOK, ans)
+	if ans.State, err = a.store.StateJSON(); err == nil {
+		var out []byte
+		if out, err = ans.appendJSON(make([]byte, 0, len(ans.State)+64)); err == nil {
+			writeBody(w, http.StatusOK, out)
+			return
+		}
+	}
+	writeError(w, capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
+		"the write was stored (seq %d) but the answer could not be encoded: %v", seq, err))
 }
 
 // waitSynced waits (bounded) for every upstream to take seq.

@@ -15,7 +15,11 @@ import (
 // RESIDENCY_STOPPED), unknown commitment ids, and the open-commitment limit.
 // It returns the write's sequence number once it is on disk.
 func (s *Store) Checkpoint(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin) (uint64, error) {
-	return s.submit(ctx, func(t *txn) (uint64, error) { return t.checkpoint(cp, origin) })
+	return s.submitOp(ctx, &op{
+		apply:  func(t *txn) (uint64, error) { return t.checkpoint(cp, origin) },
+		done:   make(chan result, 1),
+		answer: origin == capsule.OriginExplicit, // the API answers with the state
+	})
 }
 
 func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin) (uint64, error) {

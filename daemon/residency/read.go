@@ -1,6 +1,7 @@
 package residency
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -21,8 +22,22 @@ func (s *Store) Resume(visit bool) capsule.Resume {
 	s.mu.RLock()
 	d, rec := s.cur, s.capsule
 	s.mu.RUnlock()
+	r := resumeOf(s.agent, d, rec)
+	if visit {
+		m := visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal}
+		s.lazy(func(t *txn) (uint64, error) {
+			t.d.Since.resetTo(m, t.now)
+			return 0, nil
+		})
+	}
+	return r
+}
+
+// resumeOf is the residency part of the resume document for one published
+// state.
+func resumeOf(agent string, d *doc, rec *capsule.CapsuleRecord) capsule.Resume {
 	r := capsule.Resume{
-		Agent:          s.agent,
+		Agent:          agent,
 		Seq:            d.Seq,
 		Focus:          d.Focus,
 		FocusUpdatedAt: d.FocusUpdatedAt,
@@ -44,14 +59,44 @@ func (s *Store) Resume(visit bool) capsule.Resume {
 		c := *rec
 		r.Capsule = &c
 	}
-	if visit {
-		m := visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal}
-		s.lazy(func(t *txn) (uint64, error) {
-			t.d.Since.resetTo(m, t.now)
-			return 0, nil
-		})
-	}
 	return r
+}
+
+// StateJSON is Resume(false) encoded as JSON (no HTML escaping, no
+// trailing newline), as a checkpoint answer carries it. The encoding is
+// made once per published state: for a checkpoint from the API, by the
+// writer while the write-ahead log syncs, so the answer does not wait for
+// it; concurrent writers answered by one commit share it.
+func (s *Store) StateJSON() ([]byte, error) {
+	s.mu.RLock()
+	d, rec := s.cur, s.capsule
+	s.mu.RUnlock()
+	if e := s.stateJSON.Load(); e != nil && e.d == d && e.c == rec {
+		return e.raw, nil
+	}
+	e, err := encodeState(s.agent, d, rec)
+	if err != nil {
+		return nil, err
+	}
+	s.stateJSON.Store(e)
+	return e.raw, nil
+}
+
+// encodedState is the JSON of one published state.
+type encodedState struct {
+	d   *doc
+	c   *capsule.CapsuleRecord
+	raw []byte
+}
+
+func encodeState(agent string, d *doc, rec *capsule.CapsuleRecord) (*encodedState, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(resumeOf(agent, d, rec)); err != nil {
+		return nil, err
+	}
+	return &encodedState{d: d, c: rec, raw: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))}, nil
 }
 
 func orEmpty[T any](xs []T) []T {

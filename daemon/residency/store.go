@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -133,6 +134,8 @@ type Store struct {
 	capsule *capsule.CapsuleRecord
 	heads   map[string]uint64 // upstream → acknowledged seq, as published
 	logHead uint64            // highest logged seq
+
+	stateJSON atomic.Pointer[encodedState] // see StateJSON
 }
 
 // Open opens (creating when missing) the residency of one agent.
@@ -311,6 +314,9 @@ type op struct {
 	view func(*bolt.Tx) error
 	done chan result // nil for fire-and-forget ops
 	lazy bool        // may wait up to lazyDelay for company
+	// answer marks a write whose caller answers with the new state
+	// (StateJSON): the writer encodes it while the log syncs.
+	answer bool
 }
 
 type result struct {
@@ -346,7 +352,10 @@ func (t *txn) nextSeq() uint64 {
 
 // submit hands an op to the writer and waits for its commit.
 func (s *Store) submit(ctx context.Context, apply func(*txn) (uint64, error)) (uint64, error) {
-	o := &op{apply: apply, done: make(chan result, 1)}
+	return s.submitOp(ctx, &op{apply: apply, done: make(chan result, 1)})
+}
+
+func (s *Store) submitOp(ctx context.Context, o *op) (uint64, error) {
 	if err := s.enqueue(ctx, o); err != nil {
 		return 0, err
 	}
@@ -505,12 +514,29 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 
 	rec := &recorder{tx: s.wtx}
 	t := &txn{tx: s.wtx, rec: rec, d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, maxPending: s.maxPend}
+	answer := false
 	for i, o := range batch {
 		if o.view == nil {
 			results[i].seq, results[i].err = o.apply(t)
+			answer = answer || (o.answer && results[i].err == nil)
 		}
 	}
+	// The new state is final from here on and only read: encode the
+	// answer's copy of it while the log syncs (the disk, not the CPU, is
+	// busy then).
+	var encoded chan *encodedState
+	if answer {
+		encoded = make(chan *encodedState, 1)
+		go func() {
+			e, _ := encodeState(s.agent, work, t.capsule)
+			encoded <- e
+		}()
+	}
 	err := s.logBatch(t)
+	var e *encodedState
+	if encoded != nil {
+		e = <-encoded
+	}
 	if err != nil {
 		s.rewind()
 		return err
@@ -523,6 +549,9 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 		}
 	}
 	s.mu.Unlock()
+	if e != nil {
+		s.stateJSON.Store(e)
+	}
 	if s.onCommit != nil && len(t.events) > 0 {
 		s.onCommit(t.events)
 	}

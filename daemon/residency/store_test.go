@@ -1,7 +1,9 @@
 package residency
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -185,4 +187,36 @@ func waitAcked(t *testing.T, s *Store, upstream string, seq uint64) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// StateJSON is Resume(false) encoded, whether the writer made it during the
+// commit (an API checkpoint) or the reader makes it (any other write).
+func TestStateJSONIsTheEncodedResume(t *testing.T) {
+	s := open(t, t.TempDir(), "local")
+	defer s.Close()
+	ctx := context.Background()
+	check := func(when string) {
+		t.Helper()
+		got, err := s.StateJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.Encode(s.Resume(false))
+		if want := bytes.TrimSuffix(buf.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
+			t.Fatalf("%s:\n got %s\nwant %s", when, got, want)
+		}
+	}
+	check("fresh")
+	s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("a <b> & c")}, capsule.OriginExplicit)
+	if e := s.stateJSON.Load(); e == nil || e.d != s.cur {
+		t.Fatal("an API checkpoint did not leave its encoded state behind")
+	}
+	check("after an API checkpoint")
+	s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("automatic")}, capsule.OriginAutomatic)
+	check("after an automatic checkpoint")
+	s.PutCapsule(ctx, &capsule.Capsule{Version: "1", Goal: "g"}, false, capsule.OriginExplicit)
+	check("after a capsule")
 }

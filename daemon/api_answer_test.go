@@ -1,0 +1,31 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// appendJSON writes what encoding/json (HTML left unescaped, as writeJSON
+// sets it) would.
+func TestCheckpointAnswerEncodesLikeEncodingJSON(t *testing.T) {
+	msg := "refused: <html> & more"
+	for _, ans := range []checkpointAnswer{
+		{Seq: 7, State: json.RawMessage(`{"agent":"builder","focus":"a <b>"}`)},
+		{Seq: 8, State: json.RawMessage(`{}`), Sync: []syncedUpstream{{Name: "qday", Delivered: false, State: "retrying", Error: &msg}, {Name: "local", Delivered: true, State: "ok"}}},
+	} {
+		got, err := ans.appendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(ans); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("\n got %s\nwant %s", got, want.Bytes())
+		}
+	}
+}
