@@ -44,8 +44,10 @@ func checkBody(body []byte, limit int) *Error {
 		return Refuse(CodeInvalidUTF8, "",
 			"the body is not valid UTF-8 (first bad byte at offset %d); it was not changed or stored", firstInvalidUTF8(body))
 	}
-	if err := checkJSON(body); err != nil {
-		return err
+	if !quickCheckJSON(body) {
+		if err := checkJSON(body); err != nil {
+			return err
+		}
 	}
 	if off := loneSurrogate(body); off >= 0 {
 		return Refuse(CodeInvalidUTF8, "",
@@ -201,6 +203,15 @@ func loneSurrogate(body []byte) int {
 // already have passed checkJSON (as part of its body); a value that is not
 // an object yields ok=false.
 func readMembers(raw json.RawMessage) (ms []member, ok bool) {
+	if ms, ok, slow := readMembersQuick(raw); !slow {
+		return ms, ok
+	}
+	return readMembersSlow(raw)
+}
+
+// readMembersSlow is readMembers on encoding/json's decoder, for what the
+// quick scan leaves to it.
+func readMembersSlow(raw json.RawMessage) (ms []member, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	tok, err := dec.Token()

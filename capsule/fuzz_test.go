@@ -201,3 +201,12 @@ func FuzzDecodeSignal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONFastPaths holds the quick body scans to the slow walks they stand
+// in for.
+func FuzzJSONFastPaths(f *testing.F) {
+	for _, c := range jsonScanCases() {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkFastPaths(t, body) })
+}
