@@ -26,7 +26,7 @@ type Event struct {
 // call New.
 type Feed struct {
 	mu    sync.Mutex
-	ring  []Event
+	ring  []Event // the window is its last limit events
 	limit int
 	last  uint64
 	wake  chan struct{} // closed and replaced on every publish
@@ -51,12 +51,19 @@ func (f *Feed) Publish(evs ...Event) {
 		}
 		f.ring = append(f.ring, e)
 	}
-	if over := len(f.ring) - f.limit; over > 0 {
-		f.ring = append(f.ring[:0:0], f.ring[over:]...)
+	// Trimmed only once the ring holds twice the window: copying the
+	// window on every publish cost more than the rest of a write's commit.
+	if len(f.ring) >= 2*f.limit {
+		f.ring = append(f.ring[:0:0], f.window()...)
 	}
 	close(f.wake)
 	f.wake = make(chan struct{})
 	f.mu.Unlock()
+}
+
+// window is the events the feed keeps: the last limit of the ring.
+func (f *Feed) window() []Event {
+	return f.ring[max(0, len(f.ring)-f.limit):]
 }
 
 // Cursor is the id of the newest event; waiting after it returns only events
@@ -78,7 +85,7 @@ func (f *Feed) Wait(ctx context.Context, after uint64) ([]Event, uint64) {
 			after = f.last
 		}
 		var out []Event
-		for _, e := range f.ring {
+		for _, e := range f.window() {
 			if e.ID > after {
 				out = append(out, e)
 			}

@@ -49,6 +49,17 @@ func TestWaitTimesOutAndWindowIsBounded(t *testing.T) {
 	if len(evs) != 3 || evs[0].ID != 3 || cur != 5 {
 		t.Fatalf("window: %+v cursor %d", evs, cur)
 	}
+	// Past twice the window (when the ring is trimmed) it is still exactly
+	// the last three.
+	for i := 0; i < 6; i++ {
+		f.Publish(Event{Kind: "k"})
+	}
+	if evs, cur := f.Wait(context.Background(), 0); len(evs) != 3 || evs[0].ID != 9 || evs[2].ID != 11 || cur != 11 {
+		t.Fatalf("window after a trim: %+v cursor %d", evs, cur)
+	}
+	if evs, _ := f.Wait(context.Background(), 9); len(evs) != 2 || evs[0].ID != 10 {
+		t.Fatalf("after 9: %+v", evs)
+	}
 	// A cursor from the future (the feed restarted) means "from now".
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel2()
