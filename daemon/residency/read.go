@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -114,7 +115,30 @@ func (s *Store) lazy(apply func(*txn) (uint64, error)) {
 	if s.closed {
 		return
 	}
-	s.ops <- &op{apply: apply, lazy: true}
+	s.lazyMu.Lock()
+	defer s.lazyMu.Unlock()
+	s.lazyOps = append(s.lazyOps, &op{apply: apply})
+	if s.lazyTimer == nil {
+		s.lazyTimer = time.AfterFunc(lazyDelay, func() {
+			select {
+			case s.flush <- struct{}{}:
+			default:
+			}
+		})
+	}
+}
+
+// takeLazy returns the lazy ops waiting, for the commit about to happen.
+func (s *Store) takeLazy() []*op {
+	s.lazyMu.Lock()
+	defer s.lazyMu.Unlock()
+	ops := s.lazyOps
+	s.lazyOps = nil
+	if s.lazyTimer != nil {
+		s.lazyTimer.Stop()
+		s.lazyTimer = nil
+	}
+	return ops
 }
 
 // Pending returns up to max logged writes after the upstream's cursor and

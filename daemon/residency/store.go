@@ -1,7 +1,8 @@
 // Package residency keeps one agent's continuity state durably on local
 // disk, in a bbolt file under the agent's state directory.
 //
-// Every write goes through one writer goroutine that group-commits: it takes
+// Writes are group-committed: whoever commits (the writer goroutine, or a
+// caller that finds no commit in progress and so skips the hand-off) takes
 // every write waiting at that moment, applies them in order to a copy of the
 // state and to the open bbolt transaction, appends what they changed to the
 // write-ahead log with one fdatasync (wal.go), publishes the copy and only
@@ -114,10 +115,18 @@ type Store struct {
 	onCommit func([]Event)
 
 	ops     chan *op
+	flush   chan struct{} // buffered 1: lazy ops have waited long enough
 	quit    chan struct{}
 	stopped chan struct{}
 
-	// Owned by the writer goroutine (and by Open before it starts).
+	lazyMu    sync.Mutex
+	lazyOps   []*op       // ride on the next commit; see lazy
+	lazyTimer *time.Timer // armed while lazyOps is not empty
+
+	// commitMu is held by whoever commits or reads through the open
+	// transaction; it owns the fields below (Open owns them before the
+	// writer starts).
+	commitMu   sync.Mutex
 	wal        *wal
 	wtx        *bolt.Tx // the open transaction; nil right after a checkpoint
 	unapplied  [][]byte // payloads logged since the last checkpoint
@@ -170,6 +179,7 @@ func Open(opts Options) (*Store, error) {
 		now:      opts.Now,
 		onCommit: opts.OnCommit,
 		ops:      make(chan *op, 1024),
+		flush:    make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 		heads:    map[string]uint64{},
@@ -184,6 +194,8 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("agent %s: %w", opts.Agent, err)
 	}
+	s.ckTimer = time.NewTimer(time.Hour)
+	s.ckTimer.Stop()
 	go s.run()
 	return s, nil
 }
@@ -299,9 +311,8 @@ func (s *Store) Close() error {
 // Agent is the agent's name.
 func (s *Store) Agent() string { return s.agent }
 
-// lazyDelay is how long a batch holding only lazy ops (acknowledgements,
-// visit resets) waits for a real write to ride along with, before it commits
-// on its own. Losing a lazy op in a crash only repeats a delivery (under the
+// lazyDelay is how long lazy ops (acknowledgements, visit resets) wait for
+// a real write to ride along with, before they commit on their own. Losing a lazy op in a crash only repeats a delivery (under the
 // same Idempotency-Key) or shows the same news twice.
 const lazyDelay = 200 * time.Millisecond
 
@@ -312,8 +323,7 @@ type op struct {
 	apply func(*txn) (uint64, error)
 	// view, set instead of apply, reads bbolt as of the batch's commit.
 	view func(*bolt.Tx) error
-	done chan result // nil for fire-and-forget ops
-	lazy bool        // may wait up to lazyDelay for company
+	done chan result // nil for fire-and-forget (lazy) ops
 	// answer marks a write whose caller answers with the new state
 	// (StateJSON): the writer encodes it while the log syncs.
 	answer bool
@@ -350,14 +360,22 @@ func (t *txn) nextSeq() uint64 {
 	return t.d.Seq
 }
 
-// submit hands an op to the writer and waits for its commit.
+// submit commits an op and waits for its commit.
 func (s *Store) submit(ctx context.Context, apply func(*txn) (uint64, error)) (uint64, error) {
 	return s.submitOp(ctx, &op{apply: apply, done: make(chan result, 1)})
 }
 
+// submitOp commits o itself when no commit is in progress (with whatever
+// else is waiting: a lone writer pays no goroutine hand-offs), and
+// otherwise hands it to the writer goroutine, which group-commits what
+// piles up meanwhile.
 func (s *Store) submitOp(ctx context.Context, o *op) (uint64, error) {
-	if err := s.enqueue(ctx, o); err != nil {
+	if done, err := s.commitNow(o); err != nil {
 		return 0, err
+	} else if !done {
+		if err := s.enqueue(ctx, o); err != nil {
+			return 0, err
+		}
 	}
 	select {
 	case r := <-o.done:
@@ -369,14 +387,29 @@ func (s *Store) submitOp(ctx context.Context, o *op) (uint64, error) {
 	}
 }
 
-// view runs fn on bbolt as the writer sees it (every answered write
-// included), in the writer goroutine. fn must copy what it keeps.
-func (s *Store) view(fn func(*bolt.Tx) error) error {
-	o := &op{view: fn, done: make(chan result, 1)}
-	if err := s.enqueue(context.Background(), o); err != nil {
-		return err
+// commitNow commits o in the calling goroutine if no commit is in
+// progress; done reports whether it did (o.done then holds the result).
+func (s *Store) commitNow(o *op) (done bool, err error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return false, ErrClosed
 	}
-	return (<-o.done).err
+	if !s.commitMu.TryLock() {
+		return false, nil
+	}
+	defer s.commitMu.Unlock()
+	batch := []*op{o}
+	s.fill(&batch)
+	s.commit(batch)
+	return true, nil
+}
+
+// view runs fn on bbolt as the writers see it (every answered write
+// included). fn must copy what it keeps.
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	_, err := s.submitOp(context.Background(), &op{view: fn, done: make(chan result, 1)})
+	return err
 }
 
 func (s *Store) enqueue(ctx context.Context, o *op) error {
@@ -393,63 +426,52 @@ func (s *Store) enqueue(ctx context.Context, o *op) error {
 	}
 }
 
-// run is the writer goroutine: it group-commits whatever is waiting, and
-// checkpoints bbolt when the open transaction is due.
+// run is the writer goroutine: it group-commits what callers hand it, the
+// lazy ops once they have waited lazyDelay, and checkpoints bbolt when the
+// open transaction is due.
 func (s *Store) run() {
 	defer close(s.stopped)
-	s.ckTimer = time.NewTimer(time.Hour)
-	s.ckTimer.Stop()
 	defer s.ckTimer.Stop()
 	batch := make([]*op, 0, maxBatch)
 	for {
-		var first *op
 		select {
-		case first = <-s.ops:
+		case o := <-s.ops:
+			s.commitMu.Lock()
+			batch = append(batch[:0], o)
+			s.fill(&batch)
+			s.commit(batch)
+			s.commitMu.Unlock()
+		case <-s.flush:
+			s.commitMu.Lock()
+			batch = batch[:0]
+			s.fill(&batch)
+			s.commit(batch)
+			s.commitMu.Unlock()
 		case <-s.ckTimer.C:
+			s.commitMu.Lock()
 			s.checkpoint()
-			continue
+			s.commitMu.Unlock()
 		case <-s.quit:
-			// Drain what was submitted before Close.
+			// Commit what was submitted before Close, then checkpoint.
+			s.commitMu.Lock()
+			defer s.commitMu.Unlock()
 			for {
-				select {
-				case o := <-s.ops:
-					batch = append(batch[:0], o)
-					s.fill(&batch)
-					s.commit(batch)
-				default:
-					if !s.crashClose {
-						s.checkpoint()
-					} else if s.wtx != nil {
-						s.wtx.Rollback()
-					}
-					return
-				}
-			}
-		}
-		batch = append(batch[:0], first)
-		s.fill(&batch)
-		if allLazy(batch) {
-			t := time.NewTimer(lazyDelay)
-			select {
-			case o := <-s.ops:
-				batch = append(batch, o)
+				batch = batch[:0]
 				s.fill(&batch)
-			case <-t.C:
-			case <-s.quit:
+				if len(batch) == 0 {
+					break
+				}
+				s.commit(batch)
 			}
-			t.Stop()
-		}
-		s.commit(batch)
-	}
-}
-
-func allLazy(batch []*op) bool {
-	for _, o := range batch {
-		if !o.lazy {
-			return false
+			s.commit(nil) // the lazy ops left
+			if !s.crashClose {
+				s.checkpoint()
+			} else if s.wtx != nil {
+				s.wtx.Rollback()
+			}
+			return
 		}
 	}
-	return true
 }
 
 func (s *Store) fill(batch *[]*op) {
@@ -463,9 +485,14 @@ func (s *Store) fill(batch *[]*op) {
 	}
 }
 
-// commit applies a batch to the open transaction, makes it durable with one
-// write-ahead log record and answers every op in it.
+// commit applies a batch, and the lazy ops waiting, to the open
+// transaction, makes it durable with one write-ahead log record and answers
+// every op in it. The caller holds commitMu.
 func (s *Store) commit(batch []*op) {
+	batch = append(batch, s.takeLazy()...)
+	if len(batch) == 0 {
+		return
+	}
 	results := make([]result, len(batch))
 	if err := s.commitWrites(batch, results); err != nil {
 		ierr := capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
