@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -81,6 +82,9 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 	})
 	if err != nil {
 		return nil, err
+	}
+	if n := store.Replayed(); n > 0 {
+		a.log.Info("recovered writes the last run acknowledged but had not checkpointed", "records", n, "log", filepath.Join(a.dir, residency.WALFile))
 	}
 	a.store = store
 	a.capture = newCapture(a, cfg, g, log)

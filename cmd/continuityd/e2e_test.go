@@ -261,6 +261,11 @@ func TestCrashKeepsEveryAcknowledgedWrite(t *testing.T) {
 	p2 := startProc(t, w.socket, nil, "run", "--config", w.config)
 	c2 := p2.client()
 	defer c2.CloseIdleConnections()
+	// Killed mid-stream, the last writes were only in the write-ahead log:
+	// the restart must have replayed them (this is the path under test).
+	if !strings.Contains(p2.stderr.String(), "recovered writes") {
+		t.Fatalf("the restart replayed nothing from the write-ahead log: %s", p2.stderr)
+	}
 	r := get(t, c2, "/v1/continuity?peek=1")
 	var maxSeq float64
 	for _, s := range acked {

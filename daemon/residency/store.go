@@ -133,6 +133,7 @@ type Store struct {
 	ckDelay    time.Duration
 	ckTimer    *time.Timer
 	broken     error // set when bbolt and the log could not be brought back in step
+	replayed   int   // log records Open replayed into bbolt
 	crashClose bool  // tests: Close leaves bbolt behind the log, as a crash would
 
 	closeMu sync.RWMutex // held for reading while submitting; Close takes it for writing
@@ -231,6 +232,7 @@ func (s *Store) recover(dir string, size int64) error {
 				return fmt.Errorf("%s: record %d: %w", WALFile, r.id, err)
 			}
 			last = r.id
+			s.replayed++
 		}
 		w.nextID = last + 1
 		return st.Put(keyWALApplied, u64(last))
@@ -307,6 +309,11 @@ func (s *Store) Close() error {
 	<-s.stopped
 	return errors.Join(s.wal.close(), s.db.Close())
 }
+
+// Replayed is how many write-ahead log records Open replayed into bbolt:
+// the batches answered but not yet checkpointed when the last process
+// stopped without closing the store (a crash or a kill).
+func (s *Store) Replayed() int { return s.replayed }
 
 // Agent is the agent's name.
 func (s *Store) Agent() string { return s.agent }

@@ -155,6 +155,9 @@ func TestWALReplaysAnsweredWritesAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if s.Replayed() == 0 {
+		t.Fatal("nothing was replayed")
+	}
 	got := takeSnapshot(t, s)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after replay:\n got %+v\nwant %+v", got, want)
