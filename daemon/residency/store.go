@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -496,7 +497,11 @@ func (s *Store) fill(batch *[]*op) {
 // transaction, makes it durable with one write-ahead log record and answers
 // every op in it. The caller holds commitMu.
 func (s *Store) commit(batch []*op) {
-	batch = append(batch, s.takeLazy()...)
+	// Lazy ops ride on writes (and on the flush, which commits an empty
+	// batch), never on reads: a read must not pay for a sync.
+	if len(batch) == 0 || slices.ContainsFunc(batch, func(o *op) bool { return o.view == nil }) {
+		batch = append(batch, s.takeLazy()...)
+	}
 	if len(batch) == 0 {
 		return
 	}

@@ -397,3 +397,34 @@ func TestParseWALStopsAtFirstBadRecord(t *testing.T) {
 		t.Fatalf("after a new lap: %+v", got)
 	}
 }
+
+// Reads go through the open transaction but never commit the lazy ops
+// waiting (that would put a sync on every resume); the lazy ops commit on
+// their own after lazyDelay.
+func TestReadsDoNotCommitLazyOps(t *testing.T) {
+	s, err := Open(walOptions(t.TempDir(), walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str("x")}, capsule.OriginExplicit); err != nil {
+		t.Fatal(err)
+	}
+	off := walOffset(t, s)
+	s.Resume(true) // a visit: queues a lazy reset
+	for i := 0; i < 5; i++ {
+		if _, err := s.PendingCount("a", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := walOffset(t, s); got != off {
+		t.Fatalf("a read committed the lazy op (log offset %d -> %d)", off, got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for walOffset(t, s) == off {
+		if time.Now().After(deadline) {
+			t.Fatal("the lazy op never committed on its own")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
