@@ -213,7 +213,28 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(total), "16-writers-cpu-µs/write")
 		b.ReportMetric(cpu.Seconds()/wall.Seconds(), "16-writers-cores-busy")
+		b.ReportMetric(float64(rawFsyncCPU(b, cfg.Daemon.StateDir).Nanoseconds())/1e3, "raw-fsync-cpu-µs")
 	}
+}
+
+// rawFsyncCPU is the CPU time one raw append+fsync costs the process on
+// this machine (on a virtual machine the guest can spend much of the
+// fsync's wait on a CPU), measured with the daemon idle.
+func rawFsyncCPU(b *testing.B, dir string) time.Duration {
+	f, err := os.OpenFile(filepath.Join(dir, "fsync-cpu.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	const n = 300
+	cpu0 := processCPU()
+	for i := 0; i < n; i++ {
+		f.Write(benchBody)
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return (processCPU() - cpu0) / n
 }
 
 // ensure the benchmark body is what the API accepts (a bench that measured
