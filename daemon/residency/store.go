@@ -320,11 +320,12 @@ func (s *Store) Replayed() int { return s.replayed }
 func (s *Store) Agent() string { return s.agent }
 
 // lazyDelay is how long lazy ops (acknowledgements, visit resets) wait for
-// a real write to ride along with, before they commit on their own. Losing a lazy op in a crash only repeats a delivery (under the
-// same Idempotency-Key) or shows the same news twice.
+// a real write to ride along with, before they commit on their own. Losing
+// a lazy op in a crash only repeats a delivery (under the same
+// Idempotency-Key) or shows the same news twice.
 const lazyDelay = 200 * time.Millisecond
 
-// op is one unit of work for the writer goroutine.
+// op is one unit of work for a commit.
 type op struct {
 	// apply validates first and mutates only when it will succeed: a refused
 	// op must leave the batch's working copy exactly as it found it.
@@ -333,7 +334,7 @@ type op struct {
 	view func(*bolt.Tx) error
 	done chan result // nil for fire-and-forget (lazy) ops
 	// answer marks a write whose caller answers with the new state
-	// (StateJSON): the writer encodes it while the log syncs.
+	// (StateJSON): the committer encodes it while the log syncs.
 	answer bool
 }
 
