@@ -15,14 +15,19 @@ import (
 // RESIDENCY_STOPPED), unknown commitment ids, and the open-commitment limit.
 // It returns the write's sequence number once it is on disk.
 func (s *Store) Checkpoint(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin) (uint64, error) {
+	// Encoded here, in the caller's goroutine, not in the commit.
+	cpJSON, err := json.Marshal(cp)
+	if err != nil {
+		return 0, err
+	}
 	return s.submitOp(ctx, &op{
-		apply:  func(t *txn) (uint64, error) { return t.checkpoint(cp, origin) },
+		apply:  func(t *txn) (uint64, error) { return t.checkpoint(cp, origin, cpJSON) },
 		done:   make(chan result, 1),
 		answer: origin == capsule.OriginExplicit, // the API answers with the state
 	})
 }
 
-func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin) (uint64, error) {
+func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin, cpJSON []byte) (uint64, error) {
 	d := t.d
 	if d.Stopped != nil && !cp.ResumeResidency {
 		return 0, capsule.RefuseStatus(http.StatusConflict, capsule.CodeResidencyStopped, "",
@@ -91,7 +96,7 @@ func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin) (uint64,
 		return seq, nil
 	}
 	w := &capsule.Write{Seq: seq, Kind: capsule.WriteCheckpoint, Origin: origin, At: now, Checkpoint: cp}
-	if err := t.logWrite(w); err != nil {
+	if err := t.logWriteEncoded(w, cpJSON); err != nil {
 		return 0, err
 	}
 	t.events = append(t.events, Event{Seq: seq, Kind: string(capsule.WriteCheckpoint), Origin: origin,

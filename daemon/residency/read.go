@@ -145,20 +145,27 @@ func (s *Store) takeLazy() []*op {
 // after `after` (what the caller has delivered but may not see acknowledged
 // yet), oldest first.
 func (s *Store) Pending(upstream string, after uint64, max int) ([]capsule.Write, error) {
-	var out []capsule.Write
+	// Copy the entries while holding the transaction and decode them after:
+	// a read holds up every commit meanwhile.
+	var raws [][]byte
 	err := s.view(func(tx *bolt.Tx) error {
 		from := maxU(cursorIn(tx, upstream), after) + 1
 		c := tx.Bucket(bucketLog).Cursor()
-		for k, v := c.Seek(u64(from)); k != nil && len(out) < max; k, v = c.Next() {
-			var w capsule.Write
-			if err := json.Unmarshal(v, &w); err != nil {
-				return fmt.Errorf("decode log entry %d: %w", binary.BigEndian.Uint64(k), err)
-			}
-			out = append(out, w)
+		for k, v := c.Seek(u64(from)); k != nil && len(raws) < max; k, v = c.Next() {
+			raws = append(raws, slices.Clone(v))
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]capsule.Write, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			return nil, fmt.Errorf("decode log entry: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // PendingCount counts the logged writes after the upstream's cursor and

@@ -31,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -717,8 +718,28 @@ func (s *Store) runView(fn func(*bolt.Tx) error) error {
 
 // logWrite appends w to the log under its sequence number.
 func (t *txn) logWrite(w *capsule.Write) error {
-	w.IdempotencyKey = idempotencyPrefix + t.d.ResidencyID + "-" + fmt.Sprint(w.Seq)
-	raw, err := json.Marshal(w)
+	return t.logWriteEncoded(w, nil)
+}
+
+// logWriteEncoded is logWrite for a checkpoint write whose checkpoint its
+// caller encoded already (cpJSON, json.Marshal of w.Checkpoint), outside
+// the commit: only the small envelope is encoded here, while every other
+// writer waits. nil cpJSON encodes all of w.
+func (t *txn) logWriteEncoded(w *capsule.Write, cpJSON []byte) error {
+	w.IdempotencyKey = idempotencyPrefix + t.d.ResidencyID + "-" + strconv.FormatUint(w.Seq, 10)
+	var raw []byte
+	var err error
+	if cpJSON != nil && w.Checkpoint != nil && w.Capsule == nil && w.CoveredFrom == 0 && w.SessionID == "" && w.Reason == "" {
+		// The checkpoint is the last field encoded: every field after it
+		// is empty and omitted.
+		env := *w
+		env.Checkpoint = nil
+		if raw, err = json.Marshal(&env); err == nil {
+			raw = append(append(append(raw[:len(raw)-1:len(raw)-1], `,"checkpoint":`...), cpJSON...), '}')
+		}
+	} else {
+		raw, err = json.Marshal(w)
+	}
 	if err != nil {
 		return err
 	}

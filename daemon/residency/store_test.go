@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -220,4 +221,42 @@ func TestStateJSONIsTheEncodedResume(t *testing.T) {
 	check("after an automatic checkpoint")
 	s.PutCapsule(ctx, &capsule.Capsule{Version: "1", Goal: "g"}, false, capsule.OriginExplicit)
 	check("after a capsule")
+}
+
+// The log entry of a checkpoint encoded in two parts (the checkpoint by its
+// caller, the envelope in the commit) is byte for byte what encoding the
+// whole write gives.
+func TestLogWriteEncodedMatchesJSONMarshal(t *testing.T) {
+	s := open(t, t.TempDir(), "local")
+	defer s.Close()
+	ctx := context.Background()
+	ws := capsule.WorkingState{NextAction: str("run <the> fuzzers & wait"), LastResult: str("ok"),
+		ResultRef: capsule.NullableString{Set: true}}
+	cps := []*capsule.Checkpoint{
+		{Focus: str("ship it")},
+		{WorkingState: &ws, Decide: &capsule.Decision{Chosen: "a", Because: "twenty-four characters at least", PassedOver: "b"}},
+		{Commitments: &capsule.CommitmentOps{Open: []capsule.OpenCommitment{{Title: "write the note"}}}},
+	}
+	for _, cp := range cps {
+		if _, err := s.Checkpoint(ctx, cp, capsule.OriginExplicit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var raws [][]byte
+	s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLog).ForEach(func(_, v []byte) error { raws = append(raws, slices.Clone(v)); return nil })
+	})
+	if len(raws) != 3 {
+		t.Fatalf("%d log entries", len(raws))
+	}
+	for _, raw := range raws {
+		var w capsule.Write
+		if err := json.Unmarshal(raw, &w); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(&w)
+		if !bytes.Equal(raw, want) {
+			t.Fatalf("\n got %s\nwant %s", raw, want)
+		}
+	}
 }
