@@ -169,17 +169,13 @@ func (s *Store) Pending(upstream string, after uint64, max int) ([]capsule.Write
 }
 
 // PendingCount counts the logged writes after the upstream's cursor and
-// after `after`.
+// after `after`, from memory: status and resume ask it for every upstream.
 func (s *Store) PendingCount(upstream string, after uint64) (int, error) {
-	n := 0
-	err := s.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketLog).Cursor()
-		for k, _ := c.Seek(u64(maxU(cursorIn(tx, upstream), after) + 1)); k != nil; k, _ = c.Next() {
-			n++
-		}
-		return nil
-	})
-	return n, err
+	s.mu.RLock()
+	logged, from := s.logged, max(s.heads[upstream], after)
+	s.mu.RUnlock()
+	i, _ := slices.BinarySearch(logged, from+1)
+	return len(logged) - i, nil
 }
 
 // Acknowledged returns the highest sequence number the upstream has taken.
@@ -238,6 +234,8 @@ func (t *txn) ack(upstream string, seq uint64, upstreams []string) error {
 		}
 		t.d.LogCount--
 	}
+	i, _ := slices.BinarySearch(t.logged, low+1)
+	t.logged = t.logged[i:]
 	return t.shipUnshipped()
 }
 

@@ -146,6 +146,10 @@ type Store struct {
 	capsule *capsule.CapsuleRecord
 	heads   map[string]uint64 // upstream → acknowledged seq, as published
 	logHead uint64            // highest logged seq
+	// logged is every seq in the log, ascending, so pending counts need no
+	// walk of the log. A batch appends to it past the published length
+	// (readers never look there) and publishes the longer slice.
+	logged []uint64
 
 	stateJSON atomic.Pointer[encodedState] // see StateJSON
 }
@@ -277,8 +281,12 @@ func (s *Store) load(upstreams []string) error {
 			}
 			s.capsule = rec
 		}
-		if k, _ := tx.Bucket(bucketLog).Cursor().Last(); k != nil {
-			s.logHead = binary.BigEndian.Uint64(k)
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			s.logged = append(s.logged, binary.BigEndian.Uint64(k))
+		}
+		if n := len(s.logged); n > 0 {
+			s.logHead = s.logged[n-1]
 		}
 		cur := tx.Bucket(bucketCursors)
 		for _, u := range upstreams {
@@ -357,6 +365,7 @@ type txn struct {
 	events         []Event
 	acked          map[string]uint64
 	logHead        uint64
+	logged         []uint64 // see Store.logged
 	maxPending     int
 }
 
@@ -550,11 +559,11 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 		return err
 	}
 	s.mu.RLock()
-	work, capRec, logHead := s.cur.clone(), s.capsule, s.logHead
+	work, capRec, logHead, logged := s.cur.clone(), s.capsule, s.logHead, s.logged
 	s.mu.RUnlock()
 
 	rec := &recorder{tx: s.wtx}
-	t := &txn{tx: s.wtx, rec: rec, d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, maxPending: s.maxPend}
+	t := &txn{tx: s.wtx, rec: rec, d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, logged: logged, maxPending: s.maxPend}
 	answer := false
 	for i, o := range batch {
 		if o.view == nil {
@@ -583,7 +592,7 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 		return err
 	}
 	s.mu.Lock()
-	s.cur, s.capsule, s.logHead = work, t.capsule, t.logHead
+	s.cur, s.capsule, s.logHead, s.logged = work, t.capsule, t.logHead, t.logged
 	for u, seq := range t.acked {
 		if seq > s.heads[u] {
 			s.heads[u] = seq
@@ -747,6 +756,7 @@ func (t *txn) logWriteEncoded(w *capsule.Write, cpJSON []byte) error {
 		return err
 	}
 	t.logHead = w.Seq
+	t.logged = append(t.logged, w.Seq)
 	t.d.LogCount++
 	return nil
 }

@@ -50,6 +50,26 @@ func takeSnapshot(t *testing.T, s *Store) snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The in-memory list of logged seqs holds exactly the log's entries.
+	s.mu.RLock()
+	if len(s.logged) != s.cur.LogCount {
+		t.Fatalf("%d seqs in memory, %d in the log", len(s.logged), s.cur.LogCount)
+	}
+	s.mu.RUnlock()
+	// The in-memory count agrees with a walk of the log.
+	for up, ws := range map[string][]capsule.Write{"a": pa, "b": pb} {
+		for _, after := range []uint64{0, 3, s.LogHead()} {
+			want := 0
+			for _, w := range ws {
+				if w.Seq > after {
+					want++
+				}
+			}
+			if n, _ := s.PendingCount(up, after); n != want {
+				t.Fatalf("PendingCount(%s, %d) = %d, the log holds %d", up, after, n, want)
+			}
+		}
+	}
 	return snapshot{Resume: s.Resume(false), PendingA: pa, PendingB: pb, Dead: dead,
 		Acked: s.Acknowledged("a"), LogHead: s.LogHead(), DeadCountA: s.DeadCount("a")}
 }
