@@ -10,7 +10,7 @@ import (
 
 // How much history the state document keeps; older entries leave the
 // document (closed commitments move to their own bucket) so that every
-// commit rewrites a few kilobytes, not the agent's whole past.
+// commit logs a few kilobytes, not the agent's whole past.
 const (
 	keepDecisions     = 20
 	keepReceipts      = capsule.CapsuleReceipts
@@ -23,8 +23,8 @@ const (
 )
 
 // doc is the agent's residency as stored under state/doc. It is the one
-// mutable value of the store: the writer goroutine applies a batch to a copy
-// and publishes the copy only after the commit is on disk.
+// mutable value of the store: a commit applies a batch to a copy and
+// publishes the copy only after the batch is on disk.
 type doc struct {
 	ResidencyID    string                      `json:"residency_id"`
 	Seq            uint64                      `json:"seq"`

@@ -90,8 +90,9 @@ type Options struct {
 	// one not seen before, starting at the current head of the log (a new
 	// upstream receives writes from now on).
 	Upstreams []string
-	// OnCommit, when set, is called by the writer goroutine after each commit
-	// with what it did. It must not block.
+	// OnCommit, when set, is called after each commit, before its writes
+	// are answered, with what it did, by whichever goroutine committed
+	// (holding the commit lock). It must not block or call the store.
 	OnCommit func([]Event)
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time

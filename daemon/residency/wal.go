@@ -44,8 +44,8 @@ const walHeader = 16
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// wal is the log file and the position of the next record. It is owned by
-// the store's writer goroutine.
+// wal is the log file and the position of the next record. It belongs to
+// whoever holds the store's commitMu.
 type wal struct {
 	f      *os.File
 	size   int64
