@@ -90,6 +90,10 @@ var (
 	descWRescan = prometheus.NewDesc("continuityd_watcher_rescans_total", "Full rescans of the workdir after an inotify overflow.", []string{"agent"}, nil)
 	descWDirs   = prometheus.NewDesc("continuityd_watcher_watched_dirs", "Directories the workdir watcher holds a watch on.", []string{"agent"}, nil)
 	descWErrs   = prometheus.NewDesc("continuityd_watcher_watch_errors_total", "Directories that could not be watched (inotify limits).", []string{"agent"}, nil)
+	descCommits = prometheus.NewDesc("continuityd_commits_total", "Group commits of the agent's residency (one log sync each).", []string{"agent"}, nil)
+	descCWrites = prometheus.NewDesc("continuityd_committed_writes_total", "Writes those commits held (background updates included).", []string{"agent"}, nil)
+	descCBusy   = prometheus.NewDesc("continuityd_commit_seconds_total", "Time spent committing, syncs included.", []string{"agent"}, nil)
+	descCkpts   = prometheus.NewDesc("continuityd_checkpoints_total", "bbolt commits that caught up with the write-ahead log.", []string{"agent"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -101,6 +105,10 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descWRescan
 	ch <- descWDirs
 	ch <- descWErrs
+	ch <- descCommits
+	ch <- descCWrites
+	ch <- descCBusy
+	ch <- descCkpts
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -109,6 +117,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		a := st.agents[name]
 		r := a.store.Resume(false)
 		ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.Seq), name)
+		cs := a.store.CommitStats()
+		ch <- prometheus.MustNewConstMetric(descCommits, prometheus.CounterValue, float64(cs.Commits), name)
+		ch <- prometheus.MustNewConstMetric(descCWrites, prometheus.CounterValue, float64(cs.Writes), name)
+		ch <- prometheus.MustNewConstMetric(descCBusy, prometheus.CounterValue, cs.Busy.Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(descCkpts, prometheus.CounterValue, float64(cs.Checkpoints), name)
 		for _, u := range a.upstreamStates() {
 			ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(u.Pending), name, u.Name)
 			ch <- prometheus.MustNewConstMetric(descDead, prometheus.GaugeValue, float64(u.DeadLetter), name, u.Name)

@@ -153,6 +153,11 @@ func TestMetricsScrapeParses(t *testing.T) {
 	if v := value("continuityd_writes_accepted_total", map[string]string{"agent": "builder", "kind": "checkpoint"}); v != 1 {
 		t.Fatalf("accepted = %v", v)
 	}
+	// Two writes were committed (the checkpoint and the signal), each in
+	// its own commit, since they came one after the other.
+	if c, w := value("continuityd_commits_total", map[string]string{"agent": "builder"}), value("continuityd_committed_writes_total", map[string]string{"agent": "builder"}); c < 2 || w < c {
+		t.Fatalf("commits = %v, committed writes = %v", c, w)
+	}
 	if v := value("continuityd_writes_refused_total", map[string]string{"code": "MOTIVE_REQUIRED"}); v != 1 {
 		t.Fatalf("refused = %v", v)
 	}

@@ -153,6 +153,32 @@ type Store struct {
 	logged []uint64
 
 	stateJSON atomic.Pointer[encodedState] // see StateJSON
+
+	stats struct{ commits, writes, busyNs, checkpoints atomic.Uint64 } // see CommitStats
+}
+
+// CommitStats counts what the store's group commit has done since Open.
+type CommitStats struct {
+	// Commits is the batches of writes committed: one log sync each (or,
+	// for a batch too large for the log, a bbolt commit).
+	Commits uint64
+	// Writes is the writes those batches held, acknowledgements and other
+	// background updates included; Writes/Commits is the mean batch.
+	Writes uint64
+	// Busy is the time spent committing them, syncs included.
+	Busy time.Duration
+	// Checkpoints is the bbolt commits that caught up with the log.
+	Checkpoints uint64
+}
+
+// CommitStats returns the group commit's counters.
+func (s *Store) CommitStats() CommitStats {
+	return CommitStats{
+		Commits:     s.stats.commits.Load(),
+		Writes:      s.stats.writes.Load(),
+		Busy:        time.Duration(s.stats.busyNs.Load()),
+		Checkpoints: s.stats.checkpoints.Load(),
+	}
 }
 
 // Open opens (creating when missing) the residency of one agent.
@@ -556,6 +582,12 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 	if !writes {
 		return nil
 	}
+	start := time.Now()
+	defer func() {
+		s.stats.commits.Add(1)
+		s.stats.writes.Add(uint64(len(batch)))
+		s.stats.busyNs.Add(uint64(time.Since(start)))
+	}()
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -673,7 +705,9 @@ func (s *Store) checkpoint() {
 	}
 	if err := s.commitTx(s.wal.nextID - 1); err != nil {
 		s.rewind()
+		return
 	}
+	s.stats.checkpoints.Add(1)
 }
 
 // commitTx records applied as the last log record bbolt holds and commits.
