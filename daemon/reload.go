@@ -158,6 +158,11 @@ func (d *Daemon) sameAgent(oa *agent, ac config.Agent, old, next *snapshot) bool
 	if oa.cfg.Workdir != ac.Workdir || !slices.Equal(oa.cfg.Upstreams, ac.Upstreams) || old.cfg.Outbox != next.cfg.Outbox {
 		return false
 	}
+	// The agent's capture checks what it derives with the guard it was
+	// opened with: a new guard (other link domains) reopens the agent.
+	if old.guard != next.guard {
+		return false
+	}
 	for _, u := range ac.Upstreams {
 		if old.ups[u] == nil || old.ups[u] != next.ups[u] {
 			return false

@@ -172,3 +172,41 @@ func TestMetricsScrapeParses(t *testing.T) {
 	}
 	value("continuityd_request_seconds", map[string]string{"route": "/v1/continuity/checkpoint"})
 }
+
+// A reload that changes only [guard] reaches the agents' capture too (it
+// checks what the daemon derives from the workdir), not just the API; a
+// reload that changes nothing keeps the running agents.
+func TestReloadOfTheGuardReachesCapture(t *testing.T) {
+	r := startReloadRig(t, "alpha")
+	r.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "kept"})
+	cfg := r.d.snap().cfg
+	before := r.d.snap().agents["alpha"]
+	writeConfig(t, r.path, cfg.Daemon.StateDir, cfg.Daemon.Socket, "alpha")
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if r.d.snap().agents["alpha"] != before {
+		t.Fatal("a reload that changed nothing reopened the agent")
+	}
+	raw, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = append(raw, "\n[guard]\nallowed_link_domains = [\"example.org\"]\n"...)
+	if err := os.WriteFile(r.path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	st := r.d.snap()
+	if got := st.guard.LinkDomains(); len(got) != 1 || got[0] != "example.org" {
+		t.Fatalf("guard after reload: %v", got)
+	}
+	if st.agents["alpha"].capture.guard != st.guard {
+		t.Fatal("the agent's capture still checks with the old guard")
+	}
+	if f := r.resume("?peek=1")["focus"]; f != "kept" {
+		t.Fatalf("state after the agent reopened: %v", f)
+	}
+}
