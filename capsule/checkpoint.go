@@ -3,6 +3,7 @@ package capsule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -176,3 +177,9 @@ type Write struct {
 	SessionID string `json:"session_id,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 }
+
+// ErrStaleState is returned for a conditional write (an automatic
+// checkpoint built from a read of the state) when the state changed after
+// that read: the writer reads again and decides afresh, so what it derived
+// never overwrites a newer write of the agent's.
+var ErrStaleState = errors.New("the state changed since it was read")

@@ -62,18 +62,28 @@ type fakeStore struct {
 	caps     []capCall
 	calls    int // every write attempted, refused ones included
 	resumeCt int
+	// beforeWrite, when set, runs once just before the next conditional
+	// checkpoint: a write of the agent's landing after the policy read.
+	beforeWrite func()
 }
 
 func newFakeStore(t *testing.T, clk *fakeClock) *fakeStore {
 	return &fakeStore{t: t, clk: clk, st: capsule.Resume{Agent: "builder"}}
 }
 
-func (s *fakeStore) Checkpoint(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin) (uint64, error) {
+func (s *fakeStore) CheckpointIf(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin, ifSeq uint64) (uint64, error) {
+	if f := s.beforeWrite; f != nil {
+		s.beforeWrite = nil
+		f()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
 	if s.err != nil {
 		return 0, s.err
+	}
+	if s.st.Seq != ifSeq {
+		return 0, capsule.ErrStaleState
 	}
 	if s.st.Stopped != nil && !cp.ResumeResidency {
 		return 0, capsule.RefuseStatus(http.StatusConflict, capsule.CodeResidencyStopped, "", "stopped")

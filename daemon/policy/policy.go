@@ -13,7 +13,9 @@ import (
 // Store is what the policy needs of the residency (residency.Store
 // satisfies it).
 type Store interface {
-	Checkpoint(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin) (uint64, error)
+	// CheckpointIf stores cp only if the state is still at sequence number
+	// ifSeq, and returns capsule.ErrStaleState otherwise.
+	CheckpointIf(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin, ifSeq uint64) (uint64, error)
 	PutCapsule(ctx context.Context, c *capsule.Capsule, sealed bool, origin capsule.Origin) (uint64, error)
 	Resume(visit bool) capsule.Resume
 	Capsule() *capsule.CapsuleRecord
@@ -519,15 +521,35 @@ func (p *Policy) fire(ctx context.Context, pl plan, now time.Time) []Action {
 	return p.fireWith(ctx, pl, st, now)
 }
 
+// staleRetries bounds how often fireWith reads the state again when a
+// write of the agent's lands between its read and its checkpoint.
+const staleRetries = 3
+
 // fireWith sends what pl allows, given the state st: one checkpoint with
 // pending derived fields and the public status, then a sealed capsule or a
-// pending capsule draft.
+// pending capsule draft. The checkpoint is conditional on st being current,
+// so what it derived from st never overwrites a newer write; if st went
+// stale, it reads the state again and decides afresh.
 func (p *Policy) fireWith(ctx context.Context, pl plan, st capsule.Resume, now time.Time) []Action {
+	for range staleRetries {
+		acts, stale := p.fireOnce(ctx, pl, st, now)
+		if !stale {
+			return acts
+		}
+		st = p.store.Resume(false)
+		p.observe(st)
+	}
+	p.log.Debug("the state kept changing under the policy; it tries again at the next trigger", "trigger", pl.trigger)
+	return nil
+}
+
+// fireOnce is one attempt of fireWith; stale reports that st was no longer
+// current and nothing was sent.
+func (p *Policy) fireOnce(ctx context.Context, pl plan, st capsule.Resume, now time.Time) (acts []Action, stale bool) {
 	if st.Stopped != nil {
 		p.log.Debug("residency stopped: the policy sends nothing", "trigger", pl.trigger)
-		return nil
+		return nil, false
 	}
-	var acts []Action
 	cp := &capsule.Checkpoint{}
 	applied := p.derivedInto(cp, st)
 	if p.cfg.PublicStatus {
@@ -549,8 +571,11 @@ func (p *Policy) fireWith(ctx context.Context, pl plan, st capsule.Resume, now t
 		p.log.Debug("nothing to send", "trigger", pl.trigger)
 	} else {
 		seq, err := p.write(ctx, pl, now, func() (uint64, error) {
-			return p.store.Checkpoint(ctx, cp, capsule.OriginAutomatic)
+			return p.store.CheckpointIf(ctx, cp, capsule.OriginAutomatic, st.Seq)
 		})
+		if errors.Is(err, capsule.ErrStaleState) {
+			return nil, true
+		}
 		acts = append(acts, Action{Trigger: pl.trigger, Seq: seq, Err: err})
 		if err == nil {
 			applied()
@@ -575,7 +600,7 @@ func (p *Policy) fireWith(ctx context.Context, pl plan, st capsule.Resume, now t
 			acts = append(acts, p.putCapsule(ctx, plan{trigger: TriggerDerived}, c, false, now))
 		}
 	}
-	return acts
+	return acts, false
 }
 
 // sealCapsule builds the capsule with the Sealer and stores it sealed.
@@ -623,6 +648,9 @@ func (p *Policy) write(ctx context.Context, pl plan, now time.Time, do func() (u
 		return 0, ErrRateLimited
 	}
 	seq, err := do()
+	if errors.Is(err, capsule.ErrStaleState) {
+		return 0, err // not a failure: the caller reads again
+	}
 	if err != nil {
 		var ce *capsule.Error
 		if errors.As(err, &ce) && ce.Code == capsule.CodeResidencyStopped {

@@ -891,3 +891,34 @@ func TestWithResidency(t *testing.T) {
 		t.Errorf("wrote to a stopped residency: %+v", acts)
 	}
 }
+
+// An agent's write that lands between the policy's read of the state and
+// its checkpoint is never overwritten by what the policy derived from the
+// older read: the checkpoint is conditional, and the policy decides afresh.
+func TestDerivedLosesARaceWithTheAgent(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.activity()
+	h.advance(time.Minute)
+	// A handoff file says what the agent is doing...
+	h.handle(Input{Kind: KindDerived, Derived: &Derived{Source: "HANDOFF.md", ChangedAt: h.clk.Now(),
+		Focus: str("file focus"), NextAction: str("file next")}})
+	h.advance(time.Second)
+	// ...and the agent saves its own focus just as the policy writes.
+	h.store.beforeWrite = func() {
+		h.store.agentWrites(&capsule.Checkpoint{Focus: str("agent's focus"),
+			WorkingState: &capsule.WorkingState{NextAction: str("agent's next")}})
+	}
+	h.advance(3 * time.Minute)
+	if h.store.beforeWrite != nil {
+		t.Fatal("the policy never wrote: the race was not exercised")
+	}
+	st := h.store.Resume(false)
+	if st.Focus != "agent's focus" || st.WorkingState == nil || st.WorkingState.NextAction != "agent's next" {
+		t.Fatalf("the policy overwrote the agent's newer write: focus %q ws %+v", st.Focus, st.WorkingState)
+	}
+	for _, c := range h.store.checkpoints() {
+		if c.CP.Focus != nil && *c.CP.Focus == "file focus" {
+			t.Fatalf("the stale derived focus was stored: %+v", c)
+		}
+	}
+}

@@ -27,6 +27,25 @@ func (s *Store) Checkpoint(ctx context.Context, cp *capsule.Checkpoint, origin c
 	})
 }
 
+// CheckpointIf is Checkpoint on condition that the state is still at
+// sequence number ifSeq (what a Resume returned): otherwise nothing is
+// stored and the error is capsule.ErrStaleState.
+func (s *Store) CheckpointIf(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin, ifSeq uint64) (uint64, error) {
+	cpJSON, err := json.Marshal(cp)
+	if err != nil {
+		return 0, err
+	}
+	return s.submitOp(ctx, &op{
+		apply: func(t *txn) (uint64, error) {
+			if t.d.Seq != ifSeq {
+				return 0, capsule.ErrStaleState
+			}
+			return t.checkpoint(cp, origin, cpJSON)
+		},
+		done: make(chan result, 1),
+	})
+}
+
 func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin, cpJSON []byte) (uint64, error) {
 	d := t.d
 	if d.Stopped != nil && !cp.ResumeResidency {

@@ -260,3 +260,26 @@ func TestLogWriteEncodedMatchesJSONMarshal(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckpointIfRefusesAStaleRead(t *testing.T) {
+	s := open(t, t.TempDir(), "local")
+	defer s.Close()
+	ctx := context.Background()
+	read := s.Resume(false).Seq
+	if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("the agent's")}, capsule.OriginExplicit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckpointIf(ctx, &capsule.Checkpoint{Focus: str("derived")}, capsule.OriginAutomatic, read); !errors.Is(err, capsule.ErrStaleState) {
+		t.Fatalf("stale read: %v", err)
+	}
+	r := s.Resume(false)
+	if r.Focus != "the agent's" || r.Seq != read+1 {
+		t.Fatalf("a stale conditional write changed the state: %q seq %d", r.Focus, r.Seq)
+	}
+	if _, err := s.CheckpointIf(ctx, &capsule.Checkpoint{Focus: str("derived")}, capsule.OriginAutomatic, r.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Resume(false).Focus; got != "derived" {
+		t.Fatalf("a current conditional write was not stored: %q", got)
+	}
+}
