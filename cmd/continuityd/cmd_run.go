@@ -18,7 +18,14 @@ import (
 // directory, upstream "local", XDG or FHS paths.
 func cmdRun(ctx context.Context, e *env, args []string) int {
 	// Started by the Windows service manager: run under it (a no-op elsewhere).
-	if code, ok := runUnderServiceManager(ctx, func(ctx context.Context) int { return cmdRun(ctx, e, args) }); ok {
+	// Its log then goes to the service manager's own log (logTo).
+	if code, ok := runUnderServiceManager(ctx, func(ctx context.Context, logTo io.Writer) int {
+		se := *e
+		if logTo != nil {
+			se.stderr = logTo
+		}
+		return cmdRun(ctx, &se, args)
+	}); ok {
 		return code
 	}
 	fs := newFlagSet(e, "run", "[--config FILE]")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -114,7 +115,7 @@ type scmKey struct{}
 // exit status, so that the SCM sees a failure and applies the recovery
 // action (restart after 2 s). Started from a console, or from within run
 // itself, it reports handled = false and the caller runs the daemon.
-func runUnderServiceManager(ctx context.Context, run func(context.Context) int) (code int, handled bool) {
+func runUnderServiceManager(ctx context.Context, run func(ctx context.Context, logTo io.Writer) int) (code int, handled bool) {
 	if ctx.Value(scmKey{}) != nil {
 		return 0, false
 	}
@@ -135,7 +136,7 @@ func runUnderServiceManager(ctx context.Context, run func(context.Context) int) 
 // scmProgram is the daemon as a kardianos program.
 type scmProgram struct {
 	parent context.Context
-	run    func(context.Context) int
+	run    func(ctx context.Context, logTo io.Writer) int
 
 	mu       sync.Mutex
 	cancel   context.CancelFunc
@@ -144,13 +145,18 @@ type scmProgram struct {
 	code     int
 }
 
-func (p *scmProgram) Start(service.Service) error {
+func (p *scmProgram) Start(s service.Service) error {
+	// A service's stderr goes nowhere: the log goes to the event log.
+	var logTo io.Writer
+	if lg, err := s.Logger(nil); err == nil {
+		logTo = &serviceLogWriter{log: lg}
+	}
 	ctx, cancel := context.WithCancel(p.parent)
 	p.mu.Lock()
 	p.cancel, p.done = cancel, make(chan struct{})
 	p.mu.Unlock()
 	go func() {
-		code := p.run(ctx)
+		code := p.run(ctx, logTo)
 		p.mu.Lock()
 		p.code = code
 		stopping := p.stopping
