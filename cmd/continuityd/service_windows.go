@@ -81,7 +81,9 @@ func installNotes(*serviceSpec) []string      { return nil }
 func prepareInstall(*env, *serviceSpec) error { return nil }
 func installHint(serviceArgs) string          { return "" }
 func notInstalledNote(serviceArgs) string     { return "" }
-func logHint(serviceArgs) string              { return "" }
+func logHint(serviceArgs) string {
+	return "its log: Event Viewer, Windows Logs > Application, source " + managedName
+}
 
 // queryState asks the SCM through kardianos, whose three states are all
 // Windows reports here.
