@@ -351,3 +351,16 @@ func TestRefusalsNeverEchoValues(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeCheckpoint: the strict decode and every guard, secret
+// guard included, for the body the socket benchmarks send
+// (docs/PERFORMANCE.md).
+func BenchmarkDecodeCheckpoint(b *testing.B) {
+	g := testGuard(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.DecodeCheckpoint(benchLikeBody); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

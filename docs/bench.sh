@@ -23,4 +23,4 @@ go test -run '^$' -bench 'StoreCheckpoint' -benchtime 2000x -count 5 ./daemon/re
 go test -run '^$' -bench 'DrainBacklog|Coalescing' -benchtime 1x -count 1 ./daemon/
 go test -run '^$' -bench 'HookWallTime|MCPStartupAndResume' -benchtime 200x -count 1 ./cmd/continuityd/
 go test -run '^$' -bench 'EventsCPU|WatchRSS|IdleCPU' -benchtime 1x -count 1 ./daemon/sources/watch/
-go test -run '^$' -bench 'CheckSecret' -count 1 ./capsule/
+go test -run '^$' -bench 'CheckSecret|DecodeCheckpoint' -count 1 ./capsule/
