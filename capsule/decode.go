@@ -276,6 +276,9 @@ func decodeString(raw json.RawMessage, code, path string) (string, *Error) {
 	if k := jsonKind(raw); k != "string" {
 		return "", Refuse(code, path, "must be a string, got %s", k)
 	}
+	if s, ok := plainJSONString(raw); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", Refuse(code, path, "must be a string")

@@ -195,3 +195,22 @@ func skipValue(b []byte, i int) int {
 		return j
 	}
 }
+
+// plainJSONString decodes a JSON string that needs no unescaping (no
+// backslash, no control character, valid UTF-8), the common case, without
+// encoding/json; ok=false leaves it to json.Unmarshal.
+func plainJSONString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(inner) {
+		return "", false
+	}
+	return string(inner), true
+}

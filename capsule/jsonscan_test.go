@@ -31,6 +31,7 @@ func jsonScanCases() []string {
 	}
 	return []string{
 		string(benchLikeBody),
+		`"plain"`, `""`, `"a\"b"`, `"tab\there"`, "\"raw\ttab\"", "\"\xff\"", `"unicode é"`, `"x`, `x"`, `"`, `"a"b"`,
 		`{}`, ` { } `, `{"a":1}`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"a\"b":1,"a\"b":2}`,
 		`{"a":{"b":1,"b":2}}`, `{"a":[{"b":1},{"b":2}]}`, `{"a":[{"b":1,"b":1}]}`,
 		`{"a":"}\"{","b":"[\\"}`, `{"a":"x","b":{"a":"x"}}`, `{"a" : [ 1 , 2 , { "c" : null } ] , "d":true}`,
@@ -51,6 +52,12 @@ func checkFastPaths(t *testing.T, body []byte) {
 	if quickCheckJSON(body) {
 		if err := checkJSON(body); err != nil {
 			t.Fatalf("quickCheckJSON accepted what checkJSON refuses (%v): %q", err, body)
+		}
+	}
+	if s, ok := plainJSONString(body); ok {
+		var want string
+		if err := json.Unmarshal(body, &want); err != nil || s != want {
+			t.Fatalf("plainJSONString(%q) = %q, encoding/json: %q (%v)", body, s, want, err)
 		}
 	}
 	if !json.Valid(body) {
@@ -109,6 +116,9 @@ func TestJSONFastPathsTakeOrdinaryBodies(t *testing.T) {
 	}
 	if got, _ := readMembersSlow(benchLikeBody); !reflect.DeepEqual(len(got), len(ms)) {
 		t.Fatal("slow walk disagrees")
+	}
+	if s, ok := plainJSONString([]byte(`"ship the parser fix"`)); !ok || s != "ship the parser fix" {
+		t.Fatalf("plainJSONString left a plain string to encoding/json: %q %v", s, ok)
 	}
 	for _, refused := range []string{`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `[]`, `{"a":1}x`} {
 		if quickCheckJSON([]byte(refused)) {
