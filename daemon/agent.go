@@ -83,8 +83,11 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 	if err != nil {
 		return nil, err
 	}
-	if n := store.Replayed(); n > 0 {
-		a.log.Info("recovered writes the last run acknowledged but had not checkpointed", "records", n, "log", filepath.Join(a.dir, residency.WALFile))
+	switch rec := store.Recovery(); {
+	case rec.Replayed > 0:
+		a.log.Info("recovered writes the last run acknowledged but had not checkpointed", "records", rec.Replayed, "log", filepath.Join(a.dir, residency.WALFile))
+	case rec.Foreign > 0:
+		a.log.Warn("residency.db is new but a write-ahead log of an earlier one remains; its records were set aside", "records", rec.Foreign, "log", filepath.Join(a.dir, residency.WALFile))
 	}
 	a.store = store
 	a.capture = newCapture(a, cfg, g, log)

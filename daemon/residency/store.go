@@ -135,9 +135,9 @@ type Store struct {
 	unapplied  [][]byte // payloads logged since the last checkpoint
 	ckDelay    time.Duration
 	ckTimer    *time.Timer
-	broken     error // set when bbolt and the log could not be brought back in step
-	replayed   int   // log records Open replayed into bbolt
-	crashClose bool  // tests: Close leaves bbolt behind the log, as a crash would
+	broken     error    // set when bbolt and the log could not be brought back in step
+	recovery   Recovery // what Open did with the write-ahead log
+	crashClose bool     // tests: Close leaves bbolt behind the log, as a crash would
 
 	closeMu sync.RWMutex // held for reading while submitting; Close takes it for writing
 	closed  bool
@@ -252,6 +252,12 @@ func (s *Store) recover(dir string, size int64) error {
 		var applied uint64
 		if v := st.Get(keyWALApplied); len(v) == 8 {
 			applied = binary.BigEndian.Uint64(v)
+		} else if len(recs) > 0 {
+			// A new residency.db (the old one was removed) beside an old
+			// log: its records change a state this file never held. They
+			// are set aside, and the log goes on past their ids.
+			applied = recs[len(recs)-1].id
+			s.recovery.Foreign = len(recs)
 		}
 		last := applied
 		for _, r := range recs {
@@ -265,7 +271,7 @@ func (s *Store) recover(dir string, size int64) error {
 				return fmt.Errorf("%s: record %d: %w", WALFile, r.id, err)
 			}
 			last = r.id
-			s.replayed++
+			s.recovery.Replayed++
 		}
 		w.nextID = last + 1
 		return st.Put(keyWALApplied, u64(last))
@@ -347,10 +353,19 @@ func (s *Store) Close() error {
 	return errors.Join(s.wal.close(), s.db.Close())
 }
 
-// Replayed is how many write-ahead log records Open replayed into bbolt:
-// the batches answered but not yet checkpointed when the last process
-// stopped without closing the store (a crash or a kill).
-func (s *Store) Replayed() int { return s.replayed }
+// Recovery is what Open did with the write-ahead log it found.
+type Recovery struct {
+	// Replayed is the records replayed into bbolt: the batches answered
+	// but not yet checkpointed when the last process stopped without
+	// closing the store (a crash or a kill).
+	Replayed int
+	// Foreign is the records set aside because residency.db is new (it was
+	// removed or replaced) and they belong to the state it replaced.
+	Foreign int
+}
+
+// Recovery reports what Open did with the write-ahead log.
+func (s *Store) Recovery() Recovery { return s.recovery }
 
 // Agent is the agent's name.
 func (s *Store) Agent() string { return s.agent }

@@ -175,7 +175,7 @@ func TestWALReplaysAnsweredWritesAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.Replayed() == 0 {
+	if s.Recovery().Replayed == 0 {
 		t.Fatal("nothing was replayed")
 	}
 	got := takeSnapshot(t, s)
@@ -446,5 +446,48 @@ func TestReadsDoNotCommitLazyOps(t *testing.T) {
 			t.Fatal("the lazy op never committed on its own")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Removing residency.db to start over, with the log of the old one left
+// beside it: the old records are set aside, not replayed into the new
+// state, and the new log works (a crash after it replays the new records
+// only).
+func TestWALOfARemovedResidencyIsSetAside(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixedWorkload(t, s, 1)
+	crash(t, s)
+	if err := os.Remove(filepath.Join(dir, File)); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatalf("open beside an old log: %v", err)
+	}
+	if rec := s.Recovery(); rec.Foreign == 0 || rec.Replayed != 0 {
+		t.Fatalf("recovery %+v", rec)
+	}
+	if r := s.Resume(false); r.Seq != 0 || r.Focus != "" {
+		t.Fatalf("the old records leaked into the new state: seq %d focus %q", r.Seq, r.Focus)
+	}
+	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str("fresh start")}, capsule.OriginExplicit); err != nil {
+		t.Fatal(err)
+	}
+	want := takeSnapshot(t, s)
+	crash(t, s)
+	s, err = Open(walOptions(dir, walSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rec := s.Recovery(); rec.Replayed != 1 || rec.Foreign != 0 {
+		t.Fatalf("recovery after the fresh start: %+v", rec)
+	}
+	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the fresh start:\n got %+v\nwant %+v", got.Resume.Focus, want.Resume.Focus)
 	}
 }
