@@ -265,7 +265,8 @@ func (s *Store) recover(dir string, size int64) error {
 				continue
 			}
 			if r.id != last+1 {
-				return fmt.Errorf("%s: record %d follows %d: records are missing; the log does not belong to this residency.db", WALFile, r.id, last)
+				return fmt.Errorf("%s: record %d follows %d: records are missing, so the log does not continue this %s (restored from an older copy?); "+
+					"move %s away to open %s as it is, losing the writes the log holds", WALFile, r.id, last, File, WALFile, File)
 			}
 			if err := replay(tx, r.payload); err != nil {
 				return fmt.Errorf("%s: record %d: %w", WALFile, r.id, err)
