@@ -147,6 +147,26 @@ func boltSeq(t *testing.T, dir string) uint64 {
 	return d.Seq
 }
 
+// openStore opens a store for a test and closes it when the test ends (a
+// store the test closed or crashed already stays as it is).
+func openStore(t *testing.T, opts Options) *Store {
+	t.Helper()
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// wantSnapshot fails the test unless s gives back want.
+func wantSnapshot(t *testing.T, s *Store, want snapshot, when string) {
+	t.Helper()
+	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n got %+v\nwant %+v", when, got, want)
+	}
+}
+
 // crash stops the store as a SIGKILL would: bbolt keeps only what was
 // checkpointed, the log keeps every answered batch.
 func crash(t *testing.T, s *Store) {
@@ -159,10 +179,7 @@ func crash(t *testing.T, s *Store) {
 
 func TestWALReplaysAnsweredWritesAfterCrash(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, walOptions(dir, walSize))
 	mixedWorkload(t, s, 1)
 	mixedWorkload(t, s, 2)
 	want := takeSnapshot(t, s)
@@ -170,18 +187,11 @@ func TestWALReplaysAnsweredWritesAfterCrash(t *testing.T) {
 	if got := boltSeq(t, dir); got >= want.Resume.Seq {
 		t.Fatalf("bbolt alone holds seq %d of %d: the test would not exercise the log", got, want.Resume.Seq)
 	}
-	s, err = Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = openStore(t, walOptions(dir, walSize))
 	if s.Recovery().Replayed == 0 {
 		t.Fatal("nothing was replayed")
 	}
-	got := takeSnapshot(t, s)
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("after replay:\n got %+v\nwant %+v", got, want)
-	}
+	wantSnapshot(t, s, want, "after replay")
 	if boltSeq := s.cur.Seq; boltSeq != want.Resume.Seq {
 		t.Fatalf("seq %d", boltSeq)
 	}
@@ -196,10 +206,7 @@ func TestWALReplaysAnsweredWritesAfterCrash(t *testing.T) {
 
 func TestWALIgnoresTornTail(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, walOptions(dir, walSize))
 	mixedWorkload(t, s, 1)
 	want := takeSnapshot(t, s)
 	off := walOffset(t, s)
@@ -221,14 +228,8 @@ func TestWALIgnoresTornTail(t *testing.T) {
 	}
 	f.Close()
 
-	s, err = Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after a torn tail:\n got %+v\nwant %+v", got, want)
-	}
+	s = openStore(t, walOptions(dir, walSize))
+	wantSnapshot(t, s, want, "after a torn tail")
 }
 
 // A small log fills up: the store checkpoints and starts a new lap, and
@@ -236,10 +237,7 @@ func TestWALIgnoresTornTail(t *testing.T) {
 func TestWALLapsAndCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	opts := walOptions(dir, 64<<10)
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, opts)
 	ctx := context.Background()
 	laps := 0
 	for i := 0; laps < 3; i++ {
@@ -267,24 +265,15 @@ func TestWALLapsAndCheckpoints(t *testing.T) {
 	if boltSeq(t, dir) >= want.Resume.Seq {
 		t.Fatal("bbolt holds every write: the test would not exercise the log")
 	}
-	s, err = Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after laps:\n got %+v\nwant %+v", got.Resume.Focus, want.Resume.Focus)
-	}
+	s = openStore(t, opts)
+	wantSnapshot(t, s, want, "after laps")
 }
 
 // A batch larger than the whole log is made durable by bbolt's own commit.
 func TestWALBatchLargerThanLog(t *testing.T) {
 	dir := t.TempDir()
 	opts := walOptions(dir, 8<<10)
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, opts)
 	big := strings.Repeat("a long note ", 2000) // 24 KB
 	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{
 		WorkingState: &capsule.WorkingState{NextAction: str("go on"), LastResult: &big}}, capsule.OriginExplicit); err != nil {
@@ -295,57 +284,37 @@ func TestWALBatchLargerThanLog(t *testing.T) {
 	if got := boltSeq(t, dir); got != want.Resume.Seq {
 		t.Fatalf("bbolt holds seq %d, want %d", got, want.Resume.Seq)
 	}
-	s, err = Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
-		t.Fatal("the large batch did not survive")
-	}
+	s = openStore(t, opts)
+	wantSnapshot(t, s, want, "the large batch did not survive")
 }
 
 // A batch whose log write fails is refused with 500 and leaves no trace;
 // the batches before it stay.
 func TestWALWriteFailureRefusesBatchOnly(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, walOptions(dir, walSize))
 	ctx := context.Background()
 	mixedWorkload(t, s, 1)
 	want := takeSnapshot(t, s)
 	// Break the log under the writer: the next append fails.
 	s.wal.f.Close()
-	_, err = s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("lost")}, capsule.OriginExplicit)
+	_, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("lost")}, capsule.OriginExplicit)
 	var ce *capsule.Error
 	if err == nil || !errors.As(err, &ce) || ce.Status != 500 {
 		t.Fatalf("write with a broken log: %v", err)
 	}
-	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
-		t.Fatalf("a refused batch changed the state:\n got %+v\nwant %+v", got, want)
-	}
+	wantSnapshot(t, s, want, "a refused batch changed the state")
 	// Close checkpoints what was answered, and only that.
 	if err := s.Close(); err == nil {
 		t.Log("closing the already closed log reported no error")
 	}
-	s, err = Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after reopen:\n got %+v\nwant %+v", got, want)
-	}
+	s = openStore(t, walOptions(dir, walSize))
+	wantSnapshot(t, s, want, "after reopen")
 }
 
 func TestWALGapIsAnError(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, walOptions(dir, walSize))
 	mixedWorkload(t, s, 1)
 	crash(t, s)
 	// Renumber the log as if it belonged to another residency: its first
@@ -356,18 +325,18 @@ func TestWALGapIsAnError(t *testing.T) {
 	if len(recs) == 0 {
 		t.Fatal("no records")
 	}
-	w := &wal{f: mustOpen(t, path), size: int64(len(data)), nextID: recs[0].id + 100}
+	w := &wal{f: mustOpenFile(t, path), size: int64(len(data)), nextID: recs[0].id + 100}
 	if err := w.append(recs[0].payload); err != nil {
 		t.Fatal(err)
 	}
 	w.close()
-	_, err = Open(walOptions(dir, walSize))
+	_, err := Open(walOptions(dir, walSize))
 	if err == nil || !strings.Contains(err.Error(), "records are missing") {
 		t.Fatalf("open with a gap: %v", err)
 	}
 }
 
-func mustOpen(t *testing.T, path string) *os.File {
+func mustOpenFile(t *testing.T, path string) *os.File {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -422,11 +391,7 @@ func TestParseWALStopsAtFirstBadRecord(t *testing.T) {
 // waiting (that would put a sync on every resume); the lazy ops commit on
 // their own after lazyDelay.
 func TestReadsDoNotCommitLazyOps(t *testing.T) {
-	s, err := Open(walOptions(t.TempDir(), walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, walOptions(t.TempDir(), walSize))
 	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str("x")}, capsule.OriginExplicit); err != nil {
 		t.Fatal(err)
 	}
@@ -455,19 +420,13 @@ func TestReadsDoNotCommitLazyOps(t *testing.T) {
 // only).
 func TestWALOfARemovedResidencyIsSetAside(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, walOptions(dir, walSize))
 	mixedWorkload(t, s, 1)
 	crash(t, s)
 	if err := os.Remove(filepath.Join(dir, File)); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatalf("open beside an old log: %v", err)
-	}
+	s = openStore(t, walOptions(dir, walSize)) // beside an old log
 	if rec := s.Recovery(); rec.Foreign == 0 || rec.Replayed != 0 {
 		t.Fatalf("recovery %+v", rec)
 	}
@@ -479,15 +438,9 @@ func TestWALOfARemovedResidencyIsSetAside(t *testing.T) {
 	}
 	want := takeSnapshot(t, s)
 	crash(t, s)
-	s, err = Open(walOptions(dir, walSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = openStore(t, walOptions(dir, walSize))
 	if rec := s.Recovery(); rec.Replayed != 1 || rec.Foreign != 0 {
 		t.Fatalf("recovery after the fresh start: %+v", rec)
 	}
-	if got := takeSnapshot(t, s); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after the fresh start:\n got %+v\nwant %+v", got.Resume.Focus, want.Resume.Focus)
-	}
+	wantSnapshot(t, s, want, "after the fresh start")
 }
