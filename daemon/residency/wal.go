@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/continuityd/continuityd/daemon/atomicfile"
 )
 
 // The write-ahead log (WAL) makes a group commit durable with one fdatasync.
@@ -99,16 +101,7 @@ func (w *wal) preallocate(from, size int64) error {
 	if err := w.f.Sync(); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(w.f.Name()))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.SyncDir(filepath.Dir(w.f.Name()))
 }
 
 // parseWAL returns the run of valid, consecutive records at the start of
