@@ -44,9 +44,6 @@ type doc struct {
 	LastWriteAt    *time.Time                  `json:"last_write_at"`
 	Refused        []capsule.Refusal           `json:"refused"`
 	CapsuleSeq     uint64                      `json:"capsule_seq"`
-	// LogCount is how many writes the log holds: those the slowest upstream
-	// has not taken. The outbox bound is checked against it.
-	LogCount int `json:"log_count"`
 	// Unshipped is set when automatic writes were stored but not logged
 	// because the outbox was full; one checkpoint of the latest state is
 	// logged for them once there is room (they are coalesced).

@@ -232,7 +232,6 @@ func (t *txn) ack(upstream string, seq uint64, upstreams []string) error {
 		if err := t.delete(bucketLog, k); err != nil {
 			return err
 		}
-		t.d.LogCount--
 	}
 	i, _ := slices.BinarySearch(t.logged, low+1)
 	t.logged = t.logged[i:]

@@ -147,8 +147,8 @@ type Store struct {
 	capsule *capsule.CapsuleRecord
 	heads   map[string]uint64 // upstream → acknowledged seq, as published
 	logHead uint64            // highest logged seq
-	// logged is every seq in the log, ascending, so pending counts need no
-	// walk of the log. A batch appends to it past the published length
+	// logged is every seq in the log, ascending, so pending counts and the
+	// outbox bound need no walk of the log. A batch appends to it past the published length
 	// (readers never look there) and publishes the longer slice.
 	logged []uint64
 
@@ -808,13 +808,12 @@ func (t *txn) logWriteEncoded(w *capsule.Write, cpJSON []byte) error {
 	}
 	t.logHead = w.Seq
 	t.logged = append(t.logged, w.Seq)
-	t.d.LogCount++
 	return nil
 }
 
 // spoolFull reports whether the outbox is at its bound.
 func (t *txn) spoolFull() bool {
-	return t.maxPending > 0 && t.d.LogCount >= t.maxPending
+	return t.maxPending > 0 && len(t.logged) >= t.maxPending
 }
 
 func spoolFullError(max int) error {
