@@ -15,34 +15,32 @@ import (
 // RESIDENCY_STOPPED), unknown commitment ids, and the open-commitment limit.
 // It returns the write's sequence number once it is on disk.
 func (s *Store) Checkpoint(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin) (uint64, error) {
-	// Encoded here, in the caller's goroutine, not in the commit.
-	cpJSON, err := json.Marshal(cp)
-	if err != nil {
-		return 0, err
-	}
-	return s.submitOp(ctx, &op{
-		apply:  func(t *txn) (uint64, error) { return t.checkpoint(cp, origin, cpJSON) },
-		done:   make(chan result, 1),
-		answer: origin == capsule.OriginExplicit, // the API answers with the state
-	})
+	return s.checkpointIf(ctx, cp, origin, nil)
 }
 
 // CheckpointIf is Checkpoint on condition that the state is still at
 // sequence number ifSeq (what a Resume returned): otherwise nothing is
 // stored and the error is capsule.ErrStaleState.
 func (s *Store) CheckpointIf(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin, ifSeq uint64) (uint64, error) {
+	return s.checkpointIf(ctx, cp, origin, &ifSeq)
+}
+
+// checkpointIf stores cp, if ifSeq is nil or the state is still there.
+func (s *Store) checkpointIf(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin, ifSeq *uint64) (uint64, error) {
+	// Encoded here, in the caller's goroutine, not in the commit.
 	cpJSON, err := json.Marshal(cp)
 	if err != nil {
 		return 0, err
 	}
 	return s.submitOp(ctx, &op{
 		apply: func(t *txn) (uint64, error) {
-			if t.d.Seq != ifSeq {
+			if ifSeq != nil && t.d.Seq != *ifSeq {
 				return 0, capsule.ErrStaleState
 			}
 			return t.checkpoint(cp, origin, cpJSON)
 		},
-		done: make(chan result, 1),
+		done:   make(chan result, 1),
+		answer: origin == capsule.OriginExplicit, // the API answers with the state
 	})
 }
 
