@@ -65,39 +65,58 @@ func resumeOf(agent string, d *doc, rec *capsule.CapsuleRecord) capsule.Resume {
 
 // StateJSON is Resume(false) encoded as JSON (no HTML escaping, no
 // trailing newline), as a checkpoint answer carries it. The encoding is
-// made once per published state: for a checkpoint from the API, by the
-// writer while the write-ahead log syncs, so the answer does not wait for
-// it; concurrent writers answered by one commit share it.
+// made once per published state: for a checkpoint from the API, it is
+// started by the commit while the write-ahead log syncs, and the callers
+// answered by that commit wait for it here (the commit itself does not:
+// the next batch must not queue behind an encoding). Concurrent writers
+// answered by one commit share it.
 func (s *Store) StateJSON() ([]byte, error) {
 	s.mu.RLock()
 	d, rec := s.cur, s.capsule
 	s.mu.RUnlock()
 	if e := s.stateJSON.Load(); e != nil && e.d == d && e.c == rec {
-		return e.raw, nil
+		<-e.done
+		return e.raw, e.err
 	}
-	e, err := encodeState(s.agent, d, rec)
-	if err != nil {
-		return nil, err
+	e := encodeState(s.agent, d, rec)
+	<-e.done
+	if e.err == nil {
+		s.stateJSON.Store(e)
 	}
-	s.stateJSON.Store(e)
-	return e.raw, nil
+	return e.raw, e.err
 }
 
-// encodedState is the JSON of one published state.
+// encodedState is the JSON of one published state, ready once done is
+// closed.
 type encodedState struct {
-	d   *doc
-	c   *capsule.CapsuleRecord
-	raw []byte
+	d    *doc
+	c    *capsule.CapsuleRecord
+	done chan struct{}
+	raw  []byte
+	err  error
 }
 
-func encodeState(agent string, d *doc, rec *capsule.CapsuleRecord) (*encodedState, error) {
+// encodeState encodes the state in the calling goroutine.
+func encodeState(agent string, d *doc, rec *capsule.CapsuleRecord) *encodedState {
+	e := newEncodedState(d, rec)
+	e.encode(agent)
+	return e
+}
+
+// newEncodedState returns the encoding of a state, to be made by whoever
+// calls encode; waiters block on done until then.
+func newEncodedState(d *doc, rec *capsule.CapsuleRecord) *encodedState {
+	return &encodedState{d: d, c: rec, done: make(chan struct{})}
+}
+
+func (e *encodedState) encode(agent string) {
+	defer close(e.done)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(resumeOf(agent, d, rec)); err != nil {
-		return nil, err
+	if e.err = enc.Encode(resumeOf(agent, e.d, e.c)); e.err == nil {
+		e.raw = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
-	return &encodedState{d: d, c: rec, raw: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))}, nil
 }
 
 func orEmpty[T any](xs []T) []T {

@@ -622,20 +622,13 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 	}
 	// The new state is final from here on and only read: encode the
 	// answer's copy of it while the log syncs (the disk, not the CPU, is
-	// busy then).
-	var encoded chan *encodedState
+	// busy then). The callers wait for it in StateJSON; the commit does not.
+	var e *encodedState
 	if answer {
-		encoded = make(chan *encodedState, 1)
-		go func() {
-			e, _ := encodeState(s.agent, work, t.capsule)
-			encoded <- e
-		}()
+		e = newEncodedState(work, t.capsule)
+		go e.encode(s.agent)
 	}
 	err := s.logBatch(t)
-	var e *encodedState
-	if encoded != nil {
-		e = <-encoded
-	}
 	if err != nil {
 		s.rewind()
 		return err
@@ -647,10 +640,10 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 			s.heads[u] = seq
 		}
 	}
-	s.mu.Unlock()
 	if e != nil {
-		s.stateJSON.Store(e)
+		s.stateJSON.Store(e) // before anyone can read the state it encodes
 	}
+	s.mu.Unlock()
 	if s.onCommit != nil && len(t.events) > 0 {
 		s.onCommit(t.events)
 	}

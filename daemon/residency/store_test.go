@@ -223,6 +223,40 @@ func TestStateJSONIsTheEncodedResume(t *testing.T) {
 	check("after a capsule")
 }
 
+// Concurrent writers answered by one commit share its encoding, which the
+// commit starts and does not wait for: every caller gets a complete state
+// that holds its own write (run under -race, this also checks that the
+// encoding is published safely).
+func TestStateJSONUnderConcurrentWriters(t *testing.T) {
+	s := open(t, t.TempDir(), "local")
+	defer s.Close()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				seq, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str(fmt.Sprint("writer ", w, " write ", i))}, capsule.OriginExplicit)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				raw, err := s.StateJSON()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var got struct{ Seq uint64 }
+				if err := json.Unmarshal(raw, &got); err != nil || got.Seq < seq {
+					t.Errorf("answer to write %d: seq %d, %v in %s", seq, got.Seq, err, raw)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // The log entry of a checkpoint encoded in two parts (the checkpoint by its
 // caller, the envelope in the commit) is byte for byte what encoding the
 // whole write gives.
