@@ -107,6 +107,10 @@ func (g *groupCommitServer) run() {
 			g.commit(g.fill([]*gcWrite{wr}))
 			g.commitMu.Unlock()
 		case <-g.quit:
+			// Nothing may stay blocked on a write the server will not make.
+			for _, wr := range g.fill(nil) {
+				wr.done <- http.ErrServerClosed
+			}
 			return
 		}
 	}
