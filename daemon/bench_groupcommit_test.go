@@ -93,10 +93,15 @@ func (g *groupCommitServer) write(p []byte) error {
 		batch := g.fill([]*gcWrite{wr})
 		g.commit(batch)
 		g.commitMu.Unlock()
-	} else {
-		g.queue <- wr
+		return <-wr.done
 	}
-	return <-wr.done
+	g.queue <- wr // buffered beyond any benchmark's writers
+	select {
+	case err := <-wr.done:
+		return err
+	case <-g.quit:
+		return http.ErrServerClosed
+	}
 }
 
 func (g *groupCommitServer) run() {
@@ -107,11 +112,7 @@ func (g *groupCommitServer) run() {
 			g.commit(g.fill([]*gcWrite{wr}))
 			g.commitMu.Unlock()
 		case <-g.quit:
-			// Nothing may stay blocked on a write the server will not make.
-			for _, wr := range g.fill(nil) {
-				wr.done <- http.ErrServerClosed
-			}
-			return
+			return // writers still queued stop waiting on quit too
 		}
 	}
 }
