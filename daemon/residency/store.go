@@ -153,6 +153,7 @@ type Store struct {
 	logged []uint64
 
 	stateJSON atomic.Pointer[encodedState] // see StateJSON
+	encoding  sync.WaitGroup               // the answer encodings commits started; Close waits
 
 	stats struct{ commits, writes, busyNs, checkpoints atomic.Uint64 } // see CommitStats
 }
@@ -351,6 +352,7 @@ func (s *Store) Close() error {
 	s.closeMu.Unlock()
 	close(s.quit)
 	<-s.stopped
+	s.encoding.Wait()
 	return errors.Join(s.wal.close(), s.db.Close())
 }
 
@@ -626,7 +628,7 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 	var e *encodedState
 	if answer {
 		e = newEncodedState(work, t.capsule)
-		go e.encode(s.agent)
+		s.encoding.Go(func() { e.encode(s.agent) })
 	}
 	err := s.logBatch(t)
 	if err != nil {
