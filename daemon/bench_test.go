@@ -11,6 +11,7 @@ package daemon
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,8 +30,8 @@ import (
 
 var benchBody = []byte(`{"focus":"ship the parser fix","working_state":{"next_action":"run the fuzzers","last_result":"tests green on linux"},"decide":{"chosen":"retry with backoff","because":"the upstream drops bursts over sixty a minute"}}`)
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
+func median[T cmp.Ordered](xs []T) T {
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
 }
@@ -238,13 +239,13 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		ofBase = append(ofBase, (s/o)/(bs/bo))
 	}
 	b.StopTimer()
-	b.ReportMetric(medianOf(one), "1-writer-writes/s")
-	b.ReportMetric(medianOf(sixteen), "16-writers-writes/s")
-	b.ReportMetric(medianOf(ratio), "ratio")
-	b.ReportMetric(medianOf(baseOne), "groupcommit-1-writer-writes/s")
-	b.ReportMetric(medianOf(baseSixteen), "groupcommit-16-writers-writes/s")
-	b.ReportMetric(medianOf(baseRatio), "groupcommit-ratio")
-	b.ReportMetric(medianOf(ofBase), "ratio-of-groupcommit")
+	b.ReportMetric(median(one), "1-writer-writes/s")
+	b.ReportMetric(median(sixteen), "16-writers-writes/s")
+	b.ReportMetric(median(ratio), "ratio")
+	b.ReportMetric(median(baseOne), "groupcommit-1-writer-writes/s")
+	b.ReportMetric(median(baseSixteen), "groupcommit-16-writers-writes/s")
+	b.ReportMetric(median(baseRatio), "groupcommit-ratio")
+	b.ReportMetric(median(ofBase), "ratio-of-groupcommit")
 	b.ReportMetric(cs.writesPerCommit(), "16-writers-writes/commit")
 	b.ReportMetric(cs.busy.Seconds()/wall.Seconds(), "16-writers-committer-busy")
 	if cpu > 0 {
@@ -269,12 +270,6 @@ func (d *commitStatsDelta) add(before, after residency.CommitStats) {
 
 func (d *commitStatsDelta) writesPerCommit() float64 {
 	return float64(d.writes) / float64(max(d.commits, 1))
-}
-
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // rawFsyncCPU is the CPU time one raw append+fsync costs the process on
