@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -21,6 +22,7 @@ import (
 // What 16 writers gain over one here is what this machine's disk, cores
 // and scheduler allow a group commit, before any JSON, guard or state.
 type groupCommitServer struct {
+	sock   string
 	srv    *http.Server
 	f      *os.File
 	answer []byte
@@ -30,6 +32,8 @@ type groupCommitServer struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 	off      int64 // guarded by commitMu
+
+	commits, writes atomic.Int64 // what the commits held, for writes/commit
 }
 
 type gcWrite struct {
@@ -39,7 +43,9 @@ type gcWrite struct {
 
 const gcFileSize = 64 << 20
 
-func startGroupCommitServer(tb testing.TB, dir string, answerLen int) (sock string, stop func()) {
+// startGroupCommitServer starts the baseline on dir/gc.sock; the caller
+// stops it.
+func startGroupCommitServer(tb testing.TB, dir string, answerLen int) *groupCommitServer {
 	f, err := os.OpenFile(dir+"/groupcommit.log", os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		tb.Fatal(err)
@@ -56,8 +62,8 @@ func startGroupCommitServer(tb testing.TB, dir string, answerLen int) (sock stri
 	for i := range g.answer {
 		g.answer[i] = 'x'
 	}
-	sock = dir + "/gc.sock"
-	ln, err := net.Listen("unix", sock)
+	g.sock = dir + "/gc.sock"
+	ln, err := net.Listen("unix", g.sock)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -65,12 +71,14 @@ func startGroupCommitServer(tb testing.TB, dir string, answerLen int) (sock stri
 	g.wg.Add(2)
 	go func() { defer g.wg.Done(); g.srv.Serve(ln) }()
 	go func() { defer g.wg.Done(); g.run() }()
-	return sock, func() {
-		g.srv.Close()
-		close(g.quit)
-		g.wg.Wait()
-		f.Close()
-	}
+	return g
+}
+
+func (g *groupCommitServer) stop() {
+	g.srv.Close()
+	close(g.quit)
+	g.wg.Wait()
+	g.f.Close()
 }
 
 func (g *groupCommitServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -146,6 +154,8 @@ func (g *groupCommitServer) commit(batch []*gcWrite) {
 	if err != nil {
 		err = errors.Join(errors.New("group commit"), err)
 	}
+	g.commits.Add(1)
+	g.writes.Add(int64(len(batch)))
 	for _, wr := range batch {
 		wr.done <- err
 	}

@@ -192,8 +192,8 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 	if status != 200 {
 		b.Fatalf("status %d: %s", status, answer)
 	}
-	baseSock, stopBase := startGroupCommitServer(b, cfg.Daemon.StateDir, len(answer))
-	defer stopBase()
+	base := startGroupCommitServer(b, cfg.Daemon.StateDir, len(answer))
+	defer base.stop()
 	store := td.d.snap().agents["builder"].store
 
 	run := func(sock string, writers, total int) (perSecond float64, cpu, wall time.Duration) {
@@ -225,14 +225,18 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 	var one, sixteen, ratio, baseOne, baseSixteen, baseRatio, ofBase []float64
 	var cpu, wall time.Duration
 	var cs commitStatsDelta
+	var baseCommits, baseWrites int64
 	b.ResetTimer()
 	for range rounds {
 		o, _, _ := run(cfg.Daemon.Socket, 1, n)
-		bo, _, _ := run(baseSock, 1, n)
+		bo, _, _ := run(base.sock, 1, n)
 		cs0 := store.CommitStats()
 		s, c, w := run(cfg.Daemon.Socket, 16, 2*n)
 		cs.add(cs0, store.CommitStats())
-		bs, _, _ := run(baseSock, 16, 2*n)
+		gc0 := [2]int64{base.commits.Load(), base.writes.Load()}
+		bs, _, _ := run(base.sock, 16, 2*n)
+		baseCommits += base.commits.Load() - gc0[0]
+		baseWrites += base.writes.Load() - gc0[1]
 		cpu, wall = cpu+c, wall+w
 		one, sixteen, ratio = append(one, o), append(sixteen, s), append(ratio, s/o)
 		baseOne, baseSixteen, baseRatio = append(baseOne, bo), append(baseSixteen, bs), append(baseRatio, bs/bo)
@@ -246,6 +250,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 	b.ReportMetric(median(baseSixteen), "groupcommit-16-writers-writes/s")
 	b.ReportMetric(median(baseRatio), "groupcommit-ratio")
 	b.ReportMetric(median(ofBase), "ratio-of-groupcommit")
+	b.ReportMetric(float64(baseWrites)/float64(max(baseCommits, 1)), "groupcommit-16-writers-writes/commit")
 	b.ReportMetric(cs.writesPerCommit(), "16-writers-writes/commit")
 	b.ReportMetric(cs.busy.Seconds()/wall.Seconds(), "16-writers-committer-busy")
 	if cpu > 0 {
