@@ -7,19 +7,66 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 )
 
 // ClaudeProjectDir returns the folder in which Claude Code keeps the
 // transcripts of sessions launched in launchDir:
 // home/.claude/projects/<EncodeClaudeProject(launchDir)>. It is the
 // directory Claude Code was started in that counts, not a later cwd.
+//
+// A name longer than claudeMaxName is cut there and given a hash of the
+// launch directory ("<first 200>-<hash>"), and the hash depends on the
+// runtime Claude Code ran on (Bun's own hash for the CLI, a 32-bit string
+// hash under Node.js). So for a long name the folder is found the way
+// Claude Code's SDK finds it: the existing folder that starts with the cut
+// name and a dash (the most recently modified, if several do); when none
+// exists yet, the Node.js name.
 func ClaudeProjectDir(home, launchDir string) string {
-	return filepath.Join(home, ".claude", "projects", EncodeClaudeProject(launchDir))
+	projects := filepath.Join(home, ".claude", "projects")
+	name := EncodeClaudeProject(launchDir)
+	if len(name) <= claudeMaxName {
+		return filepath.Join(projects, name)
+	}
+	prefix := name[:claudeMaxName] + "-"
+	var best string
+	var bestMod time.Time
+	entries, _ := os.ReadDir(projects)
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && (best == "" || fi.ModTime().After(bestMod)) {
+			best, bestMod = e.Name(), fi.ModTime()
+		}
+	}
+	if best == "" {
+		best = prefix + claudeNodeHash(launchDir)
+	}
+	return filepath.Join(projects, best)
+}
+
+// claudeMaxName is the longest project-folder name Claude Code uses
+// uncut (its MAX_SANITIZED_LENGTH, counted in UTF-16 code units, which
+// EncodeClaudeProject's ASCII output has one byte each).
+const claudeMaxName = 200
+
+// claudeNodeHash is the suffix Claude Code gives a cut name when it runs on
+// Node.js: Math.abs of the JavaScript 32-bit hash h = h*31 + c over the
+// launch directory's UTF-16 code units, in base 36.
+func claudeNodeHash(launchDir string) string {
+	var h int32
+	for _, c := range utf16.Encode([]rune(launchDir)) {
+		h = h*31 + int32(c)
+	}
+	return strconv.FormatInt(int64(math.Abs(float64(h))), 36)
 }
 
 // EncodeClaudeProject names a launch directory the way Claude Code names

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,6 +29,50 @@ func TestEncodeClaudeProject(t *testing.T) {
 	got := ClaudeProjectDir("/home/u", "/tmp/shp-schemas-tx.blIf90/work")
 	if want := filepath.Join("/home/u", ".claude", "projects", "-tmp-shp-schemas-tx-blIf90-work"); got != want {
 		t.Errorf("ClaudeProjectDir = %q, want %q", got, want)
+	}
+}
+
+// Long launch directories: Claude Code cuts the folder name at 200 and adds
+// a hash. The expected names were made by Claude Code's own sanitizePath
+// run under Node.js (node 18, the function copied as published), which is
+// the name used when no folder exists yet.
+func TestClaudeProjectDirLongNames(t *testing.T) {
+	long := "/home/me/" + strings.Repeat("work/", 40) + "repo"
+	unicode := "/srv/😀/" + strings.Repeat("ünïcode-dir/", 20) + "x"
+	exactly := "/a/" + strings.Repeat("b", 197) // 200 when encoded: not cut
+	home := t.TempDir()
+	projects := filepath.Join(home, ".claude", "projects")
+	for dir, want := range map[string]string{
+		long:    "-home-me-" + strings.Repeat("work-", 38) + "w-4rgovs",
+		unicode: "-srv-----n-code-dir" + strings.Repeat("--n-code-dir", 15) + "--juymp",
+		exactly: "-a-" + strings.Repeat("b", 197),
+	} {
+		if got := ClaudeProjectDir(home, dir); got != filepath.Join(projects, want) {
+			t.Errorf("ClaudeProjectDir(%q) =\n %q, want\n %q", dir, filepath.Base(got), want)
+		}
+	}
+
+	// The CLI on Bun names it with another hash: the existing folder with
+	// the cut name wins, the most recent of several; other folders and
+	// files do not match.
+	cut := EncodeClaudeProject(long)[:200]
+	base := time.Now().Add(-time.Hour)
+	for i, name := range []string{cut + "-1x9bunold", cut + "-2bunnewer", cut + "x-notadash"} {
+		d := filepath.Join(projects, name)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		mt := base.Add(time.Duration(i) * time.Minute)
+		if name == cut+"x-notadash" {
+			mt = base.Add(time.Hour)
+		}
+		if err := os.Chtimes(d, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeAt(t, filepath.Join(projects, cut+"-file"), "x", base.Add(2*time.Hour))
+	if got, want := ClaudeProjectDir(home, long), filepath.Join(projects, cut+"-2bunnewer"); got != want {
+		t.Errorf("with folders present: %q, want %q", filepath.Base(got), filepath.Base(want))
 	}
 }
 
