@@ -11,7 +11,6 @@ package daemon
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,21 +19,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/internal/baseline"
 	"github.com/continuityd/continuityd/daemon/residency"
 )
 
 var benchBody = []byte(`{"focus":"ship the parser fix","working_state":{"next_action":"run the fuzzers","last_result":"tests green on linux"},"decide":{"chosen":"retry with backoff","because":"the upstream drops bursts over sixty a minute"}}`)
-
-func median[T cmp.Ordered](xs []T) T {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 func benchClient(sock string) *http.Client {
 	return &http.Client{Transport: &http.Transport{
@@ -104,7 +97,7 @@ func BenchmarkDurableAck(b *testing.B) {
 		httpAck = append(httpAck, time.Since(t0))
 	}
 	b.StopTimer()
-	ma, mh, mf := median(ack), median(httpAck), median(fs)
+	ma, mh, mf := baseline.Median(ack), baseline.Median(httpAck), baseline.Median(fs)
 	b.ReportMetric(float64(ma.Microseconds()), "ack-p50-µs")
 	b.ReportMetric(float64(mh.Microseconds()), "httpclient-ack-p50-µs")
 	b.ReportMetric(float64(mf.Microseconds()), "fsync-p50-µs")
@@ -161,7 +154,7 @@ func BenchmarkResume(b *testing.B) {
 		st = append(st, time.Since(t0))
 	}
 	b.StopTimer()
-	mr, ms := median(res), median(st)
+	mr, ms := baseline.Median(res), baseline.Median(st)
 	b.ReportMetric(float64(mr.Microseconds()), "resume-p50-µs")
 	b.ReportMetric(float64(ms.Microseconds()), "static-p50-µs")
 	b.ReportMetric(float64(mr)/float64(ms), "ratio")
@@ -233,23 +226,23 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		cs0 := store.CommitStats()
 		s, c, w := run(cfg.Daemon.Socket, 16, 2*n)
 		cs.add(cs0, store.CommitStats())
-		gc0 := [2]int64{base.commits.Load(), base.writes.Load()}
+		gcCommits, gcWrites := base.gc.Counts()
 		bs, _, _ := run(base.sock, 16, 2*n)
-		baseCommits += base.commits.Load() - gc0[0]
-		baseWrites += base.writes.Load() - gc0[1]
+		c1, w1 := base.gc.Counts()
+		baseCommits, baseWrites = baseCommits+c1-gcCommits, baseWrites+w1-gcWrites
 		cpu, wall = cpu+c, wall+w
 		one, sixteen, ratio = append(one, o), append(sixteen, s), append(ratio, s/o)
 		baseOne, baseSixteen, baseRatio = append(baseOne, bo), append(baseSixteen, bs), append(baseRatio, bs/bo)
 		ofBase = append(ofBase, (s/o)/(bs/bo))
 	}
 	b.StopTimer()
-	b.ReportMetric(median(one), "1-writer-writes/s")
-	b.ReportMetric(median(sixteen), "16-writers-writes/s")
-	b.ReportMetric(median(ratio), "ratio")
-	b.ReportMetric(median(baseOne), "groupcommit-1-writer-writes/s")
-	b.ReportMetric(median(baseSixteen), "groupcommit-16-writers-writes/s")
-	b.ReportMetric(median(baseRatio), "groupcommit-ratio")
-	b.ReportMetric(median(ofBase), "ratio-of-groupcommit")
+	b.ReportMetric(baseline.Median(one), "1-writer-writes/s")
+	b.ReportMetric(baseline.Median(sixteen), "16-writers-writes/s")
+	b.ReportMetric(baseline.Median(ratio), "ratio")
+	b.ReportMetric(baseline.Median(baseOne), "groupcommit-1-writer-writes/s")
+	b.ReportMetric(baseline.Median(baseSixteen), "groupcommit-16-writers-writes/s")
+	b.ReportMetric(baseline.Median(baseRatio), "groupcommit-ratio")
+	b.ReportMetric(baseline.Median(ofBase), "ratio-of-groupcommit")
 	b.ReportMetric(float64(baseWrites)/float64(max(baseCommits, 1)), "groupcommit-16-writers-writes/commit")
 	b.ReportMetric(cs.writesPerCommit(), "16-writers-writes/commit")
 	b.ReportMetric(cs.busy.Seconds()/wall.Seconds(), "16-writers-committer-busy")

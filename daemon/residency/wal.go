@@ -154,7 +154,7 @@ func (w *wal) append(payload []byte) error {
 	}
 	// fdatasync, not fsync: the file's size and blocks never change after
 	// preallocation, so its data is all there is to sync.
-	if err := fdatasync(w.f); err != nil {
+	if err := atomicfile.SyncData(w.f); err != nil {
 		return err
 	}
 	w.off += int64(len(buf))

@@ -1,12 +1,14 @@
-package residency
+package atomicfile
 
 import (
 	"os"
 	"syscall"
 )
 
-// fdatasync syncs f's data (and only the metadata needed to read it back).
-func fdatasync(f *os.File) error {
+// SyncData syncs f's data and only the metadata needed to read it back
+// (fdatasync(2)): enough for a file whose size and blocks never change,
+// such as a preallocated log, and cheaper than a full fsync.
+func SyncData(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
