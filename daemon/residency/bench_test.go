@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/internal/baseline"
 )
 
 // BenchmarkStoreCheckpoint: one durable checkpoint through the store (no
@@ -38,8 +39,89 @@ func BenchmarkStoreCheckpoint(b *testing.B) {
 		raw.Sync()
 		ft = append(ft, time.Since(t0))
 	}
-	med := func(d []time.Duration) time.Duration { c := slices.Clone(d); slices.Sort(c); return c[len(c)/2] }
-	b.ReportMetric(float64(med(st).Microseconds()), "store-p50-µs")
-	b.ReportMetric(float64(med(ft).Microseconds()), "fsync-p50-µs")
-	b.ReportMetric(float64(med(st))/float64(med(ft)), "ratio")
+	b.ReportMetric(float64(baseline.Median(st).Microseconds()), "store-p50-µs")
+	b.ReportMetric(float64(baseline.Median(ft).Microseconds()), "fsync-p50-µs")
+	b.ReportMetric(float64(baseline.Median(st))/float64(baseline.Median(ft)), "ratio")
+}
+
+// BenchmarkStoreConcurrentWriters is (c) without the socket: 16 goroutines
+// checkpointing through the store against one, beside the bare group
+// commit (baseline.GroupCommit) writing the same request body in the same
+// directory. Rounds interleave the four phases so all see the same disk;
+// each figure is the median over the rounds, ratios taken within a round.
+// It shows what the store's group commit gives, and what it costs beside
+// the bare one, when no HTTP stands in front of either.
+func BenchmarkStoreConcurrentWriters(b *testing.B) {
+	dir := b.TempDir()
+	s, err := Open(Options{Agent: "a", Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	gc, err := baseline.OpenGroupCommit(dir, "groupcommit.log", baseline.FileSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer gc.Close()
+	// The checkpoint the socket benchmarks send, and its request body.
+	body := []byte(`{"focus":"ship the parser fix","working_state":{"next_action":"run the fuzzers","last_result":"tests green on linux"},"decide":{"chosen":"retry with backoff","because":"the upstream drops bursts over sixty a minute"}}`)
+	ctx := context.Background()
+	ours := func() error {
+		focus, next, last := "ship the parser fix", "run the fuzzers", "tests green on linux"
+		_, err := s.Checkpoint(ctx, &capsule.Checkpoint{
+			Focus:        &focus,
+			WorkingState: &capsule.WorkingState{NextAction: &next, LastResult: &last},
+			Decide:       &capsule.Decision{Chosen: "retry with backoff", Because: "the upstream drops bursts over sixty a minute"},
+		}, capsule.OriginExplicit)
+		return err
+	}
+	bare := func() error { return gc.Write(body) }
+	run := func(write func() error, writers, total int) float64 {
+		var wg sync.WaitGroup
+		per := total / writers
+		t0 := time.Now()
+		for range writers {
+			wg.Go(func() {
+				for range per {
+					if err := write(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return float64(per*writers) / time.Since(t0).Seconds()
+	}
+
+	const rounds = 3
+	n := max(b.N, 160)
+	var one, sixteen, ratio, bareOne, bareSixteen, bareRatio, ofBare []float64
+	var commits, writes, bareCommits, bareWrites int64
+	b.ResetTimer()
+	for range rounds {
+		o := run(ours, 1, n)
+		bo := run(bare, 1, n)
+		cs0 := s.CommitStats()
+		sx := run(ours, 16, 2*n)
+		cs1 := s.CommitStats()
+		commits, writes = commits+int64(cs1.Commits-cs0.Commits), writes+int64(cs1.Writes-cs0.Writes)
+		gc0, gw0 := gc.Counts()
+		bs := run(bare, 16, 2*n)
+		gc1, gw1 := gc.Counts()
+		bareCommits, bareWrites = bareCommits+gc1-gc0, bareWrites+gw1-gw0
+		one, sixteen, ratio = append(one, o), append(sixteen, sx), append(ratio, sx/o)
+		bareOne, bareSixteen, bareRatio = append(bareOne, bo), append(bareSixteen, bs), append(bareRatio, bs/bo)
+		ofBare = append(ofBare, (sx/o)/(bs/bo))
+	}
+	b.StopTimer()
+	b.ReportMetric(baseline.Median(one), "1-writer-writes/s")
+	b.ReportMetric(baseline.Median(sixteen), "16-writers-writes/s")
+	b.ReportMetric(baseline.Median(ratio), "ratio")
+	b.ReportMetric(float64(writes)/float64(max(commits, 1)), "16-writers-writes/commit")
+	b.ReportMetric(baseline.Median(bareOne), "groupcommit-1-writer-writes/s")
+	b.ReportMetric(baseline.Median(bareSixteen), "groupcommit-16-writers-writes/s")
+	b.ReportMetric(baseline.Median(bareRatio), "groupcommit-ratio")
+	b.ReportMetric(float64(bareWrites)/float64(max(bareCommits, 1)), "groupcommit-16-writers-writes/commit")
+	b.ReportMetric(baseline.Median(ofBare), "ratio-of-groupcommit")
 }
