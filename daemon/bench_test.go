@@ -198,7 +198,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		}
 		var wg sync.WaitGroup
 		per := total / writers
-		cpu0, t0 := processCPU(), time.Now()
+		cpu0, t0 := baseline.ProcessCPU(), time.Now()
 		for w := 0; w < writers; w++ {
 			wg.Add(1)
 			go func() {
@@ -210,7 +210,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		}
 		wg.Wait()
 		wall = time.Since(t0)
-		return float64(per*writers) / wall.Seconds(), processCPU() - cpu0, wall
+		return float64(per*writers) / wall.Seconds(), baseline.ProcessCPU() - cpu0, wall
 	}
 
 	const rounds = 3
@@ -280,14 +280,14 @@ func rawFsyncCPU(b *testing.B, dir string) time.Duration {
 	}
 	defer f.Close()
 	const n = 300
-	cpu0 := processCPU()
+	cpu0 := baseline.ProcessCPU()
 	for i := 0; i < n; i++ {
 		f.Write(benchBody)
 		if err := f.Sync(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	return (processCPU() - cpu0) / n
+	return (baseline.ProcessCPU() - cpu0) / n
 }
 
 // ensure the benchmark body is what the API accepts (a bench that measured

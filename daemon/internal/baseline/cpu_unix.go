@@ -1,14 +1,15 @@
 //go:build unix
 
-package daemon
+package baseline
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user and system) the test process has used.
-func processCPU() time.Duration {
+// ProcessCPU is the CPU time (user and system) this process has used,
+// children not included; 0 where it cannot be read.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
