@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/internal/baseline"
-	"github.com/continuityd/continuityd/daemon/residency"
 )
 
 var benchBody = []byte(`{"focus":"ship the parser fix","working_state":{"next_action":"run the fuzzers","last_result":"tests green on linux"},"decide":{"chosen":"retry with backoff","because":"the upstream drops bursts over sixty a minute"}}`)
@@ -215,59 +214,30 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 
 	const rounds = 3
 	n := max(b.N, 160)
-	var one, sixteen, ratio, baseOne, baseSixteen, baseRatio, ofBase []float64
-	var cpu, wall time.Duration
-	var cs commitStatsDelta
-	var baseCommits, baseWrites int64
+	var r baseline.Rounds
+	var cpu, wall, busy time.Duration
 	b.ResetTimer()
 	for range rounds {
 		o, _, _ := run(cfg.Daemon.Socket, 1, n)
 		bo, _, _ := run(base.sock, 1, n)
 		cs0 := store.CommitStats()
 		s, c, w := run(cfg.Daemon.Socket, 16, 2*n)
-		cs.add(cs0, store.CommitStats())
-		gcCommits, gcWrites := base.gc.Counts()
+		cs1 := store.CommitStats()
+		gc0, gw0 := base.gc.Counts()
 		bs, _, _ := run(base.sock, 16, 2*n)
-		c1, w1 := base.gc.Counts()
-		baseCommits, baseWrites = baseCommits+c1-gcCommits, baseWrites+w1-gcWrites
-		cpu, wall = cpu+c, wall+w
-		one, sixteen, ratio = append(one, o), append(sixteen, s), append(ratio, s/o)
-		baseOne, baseSixteen, baseRatio = append(baseOne, bo), append(baseSixteen, bs), append(baseRatio, bs/bo)
-		ofBase = append(ofBase, (s/o)/(bs/bo))
+		gc1, gw1 := base.gc.Counts()
+		r.Add(o, s, bo, bs)
+		r.AddCommits(int64(cs1.Commits-cs0.Commits), int64(cs1.Writes-cs0.Writes), gc1-gc0, gw1-gw0)
+		cpu, wall, busy = cpu+c, wall+w, busy+cs1.Busy-cs0.Busy
 	}
 	b.StopTimer()
-	b.ReportMetric(baseline.Median(one), "1-writer-writes/s")
-	b.ReportMetric(baseline.Median(sixteen), "16-writers-writes/s")
-	b.ReportMetric(baseline.Median(ratio), "ratio")
-	b.ReportMetric(baseline.Median(baseOne), "groupcommit-1-writer-writes/s")
-	b.ReportMetric(baseline.Median(baseSixteen), "groupcommit-16-writers-writes/s")
-	b.ReportMetric(baseline.Median(baseRatio), "groupcommit-ratio")
-	b.ReportMetric(baseline.Median(ofBase), "ratio-of-groupcommit")
-	b.ReportMetric(float64(baseWrites)/float64(max(baseCommits, 1)), "groupcommit-16-writers-writes/commit")
-	b.ReportMetric(cs.writesPerCommit(), "16-writers-writes/commit")
-	b.ReportMetric(cs.busy.Seconds()/wall.Seconds(), "16-writers-committer-busy")
+	r.Report(b)
+	b.ReportMetric(busy.Seconds()/wall.Seconds(), "16-writers-committer-busy")
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(rounds*2*n), "16-writers-cpu-µs/write")
 		b.ReportMetric(cpu.Seconds()/wall.Seconds(), "16-writers-cores-busy")
 		b.ReportMetric(float64(rawFsyncCPU(b, cfg.Daemon.StateDir).Nanoseconds())/1e3, "raw-fsync-cpu-µs")
 	}
-}
-
-// commitStatsDelta sums what the store's commit counters gained over the
-// 16-writer phases.
-type commitStatsDelta struct {
-	commits, writes uint64
-	busy            time.Duration
-}
-
-func (d *commitStatsDelta) add(before, after residency.CommitStats) {
-	d.commits += after.Commits - before.Commits
-	d.writes += after.Writes - before.Writes
-	d.busy += after.Busy - before.Busy
-}
-
-func (d *commitStatsDelta) writesPerCommit() float64 {
-	return float64(d.writes) / float64(max(d.commits, 1))
 }
 
 // rawFsyncCPU is the CPU time one raw append+fsync costs the process on

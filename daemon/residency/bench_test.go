@@ -76,6 +76,7 @@ func BenchmarkStoreConcurrentWriters(b *testing.B) {
 		return err
 	}
 	bare := func() error { return gc.Write(body) }
+	n := max(b.N, 160)
 	run := func(write func() error, writers, total int) float64 {
 		var wg sync.WaitGroup
 		per := total / writers
@@ -94,34 +95,20 @@ func BenchmarkStoreConcurrentWriters(b *testing.B) {
 		return float64(per*writers) / time.Since(t0).Seconds()
 	}
 
-	const rounds = 3
-	n := max(b.N, 160)
-	var one, sixteen, ratio, bareOne, bareSixteen, bareRatio, ofBare []float64
-	var commits, writes, bareCommits, bareWrites int64
+	var r baseline.Rounds
 	b.ResetTimer()
-	for range rounds {
+	for range 3 {
 		o := run(ours, 1, n)
 		bo := run(bare, 1, n)
 		cs0 := s.CommitStats()
 		sx := run(ours, 16, 2*n)
 		cs1 := s.CommitStats()
-		commits, writes = commits+int64(cs1.Commits-cs0.Commits), writes+int64(cs1.Writes-cs0.Writes)
 		gc0, gw0 := gc.Counts()
 		bs := run(bare, 16, 2*n)
 		gc1, gw1 := gc.Counts()
-		bareCommits, bareWrites = bareCommits+gc1-gc0, bareWrites+gw1-gw0
-		one, sixteen, ratio = append(one, o), append(sixteen, sx), append(ratio, sx/o)
-		bareOne, bareSixteen, bareRatio = append(bareOne, bo), append(bareSixteen, bs), append(bareRatio, bs/bo)
-		ofBare = append(ofBare, (sx/o)/(bs/bo))
+		r.Add(o, sx, bo, bs)
+		r.AddCommits(int64(cs1.Commits-cs0.Commits), int64(cs1.Writes-cs0.Writes), gc1-gc0, gw1-gw0)
 	}
 	b.StopTimer()
-	b.ReportMetric(baseline.Median(one), "1-writer-writes/s")
-	b.ReportMetric(baseline.Median(sixteen), "16-writers-writes/s")
-	b.ReportMetric(baseline.Median(ratio), "ratio")
-	b.ReportMetric(float64(writes)/float64(max(commits, 1)), "16-writers-writes/commit")
-	b.ReportMetric(baseline.Median(bareOne), "groupcommit-1-writer-writes/s")
-	b.ReportMetric(baseline.Median(bareSixteen), "groupcommit-16-writers-writes/s")
-	b.ReportMetric(baseline.Median(bareRatio), "groupcommit-ratio")
-	b.ReportMetric(float64(bareWrites)/float64(max(bareCommits, 1)), "groupcommit-16-writers-writes/commit")
-	b.ReportMetric(baseline.Median(ofBare), "ratio-of-groupcommit")
+	r.Report(b)
 }
