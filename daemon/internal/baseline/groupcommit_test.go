@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The baseline must really write and sync what it acknowledges, or the
 // benchmarks would compare the daemon with a fiction.
