@@ -50,7 +50,9 @@ func BenchmarkStoreCheckpoint(b *testing.B) {
 // directory. Rounds interleave the four phases so all see the same disk;
 // each figure is the median over the rounds, ratios taken within a round.
 // It shows what the store's group commit gives, and what it costs beside
-// the bare one, when no HTTP stands in front of either.
+// the bare one, when no HTTP stands in front of either. The writes are
+// explicit, as the API's are, so each commit also encodes the state the
+// API would answer with.
 func BenchmarkStoreConcurrentWriters(b *testing.B) {
 	dir := b.TempDir()
 	s, err := Open(Options{Agent: "a", Dir: dir})

@@ -1,7 +1,8 @@
-// Package baseline holds the physical baselines the benchmarks measure
-// continuityd beside, in the same run: what this machine allows before any
-// of continuityd's own work, and the median they are quoted with. It is
-// used by tests only.
+// Package baseline holds what the benchmarks measure continuityd beside,
+// in the same run: the physical baselines (a bare group commit, the
+// process's CPU clock), that is what this machine allows before any of
+// continuityd's own work, and the medians and rounds the figures are
+// quoted with. It is used by tests only.
 package baseline
 
 import (
