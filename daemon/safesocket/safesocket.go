@@ -1,7 +1,7 @@
 // Package safesocket opens the daemon's Unix socket the careful way: it
 // refuses to start beside a live daemon, replaces a socket left behind by a
-// crashed one, creates the parent directory private, and sets the socket's
-// mode before anyone can use it.
+// crashed one, creates the parent directory no more open than the socket,
+// and sets the socket's mode before anyone can use it.
 package safesocket
 
 import (
@@ -30,14 +30,16 @@ func MaxPathLen() int {
 	}
 }
 
-// Listen listens on the Unix socket at path with file mode perm. The parent
-// directory is created with mode 0700 when missing. A second process calling
+// Listen listens on the Unix socket at path with file mode perm. A missing
+// parent directory is created private (0700), or searchable by whom perm
+// lets in (0750 for a group socket), since they could not reach the socket
+// otherwise; an existing one is left as it is. A second process calling
 // Listen for the same path while the first lives gets ErrInUse.
 func Listen(path string, perm fs.FileMode) (net.Listener, error) {
 	if len(path) > MaxPathLen() {
 		return nil, fmt.Errorf("socket path %q is %d bytes; this platform allows at most %d: choose a shorter daemon.socket", path, len(path), MaxPathLen())
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := makeDir(filepath.Dir(path), dirPerm(perm)); err != nil {
 		return nil, fmt.Errorf("create socket directory: %w", err)
 	}
 	// The lock serialises two daemons starting at the same moment: without it
@@ -65,6 +67,31 @@ func Listen(path string, perm fs.FileMode) (net.Listener, error) {
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
 	return &listener{Listener: ln, unlock: unlock}, nil
+}
+
+// dirPerm is the mode of a socket directory we create: searchable by the
+// classes (group, others) the socket's mode lets read or write it.
+func dirPerm(perm fs.FileMode) fs.FileMode {
+	d := fs.FileMode(0o700)
+	if perm&0o060 != 0 {
+		d |= 0o050
+	}
+	if perm&0o006 != 0 {
+		d |= 0o005
+	}
+	return d
+}
+
+// makeDir creates dir with mode perm (whatever the umask) when it is
+// missing.
+func makeDir(dir string, perm fs.FileMode) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, perm)
 }
 
 // removeStale removes a socket file no process answers on. It refuses to

@@ -42,6 +42,39 @@ func TestListenModeAndSecondListenerRefused(t *testing.T) {
 	}
 }
 
+// A group socket in a directory only its owner may search would be
+// unreachable for the group: a directory Listen creates lets in whom the
+// socket lets in, whatever the umask, and one that exists is left alone.
+func TestSocketDirectoryFollowsTheSocketMode(t *testing.T) {
+	old := syscallUmask(0o077) // as under the systemd unit (UMask=0077)
+	defer syscallUmask(old)
+	for _, c := range []struct {
+		sock, dir os.FileMode
+	}{{0o600, 0o700}, {0o660, 0o750}, {0o620, 0o750}, {0o666, 0o755}} {
+		p := filepath.Join(shortDir(t), "run", "d.sock")
+		ln, err := Listen(p, c.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		if di, _ := os.Stat(filepath.Dir(p)); di.Mode().Perm() != c.dir {
+			t.Errorf("socket %v: directory %v, want %v", c.sock, di.Mode().Perm(), c.dir)
+		}
+	}
+	existing := shortDir(t)
+	if err := os.Chmod(existing, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(filepath.Join(existing, "d.sock"), 0o660)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	if di, _ := os.Stat(existing); di.Mode().Perm() != 0o711 {
+		t.Errorf("an existing directory was changed to %v", di.Mode().Perm())
+	}
+}
+
 func TestStaleSocketReplaced(t *testing.T) {
 	p := filepath.Join(shortDir(t), "d.sock")
 	// A socket file nobody listens on: what a SIGKILLed daemon leaves.
