@@ -55,6 +55,10 @@ const (
 	fhsSocket   = "/run/continuityd/continuityd.sock"
 )
 
+// SystemPaths are the FHS places a system service uses, whoever asks: a
+// client that addresses the system daemon's socket finds its state there.
+func SystemPaths() (stateDir, socket string) { return fhsStateDir, fhsSocket }
+
 // DefaultPaths is where state and socket go when the file does not say:
 // for root the FHS places /var/lib/continuityd and
 // /run/continuityd/continuityd.sock; for anyone else the XDG ones,

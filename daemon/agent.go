@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -59,6 +60,7 @@ type agent struct {
 	remote        map[string]capsule.RemoteView // last view each upstream gave
 
 	dirty chan struct{} // buffered 1: the last-resume file is out of date
+	modes stateModes    // of its directory and last-resume file
 
 	capture *capture // the automatic side: watcher, handoff files, policy
 
@@ -90,6 +92,11 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 		a.log.Warn("residency.db is new but a write-ahead log of an earlier one remains; its records were set aside", "records", rec.Foreign, "log", filepath.Join(a.dir, residency.WALFile))
 	}
 	a.store = store
+	a.modes = modesFor(cfg.Daemon.SocketPerm())
+	if err := os.Chmod(a.dir, a.modes.dir); err != nil {
+		store.Close()
+		return nil, err
+	}
 	a.capture = newCapture(a, cfg, g, log)
 	for _, name := range ac.Upstreams {
 		ur := ups[name]

@@ -113,6 +113,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
+	if err := prepareStateDir(st.cfg); err != nil {
+		return fmt.Errorf("state directory %s: %w", st.cfg.Daemon.StateDir, err)
+	}
 	next, err := d.build(st.cfg, st)
 	if err != nil {
 		next.closeNew(st)

@@ -38,18 +38,24 @@ type SpooledEvent struct {
 }
 
 // Spool writes an event durably into the spool (a file per event, written
-// whole and synced, so a crash leaves no half event).
+// whole and synced, so a crash leaves no half event). In the spool of a
+// daemon shared with a group (setgid, see stateModes) the file is readable
+// by the group, which is the daemon's: the hook's user may be another.
 func Spool(stateDir string, ev SpooledEvent) error {
 	dir := SpoolDir(stateDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
+	}
+	perm := os.FileMode(0o600)
+	if fi, err := os.Stat(dir); err == nil && fi.Mode()&os.ModeSetgid != 0 {
+		perm = 0o640
 	}
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
 	name := fmt.Sprintf("%020d-%s.json", ev.At.UnixNano(), randomToken()[:8])
-	return atomicfile.WriteFile(filepath.Join(dir, name), raw, 0o600)
+	return atomicfile.WriteFile(filepath.Join(dir, name), raw, perm)
 }
 
 // LastResume is what the daemon leaves on disk for each agent.
@@ -200,7 +206,7 @@ func (a *agent) writeLastResume() {
 	if err != nil {
 		return
 	}
-	if err := atomicfile.WriteFile(filepath.Join(a.dir, lastResumeName), raw, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(a.dir, lastResumeName), raw, a.modes.lastResume); err != nil {
 		a.log.Warn("cannot leave the last resume on disk", "err", err)
 	}
 }

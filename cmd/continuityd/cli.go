@@ -112,25 +112,35 @@ func (cf *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.agent, "agent", "", "the agent (may be left out when the daemon serves one)")
 }
 
-// client resolves the socket: --socket, $CONTINUITYD_SOCKET, --config, default.
+// client returns a client of the daemon at socketPath.
 func (cf *clientFlags) client(e *env) (*client.Client, error) {
-	sock := cf.socket
-	if sock == "" {
-		sock = e.getenv("CONTINUITYD_SOCKET")
-	}
-	if sock == "" && cf.config != "" {
-		cfg, err := config.Load(cf.config)
-		if err != nil {
-			return nil, err
-		}
-		sock = cfg.Daemon.Socket
-	}
-	if sock == "" {
-		_, sock = config.DefaultPaths()
+	sock, err := cf.socketPath(e)
+	if err != nil {
+		return nil, err
 	}
 	c := client.New(sock)
 	c.Agent = cf.agent
 	return c, nil
+}
+
+// socketPath resolves the socket: --socket, $CONTINUITYD_SOCKET, --config,
+// default.
+func (cf *clientFlags) socketPath(e *env) (string, error) {
+	if cf.socket != "" {
+		return cf.socket, nil
+	}
+	if v := e.getenv("CONTINUITYD_SOCKET"); v != "" {
+		return v, nil
+	}
+	if cf.config != "" {
+		cfg, err := config.Load(cf.config)
+		if err != nil {
+			return "", err
+		}
+		return cfg.Daemon.Socket, nil
+	}
+	_, sock := config.DefaultPaths()
+	return sock, nil
 }
 
 // newFlagSet returns a flag set that reports to stderr and does not exit.

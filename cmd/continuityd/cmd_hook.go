@@ -110,7 +110,9 @@ func spoolEvent(e *env, cf clientFlags, ev *hook.Event) {
 }
 
 // stateDir is where the daemon keeps its state, found like the socket:
-// --config FILE, $CONTINUITYD_STATE_DIR, or the default place.
+// --config FILE, $CONTINUITYD_STATE_DIR, the system service's state when
+// the socket in use is the system one (a user whose agents share the system
+// daemon sets only $CONTINUITYD_SOCKET), or the default place.
 func stateDir(e *env, cf clientFlags) string {
 	if cf.config != "" {
 		if cfg, err := config.Load(cf.config); err == nil {
@@ -119,6 +121,10 @@ func stateDir(e *env, cf clientFlags) string {
 	}
 	if v := e.getenv("CONTINUITYD_STATE_DIR"); v != "" {
 		return v
+	}
+	sysState, sysSock := config.SystemPaths()
+	if sock, err := cf.socketPath(e); err == nil && sock == sysSock {
+		return sysState
 	}
 	st, _ := config.DefaultPaths()
 	return st

@@ -98,9 +98,16 @@ func startProc(t *testing.T, socket string, env []string, args ...string) *proc 
 // startProcIn starts the daemon with dir as its working directory.
 func startProcIn(t *testing.T, dir, socket string, env []string, args ...string) *proc {
 	t.Helper()
+	return startProcWith(t, func(c *exec.Cmd) { c.Dir = dir }, socket, env, args...)
+}
+
+// startProcWith starts the daemon after setup has adjusted its command
+// (working directory, credentials), and waits until it answers.
+func startProcWith(t *testing.T, setup func(*exec.Cmd), socket string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, socket: socket, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
-	p.cmd.Dir = dir
+	setup(p.cmd)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
