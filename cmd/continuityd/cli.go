@@ -43,6 +43,16 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// defaultPaths is config.DefaultPaths; tests give another user's.
+	defaultPaths func() (stateDir, socket string)
+}
+
+// paths is where state and socket are when nothing names them.
+func (e *env) paths() (stateDir, socket string) {
+	if e.defaultPaths != nil {
+		return e.defaultPaths()
+	}
+	return config.DefaultPaths()
 }
 
 // command is one subcommand.
@@ -72,7 +82,7 @@ func commands() []command {
 
 // Main runs the command line and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, defaultPaths: config.DefaultPaths}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -139,7 +149,7 @@ func (cf *clientFlags) socketPath(e *env) (string, error) {
 		}
 		return cfg.Daemon.Socket, nil
 	}
-	_, sock := config.DefaultPaths()
+	_, sock := e.paths()
 	return sock, nil
 }
 

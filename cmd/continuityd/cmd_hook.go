@@ -126,7 +126,7 @@ func stateDir(e *env, cf clientFlags) string {
 	if sock, err := cf.socketPath(e); err == nil && sock == sysSock {
 		return sysState
 	}
-	st, _ := config.DefaultPaths()
+	st, _ := e.paths()
 	return st
 }
 

@@ -202,7 +202,9 @@ func TestGroupSharedDaemonAcrossUsers(t *testing.T) {
 // own default.
 func TestHookStateDirFollowsTheSocket(t *testing.T) {
 	sysState, sysSock := config.SystemPaths()
-	userState, _ := config.DefaultPaths()
+	// A user's own default, whoever runs the test (as root the default is
+	// the system one, and the cases below could not tell the rule apart).
+	const userState, userSock = "/home/u/.local/state/continuityd", "/run/user/1000/continuityd/continuityd.sock"
 	cfgPath := filepath.Join(t.TempDir(), "c.toml")
 	if err := os.WriteFile(cfgPath, []byte("[daemon]\nstate_dir = \"/srv/cd/state\"\nsocket = \"/srv/cd/d.sock\"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -218,9 +220,11 @@ func TestHookStateDirFollowsTheSocket(t *testing.T) {
 		{"system socket in the environment", map[string]string{"CONTINUITYD_SOCKET": sysSock}, clientFlags{}, sysState},
 		{"--socket, the system one", nil, clientFlags{socket: sysSock}, sysState},
 		{"another socket", map[string]string{"CONTINUITYD_SOCKET": "/tmp/other.sock"}, clientFlags{}, userState},
+		{"the user's own socket", map[string]string{"CONTINUITYD_SOCKET": userSock}, clientFlags{}, userState},
 		{"nothing set", nil, clientFlags{}, userState},
 	} {
-		e := &env{getenv: func(k string) string { return c.vars[k] }}
+		e := &env{getenv: func(k string) string { return c.vars[k] },
+			defaultPaths: func() (string, string) { return userState, userSock }}
 		if got := stateDir(e, c.cf); got != c.want {
 			t.Errorf("%s: state dir %q, want %q", c.name, got, c.want)
 		}
