@@ -57,7 +57,24 @@ var (
 	// keyWALApplied holds the id of the last write-ahead log record bbolt
 	// holds; records after it are replayed on open.
 	keyWALApplied = []byte("wal_applied")
+	// keyClean is 1 when the last process closed the store (bbolt then
+	// holds every record of the log), 0 while a process has it open.
+	keyClean = []byte("clean")
+	// keySeqReserved is the highest sequence number the log may hold
+	// beyond what bbolt holds: a write whose seq is above it is committed
+	// through bbolt, which raises it. After a loss of the log an operator
+	// accepted, numbering goes on past it, so no seq (and so no
+	// Idempotency-Key) an upstream may hold is used again.
+	keySeqReserved = []byte("seq_reserved")
 )
+
+// startRecord is the payload of a new residency's first log record: it
+// notes in the state bucket that the log has started.
+var startRecord = appendBytes(appendBytes(appendBytes([]byte{mutPut}, bucketState), []byte("wal_started")), []byte{1})
+
+// seqReserve is how far past the current seq each bbolt commit reserves;
+// a checkpoint every 250 ms keeps a busy agent well inside it.
+const seqReserve = 10_000
 
 // checkpointDelay is how long bbolt may lag behind the write-ahead log: the
 // open transaction is committed this long after its first batch (or sooner
@@ -136,6 +153,7 @@ type Store struct {
 	ckDelay    time.Duration
 	ckTimer    *time.Timer
 	broken     error    // set when bbolt and the log could not be brought back in step
+	reserved   uint64   // keySeqReserved as bbolt holds it
 	recovery   Recovery // what Open did with the write-ahead log
 	crashClose bool     // tests: Close leaves bbolt behind the log, as a crash would
 
@@ -194,18 +212,9 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("agent %s: create state directory: %w", opts.Agent, err)
 	}
 	path := filepath.Join(opts.Dir, File)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: opts.OpenTimeout,
-		// The freelist is rebuilt on open instead of being written on every
-		// commit: fewer pages per fsync on the hot path.
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
+	db, err := openBolt(path, opts.OpenTimeout, false)
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("agent %s: %s is locked by another process (is another continuityd running with the same state_dir?)", opts.Agent, path)
-		}
-		return nil, fmt.Errorf("agent %s: open %s: %w", opts.Agent, path, err)
+		return nil, fmt.Errorf("agent %s: %w", opts.Agent, withAgent(err, opts.Agent))
 	}
 	s := &Store{
 		agent:    opts.Agent,
@@ -220,14 +229,19 @@ func Open(opts Options) (*Store, error) {
 		heads:    map[string]uint64{},
 		ckDelay:  cmp.Or(opts.checkpointDelay, checkpointDelay),
 	}
-	if err := s.recover(opts.Dir, cmp.Or(opts.walSize, walSize)); err != nil {
+	err = guardBolt(path, func() error {
+		if err := s.recover(opts.Dir, cmp.Or(opts.walSize, walSize)); err != nil {
+			return err
+		}
+		if err := s.load(opts.Upstreams); err != nil {
+			s.wal.close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("agent %s: %w", opts.Agent, err)
-	}
-	if err := s.load(opts.Upstreams); err != nil {
-		s.wal.close()
-		db.Close()
-		return nil, fmt.Errorf("agent %s: %w", opts.Agent, err)
+		return nil, fmt.Errorf("agent %s: %w", opts.Agent, withAgent(err, opts.Agent))
 	}
 	s.ckTimer = time.NewTimer(time.Hour)
 	s.ckTimer.Stop()
@@ -235,14 +249,18 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// recover opens the write-ahead log and replays into bbolt, in one synced
+// recover opens the write-ahead log, checks it against what bbolt says
+// was written (damage.go), and replays into bbolt, in one synced
 // transaction, the records bbolt does not hold yet: the batches answered
-// before a crash and not checkpointed.
+// before a crash and not checkpointed. The store is marked open (not
+// clean) in the same transaction.
 func (s *Store) recover(dir string, size int64) error {
-	w, recs, err := openWAL(dir, size)
+	found, err := readWAL(dir, size)
 	if err != nil {
 		return err
 	}
+	recs := found.recs
+	var w *wal
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketState, bucketLog, bucketCursors, bucketDone, bucketDead} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -253,6 +271,13 @@ func (s *Store) recover(dir string, size int64) error {
 		var applied uint64
 		if v := st.Get(keyWALApplied); len(v) == 8 {
 			applied = binary.BigEndian.Uint64(v)
+			clean := len(st.Get(keyClean)) == 1 && st.Get(keyClean)[0] == 1
+			torn, err := checkWAL(found, applied, clean)
+			if err != nil {
+				return err
+			}
+			s.recovery.TornTail = torn
+			s.recovery.Recreated = clean && !found.existed
 		} else if len(recs) > 0 {
 			// A new residency.db (the old one was removed) beside an old
 			// log: its records change a state this file never held. They
@@ -260,26 +285,52 @@ func (s *Store) recover(dir string, size int64) error {
 			applied = recs[len(recs)-1].id
 			s.recovery.Foreign = len(recs)
 		}
+		var err error
+		if w, err = openWAL(found); err != nil {
+			return err
+		}
+		if applied == 0 && len(recs) == 0 {
+			// A new residency: its log starts with a record bbolt holds
+			// too, so from now on bbolt knows the log was written and a
+			// log found missing or zeroed after a crash is damage, not a
+			// new log (checkWAL).
+			if err := w.append(startRecord); err != nil {
+				return fmt.Errorf("%s: %w", found.path, err)
+			}
+			if err := replay(tx, startRecord); err != nil {
+				return err
+			}
+			applied = 1
+		}
 		last := applied
 		for _, r := range recs {
 			if r.id <= applied {
 				continue
 			}
 			if r.id != last+1 {
-				return fmt.Errorf("%s: record %d follows %d: records are missing, so the log does not continue this %s (restored from an older copy?); "+
-					"move %s away to open %s as it is, losing the writes the log holds", WALFile, r.id, last, File, WALFile, File)
+				return &DamageError{Path: found.path,
+					Found: fmt.Sprintf("its first record past what residency.db holds (id %d) is %d: records are missing, so the log does not continue this %s (restored from an older copy?)", last, r.id, File),
+					Lost:  "the writes of the missing records are lost"}
 			}
 			if err := replay(tx, r.payload); err != nil {
-				return fmt.Errorf("%s: record %d: %w", WALFile, r.id, err)
+				return &DamageError{Path: found.path,
+					Found: fmt.Sprintf("record %d at offset %d has a valid checksum but cannot be replayed (%v)", r.id, r.off, err),
+					Lost:  "the writes from that record on cannot be replayed"}
 			}
 			last = r.id
 			s.recovery.Replayed++
 		}
 		w.nextID = last + 1
+		w.restart()
+		if err := st.Put(keyClean, []byte{0}); err != nil {
+			return err
+		}
 		return st.Put(keyWALApplied, u64(last))
 	})
 	if err != nil {
-		w.close()
+		if w != nil {
+			w.close()
+		}
 		return err
 	}
 	s.wal = w
@@ -309,6 +360,16 @@ func (s *Store) load(upstreams []string) error {
 			return err
 		}
 		s.cur = d
+		s.reserved = 0
+		if v := st.Get(keySeqReserved); len(v) == 8 {
+			s.reserved = binary.BigEndian.Uint64(v)
+		}
+		if s.reserved < d.Seq+seqReserve/2 {
+			s.reserved = d.Seq + seqReserve
+			if err := st.Put(keySeqReserved, u64(s.reserved)); err != nil {
+				return err
+			}
+		}
 		if c := st.Get(keyCapsule); c != nil {
 			rec := &capsule.CapsuleRecord{}
 			if err := json.Unmarshal(c, rec); err != nil {
@@ -365,6 +426,12 @@ type Recovery struct {
 	// Foreign is the records set aside because residency.db is new (it was
 	// removed or replaced) and they belong to the state it replaced.
 	Foreign int
+	// TornTail describes the record a crash tore while it was being
+	// written (it was never acknowledged); "" when there was none.
+	TornTail string
+	// Recreated is set when the log was missing after a clean stop (bbolt
+	// held all of it) and a new one was made.
+	Recreated bool
 }
 
 // Recovery reports what Open did with the write-ahead log.
@@ -529,7 +596,7 @@ func (s *Store) run() {
 			}
 			s.commit(nil) // the lazy ops left
 			if !s.crashClose {
-				s.checkpoint()
+				s.closeClean()
 			} else if s.wtx != nil {
 				s.wtx.Rollback()
 			}
@@ -673,15 +740,13 @@ func (s *Store) logBatch(t *txn) error {
 		}
 	}
 	payload := t.rec.buf
-	if !s.wal.fits(len(payload)) {
-		// Too big for what is left of the log: bbolt's own commit makes the
-		// batch durable, and the log starts a new lap. The record's id is
-		// used up as if it had been written.
-		if err := s.commitTx(s.wal.nextID); err != nil {
-			return err
-		}
-		s.wal.nextID++
-		return nil
+	if !s.wal.fits(len(payload)) || t.d.Seq > s.reserved {
+		// Too big for what is left of the log, or past the seqs reserved:
+		// bbolt's own commit makes the batch durable (and reserves more),
+		// and the log starts a new lap. No record id is used: bbolt saying
+		// it holds record N means record N was once written to the log
+		// (checkWAL relies on it).
+		return s.commitTx(s.wal.nextID-1, t.d.Seq, false)
 	}
 	if err := s.wal.append(payload); err != nil {
 		return fmt.Errorf("write-ahead log: %w", err)
@@ -714,23 +779,54 @@ func (s *Store) checkpoint() {
 	if s.wtx == nil || s.broken != nil {
 		return
 	}
-	if err := s.commitTx(s.wal.nextID - 1); err != nil {
+	if err := s.commitTx(s.wal.nextID-1, s.cur.Seq, false); err != nil {
 		s.rewind()
 		return
 	}
 	s.stats.checkpoints.Add(1)
 }
 
-// commitTx records applied as the last log record bbolt holds and commits.
-func (s *Store) commitTx(applied uint64) error {
-	if err := s.wtx.Bucket(bucketState).Put(keyWALApplied, u64(applied)); err != nil {
+// closeClean checkpoints for the last time and marks the store clean: bbolt
+// holds every record, so a log found missing or zeroed at the next open
+// has lost nothing.
+func (s *Store) closeClean() {
+	s.ckTimer.Stop()
+	if s.broken != nil {
+		return
+	}
+	if err := s.begin(); err != nil {
+		return
+	}
+	if err := s.commitTx(s.wal.nextID-1, s.cur.Seq, true); err != nil {
+		s.rewind()
+	}
+}
+
+// commitTx records applied as the last log record bbolt holds, reserves
+// the seqs past seq the log may use, and commits; clean marks a store
+// being closed.
+func (s *Store) commitTx(applied, seq uint64, clean bool) error {
+	st := s.wtx.Bucket(bucketState)
+	if err := st.Put(keyWALApplied, u64(applied)); err != nil {
 		return err
+	}
+	reserved := max(s.reserved, seq+seqReserve)
+	if reserved != s.reserved {
+		if err := st.Put(keySeqReserved, u64(reserved)); err != nil {
+			return err
+		}
+	}
+	if clean {
+		if err := st.Put(keyClean, []byte{1}); err != nil {
+			return err
+		}
 	}
 	tx := s.wtx
 	s.wtx = nil
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	s.reserved = reserved
 	s.unapplied = s.unapplied[:0]
 	s.wal.restart()
 	return nil

@@ -59,34 +59,72 @@ type wal struct {
 type walRecord struct {
 	id      uint64
 	payload []byte
+	off     int // where it starts in the file
 }
 
-// openWAL opens (creating and preallocating to size when missing or
-// shorter) the log in dir and returns the records it holds, in order.
-func openWAL(dir string, size int64) (*wal, []walRecord, error) {
-	path := filepath.Join(dir, WALFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	w := &wal{f: f}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	recs := parseWAL(data)
-	if int64(len(data)) < size {
-		if err := w.preallocate(int64(len(data)), size); err != nil {
-			f.Close()
-			return nil, nil, fmt.Errorf("preallocate %s: %w", path, err)
-		}
-		w.size = size
-	} else {
-		w.size = int64(len(data))
-	}
-	return w, recs, nil
+// walFound is what readWAL found on disk, for the damage checks of
+// recover (damage.go).
+type walFound struct {
+	path    string
+	existed bool  // the file was there
+	length  int64 // its length
+	size    int64 // the size it is expected to have (preallocated)
+	data    []byte
+	recs    []walRecord // the valid, consecutive run at the start
+	end     int         // where that run stops
 }
+
+// readWAL reads the log in dir without creating or changing it. It
+// refuses a log that is not a regular file, never following a symbolic
+// link.
+func readWAL(dir string, size int64) (*walFound, error) {
+	path := filepath.Join(dir, WALFile)
+	found := &walFound{path: path, size: size}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return found, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): move it away", path, fi.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max(size, walMaxRead)+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	found.existed, found.data, found.length = true, data, int64(len(data))
+	found.recs, found.end = parseWALRun(data)
+	return found, nil
+}
+
+// openWAL opens the log readWAL found (creating it, and preallocating it
+// to its expected size when missing or shorter), for writing from the
+// start.
+func openWAL(found *walFound) (*wal, error) {
+	f, err := os.OpenFile(found.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", found.path, err)
+	}
+	w := &wal{f: f, size: max(found.length, found.size)}
+	if found.length < found.size {
+		if err := w.preallocate(found.length, found.size); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("preallocate %s: %w", found.path, err)
+		}
+	}
+	return w, nil
+}
+
+// walMaxRead bounds what openWAL reads of a log larger than expected: the
+// store never writes past the preallocated size, so more is not its own.
+const walMaxRead = 64 << 20
 
 // preallocate writes zeros from `from` to size and syncs the file and its
 // directory, so later syncs of the log change no metadata.
@@ -107,25 +145,67 @@ func (w *wal) preallocate(from, size int64) error {
 // parseWAL returns the run of valid, consecutive records at the start of
 // data.
 func parseWAL(data []byte) []walRecord {
+	recs, _ := parseWALRun(data)
+	return recs
+}
+
+// parseWALRun is parseWAL that also returns the offset where the run stops.
+func parseWALRun(data []byte) ([]walRecord, int) {
 	var recs []walRecord
-	for off := 0; off+walHeader <= len(data); {
-		sum := binary.LittleEndian.Uint32(data[off:])
-		n := int(binary.LittleEndian.Uint32(data[off+4:]))
-		id := binary.LittleEndian.Uint64(data[off+8:])
-		end := off + walHeader + n
-		if n == 0 || end > len(data) || end < off {
+	off := 0
+	for off+walHeader <= len(data) {
+		r, end, ok := recordAt(data, off)
+		if !ok || (len(recs) > 0 && r.id != recs[len(recs)-1].id+1) {
 			break
 		}
-		if crc32.Checksum(data[off+4:end], crcTable) != sum {
-			break
-		}
-		if len(recs) > 0 && id != recs[len(recs)-1].id+1 {
-			break
-		}
-		recs = append(recs, walRecord{id: id, payload: data[off+walHeader : end]})
+		recs = append(recs, r)
 		off = end
 	}
-	return recs
+	return recs, off
+}
+
+// recordAt decodes the record at off if its length fits in data and its
+// checksum holds; end is where it stops.
+func recordAt(data []byte, off int) (r walRecord, end int, ok bool) {
+	if off < 0 || off+walHeader > len(data) {
+		return walRecord{}, 0, false
+	}
+	sum := binary.LittleEndian.Uint32(data[off:])
+	n := int(binary.LittleEndian.Uint32(data[off+4:]))
+	id := binary.LittleEndian.Uint64(data[off+8:])
+	end = off + walHeader + n
+	if n == 0 || end > len(data) || end < off {
+		return walRecord{}, 0, false
+	}
+	if crc32.Checksum(data[off+4:end], crcTable) != sum {
+		return walRecord{}, 0, false
+	}
+	return walRecord{id: id, payload: data[off+walHeader : end], off: off}, end, true
+}
+
+// recordsAfter finds, from offset from on, every valid record whose id is
+// above after: records that a damaged one cut off from the run. Records of
+// an earlier lap always carry lower ids (each lap starts past the last id
+// bbolt holds), so what this finds was written after the run's start and
+// is lost if the run is believed. Records are not aligned, so every offset
+// is tried; the id and length are checked before the checksum, which keeps
+// the scan of a whole log to a few milliseconds.
+func recordsAfter(data []byte, from int, after uint64) []walRecord {
+	var found []walRecord
+	maxID := after + uint64(len(data)/(walHeader+1)) + 1
+	for off := max(from, 0); off+walHeader <= len(data); off++ {
+		id := binary.LittleEndian.Uint64(data[off+8:])
+		if id <= after || id > maxID {
+			continue
+		}
+		r, end, ok := recordAt(data, off)
+		if !ok {
+			continue
+		}
+		found = append(found, r)
+		off = end - 1
+	}
+	return found
 }
 
 // errWALFull means a record does not fit in what is left of the log; the

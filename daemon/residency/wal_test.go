@@ -356,9 +356,13 @@ func mustOpenFile(t *testing.T, path string) *os.File {
 
 func TestParseWALStopsAtFirstBadRecord(t *testing.T) {
 	dir := t.TempDir()
-	w, recs, err := openWAL(dir, 4096)
-	if err != nil || len(recs) != 0 {
-		t.Fatalf("fresh log: %v %d", err, len(recs))
+	found, err := readWAL(dir, 4096)
+	if err != nil || len(found.recs) != 0 || found.existed {
+		t.Fatalf("fresh log: %v %+v", err, found)
+	}
+	w, err := openWAL(found)
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer w.close()
 	w.nextID = 7
