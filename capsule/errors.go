@@ -40,6 +40,7 @@ const (
 	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"  // 415: a body that is not JSON
 	CodeSpoolFull         = "SPOOL_FULL"         // 507: the outbox is full
 	CodeShuttingDown      = "SHUTTING_DOWN"      // 503: the daemon is stopping
+	CodeAgentDamaged      = "AGENT_DAMAGED"      // 503: the agent's files are damaged; an operator must accept the loss
 	CodeInternal          = "INTERNAL"           // 500: a bug or a disk failure; nothing was saved
 )
 

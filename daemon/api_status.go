@@ -52,6 +52,9 @@ type AgentStatus struct {
 	Upstreams   []capsule.UpstreamState `json:"upstreams"`
 	Degraded    []string                `json:"degraded"`
 	Refused     []capsule.Refusal       `json:"refused"`
+	// Damaged is set for an agent refused because its files are damaged:
+	// what was found and the way out. Such an agent is not served.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
@@ -63,8 +66,17 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		Socket:    cfg.Daemon.Socket, Listen: cfg.Daemon.Listen, StateDir: cfg.Daemon.StateDir,
 		Config: configName(cfg), Agents: []AgentStatus{},
 	}
-	for _, name := range snap.names {
+	for _, ac := range cfg.Agents {
+		name := ac.Name
+		if err := snap.damaged[name]; err != nil {
+			st.Agents = append(st.Agents, AgentStatus{Name: name, Workdir: ac.Workdir, Upstreams: []capsule.UpstreamState{},
+				Degraded: []string{"residency"}, Refused: []capsule.Refusal{}, Damaged: err.Error()})
+			continue
+		}
 		a := snap.agents[name]
+		if a == nil {
+			continue // could not be opened; the reload's log says why
+		}
 		res := a.store.Resume(false)
 		res.Upstreams = a.upstreamStates()
 		st.Agents = append(st.Agents, AgentStatus{

@@ -28,6 +28,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/safesocket"
 )
 
@@ -67,6 +68,10 @@ type snapshot struct {
 	agents map[string]*agent
 	names  []string // config order
 	ups    map[string]*upstreamRuntime
+	// damaged holds the agents refused because their files are damaged
+	// (a residency.DamageError): they are not served until an operator
+	// accepts the loss and the daemon reloads; the others run.
+	damaged map[string]error
 }
 
 // New checks what can be checked before anything is opened: the guard's
@@ -80,7 +85,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics()}
-	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent{}, ups: map[string]*upstreamRuntime{}})
+	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent{}, ups: map[string]*upstreamRuntime{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	return d, nil
 }
@@ -122,6 +127,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	d.st.Store(next)
+	next.logDamaged(d.log)
 
 	listeners, err := d.listen(next.cfg)
 	if err != nil {
@@ -268,6 +274,20 @@ func (s *snapshot) close() error {
 	return first
 }
 
+// logDamaged says, for each agent refused for damage, what was found and
+// the way out.
+func (s *snapshot) logDamaged(log *slog.Logger) {
+	for _, ac := range s.cfg.Agents {
+		if err := s.damaged[ac.Name]; err != nil {
+			var de *residency.DamageError
+			errors.As(err, &de)
+			log.Error("agent refused: its files are damaged; the other agents run", "agent", ac.Name,
+				"file", de.Path, "found", de.Found, "lost", de.Lost,
+				"way_out", "continuityd recover --agent "+ac.Name+" --accept-loss, then reload")
+		}
+	}
+}
+
 // closeNew stops the agents of s that are not also in old (a build that
 // failed half way).
 func (s *snapshot) closeNew(old *snapshot) {
@@ -287,17 +307,29 @@ func (s *snapshot) closeNew(old *snapshot) {
 func (s *snapshot) agentFor(name, cwd string) (*agent, *capsule.Error) {
 	if name == "" && cwd != "" {
 		workdirs := map[string]string{}
-		for n, a := range s.agents {
-			workdirs[n] = a.cfg.Workdir
+		for _, ac := range s.cfg.Agents {
+			if s.agents[ac.Name] != nil || s.damaged[ac.Name] != nil {
+				workdirs[ac.Name] = ac.Workdir
+			}
 		}
 		name = agentByCwd(workdirs, cwd)
 	}
 	if name == "" {
-		if len(s.names) == 1 {
+		if len(s.names) == 1 && len(s.damaged) == 0 {
 			return s.agents[s.names[0]], nil
 		}
-		return nil, capsule.Refuse(capsule.CodeAgentRequired, "agent",
-			"this daemon serves %d agents (%v); name one with ?agent=", len(s.names), s.names)
+		if len(s.names) == 0 && len(s.damaged) == 1 {
+			for n := range s.damaged {
+				name = n
+			}
+		} else {
+			return nil, capsule.Refuse(capsule.CodeAgentRequired, "agent",
+				"this daemon serves %d agents (%v); name one with ?agent=", len(s.names), s.names)
+		}
+	}
+	if err, ok := s.damaged[name]; ok {
+		return nil, capsule.RefuseStatus(http.StatusServiceUnavailable, capsule.CodeAgentDamaged, "agent",
+			"agent %q is not served: %v", name, err)
 	}
 	a, ok := s.agents[name]
 	if !ok {

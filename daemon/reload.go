@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/upstream"
 	"github.com/continuityd/continuityd/upstream/delx"
 	"github.com/continuityd/continuityd/upstream/local"
@@ -26,24 +27,27 @@ import (
 // to [daemon] (socket, state directory, listener, logging) need a restart
 // and are reported as such.
 func (d *Daemon) Reload() error {
-	if d.opts.Load == nil {
-		return errors.New("nothing to reload: the daemon runs the embedded default, not a config file")
-	}
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
-	cfg, err := d.opts.Load()
-	if err != nil {
-		d.metrics.reloads.WithLabelValues("refused").Inc()
-		d.log.Error("config reload refused; the running configuration stays", "err", err)
-		return err
-	}
 	old := d.snap()
+	// The embedded default has no file to read again; a reload then only
+	// retries the agents refused for damage (after `recover --accept-loss`).
+	cfg := old.cfg
+	if d.opts.Load != nil {
+		var err error
+		if cfg, err = d.opts.Load(); err != nil {
+			d.metrics.reloads.WithLabelValues("refused").Inc()
+			d.log.Error("config reload refused; the running configuration stays", "err", err)
+			return err
+		}
+	}
 	if cfg.Daemon != old.cfg.Daemon {
 		d.log.Warn("changes to [daemon] take effect at the next restart; the rest is applied now")
 		cfg.Daemon = old.cfg.Daemon
 	}
 	next, err := d.build(cfg, old)
 	d.st.Store(next)
+	next.logDamaged(d.log)
 	var added, removed, kept []string
 	for _, name := range next.names {
 		a := next.agents[name]
@@ -72,6 +76,10 @@ func (d *Daemon) Reload() error {
 	}
 	d.metrics.reloads.WithLabelValues("ok").Inc()
 	d.log.Info("config reloaded", "started", added, "stopped", removed, "kept", kept)
+	if len(added) > 0 {
+		// Events hooks spooled for an agent that was refused are stored now.
+		d.ingestSpool(d.runCtx)
+	}
 	return nil
 }
 
@@ -81,7 +89,7 @@ func (d *Daemon) Reload() error {
 // replacements open the same files. New agents are opened, not started.
 // An agent that cannot be opened is left out and reported in the error.
 func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
-	next := &snapshot{cfg: cfg, agents: map[string]*agent{}, ups: map[string]*upstreamRuntime{}}
+	next := &snapshot{cfg: cfg, agents: map[string]*agent{}, ups: map[string]*upstreamRuntime{}, damaged: map[string]error{}}
 	var errs []error
 	next.guard = old.guard
 	if old.guard == nil || !slices.Equal(old.cfg.Guard.AllowedLinkDomains, cfg.Guard.AllowedLinkDomains) {
@@ -144,6 +152,11 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 			continue // reported above
 		}
 		a, err := openAgent(cfg, ac, next.ups, next.guard, d.log, d.metrics)
+		var damage *residency.DamageError
+		if errors.As(err, &damage) {
+			next.damaged[ac.Name] = err // logged by the caller; the others run
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

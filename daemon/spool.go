@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -157,6 +158,10 @@ func (d *Daemon) ingestSpool(ctx context.Context) {
 	for _, name := range names {
 		path := filepath.Join(dir, name)
 		if err := d.ingestOne(ctx, st, path); err != nil {
+			var ce *capsule.Error
+			if errors.As(err, &ce) && ce.Code == capsule.CodeAgentDamaged {
+				continue // kept for when the agent is back
+			}
 			d.log.Warn("spooled hook event not stored; kept in spool/failed", "file", name, "err", err)
 			os.MkdirAll(filepath.Join(dir, "failed"), 0o700)
 			os.Rename(path, filepath.Join(dir, "failed", name))

@@ -74,6 +74,7 @@ func commands() []command {
 		{"mcp", "MCP server on stdio, backed by the daemon", cmdMCP},
 		{"status", "the daemon's state (--json)", cmdStatus},
 		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
+		{"recover", "an agent refused for damaged files: what was found; --accept-loss to go on", cmdRecover},
 		{"config", "check [FILE] | default", cmdConfig},
 		{"service", "install|uninstall|start|stop|restart|status [--user] [--config FILE]", cmdService},
 		{"version", "print the version", cmdVersion},

@@ -205,7 +205,13 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		st.Version, st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), st.Socket, st.StateDir, st.Config)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSEQ\tSTOPPED\tLAST WRITE\tUPSTREAM\tSTATE\tPENDING\tDEAD\tLAST ERROR")
+	var damaged []daemon.AgentStatus
 	for _, a := range st.Agents {
+		if a.Damaged != "" {
+			damaged = append(damaged, a)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tdamaged\t-\t-\tnot served (below)\n", a.Name)
+			continue
+		}
 		last := "never"
 		if a.LastWriteAt != nil {
 			last = time.Since(*a.LastWriteAt).Round(time.Second).String() + " ago"
@@ -222,5 +228,8 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	tw.Flush()
+	for _, a := range damaged {
+		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", a.Name, a.Damaged)
+	}
 	return exitOK
 }

@@ -98,6 +98,12 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 // unreachable reports whether err means the daemon could not be reached
 // (or did not answer in time), as opposed to an answer refusing something.
 func unreachable(err error) bool {
+	// An agent refused for damaged files is unreachable too: its events
+	// wait in the spool until an operator brings it back.
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Code == capsule.CodeAgentDamaged {
+		return true
+	}
 	return errors.Is(err, client.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded)
 }
 

@@ -226,6 +226,15 @@ type Inspection struct {
 	Clean bool
 	// Records is the records the log holds past Applied (not yet in bbolt).
 	Records int
+	// Unapplied is where each of those records lies in the log.
+	Unapplied []RecordAt
+}
+
+// RecordAt is one write-ahead log record: its id, where it starts in the
+// file, and its length with the header.
+type RecordAt struct {
+	ID             uint64
+	Offset, Length int
 }
 
 // Inspect reads an agent's residency without changing it: what Open would
@@ -287,6 +296,7 @@ func Inspect(dir string) (*Inspection, error) {
 	for _, r := range found.recs {
 		if r.id > in.Applied {
 			in.Records++
+			in.Unapplied = append(in.Unapplied, RecordAt{ID: r.id, Offset: r.off, Length: walHeader + len(r.payload)})
 		}
 	}
 	if hasApplied {

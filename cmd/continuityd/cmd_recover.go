@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon"
+	"github.com/continuityd/continuityd/daemon/client"
+	"github.com/continuityd/continuityd/daemon/residency"
+)
+
+// cmdRecover is the operator's way on for an agent the daemon refused
+// because its files are damaged. Without --accept-loss it only says what
+// it finds; with it, the damaged file is moved aside (kept), numbering goes
+// on past every sequence number already used, and a running daemon is
+// asked to reload so it serves the agent again.
+func cmdRecover(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "recover", "[--agent A] [--config FILE] [--accept-loss]")
+	var cf clientFlags
+	cf.register(fs)
+	accept := fs.Bool("accept-loss", false, "accept losing what the damaged file held: move it aside and go on")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	cfg, err := loadConfig(e, cf.config)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
+		return exitUsage
+	}
+	name, err := recoverAgent(cfg, cf.agent)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd recover: %v\n", err)
+		return exitUsage
+	}
+	dir := cfg.AgentDir(name)
+	if !*accept {
+		return inspectAgent(e, name, dir)
+	}
+	acc, err := residency.AcceptLoss(dir, time.Now())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd recover: agent %s: %v\n", name, err)
+		return exitFailed
+	}
+	for _, p := range acc.MovedAside {
+		fmt.Fprintf(e.stdout, "moved aside: %s\n", p)
+	}
+	if acc.Fresh {
+		fmt.Fprintf(e.stdout, "agent %s starts a new residency (new id, so new Idempotency-Keys); the upstreams keep what they received\n", name)
+	} else {
+		fmt.Fprintf(e.stdout, "agent %s goes on at seq %d (past every seq its log may have used)\n", name, acc.NextSeq)
+	}
+	cf.config = cfg.Path
+	if cf.socket == "" && cf.config == "" {
+		cf.socket = cfg.Daemon.Socket
+	}
+	fmt.Fprintln(e.stdout, reloadDaemon(ctx, e, cf, name))
+	return exitOK
+}
+
+// recoverAgent picks the agent: the one named, or the only one.
+func recoverAgent(cfg *config.Config, name string) (string, error) {
+	if name != "" {
+		if _, ok := cfg.Agent(name); !ok {
+			return "", fmt.Errorf("no agent %q in %s", name, configName(cfg))
+		}
+		return name, nil
+	}
+	if len(cfg.Agents) != 1 {
+		names := make([]string, 0, len(cfg.Agents))
+		for _, a := range cfg.Agents {
+			names = append(names, a.Name)
+		}
+		return "", fmt.Errorf("%s has %d agents (%s): name one with --agent", configName(cfg), len(names), strings.Join(names, ", "))
+	}
+	return cfg.Agents[0].Name, nil
+}
+
+func configName(cfg *config.Config) string {
+	if cfg.Path == "" {
+		return "the embedded default"
+	}
+	return cfg.Path
+}
+
+// inspectAgent says what Open would say of the agent's files, changing
+// nothing: exit 1 when they are damaged.
+func inspectAgent(e *env, name, dir string) int {
+	in, err := residency.Inspect(dir)
+	if err != nil {
+		if strings.Contains(err.Error(), "locked by another process") {
+			fmt.Fprintf(e.stdout, "agent %s is open in a running continuityd, so it was not refused: nothing to recover\n", name)
+			return exitOK
+		}
+		fmt.Fprintf(e.stderr, "continuityd recover: agent %s: %v\n", name, err)
+		return exitFailed
+	}
+	if in.Damage == nil {
+		fmt.Fprintf(e.stdout, "agent %s: nothing is damaged (seq %d in residency.db, %d log records past it, closed cleanly: %v)\n",
+			name, in.Seq, in.Records, in.Clean)
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "agent %s is damaged.\nfile:  %s\nfound: %s\nlost:  %s\n\nTo accept the loss and go on: continuityd recover --agent %s --accept-loss\n",
+		name, in.Damage.Path, in.Damage.Found, in.Damage.Lost, name)
+	return exitFailed
+}
+
+// reloadDaemon asks a running daemon that refused the agent to reload,
+// and says what it did or what the operator should do.
+func reloadDaemon(ctx context.Context, e *env, cf clientFlags, name string) string {
+	hint := "reload continuityd to serve the agent again (systemctl reload continuityd, or send SIGHUP to its pid)"
+	c, err := cf.client(e)
+	if err != nil {
+		return hint
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
+	if errors.Is(err, client.ErrUnreachable) {
+		return "no daemon answers on " + c.Socket + ": the agent is served at its next start"
+	}
+	var st daemon.Status
+	if err != nil || json.Unmarshal(out, &st) != nil {
+		return hint
+	}
+	for _, a := range st.Agents {
+		if a.Name == name && a.Damaged != "" {
+			if err := signalReload(st.PID); err != nil {
+				return fmt.Sprintf("could not ask the daemon (pid %d) to reload (%v): %s", st.PID, err, hint)
+			}
+			return fmt.Sprintf("asked the daemon (pid %d) to reload; `continuityd status` shows the agent once it is served", st.PID)
+		}
+	}
+	return hint
+}
