@@ -91,6 +91,11 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 	case rec.Foreign > 0:
 		a.log.Warn("residency.db is new but a write-ahead log of an earlier one remains; its records were set aside", "records", rec.Foreign, "log", filepath.Join(a.dir, residency.WALFile))
 	}
+	if rec := store.Recovery(); rec.TornTail != "" {
+		a.log.Info("write-ahead log: "+rec.TornTail, "log", filepath.Join(a.dir, residency.WALFile))
+	} else if rec.Recreated {
+		a.log.Info("write-ahead log was missing after a clean stop (nothing was in it); made a new one", "log", filepath.Join(a.dir, residency.WALFile))
+	}
 	a.store = store
 	a.modes = modesFor(cfg.Daemon.SocketPerm())
 	if err := os.Chmod(a.dir, a.modes.dir); err != nil {

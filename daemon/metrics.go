@@ -94,6 +94,7 @@ var (
 	descCWrites = prometheus.NewDesc("continuityd_committed_writes_total", "Writes those commits held (background updates included).", []string{"agent"}, nil)
 	descCBusy   = prometheus.NewDesc("continuityd_commit_seconds_total", "Time spent committing, syncs included.", []string{"agent"}, nil)
 	descCkpts   = prometheus.NewDesc("continuityd_checkpoints_total", "bbolt commits that caught up with the write-ahead log.", []string{"agent"}, nil)
+	descDamaged = prometheus.NewDesc("continuityd_agent_damaged", "1 for an agent refused because its files are damaged (see `continuityd recover`).", []string{"agent"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -109,10 +110,14 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCWrites
 	ch <- descCBusy
 	ch <- descCkpts
+	ch <- descDamaged
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.d.snap()
+	for name := range st.damaged {
+		ch <- prometheus.MustNewConstMetric(descDamaged, prometheus.GaugeValue, 1, name)
+	}
 	for _, name := range st.names {
 		a := st.agents[name]
 		r := a.store.Resume(false)

@@ -67,7 +67,7 @@ func killWhileWriting(t *testing.T, w *workspace, min int) (uint64, *residency.I
 				}
 			}()
 		}
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(time.Duration(300+100*try) * time.Millisecond)
 		p.kill()
 		close(stop)
 		wg.Wait()
@@ -82,7 +82,7 @@ func killWhileWriting(t *testing.T, w *workspace, min int) (uint64, *residency.I
 			return maxSeq, in
 		}
 	}
-	t.Fatalf("after 10 tries the log never held %d records bbolt lacked", min)
+	t.Fatalf("after 10 tries the log never held %d records bbolt lacked (the last try answered up to seq %d)", min, maxSeq)
 	return 0, nil
 }
 
@@ -183,6 +183,13 @@ func TestDamagedAgentIsRefusedLoudly(t *testing.T) {
 				t.Fatalf("status %d:\n%s", code, out)
 			}
 
+			mresp, err := cl.Get("http://d/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := readAll(t, mresp); !strings.Contains(m, `continuityd_agent_damaged{agent="builder"} 1`) {
+				t.Fatal("no continuityd_agent_damaged metric for the refused agent")
+			}
 			// A hook event for the refused agent waits in the spool.
 			env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
 			pre := `{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"` + filepath.Join(w.dir, "work-builder") +
@@ -202,7 +209,7 @@ func TestDamagedAgentIsRefusedLoudly(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "moved aside") && c.name != "deleted" || !strings.Contains(out, "asked the daemon") {
 				t.Fatalf("recover --accept-loss: %d\n%s%s", code, out, errOut)
 			}
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 			for {
 				code, ans, err := post(cl, "/v1/continuity/checkpoint?agent=builder", map[string]any{"focus": "after the loss"})
 				if err == nil && code == 200 {
