@@ -95,7 +95,7 @@ func NewGuard(opts GuardOptions) (*Guard, error) {
 	}
 	g.detector = det
 	g.keywords = keywordGate(det)
-	g.extraRules = continuitydSecretRules()
+	g.extraRules = ownSecretRules
 	sch, err := compileCapsuleSchema()
 	if err != nil {
 		return nil, fmt.Errorf("capsule: compiling the capsule schema: %w", err)

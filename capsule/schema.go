@@ -52,11 +52,11 @@ func compileCapsuleSchema() (*capsuleSchema, error) {
 
 // DecodeCapsule decodes a Continuity Capsule v1 (PUT /v1/capsule, a handoff
 // file) strictly: UTF-8 and one JSON object as for every body, then the
-// published schema, then the secret guard over every string. A refusal is
-// always a *Error; schema failures are INVALID_CAPSULE naming the failing
-// location and rule, never the value. Strings are never cut. TTLDays keeps
-// the JSON text it came as (14, "14", and also 14.0, which JSON Schema
-// counts as an integer).
+// published schema, then control characters (INVALID_CAPSULE) and the
+// secret guard over every string. A refusal is always a *Error; schema
+// failures are INVALID_CAPSULE naming the failing location and rule, never
+// the value. Strings are never cut. TTLDays keeps the JSON text it came as
+// (14, "14", and also 14.0, which JSON Schema counts as an integer).
 func (g *Guard) DecodeCapsule(body []byte) (*Capsule, error) {
 	c, err := g.decodeCapsule(body)
 	if err != nil {
@@ -85,6 +85,9 @@ func (g *Guard) decodeCapsule(body []byte) (*Capsule, *Error) {
 	}
 	if len(c.Receipts) == 0 {
 		c.Receipts = nil // [] and absent mean the same
+	}
+	if err := checkCapsuleControl(&c); err != nil {
+		return nil, err
 	}
 	if err := g.checkCapsuleSecrets(&c); err != nil {
 		return nil, err
@@ -123,6 +126,9 @@ func (g *Guard) checkCapsule(c *Capsule) *Error {
 		return Refuse(CodeInvalidCapsule, "", "does not encode as JSON")
 	}
 	if err := g.validateCapsuleJSON(body); err != nil {
+		return err
+	}
+	if err := checkCapsuleControl(c); err != nil {
 		return err
 	}
 	return g.checkCapsuleSecrets(c)
@@ -294,6 +300,18 @@ func capsuleStrings(c *Capsule) []capsuleField {
 		}
 	}
 	return append(fs, capsuleField{"handoff_to", c.HandoffTo})
+}
+
+// checkCapsuleControl refuses a capsule string holding a control character
+// (firstControl), as every other stored text is: the published schema
+// leaves them open, but a capsule is shown in terminals and prompts.
+func checkCapsuleControl(c *Capsule) *Error {
+	for _, f := range capsuleStrings(c) {
+		if err := checkControl(f.value, CodeInvalidCapsule, f.path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkCapsuleSecrets runs the secret guard over every string of a capsule.

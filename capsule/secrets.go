@@ -101,6 +101,9 @@ type secretRule struct {
 	// keep, when set, vets a candidate: value is the secret (capture group
 	// 1 of re, else trigger plus match), next the byte after it (0 at end).
 	keep func(value string, next byte) bool
+	// keepAt, when set, vets a candidate that needs more context than
+	// keep gives: s is the whole text, s[start:end] the secret.
+	keepAt func(s string, start, end int) bool
 }
 
 // secretSpan is where a secret sits in a string, for Redact.
@@ -143,9 +146,13 @@ func continuitydSecretRules() []secretRule {
 			// A private key header alone: gitleaks' private-key rule needs
 			// the whole armoured block up to its END line, so a truncated
 			// paste (or a JSON fragment of a service-account key) passes.
+			// The match runs on over the base64 body that follows (real
+			// line breaks or JSON's \n), so that Redact takes the key
+			// material too and not only the header.
 			id:       "continuityd-private-key",
 			triggers: []string{"-----BEGIN"},
-			re:       regexp.MustCompile(`^[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`),
+			re:       regexp.MustCompile(`^[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:(?:\s|\\[nr])*[A-Za-z0-9+/=]{16,})*`),
+			window:   8192,
 		},
 		{
 			// password=…, DB_PASSWORD: …, api_key := "…", "token": "…":
@@ -165,7 +172,7 @@ func continuitydSecretRules() []secretRule {
 			fold: true,
 			re:   regexp.MustCompile(`^[sS]?["']?[ \t]*(?::=|=>|=|:)[ \t]*["'` + "`" + `]?([^\s"'` + "`" + `,;&()<>{}\[\]$\\]{8,})`),
 			keep: func(v string, next byte) bool {
-				return next != '(' && hasLetterAndDigit(v) && !isPlaceholder(v)
+				return next != '(' && hasLetterAndDigit(v) && !isPlaceholder(v) && !isPathOrLink(v)
 			},
 		},
 		{
@@ -213,16 +220,214 @@ func continuitydSecretRules() []secretRule {
 			keep:     func(_ string, next byte) bool { return !isTokenByte(next) },
 		},
 		{
-			// A password in a URL's userinfo (postgres://app:s3cret@db):
-			// gitleaks has no general rule for it.
+			// A password in a URL's userinfo (postgres://app:s3cret@db,
+			// redis://:pw@cache): gitleaks has no general rule for it. Any
+			// password counts, letters only and short ones too, and the
+			// user may be empty; only placeholders (<pw>, ${PW}, ****) and
+			// an image reference pinned by digest (docker://alpine:3.19@
+			// sha256:…, a tag and not a password) are left alone.
 			id:       "continuityd-url-password",
 			triggers: []string{"://"},
-			re:       regexp.MustCompile(`^[^\s:/@]{1,64}:([^\s/@]{6,})@[^\s/@]`),
-			keep: func(v string, _ byte) bool {
-				return !isPlaceholder(v) && (hasLetterAndDigit(v) || classes(v) >= 3)
+			re:       regexp.MustCompile(`^[^\s:/@]{0,64}:([^\s/@]+)@[^\s/@]`),
+			keep:     func(v string, _ byte) bool { return !isPlaceholder(v) },
+			keepAt: func(s string, _, end int) bool {
+				host := s[end+1:]
+				return !strings.HasPrefix(host, "sha256:") && !strings.HasPrefix(host, "sha512:")
 			},
 		},
+		{
+			// A Docker Hub personal or organisation access token: gitleaks
+			// has no rule for it.
+			id:       "continuityd-docker-hub-token",
+			triggers: []string{"dckr_pat_", "dckr_oat_"},
+			boundary: true,
+			re:       regexp.MustCompile(`^[A-Za-z0-9_-]{20,}`),
+			window:   128,
+		},
+		{
+			// An Atlassian API token: gitleaks wants exactly 186
+			// characters after ATATT3 followed by white space, a quote or
+			// the end, so a token of another length or one ending a
+			// sentence passes.
+			id:       "continuityd-atlassian-api-token",
+			triggers: []string{"ATATT3"},
+			boundary: true,
+			re:       regexp.MustCompile(`^[A-Za-z0-9_=-]{40,}`),
+			window:   512,
+		},
+		{
+			// Doppler tokens: personal (dp.pt.), service (dp.st., with an
+			// optional config name), CLI (dp.ct.), service account
+			// (dp.sa.), SCIM and audit. gitleaks knows only dp.pt.
+			id:       "continuityd-doppler-token",
+			triggers: []string{"dp."},
+			boundary: true,
+			re:       regexp.MustCompile(`^(?:pt|st|ct|sa|scim|audit)\.(?:[a-z0-9_-]{1,64}\.)?[A-Za-z0-9]{40,}`),
+			window:   256,
+		},
+		{
+			// A Square OAuth application secret (sq0csp-) or an old access
+			// token (sq0atb-): gitleaks knows only EAAA and sq0atp-.
+			id:       "continuityd-square-secret",
+			triggers: []string{"sq0csp-", "sq0atb-"},
+			boundary: true,
+			re:       regexp.MustCompile(`^[A-Za-z0-9_-]{22,}`),
+			window:   128,
+		},
+		{
+			// A Mailgun private API key (key- and 32 hex digits): gitleaks
+			// only takes it after the word "mailgun". The shape is narrow
+			// enough on its own; a cache key named key-<md5> would be
+			// refused too, which is rare in notes and cheap to reword.
+			id:       "continuityd-mailgun-key",
+			triggers: []string{"key-"},
+			boundary: true,
+			re:       regexp.MustCompile(`^[a-f0-9]{32}`),
+			window:   64,
+			keep:     func(_ string, next byte) bool { return !isTokenByte(next) },
+		},
+		{
+			// A password told in words or assigned: "the staging db
+			// password is X", "password: X", "pwd=X", "passphrase was X".
+			// Prose uses the same words all the time ("the password is
+			// stored in vault", "password is required"), so X must look
+			// like a credential rather than a word: see
+			// looksLikePasswordValue. The credential-assignment rule above
+			// already takes letters-and-digits values after = and :; this
+			// one adds is/was and the values it leaves (digits only,
+			// symbols, random mixed case, long letter runs).
+			id:       "continuityd-password-phrase",
+			triggers: []string{"password", "passwd", "passphrase", "passcode", "pwd"},
+			fold:     true,
+			re:       regexp.MustCompile(`^[sS]?["']?(?:[ \t]+(?:is|was|are|were)(?:[ \t]+(?:now|still|currently|just|set[ \t]+to|changed[ \t]+to))?[ \t]*:?|[ \t]*(?::=|=>|=|:))[ \t]*["'` + "`" + `]?([^\s"'` + "`" + `]{1,200})`),
+			keep:     func(v string, _ byte) bool { return looksLikePasswordValue(v) },
+		},
 	}
+}
+
+// ownSecretRules are continuityd's own rules, compiled once and never
+// changed: every Guard and RedactCredentialShapes share them.
+var ownSecretRules = continuitydSecretRules()
+
+// RedactCredentialShapes replaces every span continuityd's own credential
+// rules find in s with marker. These are the rules the secret guard adds to
+// gitleaks (the shapes gitleaks misses: URL passwords, provider prefixes,
+// passwords told in words, …); they need no Guard, so code without one
+// (an upstream's error text, say) redacts with the same rules the guard
+// refuses with, instead of keeping a copy of its own.
+func RedactCredentialShapes(s, marker string) string {
+	if len(s) < minSecretLen {
+		return s
+	}
+	lower := asciiLower(s)
+	var spans []secretSpan
+	for i := range ownSecretRules {
+		spans = append(spans, ownSecretRules[i].find(s, lower, 0)...)
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	return replaceSpansWith(s, spans, marker)
+}
+
+// looksLikePasswordValue tells a password from the word that follows
+// "password is" in ordinary prose. Trailing punctuation is not part of it.
+// It is a credential when it is six characters or more and not a
+// placeholder, a path or a link, and: all digits; or letters and digits
+// (but not a hyphenated phrase such as base64-encoded or 1Password-managed);
+// or letters with a symbol that does not join words (p@ss!); or letters
+// only but random-looking (case flipping at least four times, gHtRkWpq) or
+// a passphrase run of 24 or more.
+func looksLikePasswordValue(v string) bool {
+	v = strings.TrimRight(v, ".,;:!?)]}'\"")
+	if len(v) < 6 || isPlaceholder(v) {
+		return false
+	}
+	if isPathOrLink(v) {
+		return false
+	}
+	if technicalWords[strings.ToLower(v)] || nameNumberRe.MatchString(v) {
+		return false // argon2id, base64, 1Password; AES-256, ISO-8601, OPS-1234
+	}
+	m := classMask(v)
+	switch {
+	case m == classDigit:
+		return true
+	case m&(classDigit|classOther) == 0:
+		return len(v) >= 24 || len(v) >= 8 && caseFlips(v) >= 4
+	case isHyphenatedPhrase(v):
+		return false
+	case hasLetterAndDigit(v):
+		return true
+	}
+	// Letters and a symbol that does not join words (p@ss!word), not at
+	// the start, where it is syntax (a YAML tag: password: !vault).
+	return m&(classLower|classUpper) != 0 && strings.ContainsAny(v[1:], "!@#$%^&*+=~|?<>")
+}
+
+// technicalWords are words with digits that prose puts after "password
+// is": the way it is hashed, encoded or kept.
+var technicalWords = map[string]bool{
+	"argon2": true, "argon2i": true, "argon2d": true, "argon2id": true, "pbkdf2": true,
+	"sha1": true, "sha224": true, "sha256": true, "sha384": true, "sha512": true,
+	"base32": true, "base64": true, "base64url": true, "aes128": true, "aes256": true,
+	"rot13": true, "utf8": true, "x509": true, "ed25519": true, "rsa2048": true,
+	"rsa4096": true, "1password": true,
+}
+
+// nameNumberRe is a name and a number joined by a hyphen: a standard, an
+// algorithm or a ticket (AES-256, ISO-8601, OPS-1234), not a password.
+var nameNumberRe = regexp.MustCompile(`^[A-Za-z]{1,8}-[0-9]{1,5}$`)
+
+// isPathOrLink reports a value that is a file path (PWD=/home/agent/work2,
+// pwd: ./build-2) or a link to where a secret is kept, not a secret.
+func isPathOrLink(v string) bool {
+	for _, p := range []string{"/", "~/", "./", "../"} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return strings.Contains(v, "://")
+}
+
+// caseFlips counts the places where a letter's case differs from the
+// letter before it: random letters flip often, words and CamelCase
+// (PostgreSQL: 2, JavaScript: 3) seldom.
+func caseFlips(v string) int {
+	n := 0
+	for i := 1; i < len(v); i++ {
+		if isUpperByte(v[i]) != isUpperByte(v[i-1]) {
+			n++
+		}
+	}
+	return n
+}
+
+func isUpperByte(c byte) bool { return c >= 'A' && c <= 'Z' }
+
+// phraseEndings are the last words of hyphenated adjectives that prose
+// puts after "password is": base64-encoded, 12-characters-long, ….
+var phraseEndings = map[string]bool{
+	"based": true, "only": true, "safe": true, "free": true, "less": true, "like": true,
+	"long": true, "wide": true, "level": true, "side": true, "byte": true, "bytes": true,
+	"bit": true, "bits": true, "char": true, "chars": true, "character": true,
+	"characters": true, "digit": true, "digits": true, "length": true, "aware": true,
+	"specific": true, "bound": true, "style": true, "time": true, "first": true,
+}
+
+// isHyphenatedPhrase reports a hyphenated adjective (base64-encoded,
+// 1Password-managed, 32-byte): its last part is a lower-case word that
+// ends in -ed or -ing or is a common adjective ending.
+func isHyphenatedPhrase(v string) bool {
+	i := strings.LastIndexByte(v, '-')
+	if i < 0 {
+		return false
+	}
+	last := v[i+1:]
+	if len(last) < 2 || classMask(last) != classLower {
+		return false
+	}
+	return strings.HasSuffix(last, "ed") || strings.HasSuffix(last, "ing") || phraseEndings[last]
 }
 
 // CheckSecret refuses a credential-shaped value: it returns a 400
@@ -365,6 +570,9 @@ func (r *secretRule) find(s, lower string, max int) []secretSpan {
 					continue
 				}
 			}
+			if r.keepAt != nil && !r.keepAt(s, start, end) {
+				continue
+			}
 			out = append(out, secretSpan{rule: r.id, start: start, end: end})
 			if max > 0 && len(out) >= max {
 				return out
@@ -471,7 +679,10 @@ func (g *Guard) secretSpans(s string) []secretSpan {
 }
 
 // replaceSpans replaces the union of spans with the redaction marker.
-func replaceSpans(s string, spans []secretSpan) string {
+func replaceSpans(s string, spans []secretSpan) string { return replaceSpansWith(s, spans, redacted) }
+
+// replaceSpansWith replaces the union of spans with marker.
+func replaceSpansWith(s string, spans []secretSpan, marker string) string {
 	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
 	var b strings.Builder
 	pos := 0
@@ -481,7 +692,7 @@ func replaceSpans(s string, spans []secretSpan) string {
 		}
 		if sp.start >= pos {
 			b.WriteString(s[pos:sp.start])
-			b.WriteString(redacted)
+			b.WriteString(marker)
 		} // else it overlaps the span just redacted, which grows to cover it
 		pos = sp.end
 	}
@@ -537,8 +748,11 @@ func hasLetterAndDigit(s string) bool {
 // one: template variables, masks and the usual documentation stand-ins.
 func isPlaceholder(v string) bool {
 	switch v[0] {
-	case '%', '*', '<', '{', '$', '#':
+	case '%', '<', '{', '$', '#':
 		return true
+	case '*':
+		// A mask (****, ***1234), not a password that starts with a star.
+		return strings.HasPrefix(v, "**") || strings.Count(v, "*")*2 >= len(v)
 	}
 	if strings.Trim(v, string(v[0])) == "" { // one character repeated
 		return true

@@ -16,18 +16,25 @@ func runeLen(s string) int { return utf8.RuneCountInString(s) }
 // for minimums: "   ok   " is not a three-character title.
 func trimmedLen(s string) int { return utf8.RuneCountInString(strings.TrimSpace(s)) }
 
-// hasControl reports a C0 control character other than tab, newline and
-// carriage return. JSON lets a client escape any of them (\u0000), and a
-// NUL or an escape sequence in a stored note would break the terminals,
-// logs and prompts it is later shown in.
-func hasControl(s string) bool {
+// firstControl returns the first control character in s that stored text
+// may not hold, or -1: C0 other than tab, newline and carriage return, DEL
+// (U+007F) and C1 (U+0080..U+009F). JSON lets a client escape any of them
+// (\u0000), and a NUL, an ESC, or C1's NEL and CSI (U+009B, the 8-bit
+// escape introducer that starts a terminal escape sequence on its own) in a
+// stored note would break the terminals, logs and prompts it is later shown
+// in. s is valid UTF-8 (the decoders check that first), so C1 is exactly
+// the two-byte sequences C2 80..C2 9F; a byte-wise scan finds all of them
+// without decoding runes.
+func firstControl(s string) rune {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
-			return true
+		switch c := s[i]; {
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c == 0x7f:
+			return rune(c)
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
+			return rune(s[i+1])
 		}
 	}
-	return false
+	return -1
 }
 
 // checkText applies the length and control-character rules to one string
@@ -39,8 +46,14 @@ func checkText(s string, max int, code, path string) *Error {
 			return Refuse(code, path, "is %d characters; the limit is %d (nothing is ever cut)", n, max)
 		}
 	}
-	if hasControl(s) {
-		return Refuse(code, path, "contains a control character (only tab, newline and carriage return are allowed)")
+	return checkControl(s, code, path)
+}
+
+// checkControl refuses s with code at path when it holds a control
+// character, naming the character (never the text around it).
+func checkControl(s, code, path string) *Error {
+	if r := firstControl(s); r >= 0 {
+		return Refuse(code, path, "contains the control character U+%04X; only tab, newline and carriage return are allowed", r)
 	}
 	return nil
 }

@@ -202,7 +202,8 @@ var (
 
 // CleanMessage makes an upstream's error message safe to keep: control
 // characters and runs of white space become one space, anything
-// credential-shaped becomes "[redacted]", and the result is cut to
+// credential-shaped (the secret guard's own shapes, then the rules here)
+// becomes "[redacted]", and the result is cut to
 // MaxErrorMessage characters (marked with "…").
 func CleanMessage(s string) string {
 	if !utf8.ValidString(s) {
@@ -222,6 +223,11 @@ func CleanMessage(s string) string {
 		b.WriteRune(r)
 	}
 	s = b.String()
+	// The secret guard's own rules first (URL passwords, provider
+	// prefixes, passwords told in words), so what the guard refuses on
+	// the way in is also kept out of error text on the way back; the
+	// rules below are this package's older, broader nets.
+	s = capsule.RedactCredentialShapes(s, "[redacted]")
 	s = reAuthScheme.ReplaceAllString(s, "$1 [redacted]")
 	s = reKeyPrefix.ReplaceAllString(s, "[redacted]")
 	s = reTokenRun.ReplaceAllStringFunc(s, func(run string) string {

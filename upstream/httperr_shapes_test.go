@@ -1,0 +1,41 @@
+package upstream
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCleanMessageUsesTheGuardsShapes: an upstream's error text is
+// redacted with the secret guard's own rules (capsule.RedactCredentialShapes),
+// so the shapes the guard refuses do not come back through an echoed
+// error: passwords in URLs (letters only, empty user), a Docker Hub token,
+// a Square secret, a password told in words. Values are built here, with
+// few digits, so CleanMessage's own digit-counting rule cannot be what
+// catches them.
+func TestCleanMessageUsesTheGuardsShapes(t *testing.T) {
+	letters := strings.Repeat("QwErTyUiOp", 5)
+	for _, tc := range []struct{ name, msg, secret string }{
+		{"url password letters only", "cannot push to https://deploy:" + letters[:16] + "@git.internal/repo.git", letters[:16]},
+		{"mongodb srv url", "auth failed for mongodb+srv://admin:" + strings.ToLower(letters[:12]) + "@cluster0.example.net/prod", strings.ToLower(letters[:12])},
+		{"redis url empty user", "NOAUTH redis://:" + letters[:9] + "@cache.internal:6379/0", letters[:9]},
+		{"docker hub token", "denied: dckr_pat_" + letters[:26] + "x is revoked", letters[:26]},
+		{"square oauth secret", "invalid client_secret sq0csp-" + letters[:43], letters[:43]},
+		{"password in words", "login failed: the staging db password is Zq!vR#kpLm", "Zq!vR#kpLm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CleanMessage(tc.msg)
+			if strings.Contains(got, tc.secret) || !strings.Contains(got, "[redacted]") {
+				t.Fatalf("CleanMessage(%q) = %q: the credential is still there", tc.msg, got)
+			}
+		})
+	}
+	for _, s := range []string{
+		"the password is stored in vault",
+		"password is required",
+		"see https://qdaybunker.fun/v1/continuity/checkpoint",
+	} {
+		if got := CleanMessage(s); got != s {
+			t.Errorf("CleanMessage(%q) = %q, want it unchanged", s, got)
+		}
+	}
+}
