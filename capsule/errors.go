@@ -37,6 +37,7 @@ const (
 	CodeInvalidQuery      = "INVALID_QUERY"      // 400: a bad query parameter
 	CodeUnauthorized      = "UNAUTHORIZED"       // 401: loopback listener without the token
 	CodeForbiddenOrigin   = "FORBIDDEN_ORIGIN"   // 403: a browser page from another origin
+	CodeForbiddenHost     = "FORBIDDEN_HOST"     // 403: loopback listener asked for another host name (DNS rebinding)
 	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"  // 415: a body that is not JSON
 	CodeSpoolFull         = "SPOOL_FULL"         // 507: the outbox is full
 	CodeShuttingDown      = "SHUTTING_DOWN"      // 503: the daemon is stopping

@@ -5,9 +5,9 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/continuityd/continuityd/internal/safefile"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -32,12 +32,18 @@ func Default() (*Config, error) {
 	return Decode(defaultTOML, defaultName)
 }
 
-// Load reads and decodes the configuration file at path.
+// maxConfigFile bounds the configuration file: a real one is a few
+// kilobytes, and a larger one is the wrong file.
+const maxConfigFile = 1 << 20
+
+// Load reads and decodes the configuration file at path. It must be a
+// regular file (a link to one is fine) of at most 1 MiB: a FIFO is never
+// waited on, a device never read.
 func Load(path string) (*Config, error) {
 	if path == "" {
 		return nil, errors.New("config: no file name given")
 	}
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFileFollow(path, maxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

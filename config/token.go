@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // maxTokenFile bounds how much of a token file is read: a token is short,
@@ -41,20 +43,14 @@ func (u Upstream) Token() (string, error) {
 }
 
 func readTokenFile(name string) (string, error) {
-	f, err := os.Open(name)
+	// A link is followed (secret mounts use them), but what it reaches
+	// must be a regular file: a FIFO is never waited on. The mode checked
+	// is the open file's, not the name's.
+	f, fi, err := safefile.OpenFollow(name)
 	if err != nil {
 		return "", fmt.Errorf("config: token_file: %w", err)
 	}
 	defer f.Close()
-	// Stat the open file, not the name, so the mode checked is the mode of
-	// the file read.
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("config: token_file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("config: token_file %s is not a regular file", name)
-	}
 	// Windows has no such mode bits; there the file's ACL is the user's care.
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
 		return "", fmt.Errorf("config: token_file %s has mode %04o, open to group or others; a token file must be private to its owner (chmod 600 %s)", name, perm, name)

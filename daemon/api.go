@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -102,14 +104,23 @@ func (d *Daemon) recoverPanics(h http.Handler) http.Handler {
 	})
 }
 
-// requireToken guards the loopback TCP listener: a bearer token, and no
-// cross-origin browser requests.
-func (d *Daemon) requireToken(h http.Handler) http.Handler {
+// requireToken guards the loopback TCP listener on port: the Host must name
+// loopback with that port, an Origin (when a browser sends one) must be a
+// loopback origin on that port, and the bearer token must match. r.Host is
+// never trusted as the origin to compare with: a page whose own host name
+// was rebound to 127.0.0.1 (DNS rebinding) sends its own name in both Host
+// and Origin.
+func (d *Daemon) requireToken(h http.Handler, port string) http.Handler {
 	want := []byte("Bearer " + d.apiToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+		if !loopbackHostPort(r.Host, "80", port) {
+			writeError(w, capsule.RefuseStatus(http.StatusForbidden, capsule.CodeForbiddenHost, "",
+				"the loopback listener answers only to Host 127.0.0.1:%s, localhost:%s or [::1]:%s; a request for another host name (a DNS-rebound page) is refused", port, port, port))
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o, port) {
 			writeError(w, capsule.RefuseStatus(http.StatusForbidden, capsule.CodeForbiddenOrigin, "",
-				"requests from a page on another origin are refused"))
+				"requests from a page on another origin are refused; only http(s)://localhost:%s, 127.0.0.1:%s or [::1]:%s may send an Origin", port, port, port))
 			return
 		}
 		got := []byte(r.Header.Get("Authorization"))
@@ -123,7 +134,53 @@ func (d *Daemon) requireToken(h http.Handler) http.Handler {
 	})
 }
 
-func sameOrigin(origin, host string) bool {
+// loopbackHostPort reports whether hostport (a Host header, or an origin's
+// host) names a loopback address — localhost or a loopback IP literal —
+// with port; a missing port means defaultPort. port "" accepts any port.
+func loopbackHostPort(hostport, defaultPort, port string) bool {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil { // no port
+		host, p = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), defaultPort
+	}
+	if port != "" && p != port {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackOrigin reports whether origin is http(s) on a loopback host with
+// port ("" for any). "null" (a sandboxed or file:// page) is no loopback
+// origin and is refused.
+func loopbackOrigin(origin, port string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return loopbackHostPort(u.Host, "80", port)
+	case "https":
+		return loopbackHostPort(u.Host, "443", port)
+	}
+	return false
+}
+
+// socketOrigin reports whether an Origin is acceptable on the Unix socket,
+// which no browser reaches unless something forwards to it: a loopback
+// origin (any port), or the request's own host when that is a single label
+// such as "d" or "continuityd" (what MCP clients over a socket put in their
+// URL, and a name no rebinding attacker can own); never a dotted name.
+func socketOrigin(origin, host string) bool {
+	if loopbackOrigin(origin, "") {
+		return true
+	}
+	if host == "" || strings.ContainsAny(host, ".:[]") {
+		return false
+	}
 	for _, scheme := range []string{"http://", "https://"} {
 		if strings.EqualFold(origin, scheme+host) {
 			return true

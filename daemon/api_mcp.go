@@ -23,8 +23,10 @@ func (d *Daemon) mcpHandler(api http.Handler) http.Handler {
 	}, &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: d.log})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A web page must not drive the agent's tools: browsers send
-		// Origin, MCP clients do not (or send their own host).
-		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+		// Origin, MCP clients do not (or send their own single-label host).
+		// On the loopback listener requireToken has already held Host and
+		// Origin to loopback; this is the Unix socket's rule.
+		if o := r.Header.Get("Origin"); o != "" && !socketOrigin(o, r.Host) {
 			writeError(w, capsule.RefuseStatus(http.StatusForbidden, capsule.CodeForbiddenOrigin, "",
 				"MCP requests from a page on another origin (%s) are refused", o))
 			return

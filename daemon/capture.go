@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/sources/gitwatch"
 	"github.com/continuityd/continuityd/daemon/sources/handoff"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // capture is one agent's automatic side: the sources that notice the work
@@ -37,7 +39,7 @@ type capture struct {
 	transcripts *transcriptFollower
 	degraded    func() string
 	mu          sync.Mutex
-	handoffs    map[string]time.Time      // handoff file → mtime last applied
+	handoffs    map[string]string         // handoff file → its mtime last applied, or the refusal
 	repos       map[string]*gitwatch.Repo // worktree root → repository seen
 }
 
@@ -48,7 +50,7 @@ const policyInputs = 1024
 // newCapture prepares the agent's sources and policy; start runs them.
 func newCapture(a *agent, cfg *config.Config, g *capsule.Guard, log *slog.Logger) *capture {
 	c := &capture{a: a, cfg: cfg, guard: g, log: log.With("agent", a.name), inputs: make(chan policy.Input, policyInputs),
-		handoffs: map[string]time.Time{}}
+		handoffs: map[string]string{}}
 	pc := policy.DefaultConfig()
 	p := cfg.Policy
 	pc.Enabled = p.Enabled
@@ -202,23 +204,51 @@ func (c *capture) activity(ctx context.Context, s watch.Summary) {
 // HANDOFF.md becomes derived focus and working state, the capsule file a
 // capsule draft. A file that fails the guards is refused and the reason is
 // shown in resume and status until it is fixed.
+//
+// The workdir may hold a cloned repository, so these files are untrusted:
+// they are opened inside the workdir (a symbolic link leading out of it is
+// refused, not followed), must be regular files (a FIFO is never waited
+// on, a device never read) and are read through the size limit, so an
+// oversized file is refused without being read.
 func (c *capture) checkHandoffs(ctx context.Context) {
 	wd := c.a.cfg.Workdir
+	root, err := os.OpenRoot(wd)
+	if err != nil {
+		c.log.Debug("cannot open the workdir for its handoff files", "workdir", wd, "err", err)
+		return
+	}
+	defer root.Close()
 	for _, name := range []string{c.cfg.Watch.HandoffFile, c.cfg.Watch.CapsuleFile} {
-		path := filepath.Join(wd, name)
-		fi, err := os.Stat(path)
-		if err != nil || !fi.Mode().IsRegular() {
+		raw, fi, oerr := safefile.ReadFileIn(root, name, capsule.MaxBodyBytes)
+		if errors.Is(oerr, fs.ErrNotExist) {
 			continue
+		}
+		// What was seen: the file's mtime, or the refusal (a refused link
+		// or FIFO is reported once, not at every burst of activity).
+		var state string
+		var mtime time.Time
+		if fi != nil {
+			mtime = fi.ModTime()
+			state = mtime.UTC().Format(time.RFC3339Nano)
+		}
+		if oerr != nil && fi == nil {
+			state = "refused: " + oerr.Error()
 		}
 		c.mu.Lock()
 		seen := c.handoffs[name]
 		c.mu.Unlock()
-		if !fi.ModTime().After(seen) {
+		if state == seen {
 			continue
 		}
-		d, rerr := c.readHandoff(name, path, fi.ModTime())
+		var d *policy.Derived
+		var rerr *capsule.Error
+		if oerr != nil {
+			rerr = refuseFile(name, oerr)
+		} else {
+			d, rerr = c.readHandoff(name, raw, mtime)
+		}
 		c.mu.Lock()
-		c.handoffs[name] = fi.ModTime()
+		c.handoffs[name] = state
 		c.mu.Unlock()
 		if err := c.a.store.NoteRefusal(ctx, name, rerr); err != nil && ctx.Err() == nil {
 			c.log.Warn("cannot record the handoff file's state", "err", err)
@@ -231,15 +261,20 @@ func (c *capture) checkHandoffs(ctx context.Context) {
 	}
 }
 
-// readHandoff parses and guards one handoff file.
-func (c *capture) readHandoff(name, path string, mtime time.Time) (*policy.Derived, *capsule.Error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, capsule.Refuse(capsule.CodeInvalidField, name, "cannot be read: %v", err)
+// refuseFile is the refusal shown for a handoff file that was not read.
+func refuseFile(name string, err error) *capsule.Error {
+	var se *safefile.Error
+	if !errors.As(err, &se) {
+		return capsule.Refuse(capsule.CodeInvalidField, name, "cannot be read: %v", err)
 	}
-	if len(raw) > capsule.MaxBodyBytes {
-		return nil, capsule.Refuse(capsule.CodeBodyTooLarge, name, "is over %d bytes", capsule.MaxBodyBytes)
+	if errors.Is(err, safefile.ErrTooLarge) {
+		return capsule.Refuse(capsule.CodeBodyTooLarge, name, "%s (%d bytes)", se.Detail, capsule.MaxBodyBytes)
 	}
+	return capsule.Refuse(capsule.CodeInvalidField, name, "%s", se.Detail)
+}
+
+// readHandoff parses and guards one handoff file's content.
+func (c *capture) readHandoff(name string, raw []byte, mtime time.Time) (*policy.Derived, *capsule.Error) {
 	d := &policy.Derived{Source: name, ChangedAt: mtime}
 	if name == c.cfg.Watch.CapsuleFile {
 		cp, err := c.guard.DecodeCapsule(raw)

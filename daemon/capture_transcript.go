@@ -16,6 +16,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/atomicfile"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // transcriptFollower tails the agent's active transcript (Claude Code or
@@ -135,6 +136,17 @@ func (f *transcriptFollower) run(ctx context.Context) {
 		for range 64 { // bounded per wake-up; a long backlog continues at the next event
 			lines, truncated, err := tail.ReadNew(4 << 20)
 			if err != nil {
+				var refused *safefile.Error
+				if errors.As(err, &refused) {
+					// Said once: the transcript is dropped until a hook
+					// names one again.
+					f.c.log.Warn("transcript refused, not read", "err", err)
+					tail = nil
+					f.mu.Lock()
+					f.path = ""
+					f.mu.Unlock()
+					return
+				}
 				if !errors.Is(err, os.ErrNotExist) {
 					f.c.log.Debug("transcript read", "err", err)
 				}

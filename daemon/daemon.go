@@ -13,15 +13,12 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,7 +144,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	for i, l := range listeners {
 		h := d.handler()
 		if i > 0 { // the loopback TCP listener
-			h = d.requireToken(h)
+			_, port, _ := net.SplitHostPort(l.Addr().String())
+			h = d.requireToken(h, port)
 		}
 		servers[i] = &http.Server{
 			Handler:           h,
@@ -337,21 +335,4 @@ func (s *snapshot) agentFor(name, cwd string) (*agent, *capsule.Error) {
 			"no agent %q here; this daemon serves %v", name, s.names)
 	}
 	return a, nil
-}
-
-// loadOrCreateToken returns the loopback API token, creating it (mode 0600)
-// on first use.
-func loadOrCreateToken(stateDir string) (string, error) {
-	path := filepath.Join(stateDir, "api.token")
-	if b, err := os.ReadFile(path); err == nil {
-		return string(bytes.TrimSpace(b)), nil
-	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return "", err
-	}
-	tok := randomToken()
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write api token: %w", err)
-	}
-	return tok, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/atomicfile"
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // The spool is where `continuityd hook` leaves events while the daemon is
@@ -22,6 +23,10 @@ import (
 const (
 	spoolDirName   = "spool"
 	lastResumeName = "last-resume.json"
+	// maxSpooledEvent bounds a spool file: an event is one signal (at most
+	// capsule.MaxBodyBytes through the API) and its envelope, so anything
+	// much larger was not written by a hook.
+	maxSpooledEvent = 256 << 10
 	// ResumeMarkdownLimit bounds the resume a hook adds to an agent's
 	// context.
 	ResumeMarkdownLimit = 10000
@@ -139,7 +144,12 @@ func agentByCwd(workdirs map[string]string, cwd string) string {
 
 // ingestSpool stores the events hooks spooled while the daemon was down, in
 // the order they happened, and removes each once stored. An event that no
-// agent takes is moved to spool/failed with the reason logged.
+// agent takes is moved to spool/failed with the reason logged. The spool is
+// writable by the socket's group in a shared setup, so an entry is read
+// only if it is a regular file within the size limit: a FIFO, a device, a
+// symbolic link or an oversized file is never opened for a read that could
+// wait or fill memory; it is moved aside to spool/failed for an operator to
+// look at.
 func (d *Daemon) ingestSpool(ctx context.Context) {
 	st := d.snap()
 	dir := SpoolDir(st.cfg.Daemon.StateDir)
@@ -159,10 +169,14 @@ func (d *Daemon) ingestSpool(ctx context.Context) {
 		path := filepath.Join(dir, name)
 		if err := d.ingestOne(ctx, st, path); err != nil {
 			var ce *capsule.Error
-			if errors.As(err, &ce) && ce.Code == capsule.CodeAgentDamaged {
+			switch {
+			case errors.As(err, &ce) && ce.Code == capsule.CodeAgentDamaged:
 				continue // kept for when the agent is back
+			case errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrSymlink) || errors.Is(err, safefile.ErrTooLarge):
+				d.log.Warn("spool entry refused, not read; moved to spool/failed", "file", name, "err", err)
+			default:
+				d.log.Warn("spooled hook event not stored; kept in spool/failed", "file", name, "err", err)
 			}
-			d.log.Warn("spooled hook event not stored; kept in spool/failed", "file", name, "err", err)
 			os.MkdirAll(filepath.Join(dir, "failed"), 0o700)
 			os.Rename(path, filepath.Join(dir, "failed", name))
 			continue
@@ -176,7 +190,7 @@ func (d *Daemon) ingestSpool(ctx context.Context) {
 }
 
 func (d *Daemon) ingestOne(ctx context.Context, st *snapshot, path string) error {
-	raw, err := os.ReadFile(path)
+	raw, err := safefile.ReadFile(path, maxSpooledEvent)
 	if err != nil {
 		return err
 	}

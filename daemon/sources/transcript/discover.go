@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf16"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // ClaudeProjectDir returns the folder in which Claude Code keeps the
@@ -166,7 +168,7 @@ const maxMetaLine = 4 << 20
 // codexRolloutCwd reads the cwd from a rollout's first line, its
 // session_meta.
 func codexRolloutCwd(path string) (string, bool) {
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path) // a FIFO or a link is no rollout
 	if err != nil {
 		return "", false
 	}

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // DefaultMaxBytes is the read limit ReadNew uses when given maxBytes <= 0.
@@ -51,20 +52,18 @@ type Tail struct {
 //
 // Errors are those of opening, stating and reading the file; a missing
 // file is an error satisfying errors.Is(err, fs.ErrNotExist), and leaves
-// the Tail as it was.
+// the Tail as it was. Path is opened without following a final symbolic
+// link and must be a regular file (a FIFO is never waited on, a device
+// never read): otherwise the error is a *safefile.Error.
 func (t *Tail) ReadNew(maxBytes int) (lines [][]byte, truncated bool, err error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	f, err := os.Open(t.Path)
+	f, fi, err := safefile.Open(t.Path)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, false, err
-	}
 	if ino := fileInode(fi); ino != 0 {
 		if t.Inode != 0 && ino != t.Inode {
 			t.restart()

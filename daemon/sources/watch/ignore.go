@@ -3,9 +3,10 @@ package watch
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"path"
 	"strings"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // DefaultIgnoreDirs are the directory names skipped (not watched, not
@@ -191,17 +192,24 @@ func (rs *ruleSet) check(rel string, isDir bool) (matched, ignored bool) {
 	return false, false
 }
 
+// maxIgnoreFile bounds a .gitignore or info/exclude read: a real one is
+// kilobytes.
+const maxIgnoreFile = 1 << 20
+
 // loadRules reads dir/.gitignore, preceded by dir/.git/info/exclude when dir
 // is a repository root (gitDir). It returns nil when neither has a usable
-// pattern.
+// pattern. A cloned tree may carry its .gitignore as a link (to /dev/zero,
+// say): like git since 2.32, a .gitignore that is a link is not followed,
+// and either file must be a regular one within maxIgnoreFile, so a FIFO
+// never stalls the watcher and a device never fills its memory.
 func loadRules(dir string, gitDir bool) *ruleSet {
 	var data []byte
 	if gitDir {
-		if b, err := os.ReadFile(dir + "/.git/info/exclude"); err == nil {
+		if b, err := safefile.ReadFileFollow(dir+"/.git/info/exclude", maxIgnoreFile); err == nil {
 			data = append(b, '\n')
 		}
 	}
-	if b, err := os.ReadFile(dir + "/.gitignore"); err == nil {
+	if b, err := safefile.ReadFile(dir+"/.gitignore", maxIgnoreFile); err == nil {
 		data = append(data, b...)
 	}
 	if len(data) == 0 {
