@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/outbox"
@@ -72,7 +73,7 @@ type agent struct {
 const lastResumeEvery = time.Second
 
 // openAgent opens the agent's residency and prepares its shippers.
-func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, g *capsule.Guard, log *slog.Logger, m *metrics) (*agent, error) {
+func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, g *guard.Guard, log *slog.Logger, m *metrics) (*agent, error) {
 	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), metrics: m, dirty: make(chan struct{}, 1),
 		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
 	store, err := residency.Open(residency.Options{

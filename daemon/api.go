@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/residency"
 )
 
@@ -191,12 +192,12 @@ func socketOrigin(origin, host string) bool {
 
 // readBody reads a request body of at most capsule.MaxBodyBytes.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *capsule.Error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, capsule.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, guard.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, capsule.RefuseStatus(http.StatusRequestEntityTooLarge, capsule.CodeBodyTooLarge, "",
-				"the body is over %d bytes (64 KiB); nothing was saved", capsule.MaxBodyBytes)
+				"the body is over %d bytes (64 KiB); nothing was saved", guard.MaxBodyBytes)
 		}
 		return nil, capsule.Refuse(capsule.CodeInvalidJSON, "", "could not read the body: %v", err)
 	}

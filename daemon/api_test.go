@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/upstream/local"
 )
 
@@ -107,7 +108,7 @@ func TestStopAndResumeResidency(t *testing.T) {
 func TestCommitmentsLifecycleAndLimits(t *testing.T) {
 	td := startDaemon(t, testConfig(t))
 	var open []map[string]any
-	for i := 0; i < capsule.MaxOpenCommitments; i++ {
+	for i := 0; i < guard.MaxOpenCommitments; i++ {
 		open = append(open, map[string]any{"title": fmt.Sprintf("task %d", i)})
 	}
 	// 11 then 1: at the limit is fine.
@@ -164,7 +165,7 @@ func TestRequestErrors(t *testing.T) {
 	td.expectError("POST", cp, `{}`, 400, capsule.CodeEmptyCheckpoint)
 	td.expectError("POST", cp, map[string]any{"decide": map[string]any{"chosen": "x", "because": "too short"}}, 400, capsule.CodeMotiveRequired)
 	td.expectError("POST", cp, map[string]any{"public_status": map[string]any{"phase": "dancing", "next_action": "x"}}, 400, capsule.CodeInvalidPublicStatus)
-	td.expectError("POST", cp, map[string]any{"working_state": map[string]any{"next_action": strings.Repeat("a", capsule.MaxWorkingStateField+1)}}, 400, capsule.CodeInvalidWorkingState)
+	td.expectError("POST", cp, map[string]any{"working_state": map[string]any{"next_action": strings.Repeat("a", guard.MaxWorkingStateField+1)}}, 400, capsule.CodeInvalidWorkingState)
 	m = td.expectError("POST", cp, map[string]any{"working_state": map[string]any{"last_result": "deployed with ghp_R7x9Qm2LkP4vT8nZ3wY6bJ1cF5hD0sA2eG7k"}}, 400, capsule.CodeSecretDetected)
 	if strings.Contains(fmt.Sprint(m), "ghp_") || errField(m) != "working_state.last_result" {
 		t.Fatalf("secret refusal echoes the value or misses the field: %v", m)
@@ -193,7 +194,7 @@ func TestBodyLimitBoundary(t *testing.T) {
 	for _, tc := range []struct {
 		size   int
 		status int
-	}{{capsule.MaxBodyBytes - 1, 200}, {capsule.MaxBodyBytes, 200}, {capsule.MaxBodyBytes + 1, 413}} {
+	}{{guard.MaxBodyBytes - 1, 200}, {guard.MaxBodyBytes, 200}, {guard.MaxBodyBytes + 1, 413}} {
 		got, m := td.do("PUT", "/v1/capsule", pad(tc.size))
 		if got != tc.status {
 			t.Fatalf("body of %d bytes: %d %v, want %d", tc.size, got, m, tc.status)

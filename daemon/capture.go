@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/sources/gitwatch"
@@ -30,7 +31,7 @@ import (
 type capture struct {
 	a      *agent
 	cfg    *config.Config
-	guard  *capsule.Guard
+	guard  *guard.Guard
 	log    *slog.Logger
 	policy *policy.Policy
 	inputs chan policy.Input
@@ -48,7 +49,7 @@ type capture struct {
 const policyInputs = 1024
 
 // newCapture prepares the agent's sources and policy; start runs them.
-func newCapture(a *agent, cfg *config.Config, g *capsule.Guard, log *slog.Logger) *capture {
+func newCapture(a *agent, cfg *config.Config, g *guard.Guard, log *slog.Logger) *capture {
 	c := &capture{a: a, cfg: cfg, guard: g, log: log.With("agent", a.name), inputs: make(chan policy.Input, policyInputs),
 		handoffs: map[string]string{}}
 	pc := policy.DefaultConfig()
@@ -219,7 +220,7 @@ func (c *capture) checkHandoffs(ctx context.Context) {
 	}
 	defer root.Close()
 	for _, name := range []string{c.cfg.Watch.HandoffFile, c.cfg.Watch.CapsuleFile} {
-		raw, fi, oerr := safefile.ReadFileIn(root, name, capsule.MaxBodyBytes)
+		raw, fi, oerr := safefile.ReadFileIn(root, name, guard.MaxBodyBytes)
 		if errors.Is(oerr, fs.ErrNotExist) {
 			continue
 		}
@@ -268,7 +269,7 @@ func refuseFile(name string, err error) *capsule.Error {
 		return capsule.Refuse(capsule.CodeInvalidField, name, "cannot be read: %v", err)
 	}
 	if errors.Is(err, safefile.ErrTooLarge) {
-		return capsule.Refuse(capsule.CodeBodyTooLarge, name, "%s (%d bytes)", se.Detail, capsule.MaxBodyBytes)
+		return capsule.Refuse(capsule.CodeBodyTooLarge, name, "%s (%d bytes)", se.Detail, guard.MaxBodyBytes)
 	}
 	return capsule.Refuse(capsule.CodeInvalidField, name, "%s", se.Detail)
 }

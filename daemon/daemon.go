@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/safesocket"
@@ -61,7 +62,7 @@ type Daemon struct {
 // carried over between snapshots when their configuration did not change.
 type snapshot struct {
 	cfg    *config.Config
-	guard  *capsule.Guard
+	guard  *guard.Guard
 	agents map[string]*agent
 	names  []string // config order
 	ups    map[string]*upstreamRuntime
@@ -87,8 +88,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-func newGuard(cfg *config.Config) (*capsule.Guard, error) {
-	g, err := capsule.NewGuard(capsule.GuardOptions{AllowedLinkDomains: cfg.Guard.AllowedLinkDomains})
+func newGuard(cfg *config.Config) (*guard.Guard, error) {
+	g, err := guard.New(guard.Options{AllowedLinkDomains: cfg.Guard.AllowedLinkDomains})
 	if err != nil {
 		return nil, fmt.Errorf("build guards: %w", err)
 	}

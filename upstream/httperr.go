@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 // Shared HTTP helpers for the backends: every HTTP upstream classifies its
@@ -227,7 +228,7 @@ func CleanMessage(s string) string {
 	// prefixes, passwords told in words), so what the guard refuses on
 	// the way in is also kept out of error text on the way back; the
 	// rules below are this package's older, broader nets.
-	s = capsule.RedactCredentialShapes(s, "[redacted]")
+	s = guard.RedactCredentialShapes(s, "[redacted]")
 	s = reAuthScheme.ReplaceAllString(s, "$1 [redacted]")
 	s = reKeyPrefix.ReplaceAllString(s, "[redacted]")
 	s = reTokenRun.ReplaceAllStringFunc(s, func(run string) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon"
 )
 
@@ -77,7 +78,7 @@ func cmdCapsule(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "continuityd capsule validate: %v\n", err)
 			return exitUsage
 		}
-		g, err := capsule.NewGuard(capsule.GuardOptions{})
+		g, err := guard.New(guard.Options{})
 		if err != nil {
 			return fail(e, err)
 		}

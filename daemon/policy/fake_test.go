@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 var t0 = time.Date(2026, 8, 8, 9, 0, 0, 0, time.UTC)
@@ -223,7 +224,7 @@ func (s *fakeStore) writeCalls() int {
 	return s.calls
 }
 
-var guardOnce = sync.OnceValues(func() (*capsule.Guard, error) { return capsule.NewGuard(capsule.GuardOptions{}) })
+var guardOnce = sync.OnceValues(func() (*guard.Guard, error) { return guard.New(guard.Options{}) })
 
 // checkGuard runs an automatic checkpoint through the same guard an
 // explicit one meets: what the policy writes must be a valid checkpoint.

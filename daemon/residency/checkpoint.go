@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 // Checkpoint stores a checkpoint that has passed the stateless guards, after
@@ -148,10 +149,10 @@ func checkCommitmentOps(d *doc, ops *capsule.CommitmentOps) error {
 		}
 		count--
 	}
-	if count+len(ops.Open) > capsule.MaxOpenCommitments {
+	if count+len(ops.Open) > guard.MaxOpenCommitments {
 		return capsule.Refuse(capsule.CodeTooManyOpenLoops, "commitments.open",
 			"%d commitments are open and this write opens %d more; at most %d may be open: close or drop one first",
-			len(open), len(ops.Open), capsule.MaxOpenCommitments)
+			len(open), len(ops.Open), guard.MaxOpenCommitments)
 	}
 	return nil
 }

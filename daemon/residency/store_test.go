@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -66,7 +67,7 @@ func TestRefusedOpInBatchLeavesOthersIntact(t *testing.T) {
 	ctx := context.Background()
 	// Fill to the limit so that opens can fail on the stored state.
 	var ops capsule.CommitmentOps
-	for i := 0; i < capsule.MaxOpenCommitments-1; i++ {
+	for i := 0; i < guard.MaxOpenCommitments-1; i++ {
 		ops.Open = append(ops.Open, capsule.OpenCommitment{Title: fmt.Sprintf("task %d", i)})
 	}
 	if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Commitments: &ops}, capsule.OriginExplicit); err != nil {
@@ -109,7 +110,7 @@ func TestRefusedOpInBatchLeavesOthersIntact(t *testing.T) {
 			open++
 		}
 	}
-	if opened != 1 || refused != 31 || open != capsule.MaxOpenCommitments {
+	if opened != 1 || refused != 31 || open != guard.MaxOpenCommitments {
 		t.Fatalf("opened %d refused %d open %d", opened, refused, open)
 	}
 	// 1 + 1 open + 32 focus writes; refused ones took no sequence number.

@@ -41,7 +41,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 // Names Delx uses (the client package has its own copies).
@@ -119,7 +119,7 @@ type Request struct {
 // Server is the fake Delx endpoint.
 type Server struct {
 	opts    Options
-	guard   *capsule.Guard
+	guard   *guard.Guard
 	mcp     *mcp.Server
 	handler *mcp.StreamableHTTPHandler
 	ts      *httptest.Server
@@ -144,18 +144,18 @@ type stored struct {
 
 var (
 	guardOnce sync.Once
-	guard     *capsule.Guard
+	theGuard  *guard.Guard
 	guardErr  error
 )
 
 // sharedGuard builds the capsule guard once per process (it compiles the
 // secret rules and the schema, which takes a while).
-func sharedGuard() *capsule.Guard {
-	guardOnce.Do(func() { guard, guardErr = capsule.NewGuard(capsule.GuardOptions{}) })
+func sharedGuard() *guard.Guard {
+	guardOnce.Do(func() { theGuard, guardErr = guard.New(guard.Options{}) })
 	if guardErr != nil {
 		panic("delxtest: building the capsule guard: " + guardErr.Error())
 	}
-	return guard
+	return theGuard
 }
 
 // New starts a fake on 127.0.0.1. Close it when done.

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 // Paths the server answers.
@@ -82,7 +83,7 @@ type Options struct {
 	TimeScale float64
 	// Guard checks checkpoint bodies; nil uses one shared by every Server
 	// of the process (building a Guard costs tens of milliseconds).
-	Guard *capsule.Guard
+	Guard *guard.Guard
 }
 
 // FaultKind names an injected fault. Request.Fault records it as a string.
@@ -166,7 +167,7 @@ type Request struct {
 type Server struct {
 	opts   Options
 	scale  float64
-	guard  *capsule.Guard
+	guard  *guard.Guard
 	ts     *httptest.Server
 	closed chan struct{}
 	once   sync.Once
@@ -188,7 +189,7 @@ type Server struct {
 
 var (
 	sharedGuardOnce sync.Once
-	sharedGuard     *capsule.Guard
+	sharedGuard     *guard.Guard
 	sharedGuardErr  error
 )
 
@@ -223,7 +224,7 @@ func New(o Options) *Server {
 		s.scale = 1
 	}
 	if s.guard == nil {
-		sharedGuardOnce.Do(func() { sharedGuard, sharedGuardErr = capsule.NewGuard(capsule.GuardOptions{}) })
+		sharedGuardOnce.Do(func() { sharedGuard, sharedGuardErr = guard.New(guard.Options{}) })
 		if sharedGuardErr != nil {
 			panic(fmt.Sprintf("qdaytest: building the guard: %v", sharedGuardErr))
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 // maxDecisions is how many decisions a residency keeps (the last ones).
@@ -98,9 +99,9 @@ func (rz *residency) apply(cp *capsule.Checkpoint, now time.Time, nextID *int) *
 				open++
 			}
 		}
-		if open+len(ops.Open) > capsule.MaxOpenCommitments {
+		if open+len(ops.Open) > guard.MaxOpenCommitments {
 			return capsule.Refuse(capsule.CodeTooManyOpenLoops, "commitments.open",
-				"%d commitments are open; at most %d may be; close or drop one first", open, capsule.MaxOpenCommitments)
+				"%d commitments are open; at most %d may be; close or drop one first", open, guard.MaxOpenCommitments)
 		}
 		for _, o := range ops.Open {
 			*nextID++

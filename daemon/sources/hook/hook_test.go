@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 // want is the signal a payload must become ("" kind: none; "" from: any).
@@ -108,7 +109,7 @@ func check(t *testing.T, name string, b []byte, w want) {
 		t.Fatalf("%s: signal not bound to the session: %+v", name, s)
 	}
 	// The signal must pass the daemon's own guard unchanged.
-	g, err := capsule.NewGuard(capsule.GuardOptions{})
+	g, err := guard.New(guard.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func FuzzParse(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	g, err := capsule.NewGuard(capsule.GuardOptions{})
+	g, err := guard.New(guard.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // The secret corpus (testdata/secrets, see its README.md): credential
@@ -112,8 +114,8 @@ func corpusSentences(tb testing.TB) []string {
 // credentialRule returns the rule a refusal names when it refuses a value
 // as credential-shaped (SECRET_DETECTED, or INVALID_PUBLIC_STATUS for the
 // public status), else "".
-func credentialRule(e *Error) string {
-	if e.Code != CodeSecretDetected && e.Code != CodeInvalidPublicStatus {
+func credentialRule(e *capsule.Error) string {
+	if e.Code != capsule.CodeSecretDetected && e.Code != capsule.CodeInvalidPublicStatus {
 		return ""
 	}
 	_, after, ok := strings.Cut(e.Message, "looks like a credential (rule ")

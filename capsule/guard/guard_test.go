@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // TestEveryGuardCode shows one refusal for every code a Guard returns, with
@@ -18,24 +20,24 @@ func TestEveryGuardCode(t *testing.T) {
 	capsuleBody := func(b string) func() error { return func() error { _, err := g.DecodeCapsule([]byte(b)); return err } }
 	sig := func(b string) func() error { return func() error { _, err := g.DecodeSignal([]byte(b)); return err } }
 	examples := map[string]func() error{
-		CodeInvalidPublicStatus: cp(`{"public_status":{"phase":"acting"}}`),
-		CodeInvalidWorkingState: cp(`{"working_state":{"next_action":1}}`),
-		CodeMotiveRequired:      cp(`{"decide":{"chosen":"a","because":"too short"}}`),
-		CodeTooManyOpenLoops:    cp(`{"commitments":{"open":[` + strings.Repeat(`{"title":"abc"},`, 12) + `{"title":"abc"}]}}`),
-		CodeEvidenceRequired:    cp(`{"commitments":{"close":[{"id":"c_1"}]}}`),
-		CodeInvalidCapsule:      capsuleBody(`{"version":"2"}`),
-		CodeSecretDetected:      cp(`{"focus":"` + "ghp_" + fake(700, alnum, 36) + `"}`),
-		CodeInvalidJSON:         cp(`{`),
-		CodeInvalidUTF8:         cp("{\"focus\":\"\x80\"}"),
-		CodeUnknownField:        cp(`{"fokus":"a"}`),
-		CodeInvalidField:        cp(`{"focus":true}`),
-		CodeInvalidFocus:        cp(`{"focus":"` + strings.Repeat("a", MaxFocus+1) + `"}`),
-		CodeInvalidDecision:     cp(`{"decide":{}}`),
-		CodeInvalidCommitment:   cp(`{"commitments":{"open":[{"title":"ab"}]}}`),
-		CodeInvalidStop:         cp(`{"stop":{}}`),
-		CodeEmptyCheckpoint:     cp(`{}`),
-		CodeInvalidSignal:       sig(`{"kind":"nope"}`),
-		CodeBodyTooLarge:        sig(`{"kind":"activity","via":"` + strings.Repeat("a", MaxBodyBytes) + `"}`),
+		capsule.CodeInvalidPublicStatus: cp(`{"public_status":{"phase":"acting"}}`),
+		capsule.CodeInvalidWorkingState: cp(`{"working_state":{"next_action":1}}`),
+		capsule.CodeMotiveRequired:      cp(`{"decide":{"chosen":"a","because":"too short"}}`),
+		capsule.CodeTooManyOpenLoops:    cp(`{"commitments":{"open":[` + strings.Repeat(`{"title":"abc"},`, 12) + `{"title":"abc"}]}}`),
+		capsule.CodeEvidenceRequired:    cp(`{"commitments":{"close":[{"id":"c_1"}]}}`),
+		capsule.CodeInvalidCapsule:      capsuleBody(`{"version":"2"}`),
+		capsule.CodeSecretDetected:      cp(`{"focus":"` + "ghp_" + fake(700, alnum, 36) + `"}`),
+		capsule.CodeInvalidJSON:         cp(`{`),
+		capsule.CodeInvalidUTF8:         cp("{\"focus\":\"\x80\"}"),
+		capsule.CodeUnknownField:        cp(`{"fokus":"a"}`),
+		capsule.CodeInvalidField:        cp(`{"focus":true}`),
+		capsule.CodeInvalidFocus:        cp(`{"focus":"` + strings.Repeat("a", MaxFocus+1) + `"}`),
+		capsule.CodeInvalidDecision:     cp(`{"decide":{}}`),
+		capsule.CodeInvalidCommitment:   cp(`{"commitments":{"open":[{"title":"ab"}]}}`),
+		capsule.CodeInvalidStop:         cp(`{"stop":{}}`),
+		capsule.CodeEmptyCheckpoint:     cp(`{}`),
+		capsule.CodeInvalidSignal:       sig(`{"kind":"nope"}`),
+		capsule.CodeBodyTooLarge:        sig(`{"kind":"activity","via":"` + strings.Repeat("a", MaxBodyBytes) + `"}`),
 	}
 	if len(examples) != len(knownCodes) {
 		t.Fatalf("%d examples for %d known codes", len(examples), len(knownCodes))
@@ -65,7 +67,7 @@ func TestGuardConcurrent(t *testing.T) {
 		{"checkpoint bad", func() (any, error) { return g.DecodeCheckpoint([]byte(`{"decide":{"chosen":"a"}}`)) }},
 		{"capsule ok", func() (any, error) { return g.DecodeCapsule([]byte(`{"version":"1","receipts":["repo@a1b2c3d"]}`)) }},
 		{"capsule bad", func() (any, error) { return g.DecodeCapsule([]byte(`{"version":"1","x":1,"goal":3}`)) }},
-		{"check capsule", func() (any, error) { return nil, g.CheckCapsule(&Capsule{Version: "1", Goal: "g"}) }},
+		{"check capsule", func() (any, error) { return nil, g.CheckCapsule(&capsule.Capsule{Version: "1", Goal: "g"}) }},
 		{"signal", func() (any, error) { return g.DecodeSignal([]byte(`{"kind":"context","used_fraction":0.5}`)) }},
 		{"secret", func() (any, error) { return nil, g.CheckSecret("f", "note "+tok) }},
 		{"redact", func() (any, error) { return g.Redact("commit: drop " + tok + " from config"), nil }},
@@ -106,7 +108,7 @@ func TestNewGuardConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			g, err := NewGuard(GuardOptions{})
+			g, err := New(Options{})
 			if err != nil {
 				t.Error(err)
 				return

@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // The public status is PUBLIC: the Q-Day office shows it to anyone. So on
@@ -41,13 +43,13 @@ var publicStatusFields = map[string]bool{
 	"tool": true, "route": true, "experiment": true,
 }
 
-func (g *Guard) decodePublicStatus(raw json.RawMessage) (*PublicStatus, *Error) {
-	const code, path = CodeInvalidPublicStatus, "public_status"
+func (g *Guard) decodePublicStatus(raw json.RawMessage) (*capsule.PublicStatus, *capsule.Error) {
+	const code, path = capsule.CodeInvalidPublicStatus, "public_status"
 	ms, err := decodeObject(raw, code, path)
 	if err != nil {
 		return nil, err
 	}
-	ps := &PublicStatus{}
+	ps := &capsule.PublicStatus{}
 	for _, m := range ms {
 		p := joinPath(path, m.name)
 		if !publicStatusFields[m.name] {
@@ -55,7 +57,7 @@ func (g *Guard) decodePublicStatus(raw json.RawMessage) (*PublicStatus, *Error) 
 		}
 		if m.name == "until" {
 			if msg := checkUntil(m.value); msg != "" {
-				return nil, Refuse(code, p, "%s", msg)
+				return nil, capsule.Refuse(code, p, "%s", msg)
 			}
 			ps.Until = append(json.RawMessage(nil), m.value...)
 			continue
@@ -83,12 +85,12 @@ func (g *Guard) decodePublicStatus(raw json.RawMessage) (*PublicStatus, *Error) 
 	switch ps.Phase {
 	case "acting", "waiting", "resting":
 	case "":
-		return nil, Refuse(code, "public_status.phase", "is required: acting, waiting or resting")
+		return nil, capsule.Refuse(code, "public_status.phase", "is required: acting, waiting or resting")
 	default:
-		return nil, Refuse(code, "public_status.phase", "must be acting, waiting or resting")
+		return nil, capsule.Refuse(code, "public_status.phase", "must be acting, waiting or resting")
 	}
 	if strings.TrimSpace(ps.NextAction) == "" {
-		return nil, Refuse(code, "public_status.next_action", "is required: say what the agent is doing")
+		return nil, capsule.Refuse(code, "public_status.next_action", "is required: say what the agent is doing")
 	}
 	texts := []struct {
 		name  string
@@ -108,11 +110,11 @@ func (g *Guard) decodePublicStatus(raw json.RawMessage) (*PublicStatus, *Error) 
 	}
 	if ps.Route != "" {
 		if msg := checkRoute(ps.Route); msg != "" {
-			return nil, Refuse(code, "public_status.route", "%s", msg)
+			return nil, capsule.Refuse(code, "public_status.route", "%s", msg)
 		}
 	}
 	if ps.Experiment != "" && !isUUID(ps.Experiment) {
-		return nil, Refuse(code, "public_status.experiment", "must be a uuid (8-4-4-4-12 hex digits)")
+		return nil, capsule.Refuse(code, "public_status.experiment", "must be a uuid (8-4-4-4-12 hex digits)")
 	}
 	for _, t := range texts {
 		if err := g.checkPublicText("public_status."+t.name, t.value); err != nil {
@@ -186,8 +188,8 @@ func checkRoute(r string) string {
 // checkPublicText applies the seed's content rules to one public string:
 // no credential shape (general guard, then the stricter public shapes), no
 // email address, no link outside the allowed domains.
-func (g *Guard) checkPublicText(field, s string) *Error {
-	const code = CodeInvalidPublicStatus
+func (g *Guard) checkPublicText(field, s string) *capsule.Error {
+	const code = capsule.CodeInvalidPublicStatus
 	if s == "" {
 		return nil
 	}
@@ -196,14 +198,14 @@ func (g *Guard) checkPublicText(field, s string) *Error {
 		rule = publicSecretShape(s)
 	}
 	if rule != "" {
-		return Refuse(code, field,
+		return capsule.Refuse(code, field,
 			"looks like a credential (rule %s); the public status is public, so the write was refused and nothing was stored", rule)
 	}
 	if emailRe.MatchString(s) {
-		return Refuse(code, field, "carries an email address; the public status is public, so nothing was stored")
+		return capsule.Refuse(code, field, "carries an email address; the public status is public, so nothing was stored")
 	}
 	if msg := g.checkLinks(s); msg != "" {
-		return Refuse(code, field, "%s; nothing was stored", msg)
+		return capsule.Refuse(code, field, "%s; nothing was stored", msg)
 	}
 	return nil
 }

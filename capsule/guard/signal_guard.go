@@ -1,9 +1,11 @@
-package capsule
+package guard
 
 import (
 	"encoding/json"
 	"math"
 	"strconv"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // DecodeSignal decodes the body of POST /v1/signals strictly and checks it:
@@ -17,7 +19,7 @@ import (
 // compaction, event only to session and activity, so a signal never means
 // two things. The informational fields (tokens, window, source, reason,
 // session_id, transcript_path, via) are accepted on any kind.
-func (g *Guard) DecodeSignal(body []byte) (*Signal, error) {
+func (g *Guard) DecodeSignal(body []byte) (*capsule.Signal, error) {
 	s, err := g.decodeSignal(body)
 	if err != nil {
 		return nil, err
@@ -25,13 +27,13 @@ func (g *Guard) DecodeSignal(body []byte) (*Signal, error) {
 	return s, nil
 }
 
-func (g *Guard) decodeSignal(body []byte) (*Signal, *Error) {
-	const code = CodeInvalidSignal
+func (g *Guard) decodeSignal(body []byte) (*capsule.Signal, *capsule.Error) {
+	const code = capsule.CodeInvalidSignal
 	if err := checkBody(body, MaxBodyBytes); err != nil {
 		return nil, err
 	}
 	ms, _ := readMembers(body)
-	sig := &Signal{}
+	sig := &capsule.Signal{}
 	strs := map[string]*string{
 		"kind": &sig.Kind, "phase": &sig.Phase, "trigger": &sig.Trigger, "event": &sig.Event,
 		"source": &sig.Source, "reason": &sig.Reason, "session_id": &sig.SessionID,
@@ -49,7 +51,7 @@ func (g *Guard) decodeSignal(body []byte) (*Signal, *Error) {
 				return nil, err
 			}
 			if math.IsNaN(f) || f < 0 || f > 1 {
-				return nil, Refuse(code, m.name, "must be a number from 0 to 1")
+				return nil, capsule.Refuse(code, m.name, "must be a number from 0 to 1")
 			}
 			sig.UsedFraction = &f
 		case "tokens", "window":
@@ -78,54 +80,54 @@ func (g *Guard) decodeSignal(body []byte) (*Signal, *Error) {
 		}
 	}
 
-	only := func(field, kinds string) *Error {
-		return Refuse(code, field, "is only for %s signals", kinds)
+	only := func(field, kinds string) *capsule.Error {
+		return capsule.Refuse(code, field, "is only for %s signals", kinds)
 	}
 	switch sig.Kind {
-	case SignalContext:
+	case capsule.SignalContext:
 		if sig.UsedFraction == nil {
-			return nil, Refuse(code, "used_fraction", "is required for a context signal: the share of the context window in use, 0 to 1")
+			return nil, capsule.Refuse(code, "used_fraction", "is required for a context signal: the share of the context window in use, 0 to 1")
 		}
-	case SignalCompaction:
+	case capsule.SignalCompaction:
 		switch sig.Phase {
 		case "pre", "post":
 		case "":
-			return nil, Refuse(code, "phase", "is required for a compaction signal: pre or post")
+			return nil, capsule.Refuse(code, "phase", "is required for a compaction signal: pre or post")
 		default:
-			return nil, Refuse(code, "phase", "must be pre or post")
+			return nil, capsule.Refuse(code, "phase", "must be pre or post")
 		}
 		switch sig.Trigger {
 		case "", "manual", "auto":
 		default:
-			return nil, Refuse(code, "trigger", "must be manual or auto")
+			return nil, capsule.Refuse(code, "trigger", "must be manual or auto")
 		}
-	case SignalSession:
+	case capsule.SignalSession:
 		switch sig.Event {
 		case "start", "end", "stop":
 		case "":
-			return nil, Refuse(code, "event", "is required for a session signal: start, end or stop")
+			return nil, capsule.Refuse(code, "event", "is required for a session signal: start, end or stop")
 		default:
-			return nil, Refuse(code, "event", "must be start, end or stop for a session signal")
+			return nil, capsule.Refuse(code, "event", "must be start, end or stop for a session signal")
 		}
-	case SignalActivity:
+	case capsule.SignalActivity:
 		switch sig.Event {
 		case "", "prompt", "tool", "file":
 		default:
-			return nil, Refuse(code, "event", "must be prompt, tool or file for an activity signal")
+			return nil, capsule.Refuse(code, "event", "must be prompt, tool or file for an activity signal")
 		}
 	case "":
-		return nil, Refuse(code, "kind", "is required: context, compaction, session or activity")
+		return nil, capsule.Refuse(code, "kind", "is required: context, compaction, session or activity")
 	default:
-		return nil, Refuse(code, "kind", "must be context, compaction, session or activity")
+		return nil, capsule.Refuse(code, "kind", "must be context, compaction, session or activity")
 	}
-	if sig.Kind != SignalCompaction {
+	if sig.Kind != capsule.SignalCompaction {
 		for _, f := range []string{"phase", "trigger"} {
 			if present[f] {
 				return nil, only(f, "compaction")
 			}
 		}
 	}
-	if present["event"] && sig.Kind != SignalSession && sig.Kind != SignalActivity {
+	if present["event"] && sig.Kind != capsule.SignalSession && sig.Kind != capsule.SignalActivity {
 		return nil, only("event", "session and activity")
 	}
 
@@ -140,29 +142,29 @@ func (g *Guard) decodeSignal(body []byte) (*Signal, *Error) {
 }
 
 // decodeFloat decodes a finite JSON number.
-func decodeFloat(raw json.RawMessage, code, path string) (float64, *Error) {
+func decodeFloat(raw json.RawMessage, code, path string) (float64, *capsule.Error) {
 	if k := jsonKind(raw); k != "number" {
-		return 0, Refuse(code, path, "must be a number, got %s", k)
+		return 0, capsule.Refuse(code, path, "must be a number, got %s", k)
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil || math.IsInf(f, 0) {
-		return 0, Refuse(code, path, "is out of range")
+		return 0, capsule.Refuse(code, path, "is out of range")
 	}
 	return f, nil
 }
 
 // decodeCount decodes a non-negative JSON integer (no fraction, no
 // exponent: a count is written as digits).
-func decodeCount(raw json.RawMessage, code, path string) (int64, *Error) {
+func decodeCount(raw json.RawMessage, code, path string) (int64, *capsule.Error) {
 	if k := jsonKind(raw); k != "number" {
-		return 0, Refuse(code, path, "must be a whole number, got %s", k)
+		return 0, capsule.Refuse(code, path, "must be a whole number, got %s", k)
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return 0, Refuse(code, path, "must be a whole number that fits in 64 bits")
+		return 0, capsule.Refuse(code, path, "must be a whole number that fits in 64 bits")
 	}
 	if n < 0 {
-		return 0, Refuse(code, path, "must not be negative")
+		return 0, capsule.Refuse(code, path, "must not be negative")
 	}
 	return n, nil
 }

@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"bytes"
@@ -12,13 +12,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // CapsuleSchemaJSON is the published Continuity Capsule v1 JSON Schema,
 // byte for byte (see schema/SOURCE.md). Exported so the daemon can serve
 // it and `continuityd capsule validate` can show it; callers must treat it
-// as read-only (NewGuard compiles it).
+// as read-only (New compiles it).
 //
 //go:embed schema/continuity-capsule-v1.schema.json
 var CapsuleSchemaJSON []byte
@@ -57,7 +58,7 @@ func compileCapsuleSchema() (*capsuleSchema, error) {
 // failures are INVALID_CAPSULE naming the failing location and rule, never
 // the value. Strings are never cut. TTLDays keeps the JSON text it came as
 // (14, "14", and also 14.0, which JSON Schema counts as an integer).
-func (g *Guard) DecodeCapsule(body []byte) (*Capsule, error) {
+func (g *Guard) DecodeCapsule(body []byte) (*capsule.Capsule, error) {
 	c, err := g.decodeCapsule(body)
 	if err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func (g *Guard) DecodeCapsule(body []byte) (*Capsule, error) {
 	return c, nil
 }
 
-func (g *Guard) decodeCapsule(body []byte) (*Capsule, *Error) {
+func (g *Guard) decodeCapsule(body []byte) (*capsule.Capsule, *capsule.Error) {
 	if err := checkBody(body, MaxCapsuleBytes); err != nil {
 		return nil, err
 	}
@@ -78,10 +79,10 @@ func (g *Guard) decodeCapsule(body []byte) (*Capsule, *Error) {
 	if err := g.validateCapsuleJSON(body); err != nil {
 		return nil, err
 	}
-	var c Capsule
+	var c capsule.Capsule
 	if err := json.Unmarshal(body, &c); err != nil {
 		// Cannot happen once the schema passed; refuse rather than guess.
-		return nil, Refuse(CodeInvalidCapsule, "", "does not decode as a capsule")
+		return nil, capsule.Refuse(capsule.CodeInvalidCapsule, "", "does not decode as a capsule")
 	}
 	if len(c.Receipts) == 0 {
 		c.Receipts = nil // [] and absent mean the same
@@ -98,32 +99,32 @@ func (g *Guard) decodeCapsule(body []byte) (*Capsule, *Error) {
 // CheckCapsule applies DecodeCapsule's checks to a capsule built in memory
 // (POST /v1/capsule/seal): valid UTF-8 in every string, the schema on its
 // JSON form, then the secret guard.
-func (g *Guard) CheckCapsule(c *Capsule) error {
+func (g *Guard) CheckCapsule(c *capsule.Capsule) error {
 	if err := g.checkCapsule(c); err != nil {
 		return err
 	}
 	return nil
 }
 
-func (g *Guard) checkCapsule(c *Capsule) *Error {
+func (g *Guard) checkCapsule(c *capsule.Capsule) *capsule.Error {
 	if c == nil {
-		return Refuse(CodeInvalidCapsule, "", "no capsule")
+		return capsule.Refuse(capsule.CodeInvalidCapsule, "", "no capsule")
 	}
 	// json.Marshal would silently replace invalid UTF-8 with U+FFFD.
 	for _, f := range capsuleStrings(c) {
 		if !utf8.ValidString(f.value) {
-			return Refuse(CodeInvalidUTF8, f.path, "is not valid UTF-8")
+			return capsule.Refuse(capsule.CodeInvalidUTF8, f.path, "is not valid UTF-8")
 		}
 	}
 	if len(c.TTLDays) > 0 && !json.Valid(c.TTLDays) {
-		return Refuse(CodeInvalidCapsule, "ttl_days", "is not a JSON value (type)")
+		return capsule.Refuse(capsule.CodeInvalidCapsule, "ttl_days", "is not a JSON value (type)")
 	}
 	if hugeExponent(c.TTLDays) {
 		return ttlOutOfRange()
 	}
 	body, err := json.Marshal(c)
 	if err != nil {
-		return Refuse(CodeInvalidCapsule, "", "does not encode as JSON")
+		return capsule.Refuse(capsule.CodeInvalidCapsule, "", "does not encode as JSON")
 	}
 	if err := g.validateCapsuleJSON(body); err != nil {
 		return err
@@ -137,10 +138,10 @@ func (g *Guard) checkCapsule(c *Capsule) *Error {
 // validateCapsuleJSON validates a well-formed body against the schema.
 // The validator decides; explain then names the field and rule for people
 // (the validator's own messages quote the value, which could be a secret).
-func (g *Guard) validateCapsuleJSON(body []byte) *Error {
+func (g *Guard) validateCapsuleJSON(body []byte) *capsule.Error {
 	var inst any
 	if err := json.Unmarshal(body, &inst); err != nil {
-		return Refuse(CodeInvalidJSON, "", "malformed JSON")
+		return capsule.Refuse(capsule.CodeInvalidJSON, "", "malformed JSON")
 	}
 	if err := g.schema.resolved.Validate(inst); err == nil {
 		return nil
@@ -149,25 +150,25 @@ func (g *Guard) validateCapsuleJSON(body []byte) *Error {
 	dec.UseNumber() // exact numbers for the explanation
 	var exact any
 	if err := dec.Decode(&exact); err != nil {
-		return Refuse(CodeInvalidCapsule, "", "fails the Continuity Capsule v1 schema")
+		return capsule.Refuse(capsule.CodeInvalidCapsule, "", "fails the Continuity Capsule v1 schema")
 	}
 	if e := explain(g.schema.tree, exact, ""); e != nil {
 		return e
 	}
-	return Refuse(CodeInvalidCapsule, "", "fails the Continuity Capsule v1 schema")
+	return capsule.Refuse(capsule.CodeInvalidCapsule, "", "fails the Continuity Capsule v1 schema")
 }
 
 // explain walks an instance against a schema tree (the keywords the capsule
 // schema uses: type, enum, maxLength, maxItems, items, properties,
 // additionalProperties, required) and returns the first failure in a
 // stable order, naming the field and rule but never the value.
-func explain(s *jsonschema.Schema, v any, field string) *Error {
-	const code = CodeInvalidCapsule
+func explain(s *jsonschema.Schema, v any, field string) *capsule.Error {
+	const code = capsule.CodeInvalidCapsule
 	if s == nil {
 		return nil
 	}
 	if isFalseSchema(s) {
-		return Refuse(code, field, "is not a Continuity Capsule v1 property (additionalProperties: false)")
+		return capsule.Refuse(code, field, "is not a Continuity Capsule v1 property (additionalProperties: false)")
 	}
 	types := s.Types
 	if s.Type != "" {
@@ -180,7 +181,7 @@ func explain(s *jsonschema.Schema, v any, field string) *Error {
 			ok = ok || t == got || (t == "number" && got == "integer")
 		}
 		if !ok {
-			return Refuse(code, field, "must be %s, got %s (type)", strings.Join(types, " or "), got)
+			return capsule.Refuse(code, field, "must be %s, got %s (type)", strings.Join(types, " or "), got)
 		}
 	}
 	if s.Enum != nil {
@@ -194,19 +195,19 @@ func explain(s *jsonschema.Schema, v any, field string) *Error {
 				b, _ := json.Marshal(w)
 				want = append(want, string(b))
 			}
-			return Refuse(code, field, "must be one of %s (enum)", strings.Join(want, ", "))
+			return capsule.Refuse(code, field, "must be one of %s (enum)", strings.Join(want, ", "))
 		}
 	}
 	switch x := v.(type) {
 	case string:
 		if s.MaxLength != nil {
 			if n := utf8.RuneCountInString(x); n > *s.MaxLength {
-				return Refuse(code, field, "is %d characters; the schema allows at most %d (maxLength %d); nothing is ever cut", n, *s.MaxLength, *s.MaxLength)
+				return capsule.Refuse(code, field, "is %d characters; the schema allows at most %d (maxLength %d); nothing is ever cut", n, *s.MaxLength, *s.MaxLength)
 			}
 		}
 	case []any:
 		if s.MaxItems != nil && len(x) > *s.MaxItems {
-			return Refuse(code, field, "has %d items; the schema allows at most %d (maxItems %d)", len(x), *s.MaxItems, *s.MaxItems)
+			return capsule.Refuse(code, field, "has %d items; the schema allows at most %d (maxItems %d)", len(x), *s.MaxItems, *s.MaxItems)
 		}
 		for i, item := range x {
 			if e := explain(s.Items, item, indexPath(field, i)); e != nil {
@@ -216,7 +217,7 @@ func explain(s *jsonschema.Schema, v any, field string) *Error {
 	case map[string]any:
 		for _, r := range s.Required {
 			if _, ok := x[r]; !ok {
-				return Refuse(code, joinPath(field, r), "is required (required)")
+				return capsule.Refuse(code, joinPath(field, r), "is required (required)")
 			}
 		}
 		keys := make([]string, 0, len(x))
@@ -232,7 +233,7 @@ func explain(s *jsonschema.Schema, v any, field string) *Error {
 				}
 				if e := explain(s.AdditionalProperties, x[k], joinPath(field, k)); e != nil {
 					if !isSafeName(k) {
-						return Refuse(code, field, "carries a property that is not a Continuity Capsule v1 property, whose name is not shown (additionalProperties: false)")
+						return capsule.Refuse(code, field, "carries a property that is not a Continuity Capsule v1 property, whose name is not shown (additionalProperties: false)")
 					}
 					return e
 				}
@@ -284,7 +285,7 @@ func jsonTypeOf(v any) string {
 type capsuleField struct{ path, value string }
 
 // capsuleStrings lists every string a capsule carries, by JSON path.
-func capsuleStrings(c *Capsule) []capsuleField {
+func capsuleStrings(c *capsule.Capsule) []capsuleField {
 	fs := []capsuleField{
 		{"version", c.Version}, {"goal", c.Goal}, {"done", c.Done}, {"next", c.Next},
 		{"blockers", c.Blockers}, {"do_not", c.DoNot}, {"refuted", c.Refuted},
@@ -305,9 +306,9 @@ func capsuleStrings(c *Capsule) []capsuleField {
 // checkCapsuleControl refuses a capsule string holding a control character
 // (firstControl), as every other stored text is: the published schema
 // leaves them open, but a capsule is shown in terminals and prompts.
-func checkCapsuleControl(c *Capsule) *Error {
+func checkCapsuleControl(c *capsule.Capsule) *capsule.Error {
 	for _, f := range capsuleStrings(c) {
-		if err := checkControl(f.value, CodeInvalidCapsule, f.path); err != nil {
+		if err := checkControl(f.value, capsule.CodeInvalidCapsule, f.path); err != nil {
 			return err
 		}
 	}
@@ -315,7 +316,7 @@ func checkCapsuleControl(c *Capsule) *Error {
 }
 
 // checkCapsuleSecrets runs the secret guard over every string of a capsule.
-func (g *Guard) checkCapsuleSecrets(c *Capsule) *Error {
+func (g *Guard) checkCapsuleSecrets(c *capsule.Capsule) *capsule.Error {
 	for _, f := range capsuleStrings(c) {
 		if err := g.checkSecret(f.path, f.value); err != nil {
 			return err
@@ -347,6 +348,6 @@ func hugeExponent(raw json.RawMessage) bool {
 	return len(exp) > 6 || err == nil && n > maxTTLExponent
 }
 
-func ttlOutOfRange() *Error {
-	return Refuse(CodeInvalidCapsule, "ttl_days", "is out of range: write a whole number of days (type)")
+func ttlOutOfRange() *capsule.Error {
+	return capsule.Refuse(capsule.CodeInvalidCapsule, "ttl_days", "is out of range: write a whole number of days (type)")
 }

@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // Strict decoding, shared by every body the guard reads.
@@ -35,13 +37,13 @@ type member struct {
 }
 
 // checkBody runs steps 1 and 2 on a body of at most limit bytes.
-func checkBody(body []byte, limit int) *Error {
+func checkBody(body []byte, limit int) *capsule.Error {
 	if len(body) > limit {
-		return RefuseStatus(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "",
+		return capsule.RefuseStatus(http.StatusRequestEntityTooLarge, capsule.CodeBodyTooLarge, "",
 			"the body is %d bytes; the limit is %d", len(body), limit)
 	}
 	if !utf8.Valid(body) {
-		return Refuse(CodeInvalidUTF8, "",
+		return capsule.Refuse(capsule.CodeInvalidUTF8, "",
 			"the body is not valid UTF-8 (first bad byte at offset %d); it was not changed or stored", firstInvalidUTF8(body))
 	}
 	if !quickCheckJSON(body) {
@@ -50,7 +52,7 @@ func checkBody(body []byte, limit int) *Error {
 		}
 	}
 	if off := loneSurrogate(body); off >= 0 {
-		return Refuse(CodeInvalidUTF8, "",
+		return capsule.Refuse(capsule.CodeInvalidUTF8, "",
 			"the body escapes a lone UTF-16 surrogate at offset %d, which is not a character", off)
 	}
 	return nil
@@ -81,7 +83,7 @@ type frame struct {
 // checkJSON walks every token of body: one JSON object, nothing after it,
 // no duplicate keys, bounded depth. The walk is iterative so a hostile body
 // cannot grow the stack.
-func checkJSON(body []byte) *Error {
+func checkJSON(body []byte) *capsule.Error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber() // numbers stay text: a huge exponent is not an error here
 	tok, err := dec.Token()
@@ -89,7 +91,7 @@ func checkJSON(body []byte) *Error {
 		return jsonSyntaxRefusal(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return Refuse(CodeInvalidJSON, "", "body must be a JSON object")
+		return capsule.Refuse(capsule.CodeInvalidJSON, "", "body must be a JSON object")
 	}
 	stack := []frame{{object: true, keys: map[string]struct{}{}}}
 	for len(stack) > 0 {
@@ -114,10 +116,10 @@ func checkJSON(body []byte) *Error {
 			}
 			if _, dup := top.keys[key]; dup {
 				if hidden {
-					return Refuse(CodeInvalidJSON, "",
+					return capsule.Refuse(capsule.CodeInvalidJSON, "",
 						"a key appears twice in one object (its name is not shown); each key may appear once")
 				}
-				return Refuse(CodeInvalidJSON, path, "duplicate key %s; each key may appear once", quoteName(key))
+				return capsule.Refuse(capsule.CodeInvalidJSON, path, "duplicate key %s; each key may appear once", quoteName(key))
 			}
 			top.keys[key] = struct{}{}
 		} else {
@@ -130,7 +132,7 @@ func checkJSON(body []byte) *Error {
 		}
 		if d, ok := vt.(json.Delim); ok {
 			if len(stack) >= MaxJSONDepth {
-				return Refuse(CodeInvalidJSON, "", "the body is nested deeper than %d levels", MaxJSONDepth)
+				return capsule.Refuse(capsule.CodeInvalidJSON, "", "the body is nested deeper than %d levels", MaxJSONDepth)
 			}
 			nf := frame{object: d == '{', path: path, hidden: hidden}
 			if nf.object {
@@ -140,7 +142,7 @@ func checkJSON(body []byte) *Error {
 		}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return Refuse(CodeInvalidJSON, "", "unexpected data after the JSON object at offset %d", dec.InputOffset())
+		return capsule.Refuse(capsule.CodeInvalidJSON, "", "unexpected data after the JSON object at offset %d", dec.InputOffset())
 	}
 	return nil
 }
@@ -148,15 +150,15 @@ func checkJSON(body []byte) *Error {
 // jsonSyntaxRefusal turns a decoder error into INVALID_JSON with the offset
 // when there is one. The decoder's own text is not used: for a bad
 // character it quotes the character, and a message must never echo input.
-func jsonSyntaxRefusal(err error) *Error {
+func jsonSyntaxRefusal(err error) *capsule.Error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		return Refuse(CodeInvalidJSON, "", "malformed JSON at offset %d", se.Offset)
+		return capsule.Refuse(capsule.CodeInvalidJSON, "", "malformed JSON at offset %d", se.Offset)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return Refuse(CodeInvalidJSON, "", "the body ends before the JSON object does")
+		return capsule.Refuse(capsule.CodeInvalidJSON, "", "the body ends before the JSON object does")
 	default:
-		return Refuse(CodeInvalidJSON, "", "malformed JSON")
+		return capsule.Refuse(capsule.CodeInvalidJSON, "", "malformed JSON")
 	}
 }
 
@@ -272,70 +274,70 @@ func jsonKind(raw json.RawMessage) string {
 
 // decodeString decodes a JSON string; anything else, null included, is
 // refused with code at path.
-func decodeString(raw json.RawMessage, code, path string) (string, *Error) {
+func decodeString(raw json.RawMessage, code, path string) (string, *capsule.Error) {
 	if k := jsonKind(raw); k != "string" {
-		return "", Refuse(code, path, "must be a string, got %s", k)
+		return "", capsule.Refuse(code, path, "must be a string, got %s", k)
 	}
 	if s, ok := plainJSONString(raw); ok {
 		return s, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", Refuse(code, path, "must be a string")
+		return "", capsule.Refuse(code, path, "must be a string")
 	}
 	return s, nil
 }
 
 // decodeNullableString decodes a string or null.
-func decodeNullableString(raw json.RawMessage, code, path string) (NullableString, *Error) {
+func decodeNullableString(raw json.RawMessage, code, path string) (capsule.NullableString, *capsule.Error) {
 	if jsonKind(raw) == "null" {
-		return NullableString{Set: true}, nil
+		return capsule.NullableString{Set: true}, nil
 	}
 	s, err := decodeString(raw, code, path)
 	if err != nil {
-		return NullableString{}, Refuse(code, path, "must be a string or null, got %s", jsonKind(raw))
+		return capsule.NullableString{}, capsule.Refuse(code, path, "must be a string or null, got %s", jsonKind(raw))
 	}
-	return NullableString{Set: true, Valid: true, Value: s}, nil
+	return capsule.NullableString{Set: true, Valid: true, Value: s}, nil
 }
 
 // decodeBool decodes a JSON boolean.
-func decodeBool(raw json.RawMessage, code, path string) (bool, *Error) {
+func decodeBool(raw json.RawMessage, code, path string) (bool, *capsule.Error) {
 	if k := jsonKind(raw); k != "boolean" {
-		return false, Refuse(code, path, "must be true or false, got %s", k)
+		return false, capsule.Refuse(code, path, "must be true or false, got %s", k)
 	}
 	var b bool
 	if err := json.Unmarshal(raw, &b); err != nil {
-		return false, Refuse(code, path, "must be true or false")
+		return false, capsule.Refuse(code, path, "must be true or false")
 	}
 	return b, nil
 }
 
 // decodeObject reads an object's members, refusing any other JSON type.
-func decodeObject(raw json.RawMessage, code, path string) ([]member, *Error) {
+func decodeObject(raw json.RawMessage, code, path string) ([]member, *capsule.Error) {
 	ms, ok := readMembers(raw)
 	if !ok {
-		return nil, Refuse(code, path, "must be an object, got %s", jsonKind(raw))
+		return nil, capsule.Refuse(code, path, "must be an object, got %s", jsonKind(raw))
 	}
 	return ms, nil
 }
 
 // decodeArray reads an array's elements, refusing any other JSON type.
-func decodeArray(raw json.RawMessage, code, path string) ([]json.RawMessage, *Error) {
+func decodeArray(raw json.RawMessage, code, path string) ([]json.RawMessage, *capsule.Error) {
 	els, ok := readArray(raw)
 	if !ok {
-		return nil, Refuse(code, path, "must be an array, got %s", jsonKind(raw))
+		return nil, capsule.Refuse(code, path, "must be an array, got %s", jsonKind(raw))
 	}
 	return els, nil
 }
 
 // unknownField refuses a member the API does not define, naming it when
 // its name is safe to repeat.
-func unknownField(code, parent, name string) *Error {
+func unknownField(code, parent, name string) *capsule.Error {
 	if !isSafeName(name) {
-		return Refuse(code, parent,
+		return capsule.Refuse(code, parent,
 			"an unknown field whose name is not shown (it is long, unusual or credential-shaped)")
 	}
-	return Refuse(code, joinPath(parent, name), "unknown field %s", quoteName(name))
+	return capsule.Refuse(code, joinPath(parent, name), "unknown field %s", quoteName(name))
 }
 
 // joinPath appends an object key to a dotted path.

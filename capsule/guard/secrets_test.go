@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"encoding/base64"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/zricethezav/gitleaks/v8/detect"
 )
 
@@ -182,7 +183,7 @@ func TestCheckSecretFlagsCredentials(t *testing.T) {
 					t.Errorf("%s: not flagged: %q", form.name, form.text)
 					continue
 				}
-				e := wantRefusal(t, err, CodeSecretDetected, "working_state.last_result")
+				e := wantRefusal(t, err, capsule.CodeSecretDetected, "working_state.last_result")
 				if strings.Contains(e.Message, tc.value) || strings.Contains(e.Error(), tc.value) {
 					t.Errorf("%s: message echoes the value: %q", form.name, e.Message)
 				}

@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // One Guard for the whole test binary: building one costs tens of
@@ -18,9 +20,9 @@ var (
 
 func testGuard(tb testing.TB) *Guard {
 	tb.Helper()
-	sharedGuardOnce.Do(func() { sharedGuard, sharedGuardErr = NewGuard(GuardOptions{}) })
+	sharedGuardOnce.Do(func() { sharedGuard, sharedGuardErr = New(Options{}) })
 	if sharedGuardErr != nil {
-		tb.Fatalf("NewGuard: %v", sharedGuardErr)
+		tb.Fatalf("New: %v", sharedGuardErr)
 	}
 	return sharedGuard
 }
@@ -54,9 +56,9 @@ func fake(seed uint64, alphabet string, n int) string {
 }
 
 // asError asserts err is a *Error and returns it.
-func asError(tb testing.TB, err error) *Error {
+func asError(tb testing.TB, err error) *capsule.Error {
 	tb.Helper()
-	var e *Error
+	var e *capsule.Error
 	if !errors.As(err, &e) {
 		tb.Fatalf("error %v (%T) is not a *capsule.Error", err, err)
 	}
@@ -64,7 +66,7 @@ func asError(tb testing.TB, err error) *Error {
 }
 
 // wantRefusal asserts err is a *Error with code and field.
-func wantRefusal(tb testing.TB, err error, code, field string) *Error {
+func wantRefusal(tb testing.TB, err error, code, field string) *capsule.Error {
 	tb.Helper()
 	if err == nil {
 		tb.Fatalf("accepted; want %s at %q", code, field)
@@ -84,16 +86,16 @@ func wantRefusal(tb testing.TB, err error, code, field string) *Error {
 
 // knownCodes are the codes a guard may return.
 var knownCodes = map[string]int{
-	CodeInvalidPublicStatus: 400, CodeInvalidWorkingState: 400, CodeMotiveRequired: 400,
-	CodeTooManyOpenLoops: 400, CodeEvidenceRequired: 400, CodeInvalidCapsule: 400,
-	CodeSecretDetected: 400, CodeInvalidJSON: 400, CodeInvalidUTF8: 400, CodeUnknownField: 400,
-	CodeInvalidField: 400, CodeInvalidFocus: 400, CodeInvalidDecision: 400,
-	CodeInvalidCommitment: 400, CodeInvalidStop: 400, CodeEmptyCheckpoint: 400,
-	CodeInvalidSignal: 400, CodeBodyTooLarge: 413,
+	capsule.CodeInvalidPublicStatus: 400, capsule.CodeInvalidWorkingState: 400, capsule.CodeMotiveRequired: 400,
+	capsule.CodeTooManyOpenLoops: 400, capsule.CodeEvidenceRequired: 400, capsule.CodeInvalidCapsule: 400,
+	capsule.CodeSecretDetected: 400, capsule.CodeInvalidJSON: 400, capsule.CodeInvalidUTF8: 400, capsule.CodeUnknownField: 400,
+	capsule.CodeInvalidField: 400, capsule.CodeInvalidFocus: 400, capsule.CodeInvalidDecision: 400,
+	capsule.CodeInvalidCommitment: 400, capsule.CodeInvalidStop: 400, capsule.CodeEmptyCheckpoint: 400,
+	capsule.CodeInvalidSignal: 400, capsule.CodeBodyTooLarge: 413,
 }
 
 // checkGuardError asserts that a guard error is a known *Error.
-func checkGuardError(tb testing.TB, err error) *Error {
+func checkGuardError(tb testing.TB, err error) *capsule.Error {
 	tb.Helper()
 	e := asError(tb, err)
 	status, ok := knownCodes[e.Code]

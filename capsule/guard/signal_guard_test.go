@@ -1,13 +1,15 @@
-package capsule
+package guard
 
 import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 func TestDecodeSignal(t *testing.T) {
-	const code = CodeInvalidSignal
+	const code = capsule.CodeInvalidSignal
 	cases := []bodyCase{
 		{"context", `{"kind":"context","used_fraction":0.83}`, "", ""},
 		{"context zero", `{"kind":"context","used_fraction":0}`, "", ""},
@@ -55,9 +57,9 @@ func TestDecodeSignal(t *testing.T) {
 		{"unknown field", `{"kind":"activity","mood":"ok"}`, code, "mood"},
 		{"unknown field named", `{"kind":"activity","Event":"tool"}`, code, "Event"},
 		{"depth 32", `{"kind":"activity","at":` + rep("[", MaxJSONDepth-1) + rep("]", MaxJSONDepth-1) + `}`, "", ""},
-		{"depth 33", `{"kind":"activity","at":` + rep("[", MaxJSONDepth) + rep("]", MaxJSONDepth) + `}`, CodeInvalidJSON, ""},
+		{"depth 33", `{"kind":"activity","at":` + rep("[", MaxJSONDepth) + rep("]", MaxJSONDepth) + `}`, capsule.CodeInvalidJSON, ""},
 		{"body at the limit", `{"kind":"activity","at":"` + rep("a", MaxBodyBytes-len(`{"kind":"activity","at":""}`)) + `"}`, "", ""},
-		{"body over the limit", `{"kind":"activity","at":"` + rep("a", MaxBodyBytes-len(`{"kind":"activity","at":""}`)+1) + `"}`, CodeBodyTooLarge, ""},
+		{"body over the limit", `{"kind":"activity","at":"` + rep("a", MaxBodyBytes-len(`{"kind":"activity","at":""}`)+1) + `"}`, capsule.CodeBodyTooLarge, ""},
 		{"at is ignored", `{"kind":"activity","at":"2020-01-01T00:00:00Z"}`, "", ""},
 		{"at of any type is ignored", `{"kind":"activity","at":{"x":[1,2]}}`, "", ""},
 		{"string 1023", `{"kind":"activity","via":` + js(rep("é", MaxSignalString-1)) + `}`, "", ""},
@@ -66,10 +68,10 @@ func TestDecodeSignal(t *testing.T) {
 		{"reason 1025", `{"kind":"session","event":"end","reason":` + js(rep("a", MaxSignalString+1)) + `}`, code, "reason"},
 		{"control character", `{"kind":"session","event":"end","source":"x\u0000"}`, code, "source"},
 		{"string wrong type", `{"kind":"session","event":"end","session_id":42}`, code, "session_id"},
-		{"secret", `{"kind":"session","event":"end","reason":` + js("exported OPENAI key sk-"+fake(600, alnum, 48)) + `}`, CodeSecretDetected, "reason"},
-		{"not an object", `["context"]`, CodeInvalidJSON, ""},
-		{"duplicate key", `{"kind":"context","kind":"session"}`, CodeInvalidJSON, "kind"},
-		{"invalid utf8", "{\"kind\":\"activity\",\"via\":\"\xc0\"}", CodeInvalidUTF8, ""},
+		{"secret", `{"kind":"session","event":"end","reason":` + js("exported OPENAI key sk-"+fake(600, alnum, 48)) + `}`, capsule.CodeSecretDetected, "reason"},
+		{"not an object", `["context"]`, capsule.CodeInvalidJSON, ""},
+		{"duplicate key", `{"kind":"context","kind":"session"}`, capsule.CodeInvalidJSON, "kind"},
+		{"invalid utf8", "{\"kind\":\"activity\",\"via\":\"\xc0\"}", capsule.CodeInvalidUTF8, ""},
 		{"transcript path", `{"kind":"activity","transcript_path":"/home/user/.claude/projects/-home-user-proj/` + goodUUID + `.jsonl"}`, "", ""},
 	}
 	g := testGuard(t)
@@ -98,7 +100,7 @@ func TestDecodeSignalResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, tok, win := 0.41, int64(82000), int64(200000)
-	want := &Signal{Kind: SignalContext, UsedFraction: &f, Tokens: &tok, Window: &win, SessionID: "s1", TranscriptPath: "/t.jsonl", Via: "statusline", At: time.Time{}}
+	want := &capsule.Signal{Kind: capsule.SignalContext, UsedFraction: &f, Tokens: &tok, Window: &win, SessionID: "s1", TranscriptPath: "/t.jsonl", Via: "statusline", At: time.Time{}}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("got %s, want %s", js(s), js(want))
 	}

@@ -1,7 +1,8 @@
-package capsule
+package guard
 
 import (
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
+	"github.com/continuityd/continuityd/capsule"
 
 	"regexp"
 	"sort"
@@ -49,7 +50,7 @@ const minSecretLen = 8
 // library logs through logging.Logger, and a daemon must not print findings
 // (which carry the secret) or debug noise on its own output. A sync.Once
 // makes the single write happen-before every detector built here runs, so
-// concurrent NewGuard calls do not race on the logger variable.
+// concurrent New calls do not race on the logger variable.
 var silenceGitleaks sync.Once
 
 // newSecretDetector builds gitleaks' detector with its default config. It
@@ -441,15 +442,15 @@ func (g *Guard) CheckSecret(field, value string) error {
 }
 
 // checkSecret is CheckSecret with a typed result, for internal callers.
-func (g *Guard) checkSecret(field, value string) *Error {
+func (g *Guard) checkSecret(field, value string) *capsule.Error {
 	if rule := g.secretRule(value); rule != "" {
 		return secretRefusal(field, rule)
 	}
 	return nil
 }
 
-func secretRefusal(field, rule string) *Error {
-	return Refuse(CodeSecretDetected, field,
+func secretRefusal(field, rule string) *capsule.Error {
+	return capsule.Refuse(capsule.CodeSecretDetected, field,
 		"looks like a credential (rule %s); the write was refused and nothing was stored", rule)
 }
 

@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
@@ -52,8 +52,8 @@ const (
 // configured otherwise.
 func DefaultLinkDomains() []string { return []string{"qdaybunker.fun", "dexscreener.com"} }
 
-// GuardOptions configures a Guard.
-type GuardOptions struct {
+// Options configures a Guard.
+type Options struct {
 	// AllowedLinkDomains are the domains a public status may link to (each
 	// also allows its subdomains). Nil or empty means DefaultLinkDomains().
 	AllowedLinkDomains []string
@@ -63,7 +63,7 @@ type GuardOptions struct {
 // strictly, enforces every stateless rule of the Q-Day seed and the capsule
 // schema, and refuses credential-shaped values. Building one compiles the
 // secret rules and the schema (tens of milliseconds), so a daemon builds it
-// once and shares it. A Guard is immutable after NewGuard and safe for
+// once and shares it. A Guard is immutable after New and safe for
 // concurrent use.
 type Guard struct {
 	linkDomains []string          // lower case, no leading or trailing dot
@@ -73,10 +73,10 @@ type Guard struct {
 	schema      *capsuleSchema    // the Continuity Capsule v1 schema; see schema.go
 }
 
-// NewGuard builds a Guard: it loads gitleaks' default rules, compiles
+// New builds a Guard: it loads gitleaks' default rules, compiles
 // continuityd's own secret rules and the embedded capsule schema. It does no
 // network I/O.
-func NewGuard(opts GuardOptions) (*Guard, error) {
+func New(opts Options) (*Guard, error) {
 	domains := opts.AllowedLinkDomains
 	if len(domains) == 0 {
 		domains = DefaultLinkDomains()

@@ -1,8 +1,10 @@
-package capsule
+package guard
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // ps builds a checkpoint whose public status has the given extra members
@@ -20,7 +22,7 @@ func psNext(s string) string {
 }
 
 func TestPublicStatusFields(t *testing.T) {
-	const code = CodeInvalidPublicStatus
+	const code = capsule.CodeInvalidPublicStatus
 	runCheckpointCases(t, []bodyCase{
 		{"minimal", ps(""), "", ""},
 		{"every field", ps(`"reason":"tests are slow","until":"2026-08-08T11:04:00Z","tool":"go test","route":"/lab/{id}/runs","experiment":"` + goodUUID + `"`), "", ""},
@@ -66,7 +68,7 @@ func TestPublicStatusFields(t *testing.T) {
 }
 
 func TestPublicStatusUntil(t *testing.T) {
-	const code, field = CodeInvalidPublicStatus, "public_status.until"
+	const code, field = capsule.CodeInvalidPublicStatus, "public_status.until"
 	u := func(v string) string { return ps(`"until":` + v) }
 	runCheckpointCases(t, []bodyCase{
 		{"rfc3339", u(`"2026-08-08T11:04:00Z"`), "", ""},
@@ -96,7 +98,7 @@ func TestPublicStatusUntil(t *testing.T) {
 }
 
 func TestPublicStatusContent(t *testing.T) {
-	const code = CodeInvalidPublicStatus
+	const code = capsule.CodeInvalidPublicStatus
 	runCheckpointCases(t, []bodyCase{
 		{"sk prefix", psNext("using sk-abcdefgh12 now"), code, "public_status.next_action"},
 		{"sk prefix letters only", psNext("key sk-abcdefghij"), code, "public_status.next_action"},
@@ -134,7 +136,7 @@ func TestPublicStatusContent(t *testing.T) {
 }
 
 func TestPublicStatusCustomDomains(t *testing.T) {
-	g, err := NewGuard(GuardOptions{AllowedLinkDomains: []string{" Example.COM. ", "docs.internal"}})
+	g, err := New(Options{AllowedLinkDomains: []string{" Example.COM. ", "docs.internal"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,16 +147,16 @@ func TestPublicStatusCustomDomains(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = g.DecodeCheckpoint([]byte(psNext("see https://qdaybunker.fun/x")))
-	e := wantRefusal(t, err, CodeInvalidPublicStatus, "public_status.next_action")
+	e := wantRefusal(t, err, capsule.CodeInvalidPublicStatus, "public_status.next_action")
 	if !strings.Contains(e.Message, "example.com, docs.internal") {
 		t.Fatalf("message %q does not list the allowed domains", e.Message)
 	}
 	for _, bad := range []string{"", "https://example.com", "example.com/path", "exa mple.com"} {
-		if _, err := NewGuard(GuardOptions{AllowedLinkDomains: []string{bad}}); err == nil {
-			t.Errorf("NewGuard accepted domain %q", bad)
+		if _, err := New(Options{AllowedLinkDomains: []string{bad}}); err == nil {
+			t.Errorf("New accepted domain %q", bad)
 		}
 	}
-	d, err := NewGuard(GuardOptions{AllowedLinkDomains: []string{}})
+	d, err := New(Options{AllowedLinkDomains: []string{}})
 	if err != nil || strings.Join(d.LinkDomains(), ",") != "qdaybunker.fun,dexscreener.com" {
 		t.Fatalf("empty list: %v %v", d.LinkDomains(), err)
 	}

@@ -1,8 +1,10 @@
-package capsule
+package guard
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // placement is one free-text field a guard checks, with a body that puts a
@@ -43,38 +45,38 @@ func placements() []placement {
 		ps = append(ps, placement{field: field, kind: "checkpoint", code: code, limit: limit, pre: pre, post: post,
 			body: func(v string) string { return body(pre + v + post) }})
 	}
-	cp("focus", CodeInvalidFocus, MaxFocus, "", "", func(v string) string { return `{"focus":` + js(v) + `}` })
+	cp("focus", capsule.CodeInvalidFocus, MaxFocus, "", "", func(v string) string { return `{"focus":` + js(v) + `}` })
 	for _, f := range []string{"next_action", "last_result", "result_ref", "waiting_for"} {
 		limit := MaxWorkingStateField
 		if f == "result_ref" {
 			limit = MaxResultRef
 		}
-		cp("working_state."+f, CodeInvalidWorkingState, limit, "", "", func(v string) string {
+		cp("working_state."+f, capsule.CodeInvalidWorkingState, limit, "", "", func(v string) string {
 			return `{"working_state":{"` + f + `":` + js(v) + `}}`
 		})
 	}
-	cp("decide.chosen", CodeInvalidDecision, MaxDecisionField, "", "", func(v string) string {
+	cp("decide.chosen", capsule.CodeInvalidDecision, MaxDecisionField, "", "", func(v string) string {
 		return `{"decide":{"chosen":` + js(v) + `,"because":` + js(because) + `}}`
 	})
-	cp("decide.because", CodeInvalidDecision, MaxDecisionField, "we chose it because ", "", func(v string) string {
+	cp("decide.because", capsule.CodeInvalidDecision, MaxDecisionField, "we chose it because ", "", func(v string) string {
 		return `{"decide":{"chosen":"the new client","because":` + js(v) + `}}`
 	})
-	cp("decide.passed_over", CodeInvalidDecision, MaxDecisionField, "", "", func(v string) string {
+	cp("decide.passed_over", capsule.CodeInvalidDecision, MaxDecisionField, "", "", func(v string) string {
 		return `{"decide":{"chosen":"the new client","because":` + js(because) + `,"passed_over":` + js(v) + `}}`
 	})
-	cp("commitments.open[0].title", CodeInvalidCommitment, MaxCommitmentTitle, "", "", func(v string) string {
+	cp("commitments.open[0].title", capsule.CodeInvalidCommitment, MaxCommitmentTitle, "", "", func(v string) string {
 		return `{"commitments":{"open":[{"title":` + js(v) + `}]}}`
 	})
-	cp("commitments.close[0].id", CodeInvalidCommitment, MaxCommitmentID, "", "", func(v string) string {
+	cp("commitments.close[0].id", capsule.CodeInvalidCommitment, MaxCommitmentID, "", "", func(v string) string {
 		return `{"commitments":{"close":[{"id":` + js(v) + `,"evidence":"post:` + goodUUID + `"}]}}`
 	})
-	cp("commitments.drop[0].id", CodeInvalidCommitment, MaxCommitmentID, "", "", func(v string) string {
+	cp("commitments.drop[0].id", capsule.CodeInvalidCommitment, MaxCommitmentID, "", "", func(v string) string {
 		return `{"commitments":{"drop":[{"id":` + js(v) + `,"reason":"superseded by the new plan"}]}}`
 	})
-	cp("commitments.drop[0].reason", CodeInvalidCommitment, MaxDropReason, "dropped: ", "", func(v string) string {
+	cp("commitments.drop[0].reason", capsule.CodeInvalidCommitment, MaxDropReason, "dropped: ", "", func(v string) string {
 		return `{"commitments":{"drop":[{"id":"c_1","reason":` + js(v) + `}]}}`
 	})
-	cp("stop.reason", CodeInvalidStop, MaxStopReason, "", "", func(v string) string {
+	cp("stop.reason", capsule.CodeInvalidStop, MaxStopReason, "", "", func(v string) string {
 		return `{"stop":{"reason":` + js(v) + `}}`
 	})
 
@@ -82,7 +84,7 @@ func placements() []placement {
 		name  string
 		limit int
 	}{{"next_action", MaxStatusNextAction}, {"reason", MaxStatusReason}, {"tool", MaxStatusTool}, {"route", MaxStatusRoute}} {
-		p := placement{field: "public_status." + f.name, kind: "checkpoint", code: CodeInvalidPublicStatus,
+		p := placement{field: "public_status." + f.name, kind: "checkpoint", code: capsule.CodeInvalidPublicStatus,
 			limit: f.limit, public: true}
 		if f.name == "route" {
 			p.pre, p.noSpace = "/r/", true
@@ -102,12 +104,12 @@ func placements() []placement {
 		name  string
 		limit int
 	}{
-		{"goal", CapsuleFieldMax}, {"done", CapsuleFieldMax}, {"next", CapsuleFieldMax},
-		{"blockers", CapsuleFieldMax}, {"do_not", CapsuleFieldMax}, {"refuted", CapsuleFieldMax},
-		{"receipts[0]", CapsuleReceiptMax}, {"written_by", CapsuleNameMax}, {"written_at", 0},
-		{"ttl_days", 0}, {"handoff_to", CapsuleNameMax},
+		{"goal", capsule.CapsuleFieldMax}, {"done", capsule.CapsuleFieldMax}, {"next", capsule.CapsuleFieldMax},
+		{"blockers", capsule.CapsuleFieldMax}, {"do_not", capsule.CapsuleFieldMax}, {"refuted", capsule.CapsuleFieldMax},
+		{"receipts[0]", capsule.CapsuleReceiptMax}, {"written_by", capsule.CapsuleNameMax}, {"written_at", 0},
+		{"ttl_days", 0}, {"handoff_to", capsule.CapsuleNameMax},
 	} {
-		ps = append(ps, placement{field: f.name, kind: "capsule", code: CodeInvalidCapsule, limit: f.limit,
+		ps = append(ps, placement{field: f.name, kind: "capsule", code: capsule.CodeInvalidCapsule, limit: f.limit,
 			body: func(v string) string {
 				if f.name == "receipts[0]" {
 					return `{"version":"1","receipts":[` + js(v) + `]}`
@@ -117,7 +119,7 @@ func placements() []placement {
 	}
 
 	for _, f := range []string{"reason", "source", "session_id", "transcript_path", "via"} {
-		ps = append(ps, placement{field: f, kind: "signal", code: CodeInvalidSignal, limit: MaxSignalString,
+		ps = append(ps, placement{field: f, kind: "signal", code: capsule.CodeInvalidSignal, limit: MaxSignalString,
 			body: func(v string) string { return `{"kind":"activity","event":"tool","` + f + `":` + js(v) + `}` }})
 	}
 	return ps

@@ -1,10 +1,12 @@
-package capsule
+package guard
 
 import (
 	"bytes"
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // The stateless checkpoint guard. The residency store does the stateful
@@ -33,7 +35,7 @@ import (
 // (working_state.result_ref and working_state.waiting_for, which it
 // clears); elsewhere it is a wrong type. Empty working_state and
 // commitments objects carry nothing and are dropped (set to nil).
-func (g *Guard) DecodeCheckpoint(body []byte) (*Checkpoint, error) {
+func (g *Guard) DecodeCheckpoint(body []byte) (*capsule.Checkpoint, error) {
 	cp, err := g.decodeCheckpoint(body)
 	if err != nil {
 		return nil, err
@@ -47,7 +49,7 @@ var checkpointFields = map[string]bool{
 	"commitments": true, "stop": true, "resume_residency": true,
 }
 
-func (g *Guard) decodeCheckpoint(body []byte) (*Checkpoint, *Error) {
+func (g *Guard) decodeCheckpoint(body []byte) (*capsule.Checkpoint, *capsule.Error) {
 	if err := checkBody(body, MaxBodyBytes); err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func (g *Guard) decodeCheckpoint(body []byte) (*Checkpoint, *Error) {
 	var stopRaw, resumeRaw json.RawMessage
 	for _, m := range ms {
 		if !checkpointFields[m.name] {
-			return nil, unknownField(CodeUnknownField, "", m.name)
+			return nil, unknownField(capsule.CodeUnknownField, "", m.name)
 		}
 		switch m.name {
 		case "stop":
@@ -68,9 +70,9 @@ func (g *Guard) decodeCheckpoint(body []byte) (*Checkpoint, *Error) {
 		return g.decodeStopCheckpoint(body, stopRaw, resumeRaw)
 	}
 
-	cp := &Checkpoint{}
+	cp := &capsule.Checkpoint{}
 	for _, m := range ms { // document order, so the first fault is reported
-		var err *Error
+		var err *capsule.Error
 		switch m.name {
 		case "focus":
 			cp.Focus, err = decodeFocus(m.value)
@@ -83,14 +85,14 @@ func (g *Guard) decodeCheckpoint(body []byte) (*Checkpoint, *Error) {
 		case "commitments":
 			cp.Commitments, err = decodeCommitments(m.value)
 		case "resume_residency":
-			cp.ResumeResidency, err = decodeBool(m.value, CodeInvalidField, "resume_residency")
+			cp.ResumeResidency, err = decodeBool(m.value, capsule.CodeInvalidField, "resume_residency")
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if cp.IsEmpty() {
-		return nil, Refuse(CodeEmptyCheckpoint, "",
+		return nil, capsule.Refuse(capsule.CodeEmptyCheckpoint, "",
 			"the checkpoint carries nothing to save; send at least one of focus, working_state, decide, public_status, commitments, stop or resume_residency")
 	}
 	if err := g.checkCheckpointSecrets(cp); err != nil {
@@ -100,7 +102,7 @@ func (g *Guard) decodeCheckpoint(body []byte) (*Checkpoint, *Error) {
 }
 
 // decodeStopCheckpoint handles a checkpoint that carries stop.
-func (g *Guard) decodeStopCheckpoint(body []byte, stopRaw, resumeRaw json.RawMessage) (*Checkpoint, *Error) {
+func (g *Guard) decodeStopCheckpoint(body []byte, stopRaw, resumeRaw json.RawMessage) (*capsule.Checkpoint, *capsule.Error) {
 	if err := g.checkAllStrings(body); err != nil {
 		return nil, err
 	}
@@ -108,33 +110,33 @@ func (g *Guard) decodeStopCheckpoint(body []byte, stopRaw, resumeRaw json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	cp := &Checkpoint{Stop: stop}
+	cp := &capsule.Checkpoint{Stop: stop}
 	if resumeRaw != nil {
-		if cp.ResumeResidency, err = decodeBool(resumeRaw, CodeInvalidField, "resume_residency"); err != nil {
+		if cp.ResumeResidency, err = decodeBool(resumeRaw, capsule.CodeInvalidField, "resume_residency"); err != nil {
 			return nil, err
 		}
 	}
 	return cp, nil
 }
 
-func decodeFocus(raw json.RawMessage) (*string, *Error) {
-	s, err := decodeString(raw, CodeInvalidField, "focus")
+func decodeFocus(raw json.RawMessage) (*string, *capsule.Error) {
+	s, err := decodeString(raw, capsule.CodeInvalidField, "focus")
 	if err != nil {
 		return nil, err
 	}
-	if err := checkText(s, MaxFocus, CodeInvalidFocus, "focus"); err != nil {
+	if err := checkText(s, MaxFocus, capsule.CodeInvalidFocus, "focus"); err != nil {
 		return nil, err
 	}
 	return &s, nil
 }
 
-func decodeWorkingState(raw json.RawMessage) (*WorkingState, *Error) {
-	const code, path = CodeInvalidWorkingState, "working_state"
+func decodeWorkingState(raw json.RawMessage) (*capsule.WorkingState, *capsule.Error) {
+	const code, path = capsule.CodeInvalidWorkingState, "working_state"
 	ms, err := decodeObject(raw, code, path)
 	if err != nil {
 		return nil, err
 	}
-	ws := &WorkingState{}
+	ws := &capsule.WorkingState{}
 	for _, m := range ms {
 		p := joinPath(path, m.name)
 		switch m.name {
@@ -178,13 +180,13 @@ func decodeWorkingState(raw json.RawMessage) (*WorkingState, *Error) {
 	return ws, nil
 }
 
-func decodeDecision(raw json.RawMessage) (*Decision, *Error) {
-	const code, path = CodeInvalidDecision, "decide"
+func decodeDecision(raw json.RawMessage) (*capsule.Decision, *capsule.Error) {
+	const code, path = capsule.CodeInvalidDecision, "decide"
 	ms, err := decodeObject(raw, code, path)
 	if err != nil {
 		return nil, err
 	}
-	d := &Decision{}
+	d := &capsule.Decision{}
 	for _, m := range ms {
 		p := joinPath(path, m.name)
 		var dst *string
@@ -208,22 +210,22 @@ func decodeDecision(raw json.RawMessage) (*Decision, *Error) {
 		*dst = s
 	}
 	if strings.TrimSpace(d.Chosen) == "" {
-		return nil, Refuse(code, "decide.chosen", "is required: say what was chosen")
+		return nil, capsule.Refuse(code, "decide.chosen", "is required: say what was chosen")
 	}
 	if n := trimmedLen(d.Because); n < MinBecause {
-		return nil, Refuse(CodeMotiveRequired, "decide.because",
+		return nil, capsule.Refuse(capsule.CodeMotiveRequired, "decide.because",
 			"a decision needs a because of at least %d characters; this one has %d", MinBecause, n)
 	}
 	return d, nil
 }
 
-func decodeCommitments(raw json.RawMessage) (*CommitmentOps, *Error) {
-	const code, path = CodeInvalidCommitment, "commitments"
+func decodeCommitments(raw json.RawMessage) (*capsule.CommitmentOps, *capsule.Error) {
+	const code, path = capsule.CodeInvalidCommitment, "commitments"
 	ms, err := decodeObject(raw, code, path)
 	if err != nil {
 		return nil, err
 	}
-	ops := &CommitmentOps{}
+	ops := &capsule.CommitmentOps{}
 	for _, m := range ms {
 		p := joinPath(path, m.name)
 		if m.name != "open" && m.name != "close" && m.name != "drop" {
@@ -239,18 +241,18 @@ func decodeCommitments(raw json.RawMessage) (*CommitmentOps, *Error) {
 			if err != nil {
 				return nil, err
 			}
-			var e *Error
+			var e *capsule.Error
 			switch m.name {
 			case "open":
-				var oc OpenCommitment
+				var oc capsule.OpenCommitment
 				e = decodeStringFields(fields, code, ip, map[string]*string{"title": &oc.Title})
 				ops.Open = append(ops.Open, oc)
 			case "close":
-				var cc CloseCommitment
+				var cc capsule.CloseCommitment
 				e = decodeStringFields(fields, code, ip, map[string]*string{"id": &cc.ID, "evidence": &cc.Evidence})
 				ops.Close = append(ops.Close, cc)
 			case "drop":
-				var dc DropCommitment
+				var dc capsule.DropCommitment
 				e = decodeStringFields(fields, code, ip, map[string]*string{"id": &dc.ID, "reason": &dc.Reason})
 				ops.Drop = append(ops.Drop, dc)
 			}
@@ -271,7 +273,7 @@ func decodeCommitments(raw json.RawMessage) (*CommitmentOps, *Error) {
 // decodeStringFields decodes an object whose members are all strings into
 // dst by name, refusing unknown members. A null evidence counts as missing
 // so that it gets EVIDENCE_REQUIRED like an absent one.
-func decodeStringFields(ms []member, code, path string, dst map[string]*string) *Error {
+func decodeStringFields(ms []member, code, path string, dst map[string]*string) *capsule.Error {
 	for _, m := range ms {
 		p := joinPath(path, m.name)
 		ptr, ok := dst[m.name]
@@ -292,10 +294,10 @@ func decodeStringFields(ms []member, code, path string, dst map[string]*string) 
 
 // checkCommitmentOps applies the seed's commitment rules that need no
 // stored state.
-func checkCommitmentOps(ops *CommitmentOps) *Error {
-	const code = CodeInvalidCommitment
+func checkCommitmentOps(ops *capsule.CommitmentOps) *capsule.Error {
+	const code = capsule.CodeInvalidCommitment
 	if len(ops.Open) > MaxOpenCommitments {
-		return Refuse(CodeTooManyOpenLoops, "commitments.open",
+		return capsule.Refuse(capsule.CodeTooManyOpenLoops, "commitments.open",
 			"opens %d commitments in one checkpoint; at most %d may be open at once", len(ops.Open), MaxOpenCommitments)
 	}
 	for i, oc := range ops.Open {
@@ -304,19 +306,19 @@ func checkCommitmentOps(ops *CommitmentOps) *Error {
 			return err
 		}
 		if n := trimmedLen(oc.Title); n < MinCommitmentTitle {
-			return Refuse(code, p, "a commitment title needs at least %d characters; this one has %d", MinCommitmentTitle, n)
+			return capsule.Refuse(code, p, "a commitment title needs at least %d characters; this one has %d", MinCommitmentTitle, n)
 		}
 	}
 	seen := map[string]bool{}
-	checkID := func(id, p string) *Error {
+	checkID := func(id, p string) *capsule.Error {
 		if strings.TrimSpace(id) == "" {
-			return Refuse(code, p, "is required: name the commitment by its id")
+			return capsule.Refuse(code, p, "is required: name the commitment by its id")
 		}
 		if err := checkText(id, MaxCommitmentID, code, p); err != nil {
 			return err
 		}
 		if seen[id] {
-			return Refuse(code, p, "the same commitment id appears twice in one checkpoint")
+			return capsule.Refuse(code, p, "the same commitment id appears twice in one checkpoint")
 		}
 		seen[id] = true
 		return nil
@@ -327,7 +329,7 @@ func checkCommitmentOps(ops *CommitmentOps) *Error {
 			return err
 		}
 		if !isEvidence(cc.Evidence) {
-			return Refuse(CodeEvidenceRequired, p+".evidence",
+			return capsule.Refuse(capsule.CodeEvidenceRequired, p+".evidence",
 				"closing a commitment needs evidence post:UUID of a live message written after it was opened")
 		}
 	}
@@ -340,7 +342,7 @@ func checkCommitmentOps(ops *CommitmentOps) *Error {
 			return err
 		}
 		if n := trimmedLen(dc.Reason); n < MinDropReason {
-			return Refuse(code, p+".reason", "dropping a commitment needs a reason of at least %d characters; this one has %d", MinDropReason, n)
+			return capsule.Refuse(code, p+".reason", "dropping a commitment needs a reason of at least %d characters; this one has %d", MinDropReason, n)
 		}
 	}
 	return nil
@@ -352,18 +354,18 @@ func isEvidence(s string) bool {
 	return ok && isUUID(rest)
 }
 
-func decodeStop(raw json.RawMessage) (*Stop, *Error) {
-	const code, path = CodeInvalidStop, "stop"
+func decodeStop(raw json.RawMessage) (*capsule.Stop, *capsule.Error) {
+	const code, path = capsule.CodeInvalidStop, "stop"
 	ms, err := decodeObject(raw, code, path)
 	if err != nil {
 		return nil, err
 	}
-	st := &Stop{}
+	st := &capsule.Stop{}
 	if err := decodeStringFields(ms, code, path, map[string]*string{"reason": &st.Reason}); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(st.Reason) == "" {
-		return nil, Refuse(code, "stop.reason", "is required: say why the residency stops")
+		return nil, capsule.Refuse(code, "stop.reason", "is required: say why the residency stops")
 	}
 	if err := checkText(st.Reason, MaxStopReason, code, "stop.reason"); err != nil {
 		return nil, err
@@ -374,7 +376,7 @@ func decodeStop(raw json.RawMessage) (*Stop, *Error) {
 // checkCheckpointSecrets runs the secret guard over every stored string of
 // an accepted checkpoint except the public status, which has its own
 // stricter rules (public_status.go).
-func (g *Guard) checkCheckpointSecrets(cp *Checkpoint) *Error {
+func (g *Guard) checkCheckpointSecrets(cp *capsule.Checkpoint) *capsule.Error {
 	type field struct{ path, value string }
 	var fs []field
 	add := func(path string, v *string) {
@@ -420,17 +422,17 @@ func (g *Guard) checkCheckpointSecrets(cp *Checkpoint) *Error {
 // checkAllStrings runs the secret guard over every string value anywhere
 // in a well-formed body, whatever its shape, naming each by its path (or
 // no path when a key on the way is unsafe to repeat).
-func (g *Guard) checkAllStrings(body []byte) *Error {
+func (g *Guard) checkAllStrings(body []byte) *capsule.Error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return Refuse(CodeInvalidJSON, "", "malformed JSON")
+		return capsule.Refuse(capsule.CodeInvalidJSON, "", "malformed JSON")
 	}
 	return g.walkStrings(v, "", false)
 }
 
-func (g *Guard) walkStrings(v any, path string, hidden bool) *Error {
+func (g *Guard) walkStrings(v any, path string, hidden bool) *capsule.Error {
 	switch x := v.(type) {
 	case string:
 		p := path

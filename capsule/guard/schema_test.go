@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 func TestEmbeddedSchemaIsThePublishedOne(t *testing.T) {
@@ -45,17 +47,17 @@ func TestSchemaLimitsMatchConstants(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"goal", "done", "next", "blockers", "do_not", "refuted"} {
-		if p := s.Properties[f]; p.MaxLength == nil || *p.MaxLength != CapsuleFieldMax {
-			t.Errorf("%s maxLength != %d", f, CapsuleFieldMax)
+		if p := s.Properties[f]; p.MaxLength == nil || *p.MaxLength != capsule.CapsuleFieldMax {
+			t.Errorf("%s maxLength != %d", f, capsule.CapsuleFieldMax)
 		}
 	}
 	for _, f := range []string{"written_by", "handoff_to"} {
-		if p := s.Properties[f]; p.MaxLength == nil || *p.MaxLength != CapsuleNameMax {
-			t.Errorf("%s maxLength != %d", f, CapsuleNameMax)
+		if p := s.Properties[f]; p.MaxLength == nil || *p.MaxLength != capsule.CapsuleNameMax {
+			t.Errorf("%s maxLength != %d", f, capsule.CapsuleNameMax)
 		}
 	}
 	r := s.Properties["receipts"]
-	if r.MaxItems == nil || *r.MaxItems != CapsuleReceipts || !strings.Contains(string(r.Items), `"maxLength": 500`) || CapsuleReceiptMax != 500 {
+	if r.MaxItems == nil || *r.MaxItems != capsule.CapsuleReceipts || !strings.Contains(string(r.Items), `"maxLength": 500`) || capsule.CapsuleReceiptMax != 500 {
 		t.Errorf("receipts limits differ from the constants")
 	}
 }
@@ -70,7 +72,7 @@ func TestDecodeCapsuleSeedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Capsule{
+	want := &capsule.Capsule{
 		Version:   "1",
 		Goal:      "Migrate the billing module to the new client",
 		Done:      "Adapters written, unit tests green, staging deploy verified",
@@ -115,33 +117,33 @@ func strArray(n int, s string) string {
 }
 
 func TestDecodeCapsuleLimits(t *testing.T) {
-	const code = CodeInvalidCapsule
+	const code = capsule.CodeInvalidCapsule
 	var cases []bodyCase
 	for i, f := range []string{"goal", "done", "next", "blockers", "do_not", "refuted"} {
 		ch := []string{"a", "é", "日"}[i%3]
 		cases = append(cases,
-			bodyCase{f + " 3999", capsuleWith(f, js(rep(ch, CapsuleFieldMax-1))), "", ""},
-			bodyCase{f + " 4000", capsuleWith(f, js(rep(ch, CapsuleFieldMax))), "", ""},
-			bodyCase{f + " 4001", capsuleWith(f, js(rep(ch, CapsuleFieldMax+1))), code, f},
+			bodyCase{f + " 3999", capsuleWith(f, js(rep(ch, capsule.CapsuleFieldMax-1))), "", ""},
+			bodyCase{f + " 4000", capsuleWith(f, js(rep(ch, capsule.CapsuleFieldMax))), "", ""},
+			bodyCase{f + " 4001", capsuleWith(f, js(rep(ch, capsule.CapsuleFieldMax+1))), code, f},
 			bodyCase{f + " number", capsuleWith(f, `4000`), code, f},
 			bodyCase{f + " null", capsuleWith(f, `null`), code, f},
 		)
 	}
 	for _, f := range []string{"written_by", "handoff_to"} {
 		cases = append(cases,
-			bodyCase{f + " 199", capsuleWith(f, js(rep("é", CapsuleNameMax-1))), "", ""},
-			bodyCase{f + " 200", capsuleWith(f, js(rep("é", CapsuleNameMax))), "", ""},
-			bodyCase{f + " 201", capsuleWith(f, js(rep("é", CapsuleNameMax+1))), code, f},
+			bodyCase{f + " 199", capsuleWith(f, js(rep("é", capsule.CapsuleNameMax-1))), "", ""},
+			bodyCase{f + " 200", capsuleWith(f, js(rep("é", capsule.CapsuleNameMax))), "", ""},
+			bodyCase{f + " 201", capsuleWith(f, js(rep("é", capsule.CapsuleNameMax+1))), code, f},
 		)
 	}
 	cases = append(cases,
-		bodyCase{"19 receipts", capsuleWith("receipts", strArray(CapsuleReceipts-1, "repo@a1b2c3d")), "", ""},
-		bodyCase{"20 receipts", capsuleWith("receipts", strArray(CapsuleReceipts, "repo@a1b2c3d")), "", ""},
-		bodyCase{"21 receipts", capsuleWith("receipts", strArray(CapsuleReceipts+1, "repo@a1b2c3d")), code, "receipts"},
+		bodyCase{"19 receipts", capsuleWith("receipts", strArray(capsule.CapsuleReceipts-1, "repo@a1b2c3d")), "", ""},
+		bodyCase{"20 receipts", capsuleWith("receipts", strArray(capsule.CapsuleReceipts, "repo@a1b2c3d")), "", ""},
+		bodyCase{"21 receipts", capsuleWith("receipts", strArray(capsule.CapsuleReceipts+1, "repo@a1b2c3d")), code, "receipts"},
 		bodyCase{"no receipts", capsuleWith("receipts", `[]`), "", ""},
-		bodyCase{"receipt 499", capsuleWith("receipts", `["a",`+js(rep("日", CapsuleReceiptMax-1))+`]`), "", ""},
-		bodyCase{"receipt 500", capsuleWith("receipts", `["a",`+js(rep("日", CapsuleReceiptMax))+`]`), "", ""},
-		bodyCase{"receipt 501", capsuleWith("receipts", `["a","b","c",`+js(rep("日", CapsuleReceiptMax+1))+`]`), code, "receipts[3]"},
+		bodyCase{"receipt 499", capsuleWith("receipts", `["a",`+js(rep("日", capsule.CapsuleReceiptMax-1))+`]`), "", ""},
+		bodyCase{"receipt 500", capsuleWith("receipts", `["a",`+js(rep("日", capsule.CapsuleReceiptMax))+`]`), "", ""},
+		bodyCase{"receipt 501", capsuleWith("receipts", `["a","b","c",`+js(rep("日", capsule.CapsuleReceiptMax+1))+`]`), code, "receipts[3]"},
 		bodyCase{"receipt not a string", capsuleWith("receipts", `["a",7]`), code, "receipts[1]"},
 		bodyCase{"receipts not an array", capsuleWith("receipts", `"repo@a1b2c3d"`), code, "receipts"},
 		bodyCase{"version 1", capsuleWith("version", `"1"`), "", ""},
@@ -170,13 +172,13 @@ func TestDecodeCapsuleLimits(t *testing.T) {
 		bodyCase{"property names are case-sensitive", capsuleWith("Goal", `"x"`), code, "Goal"},
 		bodyCase{"only version", `{"version":"1"}`, "", ""},
 		bodyCase{"empty object", `{}`, code, "version"},
-		bodyCase{"duplicate key", `{"version":"1","goal":"a","goal":"b"}`, CodeInvalidJSON, "goal"},
-		bodyCase{"not an object", `["version"]`, CodeInvalidJSON, ""},
-		bodyCase{"trailing data", `{"version":"1"}{}`, CodeInvalidJSON, ""},
-		bodyCase{"invalid utf8", "{\"version\":\"1\",\"goal\":\"\xfe\"}", CodeInvalidUTF8, ""},
-		bodyCase{"secret in a receipt", capsuleWith("receipts", `["a","b","c",`+js("deploy token ghp_"+fake(500, alnum, 36))+`]`), CodeSecretDetected, "receipts[3]"},
-		bodyCase{"secret in goal", capsuleWith("goal", js("-----BEGIN OPENSSH PRIVATE KEY-----\n"+fake(501, b64, 70))), CodeSecretDetected, "goal"},
-		bodyCase{"secret in ttl_days", capsuleWith("ttl_days", js("sk-proj-"+fake(502, b64url, 60))), CodeSecretDetected, "ttl_days"},
+		bodyCase{"duplicate key", `{"version":"1","goal":"a","goal":"b"}`, capsule.CodeInvalidJSON, "goal"},
+		bodyCase{"not an object", `["version"]`, capsule.CodeInvalidJSON, ""},
+		bodyCase{"trailing data", `{"version":"1"}{}`, capsule.CodeInvalidJSON, ""},
+		bodyCase{"invalid utf8", "{\"version\":\"1\",\"goal\":\"\xfe\"}", capsule.CodeInvalidUTF8, ""},
+		bodyCase{"secret in a receipt", capsuleWith("receipts", `["a","b","c",`+js("deploy token ghp_"+fake(500, alnum, 36))+`]`), capsule.CodeSecretDetected, "receipts[3]"},
+		bodyCase{"secret in goal", capsuleWith("goal", js("-----BEGIN OPENSSH PRIVATE KEY-----\n"+fake(501, b64, 70))), capsule.CodeSecretDetected, "goal"},
+		bodyCase{"secret in ttl_days", capsuleWith("ttl_days", js("sk-proj-"+fake(502, b64url, 60))), capsule.CodeSecretDetected, "ttl_days"},
 		bodyCase{"full sha receipt", capsuleWith("receipts", js([]string{"repo@" + fake(503, hexLower, 40) + " fix parser", "ghcr.io/x/y@sha256:" + fake(504, hexLower, 64)})), "", ""},
 	)
 	g := testGuard(t)
@@ -194,7 +196,7 @@ func TestDecodeCapsuleLimits(t *testing.T) {
 			}
 			e := wantRefusal(t, err, tc.code, tc.field)
 			checkGuardError(t, err)
-			if tc.code == CodeInvalidCapsule && !strings.Contains(e.Message, "(") {
+			if tc.code == capsule.CodeInvalidCapsule && !strings.Contains(e.Message, "(") {
 				t.Errorf("message %q does not name the rule", e.Message)
 			}
 		})
@@ -241,20 +243,20 @@ func TestDecodeCapsuleTooLarge(t *testing.T) {
 	g := testGuard(t)
 	body := `{"version":"1","written_at":"` + rep("a", MaxCapsuleBytes) + `"}`
 	_, err := g.DecodeCapsule([]byte(body))
-	if e := wantRefusal(t, err, CodeBodyTooLarge, ""); e.Status != 413 {
+	if e := wantRefusal(t, err, capsule.CodeBodyTooLarge, ""); e.Status != 413 {
 		t.Fatalf("status %d", e.Status)
 	}
 	// A capsule with every capped field at its maximum in 3-byte
 	// characters fits.
 	m := map[string]any{"version": "1"}
 	for _, f := range []string{"goal", "done", "next", "blockers", "do_not", "refuted"} {
-		m[f] = rep("日", CapsuleFieldMax)
+		m[f] = rep("日", capsule.CapsuleFieldMax)
 	}
-	rs := make([]string, CapsuleReceipts)
+	rs := make([]string, capsule.CapsuleReceipts)
 	for i := range rs {
-		rs[i] = rep("日", CapsuleReceiptMax)
+		rs[i] = rep("日", capsule.CapsuleReceiptMax)
 	}
-	m["receipts"], m["written_by"], m["handoff_to"] = rs, rep("日", CapsuleNameMax), rep("日", CapsuleNameMax)
+	m["receipts"], m["written_by"], m["handoff_to"] = rs, rep("日", capsule.CapsuleNameMax), rep("日", capsule.CapsuleNameMax)
 	if _, err := g.DecodeCapsule([]byte(js(m))); err != nil {
 		t.Fatal(err)
 	}
@@ -262,29 +264,29 @@ func TestDecodeCapsuleTooLarge(t *testing.T) {
 
 func TestCheckCapsule(t *testing.T) {
 	g := testGuard(t)
-	ok := &Capsule{Version: "1", Goal: "ship", Receipts: []string{"repo@a1b2c3d"}, TTLDays: json.RawMessage(`"7"`)}
+	ok := &capsule.Capsule{Version: "1", Goal: "ship", Receipts: []string{"repo@a1b2c3d"}, TTLDays: json.RawMessage(`"7"`)}
 	if err := g.CheckCapsule(ok); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name  string
-		c     *Capsule
+		c     *capsule.Capsule
 		code  string
 		field string
 	}{
-		{"nil", nil, CodeInvalidCapsule, ""},
-		{"no version", &Capsule{Goal: "x"}, CodeInvalidCapsule, "version"},
-		{"bad version", &Capsule{Version: "2"}, CodeInvalidCapsule, "version"},
-		{"goal 4001", &Capsule{Version: "1", Goal: rep("é", 4001)}, CodeInvalidCapsule, "goal"},
-		{"goal 4000", &Capsule{Version: "1", Goal: rep("é", 4000)}, "", ""},
-		{"21 receipts", &Capsule{Version: "1", Receipts: make([]string, 21)}, CodeInvalidCapsule, "receipts"},
-		{"receipt 501", &Capsule{Version: "1", Receipts: []string{"a", rep("r", 501)}}, CodeInvalidCapsule, "receipts[1]"},
-		{"ttl_days float", &Capsule{Version: "1", TTLDays: json.RawMessage(`1.5`)}, CodeInvalidCapsule, "ttl_days"},
-		{"ttl_days not json", &Capsule{Version: "1", TTLDays: json.RawMessage(`fourteen`)}, CodeInvalidCapsule, "ttl_days"},
-		{"invalid utf8", &Capsule{Version: "1", Next: "a\xffb"}, CodeInvalidUTF8, "next"},
-		{"secret", &Capsule{Version: "1", Done: "deployed with AIza" + fake(510, alnum, 35)}, CodeSecretDetected, "done"},
-		{"secret in handoff_to", &Capsule{Version: "1", HandoffTo: "npm_" + fake(511, lowerAlnum, 36)}, CodeSecretDetected, "handoff_to"},
-		{"html characters survive", &Capsule{Version: "1", Goal: "a < b && c > d"}, "", ""},
+		{"nil", nil, capsule.CodeInvalidCapsule, ""},
+		{"no version", &capsule.Capsule{Goal: "x"}, capsule.CodeInvalidCapsule, "version"},
+		{"bad version", &capsule.Capsule{Version: "2"}, capsule.CodeInvalidCapsule, "version"},
+		{"goal 4001", &capsule.Capsule{Version: "1", Goal: rep("é", 4001)}, capsule.CodeInvalidCapsule, "goal"},
+		{"goal 4000", &capsule.Capsule{Version: "1", Goal: rep("é", 4000)}, "", ""},
+		{"21 receipts", &capsule.Capsule{Version: "1", Receipts: make([]string, 21)}, capsule.CodeInvalidCapsule, "receipts"},
+		{"receipt 501", &capsule.Capsule{Version: "1", Receipts: []string{"a", rep("r", 501)}}, capsule.CodeInvalidCapsule, "receipts[1]"},
+		{"ttl_days float", &capsule.Capsule{Version: "1", TTLDays: json.RawMessage(`1.5`)}, capsule.CodeInvalidCapsule, "ttl_days"},
+		{"ttl_days not json", &capsule.Capsule{Version: "1", TTLDays: json.RawMessage(`fourteen`)}, capsule.CodeInvalidCapsule, "ttl_days"},
+		{"invalid utf8", &capsule.Capsule{Version: "1", Next: "a\xffb"}, capsule.CodeInvalidUTF8, "next"},
+		{"secret", &capsule.Capsule{Version: "1", Done: "deployed with AIza" + fake(510, alnum, 35)}, capsule.CodeSecretDetected, "done"},
+		{"secret in handoff_to", &capsule.Capsule{Version: "1", HandoffTo: "npm_" + fake(511, lowerAlnum, 36)}, capsule.CodeSecretDetected, "handoff_to"},
+		{"html characters survive", &capsule.Capsule{Version: "1", Goal: "a < b && c > d"}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := g.CheckCapsule(tc.c)

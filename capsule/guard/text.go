@@ -1,8 +1,10 @@
-package capsule
+package guard
 
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // Text rules shared by the guards. Every length limit in this package
@@ -40,10 +42,10 @@ func firstControl(s string) rune {
 // checkText applies the length and control-character rules to one string
 // field: more than max characters, or a control character, is refused with
 // code at path. max <= 0 means no length limit.
-func checkText(s string, max int, code, path string) *Error {
+func checkText(s string, max int, code, path string) *capsule.Error {
 	if max > 0 {
 		if n := runeLen(s); n > max {
-			return Refuse(code, path, "is %d characters; the limit is %d (nothing is ever cut)", n, max)
+			return capsule.Refuse(code, path, "is %d characters; the limit is %d (nothing is ever cut)", n, max)
 		}
 	}
 	return checkControl(s, code, path)
@@ -51,9 +53,9 @@ func checkText(s string, max int, code, path string) *Error {
 
 // checkControl refuses s with code at path when it holds a control
 // character, naming the character (never the text around it).
-func checkControl(s, code, path string) *Error {
+func checkControl(s, code, path string) *capsule.Error {
 	if r := firstControl(s); r >= 0 {
-		return Refuse(code, path, "contains the control character U+%04X; only tab, newline and carriage return are allowed", r)
+		return capsule.Refuse(code, path, "contains the control character U+%04X; only tab, newline and carriage return are allowed", r)
 	}
 	return nil
 }

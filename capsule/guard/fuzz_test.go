@@ -1,4 +1,4 @@
-package capsule
+package guard
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // Native fuzz targets. Each builds (or reuses) one Guard outside the fuzz
@@ -112,7 +114,7 @@ func FuzzDecodeCapsule(f *testing.F) {
 
 // checkCapsuleLimitsByHand restates the published schema without the
 // schema library, so a bug in the mapping (or the library) shows up.
-func checkCapsuleLimitsByHand(t *testing.T, c *Capsule) {
+func checkCapsuleLimitsByHand(t *testing.T, c *capsule.Capsule) {
 	t.Helper()
 	switch c.Version {
 	case "1", "1.0", "v1":
@@ -124,19 +126,19 @@ func checkCapsuleLimitsByHand(t *testing.T, c *Capsule) {
 		value string
 		max   int
 	}{
-		{"goal", c.Goal, CapsuleFieldMax}, {"done", c.Done, CapsuleFieldMax}, {"next", c.Next, CapsuleFieldMax},
-		{"blockers", c.Blockers, CapsuleFieldMax}, {"do_not", c.DoNot, CapsuleFieldMax}, {"refuted", c.Refuted, CapsuleFieldMax},
-		{"written_by", c.WrittenBy, CapsuleNameMax}, {"handoff_to", c.HandoffTo, CapsuleNameMax},
+		{"goal", c.Goal, capsule.CapsuleFieldMax}, {"done", c.Done, capsule.CapsuleFieldMax}, {"next", c.Next, capsule.CapsuleFieldMax},
+		{"blockers", c.Blockers, capsule.CapsuleFieldMax}, {"do_not", c.DoNot, capsule.CapsuleFieldMax}, {"refuted", c.Refuted, capsule.CapsuleFieldMax},
+		{"written_by", c.WrittenBy, capsule.CapsuleNameMax}, {"handoff_to", c.HandoffTo, capsule.CapsuleNameMax},
 	} {
 		if n := utf8.RuneCountInString(f.value); n > f.max {
 			t.Fatalf("accepted %s of %d characters", f.name, n)
 		}
 	}
-	if len(c.Receipts) > CapsuleReceipts {
+	if len(c.Receipts) > capsule.CapsuleReceipts {
 		t.Fatalf("accepted %d receipts", len(c.Receipts))
 	}
 	for i, r := range c.Receipts {
-		if n := utf8.RuneCountInString(r); n > CapsuleReceiptMax {
+		if n := utf8.RuneCountInString(r); n > capsule.CapsuleReceiptMax {
 			t.Fatalf("accepted receipt %d of %d characters", i, n)
 		}
 	}
