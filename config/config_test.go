@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/continuityd/continuityd/daemon/sources/watch"
 )
 
 // testEnv is a non-root user with a home and a runtime directory, so that
@@ -350,7 +348,7 @@ func TestOutboxValues(t *testing.T) {
 }
 
 func defaultWatch() Watch {
-	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: watch.DefaultIgnoreDirs(), Quiet: Duration{2 * time.Second},
+	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: DefaultIgnoreDirs(), Quiet: Duration{2 * time.Second},
 		HandoffFile: "HANDOFF.md", CapsuleFile: ".continuity/capsule.json"}
 }
 
@@ -367,7 +365,7 @@ func TestDefaultTOMLIgnoreDirsAreTheWatchersDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cfg.Watch.IgnoreDirs, watch.DefaultIgnoreDirs()) {
-		t.Fatalf("default.toml ignore_dirs %v, watcher default %v", cfg.Watch.IgnoreDirs, watch.DefaultIgnoreDirs())
+	if !slices.Equal(cfg.Watch.IgnoreDirs, DefaultIgnoreDirs()) {
+		t.Fatalf("default.toml ignore_dirs %v, watcher default %v", cfg.Watch.IgnoreDirs, DefaultIgnoreDirs())
 	}
 }

@@ -119,3 +119,19 @@ func (e environ) home() string {
 	h, _ := e.lookup("HOME")
 	return h
 }
+
+// DefaultIgnoreDirs are the directory names skipped (not watched, not
+// reported) at any depth when [watch] ignore_dirs is not set (and by the watcher when Options.IgnoreDirs is nil): dependency trees,
+// virtualenvs, caches and build outputs that tools regenerate, which are
+// large, churn on every build, and would spend inotify watches for nothing.
+// "vendor" is deliberately absent: Go repositories commit their vendor tree
+// as source. Pass a non-nil empty slice to ignore no directory by name.
+func DefaultIgnoreDirs() []string {
+	return []string{
+		"node_modules", "bower_components", "jspm_packages",
+		".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox",
+		".next", ".nuxt", ".svelte-kit", ".turbo", ".parcel-cache", ".cache",
+		".gradle", ".terraform", ".direnv", ".idea",
+		"target", "dist", "build", "coverage",
+	}
+}

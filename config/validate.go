@@ -15,8 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/continuityd/continuityd/daemon/safesocket"
-	"github.com/continuityd/continuityd/daemon/sources/watch"
+	"github.com/continuityd/continuityd/internal/safesocket"
 )
 
 // checker turns the raw file into a Config: it applies the defaults and
@@ -509,7 +508,7 @@ func (c *checker) watch(r rawWatch) Watch {
 		}
 	}
 	if w.IgnoreDirs == nil {
-		w.IgnoreDirs = watch.DefaultIgnoreDirs()
+		w.IgnoreDirs = DefaultIgnoreDirs()
 	}
 	if w.Ignore == nil {
 		w.Ignore = []string{}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/continuityd/continuityd/daemon/safesocket"
+	"github.com/continuityd/continuityd/internal/safesocket"
 )
 
 // One case per rule: the document must be refused with an error on key, at

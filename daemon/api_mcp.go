@@ -7,8 +7,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/client"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
+	"github.com/continuityd/continuityd/internal/client"
 )
 
 // mcpHandler serves MCP (Streamable HTTP) at /mcp with the same tools as

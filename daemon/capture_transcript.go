@@ -14,8 +14,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/atomicfile"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
 

@@ -27,7 +27,7 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/residency"
-	"github.com/continuityd/continuityd/daemon/safesocket"
+	"github.com/continuityd/continuityd/internal/safesocket"
 )
 
 // Options are the daemon's run-time collaborators.

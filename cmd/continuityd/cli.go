@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon/client"
+	"github.com/continuityd/continuityd/internal/client"
 )
 
 // Exit statuses, fixed by the interface.

@@ -13,8 +13,8 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon"
-	"github.com/continuityd/continuityd/daemon/client"
 	"github.com/continuityd/continuityd/daemon/sources/hook"
+	"github.com/continuityd/continuityd/internal/client"
 )
 
 // hookBudget is how long `continuityd hook` may take in all: the interface

@@ -11,8 +11,8 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon"
-	"github.com/continuityd/continuityd/daemon/client"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/internal/client"
 )
 
 // cmdRecover is the operator's way on for an agent the daemon refused

@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/client"
+	"github.com/continuityd/continuityd/internal/client"
 )
 
 // Options configures a server.

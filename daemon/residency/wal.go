@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/continuityd/continuityd/daemon/atomicfile"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 )
 
 // The write-ahead log (WAL) makes a group commit durable with one fdatasync.

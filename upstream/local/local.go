@@ -18,7 +18,7 @@ import (
 	"sync"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/atomicfile"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 )
 
 // Kind is this upstream's kind in the config.

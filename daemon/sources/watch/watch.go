@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/continuityd/continuityd/config"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -84,7 +85,7 @@ type Options struct {
 	// them, so "!keep.log" here re-includes what a .gitignore excludes.
 	Ignore []string
 	// IgnoreDirs are directory names skipped at any depth (not watched,
-	// not reported). nil means DefaultIgnoreDirs(); an empty non-nil slice
+	// not reported). nil means config.DefaultIgnoreDirs(); an empty non-nil slice
 	// skips none.
 	IgnoreDirs []string
 	// Quiet: a Summary is emitted once this long passes without a new
@@ -262,7 +263,7 @@ func New(o Options) (*Watcher, error) {
 		o.MaxPaths = DefaultMaxPaths
 	}
 	if o.IgnoreDirs == nil {
-		o.IgnoreDirs = DefaultIgnoreDirs()
+		o.IgnoreDirs = config.DefaultIgnoreDirs()
 	}
 	w := &Watcher{
 		o:          o,

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/continuityd/continuityd/daemon/atomicfile"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 )
 
 // GroupCommit is the textbook group commit with nothing of continuityd in
