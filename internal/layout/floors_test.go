@@ -1,0 +1,120 @@
+// Package layout holds the tests that keep the tree what the README says
+// it is: imports point down the floors, the Layout section names every
+// package, and the README's tables match the code they describe.
+package layout
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/continuityd/continuityd"
+
+// floors orders the packages from the ground up. A package may import
+// packages on lower floors only; packages that share a floor may import
+// each other only when the floor says so (small helpers, sibling sources).
+// A pattern ending in "/*" matches the folder's subpackages.
+var floors = []struct {
+	patterns []string
+	siblings bool // packages of this floor may import each other
+}{
+	{[]string{"capsule"}, false},
+	{[]string{"capsule/guard", "internal/*"}, true},
+	{[]string{"config"}, false},
+	{[]string{"upstream"}, false},
+	{[]string{"upstream/*"}, false},
+	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*"}, true},
+	{[]string{"daemon/residency"}, false},
+	{[]string{"daemon/outbox"}, false},
+	{[]string{"daemon/capture"}, false},
+	{[]string{"daemon/agent"}, false},
+	{[]string{"daemon/api", "daemon/mcpserver"}, false},
+	{[]string{"daemon"}, false},
+	{[]string{"packaging"}, false},
+	{[]string{"cmd/*", "packaging/*"}, false},
+}
+
+// floorOf returns the floor of a package path relative to the module, or
+// -1 when no floor names it.
+func floorOf(rel string) int {
+	for i, f := range floors {
+		for _, p := range f.patterns {
+			if p == rel {
+				return i
+			}
+			if dir, ok := strings.CutSuffix(p, "/*"); ok && strings.HasPrefix(rel, dir+"/") {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+}
+
+// modulePackages lists the module's packages with their (non-test) imports.
+func modulePackages(t *testing.T) []listed {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p listed
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func TestImportsPointDown(t *testing.T) {
+	for _, p := range modulePackages(t) {
+		rel, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok || rel == "internal/layout" {
+			continue
+		}
+		from := floorOf(rel)
+		if from < 0 {
+			t.Errorf("%s is on no floor: add it to floors (and to the README's Layout)", rel)
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			to := floorOf(dep)
+			switch {
+			case to < 0:
+				t.Errorf("%s imports %s, which is on no floor", rel, dep)
+			case to > from:
+				t.Errorf("%s imports %s, a higher floor: imports must point down", rel, dep)
+			case to == from && !floors[from].siblings:
+				t.Errorf("%s imports %s on its own floor", rel, dep)
+			}
+		}
+	}
+}
+
+// The floors themselves must be able to fail: a made-up upward import is
+// caught.
+func TestFloorOf(t *testing.T) {
+	for rel, want := range map[string]int{
+		"capsule": 0, "capsule/guard": 1, "internal/client": 1, "config": 2, "upstream": 3,
+		"upstream/qday": 4, "daemon/sources/watch": 5, "daemon/residency": 6, "daemon": 11,
+		"packaging": 12, "cmd/continuityd": 13, "packaging/gen": 13, "daemon/nosuch": -1,
+	} {
+		if got := floorOf(rel); got != want {
+			t.Errorf("floorOf(%s) = %d, want %d", rel, got, want)
+		}
+	}
+}
