@@ -15,6 +15,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/capture"
 	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
@@ -63,7 +64,7 @@ type agent struct {
 	dirty chan struct{} // buffered 1: the last-resume file is out of date
 	modes stateModes    // of its directory and last-resume file
 
-	capture *capture // the automatic side: watcher, handoff files, policy
+	capture *capture.Capture // the automatic side: watcher, handoff files, policy
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -103,7 +104,7 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 		store.Close()
 		return nil, err
 	}
-	a.capture = newCapture(a, cfg, g, log)
+	a.capture = capture.New(ac, a.dir, store, cfg, g, log)
 	for _, name := range ac.Upstreams {
 		ur := ups[name]
 		a.ups = append(a.ups, ur)
@@ -137,7 +138,7 @@ func (a *agent) onCommit(evs []residency.Event) {
 		case e.Kind == "signal" && e.Signal != nil:
 			a.metrics.signals.WithLabelValues(a.name, e.Signal.Kind).Inc()
 			if a.capture != nil {
-				a.capture.signal(e.Signal)
+				a.capture.Signal(e.Signal)
 			}
 		case e.Logged:
 			a.metrics.accepted.WithLabelValues(a.name, e.Kind).Inc()
@@ -191,7 +192,7 @@ func (a *agent) start(ctx context.Context) {
 		defer a.wg.Done()
 		a.keepLastResume(ctx)
 	}()
-	a.capture.start(ctx, &a.wg)
+	a.capture.Start(ctx, &a.wg)
 	for i, s := range a.shippers {
 		a.wg.Add(1)
 		go func() {
@@ -250,7 +251,7 @@ func (a *agent) upstreamStates() []capsule.UpstreamState {
 func (a *agent) resume(ctx context.Context, visit bool) capsule.Resume {
 	r := a.store.Resume(visit)
 	r.Upstreams = a.upstreamStates()
-	r.Degraded = append(r.Degraded, a.capture.degradedSources()...)
+	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
 	var resumers []int
 	for i, ur := range a.ups {
 		if _, ok := ur.up.(upstream.Resumer); ok {

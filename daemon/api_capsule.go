@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -90,7 +89,7 @@ func (d *Daemon) handleCapsuleSeal(w http.ResponseWriter, r *http.Request, a *ag
 			return
 		}
 	}
-	c := buildCapsule(a.store.Resume(false), a.store.Capsule(), time.Now().UTC())
+	c := capsule.Seal(a.store.Resume(false), a.store.Capsule(), time.Now().UTC())
 	ov.apply(c)
 	if err := st.guard.CheckCapsule(c); err != nil {
 		writeError(w, err)
@@ -102,48 +101,6 @@ func (d *Daemon) handleCapsuleSeal(w http.ResponseWriter, r *http.Request, a *ag
 		return
 	}
 	writeJSON(w, http.StatusOK, capsuleAnswer{Seq: seq, Capsule: a.store.Capsule()})
-}
-
-// buildCapsule maps the residency onto a capsule: focus → goal, next_action
-// → next, last_result → done, waiting_for → blockers; do_not and refuted,
-// which the checkpoint model does not carry, come from the agent's latest
-// capsule; receipts are the residency's, then the draft's, newest 20.
-func buildCapsule(st capsule.Resume, draft *capsule.CapsuleRecord, now time.Time) *capsule.Capsule {
-	c := &capsule.Capsule{Version: "1", Goal: st.Focus, WrittenBy: st.Agent, WrittenAt: now.Format(time.RFC3339)}
-	if ws := st.WorkingState; ws != nil {
-		c.Next, c.Done = ws.NextAction, ws.LastResult
-		if ws.WaitingFor != nil {
-			c.Blockers = *ws.WaitingFor
-		}
-	}
-	var receipts []string
-	if draft != nil {
-		dc := draft.Capsule
-		c.DoNot, c.Refuted, c.HandoffTo, c.TTLDays = dc.DoNot, dc.Refuted, dc.HandoffTo, dc.TTLDays
-		if c.Goal == "" {
-			c.Goal = dc.Goal
-		}
-		if c.Next == "" {
-			c.Next = dc.Next
-		}
-		if c.Done == "" {
-			c.Done = dc.Done
-		}
-		if c.Blockers == "" {
-			c.Blockers = dc.Blockers
-		}
-		receipts = append(receipts, dc.Receipts...)
-	}
-	for _, rc := range st.Receipts {
-		if !slices.Contains(receipts, rc) {
-			receipts = append(receipts, rc)
-		}
-	}
-	if len(receipts) > capsule.CapsuleReceipts {
-		receipts = receipts[len(receipts)-capsule.CapsuleReceipts:]
-	}
-	c.Receipts = receipts
-	return c
 }
 
 func (o *sealOverrides) apply(c *capsule.Capsule) {

@@ -136,7 +136,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, ok, name, u.Name, u.State)
 		}
-		if w := a.capture.watching(); w != nil {
+		if w := a.capture.Watching(); w != nil {
 			ws := w.Stats()
 			ch <- prometheus.MustNewConstMetric(descWEvents, prometheus.CounterValue, float64(ws.Events), name)
 			ch <- prometheus.MustNewConstMetric(descWRescan, prometheus.CounterValue, float64(ws.Rescans), name)

@@ -1,4 +1,4 @@
-package daemon
+package capture
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // the workdir watcher: no polling) into receipts: a commit becomes
 // "<repo>@<short-sha> <subject>" with the subject secret-redacted, a branch
 // switch is noted.
-func (c *capture) gitCheck(ctx context.Context, dir string) {
+func (c *Capture) gitCheck(ctx context.Context, dir string) {
 	c.mu.Lock()
 	if c.repos == nil {
 		c.repos = map[string]*gitwatch.Repo{}
@@ -41,7 +41,7 @@ func (c *capture) gitCheck(ctx context.Context, dir string) {
 			continue
 		}
 		ch.Subject = c.guard.Redact(ch.Subject)
-		if _, err := c.a.store.AddReceipt(ctx, ch.Receipt(), ch.Kind == gitwatch.KindCommit); err != nil && ctx.Err() == nil {
+		if _, err := c.store.AddReceipt(ctx, ch.Receipt(), ch.Kind == gitwatch.KindCommit); err != nil && ctx.Err() == nil {
 			c.log.Warn("cannot record a git receipt", "err", err)
 		}
 	}
@@ -49,7 +49,7 @@ func (c *capture) gitCheck(ctx context.Context, dir string) {
 
 // primeGit records where the workdir's repository stands at start, so the
 // first commit after it is reported (not taken as the starting point).
-func (c *capture) primeGit(wd string) {
+func (c *Capture) primeGit(wd string) {
 	r, err := gitwatch.Open(wd)
 	if err != nil {
 		return

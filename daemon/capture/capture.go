@@ -1,4 +1,4 @@
-package daemon
+package capture
 
 import (
 	"context"
@@ -17,24 +17,28 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/policy"
+	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/sources/gitwatch"
 	"github.com/continuityd/continuityd/daemon/sources/handoff"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
 
-// capture is one agent's automatic side: the sources that notice the work
+// Capture is one agent's automatic side: the sources that notice the work
 // moving (the workdir watcher, the handoff files, transcripts) feed the
 // residency and the checkpoint policy, which writes through the same store
 // and outbox as the agent itself. Nothing here invents content: paths and
 // counts, the agent's own handoff text, and markers.
-type capture struct {
-	a      *agent
-	cfg    *config.Config
-	guard  *guard.Guard
-	log    *slog.Logger
-	policy *policy.Policy
-	inputs chan policy.Input
+type Capture struct {
+	agent   string
+	dir     string // the agent's state directory
+	workdir string
+	store   *residency.Store
+	cfg     *config.Config
+	guard   *guard.Guard
+	log     *slog.Logger
+	policy  *policy.Policy
+	inputs  chan policy.Input
 
 	watcher     *watch.Watcher // nil when not watching
 	transcripts *transcriptFollower
@@ -48,10 +52,11 @@ type capture struct {
 // never block on it, so a full buffer drops (activity is repeated anyway).
 const policyInputs = 1024
 
-// newCapture prepares the agent's sources and policy; start runs them.
-func newCapture(a *agent, cfg *config.Config, g *guard.Guard, log *slog.Logger) *capture {
-	c := &capture{a: a, cfg: cfg, guard: g, log: log.With("agent", a.name), inputs: make(chan policy.Input, policyInputs),
-		handoffs: map[string]string{}}
+// New prepares the sources and policy of agent ac, whose state directory
+// is dir and whose residency is store; Start runs them.
+func New(ac config.Agent, dir string, store *residency.Store, cfg *config.Config, g *guard.Guard, log *slog.Logger) *Capture {
+	c := &Capture{agent: ac.Name, dir: dir, workdir: ac.Workdir, store: store, cfg: cfg, guard: g, log: log.With("agent", ac.Name),
+		inputs: make(chan policy.Input, policyInputs), handoffs: map[string]string{}}
 	pc := policy.DefaultConfig()
 	p := cfg.Policy
 	pc.Enabled = p.Enabled
@@ -61,22 +66,22 @@ func newCapture(a *agent, cfg *config.Config, g *guard.Guard, log *slog.Logger) 
 		pc.Thresholds = slices.Clone(p.Thresholds)
 	}
 	pc.SealOnCompaction, pc.SealOnSessionEnd = p.SealOnCompaction, p.SealOnSessionEnd
-	pc.PublicStatus = publicStatusOn(p.PublicStatus, a, cfg)
-	c.policy = policy.New(a.name, pc, a.store, c.seal, log, time.Now)
+	pc.PublicStatus = publicStatusOn(p.PublicStatus, ac, cfg)
+	c.policy = policy.New(ac.Name, pc, store, c.seal, log, time.Now)
 	c.transcripts = newTranscriptFollower(c)
 	return c
 }
 
 // publicStatusOn decides whether the policy manages the PUBLIC status:
 // "auto" turns it on only where an upstream shows it (Q-Day's office).
-func publicStatusOn(mode string, a *agent, cfg *config.Config) bool {
+func publicStatusOn(mode string, ac config.Agent, cfg *config.Config) bool {
 	switch mode {
 	case "on":
 		return true
 	case "off":
 		return false
 	}
-	for _, name := range a.cfg.Upstreams {
+	for _, name := range ac.Upstreams {
 		if uc, ok := cfg.UpstreamFor(name); ok && uc.Kind == config.KindQDay {
 			return true
 		}
@@ -86,8 +91,8 @@ func publicStatusOn(mode string, a *agent, cfg *config.Config) bool {
 
 // seal builds the capsule the policy seals, exactly as POST
 // /v1/capsule/seal does, and checks it with the guard.
-func (c *capture) seal(st capsule.Resume, draft *capsule.CapsuleRecord, now time.Time) (*capsule.Capsule, error) {
-	cp := buildCapsule(st, draft, now)
+func (c *Capture) seal(st capsule.Resume, draft *capsule.CapsuleRecord, now time.Time) (*capsule.Capsule, error) {
+	cp := capsule.Seal(st, draft, now)
 	if err := c.guard.CheckCapsule(cp); err != nil {
 		return nil, err
 	}
@@ -95,7 +100,7 @@ func (c *capture) seal(st capsule.Resume, draft *capsule.CapsuleRecord, now time
 }
 
 // feed hands an input to the policy without ever blocking.
-func (c *capture) feed(in policy.Input) {
+func (c *Capture) feed(in policy.Input) {
 	select {
 	case c.inputs <- in:
 	default:
@@ -103,14 +108,14 @@ func (c *capture) feed(in policy.Input) {
 	}
 }
 
-// start runs the policy, the workdir watcher and the handoff files.
-func (c *capture) start(ctx context.Context, wg *sync.WaitGroup) {
+// Start runs the policy, the workdir watcher and the handoff files.
+func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		c.policy.Run(ctx, c.inputs)
 	}()
-	wd := c.a.cfg.Workdir
+	wd := c.workdir
 	if wd != "" && c.cfg.Transcripts.Enabled {
 		wg.Add(1)
 		go func() {
@@ -162,15 +167,15 @@ func (c *capture) start(ctx context.Context, wg *sync.WaitGroup) {
 	c.checkHandoffs(ctx)
 }
 
-// watching is the workdir watcher, or nil.
-func (c *capture) watching() *watch.Watcher {
+// Watching is the workdir watcher, or nil.
+func (c *Capture) Watching() *watch.Watcher {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.watcher
 }
 
-// degradedSources names what could not be watched, for resume.
-func (c *capture) degradedSources() []string {
+// DegradedSources names what could not be watched, for resume.
+func (c *Capture) DegradedSources() []string {
 	c.mu.Lock()
 	w := c.watcher
 	c.mu.Unlock()
@@ -182,7 +187,7 @@ func (c *capture) degradedSources() []string {
 
 // activity records a burst of file changes (paths redacted) and tells the
 // policy; a change to a handoff file is read at once.
-func (c *capture) activity(ctx context.Context, s watch.Summary) {
+func (c *Capture) activity(ctx context.Context, s watch.Summary) {
 	paths := make([]string, 0, len(s.Paths))
 	// A summary lists at most some paths: past that, look anyway.
 	handoffChanged := s.Rescanned || s.Count > len(s.Paths)
@@ -192,7 +197,7 @@ func (c *capture) activity(ctx context.Context, s watch.Summary) {
 		}
 		paths = append(paths, c.guard.Redact(p))
 	}
-	if _, err := c.a.store.NoteActivity(ctx, paths, s.Count); err != nil && ctx.Err() == nil {
+	if _, err := c.store.NoteActivity(ctx, paths, s.Count); err != nil && ctx.Err() == nil {
 		c.log.Warn("cannot record activity", "err", err)
 	}
 	c.feed(policy.Input{Kind: policy.KindActivity, At: s.Last})
@@ -211,8 +216,8 @@ func (c *capture) activity(ctx context.Context, s watch.Summary) {
 // refused, not followed), must be regular files (a FIFO is never waited
 // on, a device never read) and are read through the size limit, so an
 // oversized file is refused without being read.
-func (c *capture) checkHandoffs(ctx context.Context) {
-	wd := c.a.cfg.Workdir
+func (c *Capture) checkHandoffs(ctx context.Context) {
+	wd := c.workdir
 	root, err := os.OpenRoot(wd)
 	if err != nil {
 		c.log.Debug("cannot open the workdir for its handoff files", "workdir", wd, "err", err)
@@ -251,7 +256,7 @@ func (c *capture) checkHandoffs(ctx context.Context) {
 		c.mu.Lock()
 		c.handoffs[name] = state
 		c.mu.Unlock()
-		if err := c.a.store.NoteRefusal(ctx, name, rerr); err != nil && ctx.Err() == nil {
+		if err := c.store.NoteRefusal(ctx, name, rerr); err != nil && ctx.Err() == nil {
 			c.log.Warn("cannot record the handoff file's state", "err", err)
 		}
 		if rerr != nil {
@@ -275,7 +280,7 @@ func refuseFile(name string, err error) *capsule.Error {
 }
 
 // readHandoff parses and guards one handoff file's content.
-func (c *capture) readHandoff(name string, raw []byte, mtime time.Time) (*policy.Derived, *capsule.Error) {
+func (c *Capture) readHandoff(name string, raw []byte, mtime time.Time) (*policy.Derived, *capsule.Error) {
 	d := &policy.Derived{Source: name, ChangedAt: mtime}
 	if name == c.cfg.Watch.CapsuleFile {
 		cp, err := c.guard.DecodeCapsule(raw)
@@ -337,11 +342,15 @@ func asError(err error) *capsule.Error {
 	return capsule.Refuse(capsule.CodeInvalidField, "", "%v", err)
 }
 
-// signal tells the policy about a stored signal (from the store's commit).
-func (c *capture) signal(s *capsule.Signal) {
+// Signal tells the policy about a stored signal (from the store's commit).
+func (c *Capture) Signal(s *capsule.Signal) {
 	if s.TranscriptPath != "" && s.Via != "transcript" && c.cfg.Transcripts.Enabled {
 		c.transcripts.follow(s.TranscriptPath)
 	}
 	sc := *s
 	c.feed(policy.Input{Kind: policy.KindSignal, At: s.At, Signal: &sc})
 }
+
+// Guard is the guard the capture checks what it derives with (a reload
+// with new link domains reopens the agent to change it).
+func (c *Capture) Guard() *guard.Guard { return c.guard }

@@ -1,4 +1,4 @@
-package daemon
+package capture
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // numbers and markers become signals; the text is read and forgotten. The
 // offset is kept on disk, so a restart goes on where it stopped.
 type transcriptFollower struct {
-	c       *capture
+	c       *Capture
 	switch_ chan string // a transcript named by a hook, to follow instead
 
 	mu   sync.Mutex
@@ -39,7 +39,7 @@ type savedOffset struct {
 	Inode  uint64 `json:"inode"`
 }
 
-func newTranscriptFollower(c *capture) *transcriptFollower {
+func newTranscriptFollower(c *Capture) *transcriptFollower {
 	return &transcriptFollower{c: c, switch_: make(chan string, 1)}
 }
 
@@ -72,7 +72,7 @@ func (f *transcriptFollower) follow(path string) {
 
 // discover finds the newest transcript for the agent's workdir.
 func (f *transcriptFollower) discover() string {
-	t, wd := f.c.cfg.Transcripts, f.c.a.cfg.Workdir
+	t, wd := f.c.cfg.Transcripts, f.c.workdir
 	var best string
 	var bestMod time.Time
 	consider := func(p string, err error) {
@@ -235,12 +235,12 @@ func (f *transcriptFollower) signal(ctx context.Context, s *capsule.Signal) {
 		f.c.log.Debug("transcript signal refused", "err", err)
 		return
 	}
-	if _, err := f.c.a.store.Signal(ctx, sig); err != nil && ctx.Err() == nil {
+	if _, err := f.c.store.Signal(ctx, sig); err != nil && ctx.Err() == nil {
 		f.c.log.Warn("cannot store a transcript signal", "err", err)
 	}
 }
 
-func (f *transcriptFollower) offsetsPath() string { return filepath.Join(f.c.a.dir, offsetsFile) }
+func (f *transcriptFollower) offsetsPath() string { return filepath.Join(f.c.dir, offsetsFile) }
 
 func (f *transcriptFollower) loadOffset(path string) (savedOffset, bool) {
 	m := map[string]savedOffset{}
