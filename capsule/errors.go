@@ -39,6 +39,7 @@ const (
 	CodeForbiddenOrigin   = "FORBIDDEN_ORIGIN"   // 403: a browser page from another origin
 	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"  // 415: a body that is not JSON
 	CodeSpoolFull         = "SPOOL_FULL"         // 507: the outbox is full
+	CodeDiskFull          = "DISK_FULL"          // 507: the state directory's disk is full; nothing was saved
 	CodeShuttingDown      = "SHUTTING_DOWN"      // 503: the daemon is stopping
 	CodeInternal          = "INTERNAL"           // 500: a bug or a disk failure; nothing was saved
 )
