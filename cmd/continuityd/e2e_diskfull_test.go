@@ -148,6 +148,11 @@ func TestDiskFullRefusesCleanly(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes acknowledged, %d refused as DISK_FULL", len(acked), len(refused))
+	// The last-resume file the daemon could not rewrite is still the whole
+	// old one (an atomic replace that failed keeps it).
+	if raw, err := os.ReadFile(filepath.Join(agentDir, "last-resume.json")); err != nil || !json.Valid(raw) {
+		t.Fatalf("last-resume.json is not whole JSON after the disk filled (%v): %.80q", err, raw)
+	}
 
 	// Space comes back while the daemon runs: the archive catches up, and
 	// holds whole lines only (no part of a line that did not fit, followed
@@ -250,5 +255,24 @@ func waitArchived(t *testing.T, p *proc, agentDir string, acked map[string]uint6
 	}
 	if t.Failed() {
 		t.FailNow()
+	}
+}
+
+// TestDiskFullHookSpoolFailsCleanly: with the daemon down and its state
+// directory's disk full, `continuityd hook` still exits 0, says the event
+// could not be spooled, and leaves no temporary file in the spool.
+func TestDiskFullHookSpoolFailsCleanly(t *testing.T) {
+	w := newWorkspace(t)
+	w.state = mountTmpfs(t, "1m")
+	os.MkdirAll(filepath.Join(w.state, "spool"), 0o700)
+	fillDisk(t, w.state)
+	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
+	pre := `{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"PreCompact","trigger":"auto"}`
+	code, out, errs := cli(t, env, pre, "hook")
+	if code != 0 || out != "" || !strings.Contains(errs, "could not be spooled") || !strings.Contains(errs, "no space left") {
+		t.Fatalf("hook on a full disk: exit %d, out %q, err %q", code, out, errs)
+	}
+	if left, _ := os.ReadDir(filepath.Join(w.state, "spool")); len(left) != 0 {
+		t.Fatalf("the spool holds %v after a spool that failed", left)
 	}
 }
