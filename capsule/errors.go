@@ -40,6 +40,7 @@ const (
 	CodeForbiddenHost     = "FORBIDDEN_HOST"     // 403: loopback listener asked for another host name (DNS rebinding)
 	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"  // 415: a body that is not JSON
 	CodeSpoolFull         = "SPOOL_FULL"         // 507: the outbox is full
+	CodeDiskFull          = "DISK_FULL"          // 507: the state directory's disk is full; nothing was saved
 	CodeShuttingDown      = "SHUTTING_DOWN"      // 503: the daemon is stopping
 	CodeAgentDamaged      = "AGENT_DAMAGED"      // 503: the agent's files are damaged; an operator must accept the loss
 	CodeInternal          = "INTERNAL"           // 500: a bug or a disk failure; nothing was saved

@@ -190,7 +190,7 @@ func (d *Daemon) sameAgent(oa *agent, ac config.Agent, old, next *snapshot) bool
 func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config) (upstream.Upstream, bool, error) {
 	switch uc.Kind {
 	case config.KindLocal:
-		return local.New(name, cfg.AgentDir), false, nil
+		return local.New(name, cfg.AgentDir).WithLogger(d.log), false, nil
 	case config.KindDelx:
 		c, err := delx.New(delx.Options{Name: name, URL: uc.URL, Token: uc.Token, Timeout: uc.Timeout.Duration})
 		return c, false, err

@@ -630,8 +630,7 @@ func (s *Store) commit(batch []*op) {
 	}
 	results := make([]result, len(batch))
 	if err := s.commitWrites(batch, results); err != nil {
-		ierr := capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
-			"the write could not be stored: %v; nothing was saved", err)
+		ierr := commitError(filepath.Dir(s.wal.f.Name()), err)
 		for i, o := range batch {
 			if o.view == nil && results[i].err == nil {
 				results[i] = result{err: ierr}

@@ -6,16 +6,20 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/internal/atomicfile"
@@ -36,19 +40,57 @@ const ArchiveDir = "archive"
 // One file per day rather than per write: creating a file is the costly
 // part of a small write on most file systems, and a busy agent would pay it
 // for every checkpoint.
+//
+// A file only ever holds whole lines: an append that fails or falls short
+// (a full disk takes what fits) is cut off again before the error is
+// returned, and a partial last line an earlier process left (killed
+// mid-append) is cut off, with a warning, when the file is opened. Either
+// write was never acknowledged, so the outbox sends it again.
 type Archive struct {
 	name     string
 	agentDir func(agent string) string
+	log      *slog.Logger
+	// open opens an archive file for reading and appending; tests replace
+	// it to inject failures.
+	open func(path string) (file, error)
 
 	mu    sync.Mutex
-	files map[string]*os.File // agent/day → open file, synced at Flush
-	dirty map[string]bool     // agent → something appended since the last Flush
+	files map[string]*archiveFile // agent/day → open file, synced at Flush
+	dirty map[string]bool         // agent → something appended since the last Flush
+}
+
+// file is what the archive needs of an open file: *os.File opened for
+// reading and appending.
+type file interface {
+	io.Writer
+	io.ReaderAt
+	Truncate(size int64) error
+	Sync() error
+	Close() error
+	Stat() (os.FileInfo, error)
+}
+
+// archiveFile is an open archive file.
+type archiveFile struct {
+	f    file
+	path string
 }
 
 // New returns the archive upstream called name; agentDir maps an agent to
-// its state directory.
+// its state directory. It logs to slog.Default until WithLogger.
 func New(name string, agentDir func(agent string) string) *Archive {
-	return &Archive{name: name, agentDir: agentDir, files: map[string]*os.File{}, dirty: map[string]bool{}}
+	return &Archive{name: name, agentDir: agentDir, log: slog.Default(), open: openFile, files: map[string]*archiveFile{}, dirty: map[string]bool{}}
+}
+
+// WithLogger makes the archive log (repairs of a torn file) to log, and
+// returns it.
+func (a *Archive) WithLogger(log *slog.Logger) *Archive {
+	a.log = log
+	return a
+}
+
+func openFile(path string) (file, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 }
 
 // Name implements upstream.Upstream.
@@ -67,7 +109,7 @@ func FileName(w capsule.Write) string {
 
 // Deliver implements upstream.Upstream. The line is appended but not
 // synced: Flush makes a batch durable at once, and the outbox acknowledges
-// nothing before it returns.
+// nothing before it returns. On error the file is as it was before.
 func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) error {
 	raw, err := json.Marshal(w)
 	if err != nil {
@@ -75,31 +117,62 @@ func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) er
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	f, err := a.file(agent, FileName(w))
+	key := agent + "/" + FileName(w)
+	af, err := a.file(agent, key)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(raw, '\n')); err != nil {
-		return err
+	// The size before the append, from the file itself, is where a
+	// failed append is cut back to.
+	fi, err := af.f.Stat()
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", af.path, err)
+	}
+	line := append(raw, '\n')
+	n, err := af.f.Write(line)
+	if err == nil && n != len(line) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		if n > 0 {
+			// Part of the line reached the file: cut it off, or the retry
+			// would append the whole line after it and leave a line no
+			// JSON reader can parse.
+			if terr := af.f.Truncate(fi.Size()); terr != nil {
+				a.drop(key)
+				return fmt.Errorf("archive %s: appending seq %d failed (%w) and the partial line could not be cut off (%v); "+
+					"the file is reopened and repaired before the next write", af.path, w.Seq, err, terr)
+			}
+		}
+		return fmt.Errorf("archive %s: appending seq %d: %w%s", af.path, w.Seq, err, hint(err))
 	}
 	a.dirty[agent] = true
 	return nil
 }
 
-// file returns the open archive file of agent for a day, opening (and, the
-// first time, creating and naming durably) it when needed. a.mu is held.
-func (a *Archive) file(agent, name string) (*os.File, error) {
-	key := agent + "/" + name
-	if f, ok := a.files[key]; ok {
-		return f, nil
+// hint is what to do about err, for people reading the upstream's last
+// error.
+func hint(err error) string {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return " (the disk is full; the write is sent again once there is room)"
+	}
+	return ""
+}
+
+// file returns the open archive file of agent for a day (key), opening it
+// when needed: created and named durably the first time, and repaired when
+// an earlier process left a partial last line. a.mu is held.
+func (a *Archive) file(agent, key string) (*archiveFile, error) {
+	if af, ok := a.files[key]; ok {
+		return af, nil
 	}
 	dir := filepath.Join(a.agentDir(agent), ArchiveDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(dir, key[len(agent)+1:])
 	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := a.open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -109,16 +182,74 @@ func (a *Archive) file(agent, name string) (*os.File, error) {
 			return nil, err
 		}
 	}
-	// Keep at most today's and yesterday's files of an agent open.
+	if err := a.repair(f, path); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("archive %s: %w", path, err)
+	}
+	// Keep at most the newest file of an agent open; an older one that
+	// does not sync stays open for Flush to report.
 	for k, old := range a.files {
 		if strings.HasPrefix(k, agent+"/") && k < key && len(a.files) > 1 {
-			old.Sync()
-			old.Close()
-			delete(a.files, k)
+			if old.f.Sync() == nil {
+				old.f.Close()
+				delete(a.files, k)
+			}
 		}
 	}
-	a.files[key] = f
-	return f, nil
+	af := &archiveFile{f: f, path: path}
+	a.files[key] = af
+	return af, nil
+}
+
+// repair cuts off a partial last line (an append an earlier process was
+// killed in the middle of, never acknowledged, so the outbox sends it
+// again).
+func (a *Archive) repair(f file, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil
+	}
+	// Find the last newline, reading backwards.
+	cut := int64(0)
+	buf := make([]byte, 32<<10)
+	for end := size; end > 0 && cut == 0; {
+		start := max(0, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !(errors.Is(err, io.EOF) && int64(n) == end-start) {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			cut = start + int64(i) + 1
+		}
+		end = start
+	}
+	if cut == size {
+		return nil
+	}
+	if err := f.Truncate(cut); err != nil {
+		return fmt.Errorf("cut off the partial last line (%d bytes): %w", size-cut, err)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	a.log.Warn("archive: cut off a partial last line an interrupted append left; the outbox sends that write again",
+		"upstream", a.name, "file", path, "bytes", size-cut, "offset", cut)
+	return nil
+}
+
+// drop closes an archive file that may end in a partial line, so the next
+// write reopens (and repairs) it. What it holds is synced first, as Flush
+// would (Flush no longer sees the file). a.mu is held.
+func (a *Archive) drop(key string) {
+	if af, ok := a.files[key]; ok {
+		af.f.Sync()
+		af.f.Close()
+		delete(a.files, key)
+	}
 }
 
 // Flush implements upstream.Flusher: everything appended for agent since the
@@ -129,10 +260,10 @@ func (a *Archive) Flush(ctx context.Context, agent string) error {
 	if !a.dirty[agent] {
 		return nil
 	}
-	for k, f := range a.files {
+	for k, af := range a.files {
 		if strings.HasPrefix(k, agent+"/") {
-			if err := f.Sync(); err != nil {
-				return fmt.Errorf("archive: %w", err)
+			if err := af.f.Sync(); err != nil {
+				return fmt.Errorf("archive %s: sync: %w%s", af.path, err, hint(err))
 			}
 		}
 	}
@@ -145,11 +276,11 @@ func (a *Archive) Close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var first error
-	for k, f := range a.files {
-		if err := f.Sync(); err != nil && first == nil {
+	for k, af := range a.files {
+		if err := af.f.Sync(); err != nil && first == nil {
 			first = err
 		}
-		f.Close()
+		af.f.Close()
 		delete(a.files, k)
 	}
 	return first
