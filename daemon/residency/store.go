@@ -241,6 +241,9 @@ func Open(opts Options) (*Store, error) {
 	})
 	if err != nil {
 		db.Close()
+		if diskFull(err) {
+			err = fmt.Errorf("%w: the disk holding %s is full; free space on it and start continuityd again (the log's records are kept and replayed then)", err, opts.Dir)
+		}
 		return nil, fmt.Errorf("agent %s: %w", opts.Agent, withAgent(err, opts.Agent))
 	}
 	s.ckTimer = time.NewTimer(time.Hour)
@@ -790,14 +793,15 @@ func (s *Store) checkpoint() {
 // has lost nothing.
 func (s *Store) closeClean() {
 	s.ckTimer.Stop()
-	if s.broken != nil {
+	if s.broken == nil && s.begin() == nil && s.commitTx(s.wal.nextID-1, s.cur.Seq, true) == nil {
 		return
 	}
-	if err := s.begin(); err != nil {
-		return
-	}
-	if err := s.commitTx(s.wal.nextID-1, s.cur.Seq, true); err != nil {
-		s.rewind()
+	// Not checkpointed (a full disk, say): the log holds every answered
+	// batch and the next open replays it. An open transaction would make
+	// bbolt's Close wait for ever.
+	if s.wtx != nil {
+		s.wtx.Rollback()
+		s.wtx = nil
 	}
 }
 
