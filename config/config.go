@@ -97,6 +97,20 @@ type Agent struct {
 	Name      string   `toml:"name"`      // ^[a-z0-9][a-z0-9_-]{0,62}$ (it names a directory)
 	Workdir   string   `toml:"workdir"`   // absolute after ~ expansion; "" = none
 	Upstreams []string `toml:"upstreams"` // default ["local"]
+	// Identity holds the agent's own identity at each delx upstream that
+	// has one in the file ([agent.identity.UPSTREAM]). An agent without one
+	// uses what `continuityd delx register` kept in its state directory.
+	Identity map[string]DelxIdentity `toml:"identity"`
+}
+
+// DelxIdentity is an agent's identity at a Delx upstream, registered
+// elsewhere: the agent_id and session_id Delx issued and where its token is
+// (token_env or token_file, never the token itself).
+type DelxIdentity struct {
+	AgentID   string `toml:"agent_id"`
+	SessionID string `toml:"session_id"`
+	TokenEnv  string `toml:"token_env"`
+	TokenFile string `toml:"token_file"`
 }
 
 // Upstream is one [upstream.NAME] table: a service the agents' checkpoints
@@ -109,6 +123,9 @@ type Upstream struct {
 	Rate      float64  `toml:"rate"`    // requests per second, > 0
 	Burst     int      `toml:"burst"`   // >= 1
 	Timeout   Duration `toml:"timeout"` // per request, default "30s"
+	// RegistrationURL (delx only) is where `continuityd delx register`
+	// posts; "" derives it from URL's host (/api/v1/agents/register).
+	RegistrationURL string `toml:"registration_url"`
 }
 
 // Guard is the [guard] table: the local checks applied to what agents write

@@ -128,9 +128,18 @@ type rawDaemon struct {
 }
 
 type rawAgent struct {
-	Name      string   `toml:"name"`
-	Workdir   string   `toml:"workdir"`
-	Upstreams []string `toml:"upstreams"` // nil: left out
+	Name      string                 `toml:"name"`
+	Workdir   string                 `toml:"workdir"`
+	Upstreams []string               `toml:"upstreams"` // nil: left out
+	Identity  map[string]rawIdentity `toml:"identity"`  // [agent.identity.UPSTREAM]
+}
+
+// rawIdentity is an agent's own identity at a delx upstream.
+type rawIdentity struct {
+	AgentID   string `toml:"agent_id"`
+	SessionID string `toml:"session_id"`
+	TokenEnv  string `toml:"token_env"`
+	TokenFile string `toml:"token_file"`
 }
 
 type rawUpstream struct {
@@ -141,6 +150,8 @@ type rawUpstream struct {
 	Rate      *float64 `toml:"rate"`
 	Burst     *int64   `toml:"burst"`
 	Timeout   *string  `toml:"timeout"`
+	// RegistrationURL is delx only: where `delx register` posts.
+	RegistrationURL string `toml:"registration_url"`
 }
 
 type rawGuard struct {

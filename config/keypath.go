@@ -111,7 +111,8 @@ func lastPart(path string) string {
 }
 
 // schemaKey maps a path to its entry in the schema: array indices become
-// "[]" and the user's name of an upstream table becomes "*".
+// "[]" and the user's name of an upstream table (in [upstream.NAME] and
+// [agent.identity.NAME]) becomes "*".
 func schemaKey(path string) string {
 	parts := splitKey(path)
 	for i, p := range parts {
@@ -119,6 +120,8 @@ func schemaKey(path string) string {
 		case strings.HasPrefix(p, "["):
 			parts[i] = "[]"
 		case i == 1 && parts[0] == "upstream":
+			parts[i] = "*"
+		case i == 3 && parts[0] == "agent" && parts[2] == "identity":
 			parts[i] = "*"
 		}
 	}

@@ -21,25 +21,52 @@ const maxTokenFile = 64 << 10
 // upstream has none and gets "". Errors name where the token was looked for,
 // never the token.
 func (u Upstream) Token() (string, error) {
-	switch {
-	case u.Kind == KindLocal:
+	if u.Kind == KindLocal {
 		return "", nil
-	case u.TokenEnv != "":
-		v, ok := os.LookupEnv(u.TokenEnv)
+	}
+	return readToken(u.TokenEnv, u.TokenFile, "the upstream")
+}
+
+// HasToken reports whether the upstream names a token (token_env or
+// token_file). A delx upstream need not: its agents have their own.
+func (u Upstream) HasToken() bool { return u.TokenEnv != "" || u.TokenFile != "" }
+
+// Token returns the identity's token, read like an upstream's (see
+// Upstream.Token) at every call, so a renewed token applies at once.
+func (i DelxIdentity) Token() (string, error) {
+	return readToken(i.TokenEnv, i.TokenFile, "the identity")
+}
+
+// ReadSecretFile reads a one-line secret from a file the operator named
+// (such as a registration key): a regular file (a link to one is
+// followed) private to its owner, at most 64 KiB, trimmed. Errors name the
+// file, never its content.
+func ReadSecretFile(name string) (string, error) {
+	s, err := readTokenFile(name)
+	if err != nil {
+		return "", errors.New(strings.Replace(err.Error(), "token_file", "file", 1))
+	}
+	return s, nil
+}
+
+func readToken(env, file, what string) (string, error) {
+	switch {
+	case env != "":
+		v, ok := os.LookupEnv(env)
 		if !ok {
-			return "", fmt.Errorf("config: token_env: environment variable %s is not set", u.TokenEnv)
+			return "", fmt.Errorf("config: token_env: environment variable %s is not set", env)
 		}
 		if v = strings.TrimSpace(v); v == "" {
-			return "", fmt.Errorf("config: token_env: environment variable %s is empty", u.TokenEnv)
+			return "", fmt.Errorf("config: token_env: environment variable %s is empty", env)
 		}
 		if strings.ContainsAny(v, "\r\n") {
-			return "", fmt.Errorf("config: token_env: environment variable %s holds more than one line", u.TokenEnv)
+			return "", fmt.Errorf("config: token_env: environment variable %s holds more than one line", env)
 		}
 		return v, nil
-	case u.TokenFile != "":
-		return readTokenFile(u.TokenFile)
+	case file != "":
+		return readTokenFile(file)
 	}
-	return "", errors.New("config: the upstream has neither token_env nor token_file")
+	return "", fmt.Errorf("config: %s has neither token_env nor token_file", what)
 }
 
 func readTokenFile(name string) (string, error) {

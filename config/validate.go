@@ -48,7 +48,7 @@ func (c *checker) failGot(path, msg string, v any) {
 // misreads token_env or token_file may paste the token itself there.
 func secretKey(path string) bool {
 	switch lastPart(path) {
-	case "url", "token_env", "token_file":
+	case "url", "registration_url", "token_env", "token_file":
 		return true
 	}
 	return false
@@ -274,6 +274,7 @@ func (c *checker) agents(raw []rawAgent, ups map[string]Upstream) []Agent {
 		} else {
 			c.agentUpstreams(joinKey(p, "upstreams"), r.Upstreams, declared)
 		}
+		a.Identity = c.identities(joinKey(p, "identity"), r.Identity, a.Upstreams, ups)
 		agents[i] = a
 	}
 	return agents
@@ -295,6 +296,71 @@ func (c *checker) agentUpstreams(key string, names, declared []string) {
 		}
 		seen[n] = true
 	}
+}
+
+// identities checks an agent's [agent.identity.UPSTREAM] tables: each names
+// a delx upstream the agent ships to and holds a whole identity.
+func (c *checker) identities(key string, raw map[string]rawIdentity, agentUps []string, ups map[string]Upstream) map[string]DelxIdentity {
+	if len(raw) == 0 {
+		return nil
+	}
+	out := make(map[string]DelxIdentity, len(raw))
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		p := joinKey(key, name)
+		r := raw[name]
+		u, declared := ups[name]
+		switch {
+		case !slices.Contains(agentUps, name):
+			c.fail(p, fmt.Sprintf("the agent does not ship to upstream %q; add it to the agent's upstreams, or remove this table", name))
+		case !declared || u.Kind != KindDelx:
+			c.fail(p, fmt.Sprintf("upstream %q is not of kind \"delx\"; only delx upstreams take an agent identity", name))
+		}
+		id := DelxIdentity{AgentID: r.AgentID, SessionID: r.SessionID, TokenEnv: r.TokenEnv, TokenFile: r.TokenFile}
+		c.identityValue(joinKey(p, "agent_id"), p, r.AgentID, "agent_id")
+		c.identityValue(joinKey(p, "session_id"), p, r.SessionID, "session_id")
+		envKey, fileKey := joinKey(p, "token_env"), joinKey(p, "token_file")
+		switch {
+		case r.TokenEnv == "" && r.TokenFile == "":
+			c.fail(p, "needs token_env (an environment variable) or token_file (a file) holding the token Delx issued for agent_id")
+		case r.TokenEnv != "" && r.TokenFile != "":
+			c.fail(fileKey, "set token_env or token_file, not both")
+		}
+		if r.TokenEnv != "" && !envNamePattern.MatchString(r.TokenEnv) {
+			c.fail(envKey, "must be the name of an environment variable (letters, digits and _), not the token itself")
+		}
+		if r.TokenFile != "" {
+			id.TokenFile, _ = c.absPath(fileKey, r.TokenFile)
+		}
+		out[name] = id
+	}
+	return out
+}
+
+// maxIdentityValue bounds an agent_id or session_id: Delx's are short, and
+// they travel in headers and tool arguments.
+const maxIdentityValue = 200
+
+// identityValue checks a required agent_id or session_id: what Delx issued,
+// sent as a header, so visible ASCII without spaces.
+func (c *checker) identityValue(key, table, v, name string) {
+	switch {
+	case v == "":
+		c.fail(table, name+" is required: the "+name+" Delx issued for this agent")
+	case len(v) > maxIdentityValue:
+		c.fail(key, fmt.Sprintf("is longer than %d characters", maxIdentityValue))
+	case !headerSafe(v):
+		c.failGot(key, "must be visible ASCII characters without spaces, as Delx issued it", v)
+	}
+}
+
+// headerSafe reports whether s is visible ASCII without spaces.
+func headerSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *checker) upstreams(raw map[string]rawUpstream) map[string]Upstream {
@@ -328,11 +394,26 @@ func (c *checker) upstream(p, name string, r rawUpstream) Upstream {
 	}
 
 	u := kindDefaults(kind)
-	u.URL, u.TokenEnv, u.TokenFile = r.URL, r.TokenEnv, r.TokenFile
+	u.URL, u.TokenEnv, u.TokenFile, u.RegistrationURL = r.URL, r.TokenEnv, r.TokenFile, r.RegistrationURL
+	if r.RegistrationURL != "" {
+		if kind == KindDelx {
+			c.remoteURL(joinKey(p, "registration_url"), kind, r.RegistrationURL)
+		} else {
+			c.fail(joinKey(p, "registration_url"), "only a delx upstream takes a registration_url")
+		}
+	}
 	switch kind {
-	case KindQDay, KindDelx:
+	case KindQDay:
 		c.remoteURL(joinKey(p, "url"), kind, r.URL)
 		c.token(p, kind, &u)
+	case KindDelx:
+		// Each agent has its own Delx identity ([agent.identity.NAME] or
+		// `continuityd delx register`); a token here is the older shared
+		// one, used only by agents that have neither.
+		c.remoteURL(joinKey(p, "url"), kind, r.URL)
+		if u.HasToken() {
+			c.token(p, kind, &u)
+		}
 	case KindLocal:
 		if r.URL != "" {
 			c.fail(joinKey(p, "url"), "the local upstream takes no url")

@@ -225,7 +225,10 @@ func TestResumeDegradedWhenUpstreamDown(t *testing.T) {
 // leave_hive_note, a session end as close_session, and resume_session is
 // folded into resume.
 func TestDelxCapsulesAndSessionEnd(t *testing.T) {
-	fake := delxtest.New(delxtest.Options{AgentTokens: map[string]string{"builder": "delx-token"}})
+	// The upstream's shared token (an agent without an identity of its own)
+	// goes under the agent's name and the session_id continuityd made up.
+	fake := delxtest.New(delxtest.Options{AgentTokens: map[string]string{"builder": "delx-token"},
+		Sessions: map[string]string{"continuityd-builder": "builder"}})
 	t.Cleanup(fake.Close)
 	t.Setenv("CD_TEST_DELX_TOKEN", "delx-token")
 	cfg := testConfig(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -192,7 +193,7 @@ func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config
 	case config.KindLocal:
 		return local.New(name, cfg.AgentDir).WithLogger(d.log), false, nil
 	case config.KindDelx:
-		c, err := delx.New(delx.Options{Name: name, URL: uc.URL, Token: uc.Token, Timeout: uc.Timeout.Duration})
+		c, err := delx.New(delx.Options{Name: name, URL: uc.URL, Identity: d.delxIdentity(name, cfg), Timeout: uc.Timeout.Duration})
 		return c, false, err
 	case config.KindQDay:
 		c, err := qday.New(qday.Options{Name: name, URL: uc.URL, Token: uc.Token, Timeout: uc.Timeout.Duration,
@@ -200,6 +201,46 @@ func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config
 		return c, true, err
 	default:
 		return nil, false, fmt.Errorf("kind %q is not available in this build yet", uc.Kind)
+	}
+}
+
+// delxIdentity is the identity source of the delx upstream name: for each
+// call, the agent's [agent.identity.NAME] of the running configuration,
+// else the identity `continuityd delx register` kept in its state
+// directory (read at every call, so a registration applies without a
+// restart), else the upstream's older shared token under the agent's name
+// and a made-up session (which a Delx that checks sessions refuses).
+func (d *Daemon) delxIdentity(name string, built *config.Config) func(string) (delx.Identity, error) {
+	var warned sync.Map // agents told they use the shared token
+	return func(agent string) (delx.Identity, error) {
+		cfg := built
+		if s := d.snap(); s != nil {
+			cfg = s.cfg
+		}
+		ac, _ := cfg.Agent(agent)
+		if id, ok := ac.Identity[name]; ok {
+			tok, err := id.Token()
+			if err != nil {
+				return delx.Identity{}, fmt.Errorf("[agent.identity.%s] of agent %s: %w", name, agent, err)
+			}
+			return delx.Identity{AgentID: id.AgentID, SessionID: id.SessionID, Token: tok}, nil
+		}
+		stored, err := delx.ReadIdentityFile(delx.IdentityPath(cfg.AgentDir(agent), name))
+		switch uc, _ := cfg.UpstreamFor(name); {
+		case err == nil:
+			return stored.Identity(), nil
+		case !errors.Is(err, delx.ErrNotRegistered):
+			return delx.Identity{}, err
+		case uc.HasToken():
+			if _, seen := warned.LoadOrStore(agent, true); !seen {
+				d.log.Warn("agent has no Delx identity of its own; using the upstream's shared token under the agent's name and a made-up session_id, which Delx refuses when it checks sessions: run `continuityd delx register`",
+					"agent", agent, "upstream", name)
+			}
+			tok, err := uc.Token()
+			return delx.Identity{AgentID: agent, SessionID: "continuityd-" + agent, Token: tok}, err
+		}
+		return delx.Identity{}, fmt.Errorf("agent %s has no Delx identity for upstream %s: run `continuityd delx register --agent %s --upstream %s`, or set [agent.identity.%s] in the config",
+			agent, name, agent, name, name)
 	}
 }
 

@@ -75,6 +75,7 @@ func commands() []command {
 		{"status", "the daemon's state (--json)", cmdStatus},
 		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
 		{"recover", "an agent refused for damaged files: what was found; --accept-loss to go on", cmdRecover},
+		{"delx", "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", cmdDelx},
 		{"config", "check [FILE] | default", cmdConfig},
 		{"service", "install|uninstall|start|stop|restart|status [--user] [--config FILE]", cmdService},
 		{"version", "print the version", cmdVersion},

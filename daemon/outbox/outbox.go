@@ -88,9 +88,13 @@ type Shipper struct {
 	// (at start, and on Kick).
 	checkRetries atomic.Bool
 
-	mu        sync.Mutex
-	state     capsule.UpstreamState
-	failing   string // "" or the failure state: retrying, paused, unauthorized
+	mu      sync.Mutex
+	state   capsule.UpstreamState
+	failing string // "" or the failure state: retrying, paused, unauthorized
+	// rejection is why the latest write went to the dead letter: what
+	// last_error shows while the dead letter holds something and nothing
+	// else is failing ("" until known; read from the store after a start).
+	rejection string
 	delivered chan struct{}
 }
 
@@ -301,6 +305,7 @@ func (s *Shipper) failed(ctx context.Context, u *unit, err error, attempt *int) 
 		s.inflight = nil
 		s.setDelivered(u.write.Seq)
 		s.setFailing("", nil, 0)
+		s.setRejection(reason)
 		s.log.Warn("upstream refused a write for good; kept in its dead letter", "seq", u.write.Seq, "err", reason)
 		if s.o.OnFailure != nil {
 			for _, w := range u.ws {
@@ -376,6 +381,7 @@ func (s *Shipper) retryDead(ctx context.Context, d residency.DeadLetter, attempt
 	}
 	switch upstream.Classify(err) {
 	case upstream.Rejected, upstream.Stopped:
+		s.setRejection(err.Error())
 		return 0, s.o.Store.RetryDone(ctx, s.o.Upstream.Name(), d.Write.Seq, err.Error())
 	default:
 		return s.failed(ctx, &unit{write: d.Write}, err, attempt)
@@ -513,6 +519,13 @@ func (s *Shipper) State() capsule.UpstreamState {
 		st.Pending = n
 	}
 	st.DeadLetter = s.o.Store.DeadCount(name)
+	if failing == "" && st.DeadLetter > 0 && st.LastError == nil {
+		// A rejected upstream says why: the latest refusal, as the
+		// upstream worded it (code and message, never a secret).
+		if why := s.lastRejection(); why != "" {
+			st.LastError = &why
+		}
+	}
 	switch {
 	case failing != "":
 		st.State = failing
@@ -522,6 +535,40 @@ func (s *Shipper) State() capsule.UpstreamState {
 		st.State = capsule.UpstreamOK
 	}
 	return st
+}
+
+func (s *Shipper) setRejection(reason string) {
+	s.mu.Lock()
+	s.rejection = reason
+	s.mu.Unlock()
+}
+
+// lastRejection is the latest dead letter's reason: known since a
+// refusal, else read once from the store (after a restart).
+func (s *Shipper) lastRejection() string {
+	s.mu.Lock()
+	why := s.rejection
+	s.mu.Unlock()
+	if why != "" {
+		return why
+	}
+	dead, err := s.o.Store.DeadLetters(s.o.Upstream.Name())
+	if err != nil {
+		return ""
+	}
+	var latest residency.DeadLetter
+	for _, d := range dead {
+		if !d.At.Before(latest.At) {
+			latest = d
+		}
+	}
+	s.mu.Lock()
+	if s.rejection == "" {
+		s.rejection = latest.Error
+	}
+	why = s.rejection
+	s.mu.Unlock()
+	return why
 }
 
 // WaitDelivered waits until the upstream has taken (or refused for good)

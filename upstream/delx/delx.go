@@ -9,14 +9,18 @@
 //	session_end           -> close_session   {session_id, capsule?, reason?}
 //	Resume                -> resume_session  {agent_id, lookback_days: 30}
 //
+// Each agent has its own Delx identity (Identity: agent_id, session_id,
+// token), as Delx's registration issues one per agent: Options.Identity
+// gives it at the start of every call, so a new registration or a rotated
+// token applies at once, even on an existing MCP session (one whose
+// agent_id changed is closed and connected again).
+//
 // Wire details:
 //
 //   - The credential travels as the headers x-delx-agent-id and
 //     x-delx-agent-token on every HTTP request (POST, DELETE), never in the
-//     URL or in tool arguments. The token is read through Options.Token at
-//     each request, so a reloaded token applies at once, even on an existing
-//     MCP session. Redirects to another host are not followed, so the
-//     headers never leave the configured host.
+//     URL or in tool arguments. Redirects to another host are not
+//     followed, so the headers never leave the configured host.
 //   - Every request carries Accept: application/json, text/event-stream
 //     (Delx answers 406 without application/json).
 //   - A write's IdempotencyKey goes out twice: as an Idempotency-Key HTTP
@@ -42,8 +46,8 @@
 //     401 and 403 included). After a 429, a 5xx, a JSON-RPC error, a tool
 //     error or a timeout the session is kept.
 //   - A session end is sent as close_session on the same Delx session_id
-//     as the hive notes (Options.SessionID); the write's own SessionID is
-//     the agent's, not Delx's, and is not sent.
+//     as the hive notes (the identity's); the write's own SessionID is the
+//     agent's, not Delx's, and is not sent.
 //   - Close must be called: it closes the MCP sessions (DELETE) and the
 //     idle connections of the transport it made.
 //
@@ -59,6 +63,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,16 +113,11 @@ const (
 type Options struct {
 	Name string // the [upstream.NAME]
 	URL  string // the MCP endpoint, e.g. https://api.delx.ai/v1/mcp
-	// Token returns the identity token; it is called for every HTTP request,
-	// so a reload applies at once. An error or an empty token fails the call
-	// as Unauthorized without sending anything.
-	Token func() (string, error)
-	// AgentID maps a continuityd agent to its Delx agent_id (default: the
-	// agent name).
-	AgentID func(agent string) string
-	// SessionID maps a continuityd agent to its Delx session_id (default:
-	// "continuityd-" + agent).
-	SessionID func(agent string) string
+	// Identity returns the continuityd agent's Delx identity. It is called
+	// at the start of every call. An error (whose text must not hold a
+	// secret) or an incomplete identity fails the call as Unauthorized
+	// without sending anything.
+	Identity func(agent string) (Identity, error)
 	// Timeout bounds one call, connecting included (default 30s).
 	Timeout time.Duration
 	// HTTPClient is optional (tests). Its Transport is wrapped to add the
@@ -128,12 +128,10 @@ type Options struct {
 // Client is the Delx upstream. It implements upstream.Upstream and
 // upstream.Resumer and is safe for concurrent use.
 type Client struct {
-	name      string
-	endpoint  string
-	token     func() (string, error)
-	agentID   func(string) string
-	sessionID func(string) string
-	timeout   time.Duration
+	name     string
+	endpoint string
+	identity func(string) (Identity, error)
+	timeout  time.Duration
 
 	base          http.RoundTripper
 	ownTransport  *http.Transport // created here, so closed here
@@ -149,9 +147,13 @@ type Client struct {
 
 // agentConn is one agent's lazily connected MCP session.
 type agentConn struct {
-	mu   sync.Mutex // serializes connecting
-	http *http.Client
-	cs   *mcp.ClientSession
+	mu      sync.Mutex // serializes connecting
+	http    *http.Client
+	cs      *mcp.ClientSession
+	agentID string // the Delx agent_id cs was connected as
+	// last is the identity of the latest call: what requests sent outside a
+	// call (the session's DELETE) carry.
+	last atomic.Pointer[Identity]
 }
 
 var (
@@ -173,23 +175,15 @@ func New(o Options) (*Client, error) {
 		// Credentials go in headers, never in a URL (and the URL is logged).
 		return nil, fmt.Errorf("delx %s: the url must not carry credentials; use the token", o.Name)
 	}
-	if o.Token == nil {
-		return nil, fmt.Errorf("delx %s: a token source is required", o.Name)
+	if o.Identity == nil {
+		return nil, fmt.Errorf("delx %s: an identity source is required", o.Name)
 	}
 	c := &Client{
-		name:      o.Name,
-		endpoint:  o.URL,
-		token:     o.Token,
-		agentID:   o.AgentID,
-		sessionID: o.SessionID,
-		timeout:   o.Timeout,
-		agents:    make(map[string]*agentConn),
-	}
-	if c.agentID == nil {
-		c.agentID = func(agent string) string { return agent }
-	}
-	if c.sessionID == nil {
-		c.sessionID = func(agent string) string { return "continuityd-" + agent }
+		name:     o.Name,
+		endpoint: o.URL,
+		identity: o.Identity,
+		timeout:  o.Timeout,
+		agents:   make(map[string]*agentConn),
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -259,9 +253,13 @@ func (c *Client) Accepts(k capsule.WriteKind) bool {
 
 // Deliver implements upstream.Upstream.
 func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) error {
+	id, err := c.identityOf(agent)
+	if err != nil {
+		return err
+	}
 	var (
 		tool string
-		args = map[string]any{"session_id": c.sessionID(agent)}
+		args = map[string]any{"session_id": id.SessionID}
 	)
 	switch w.Kind {
 	case capsule.WriteCapsule, capsule.WriteSeal:
@@ -274,7 +272,7 @@ func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) err
 		}
 		tool = ToolLeaveHiveNote
 		args["capsule"] = json.RawMessage(raw)
-		args["agent_id"] = c.agentID(agent)
+		args["agent_id"] = id.AgentID
 	case capsule.WriteSessionEnd:
 		tool = ToolCloseSession
 		if w.Capsule != nil {
@@ -290,8 +288,23 @@ func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) err
 	default:
 		return &upstream.Error{Outcome: upstream.Rejected, Err: fmt.Errorf("delx does not take %s writes", w.Kind)}
 	}
-	_, err := c.call(ctx, agent, tool, args, w.IdempotencyKey, w.Capsule)
+	_, err = c.call(ctx, agent, id, tool, args, w.IdempotencyKey, w.Capsule)
 	return err
+}
+
+// identityOf returns the agent's identity, or the Unauthorized error that
+// fails the call without sending anything.
+func (c *Client) identityOf(agent string) (Identity, error) {
+	id, err := c.identity(agent)
+	if err == nil {
+		if cerr := id.check(); cerr != nil {
+			err = fmt.Errorf("agent %s's Delx identity: %w", agent, cerr)
+		}
+	}
+	if err != nil {
+		return Identity{}, &upstream.Error{Outcome: upstream.Unauthorized, Err: &errToken{cause: err.Error()}}
+	}
+	return id, nil
 }
 
 // Resume implements upstream.Resumer: resume_session for the agent over the
@@ -299,8 +312,12 @@ func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) err
 // its structured content when it has some, else its text when that is JSON,
 // else the text as a JSON string.
 func (c *Client) Resume(ctx context.Context, agent string) (json.RawMessage, error) {
-	res, err := c.call(ctx, agent, ToolResumeSession, map[string]any{
-		"agent_id":      c.agentID(agent),
+	id, err := c.identityOf(agent)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.call(ctx, agent, id, ToolResumeSession, map[string]any{
+		"agent_id":      id.AgentID,
 		"lookback_days": DefaultLookbackDays,
 	}, "", nil)
 	if err != nil {
@@ -360,30 +377,34 @@ func (c *Client) conn(agent string) (*agentConn, error) {
 	}
 	ac := c.agents[agent]
 	if ac == nil {
-		ac = &agentConn{http: &http.Client{
-			Transport: &agentTransport{
-				base:    c.base,
-				agentID: c.agentID(agent),
-				token:   c.token,
-			},
+		ac = &agentConn{}
+		ac.http = &http.Client{
+			Transport:     &agentTransport{base: c.base, conn: ac},
 			CheckRedirect: c.checkRedirect,
 			Timeout:       c.clientTimeout,
-		}}
+		}
 		c.agents[agent] = ac
 	}
 	return ac, nil
 }
 
-// session returns the agent's MCP session, connecting it if needed.
-func (c *Client) session(ctx context.Context, agent string) (*mcp.ClientSession, error) {
+// session returns the agent's MCP session for identity id, connecting it
+// if needed. A session connected under another agent_id (the agent was
+// registered again) is closed and a new one connected.
+func (c *Client) session(ctx context.Context, agent string, id Identity) (*mcp.ClientSession, error) {
 	ac, err := c.conn(agent)
 	if err != nil {
 		return nil, &upstream.Error{Outcome: upstream.Retry, Err: err}
 	}
+	ac.last.Store(&id)
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
-	if ac.cs != nil {
+	if ac.cs != nil && ac.agentID == id.AgentID {
 		return ac.cs, nil
+	}
+	if old := ac.cs; old != nil {
+		ac.cs = nil
+		c.closeInBackground(old)
 	}
 	c.mu.Lock()
 	closed := c.closed
@@ -409,7 +430,7 @@ func (c *Client) session(ctx context.Context, agent string) (*mcp.ClientSession,
 		ue.Err = fmt.Errorf("connecting: %w", ue.Err)
 		return nil, ue
 	}
-	ac.cs = cs
+	ac.cs, ac.agentID = cs, id.AgentID
 	return cs, nil
 }
 
@@ -426,6 +447,12 @@ func (c *Client) drop(agent string, cs *mcp.ClientSession) {
 		}
 		ac.mu.Unlock()
 	}
+	c.closeInBackground(cs)
+}
+
+// closeInBackground closes cs (its DELETE) without holding up the caller;
+// Close waits for it.
+func (c *Client) closeInBackground(cs *mcp.ClientSession) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -443,10 +470,10 @@ func (c *Client) drop(agent string, cs *mcp.ClientSession) {
 // call runs one tool call for agent under the client's timeout and maps
 // every failure to an *upstream.Error. sent, when set, is the capsule sent,
 // which no error message may repeat.
-func (c *Client) call(ctx context.Context, agent, tool string, args map[string]any, key string, sent *capsule.Capsule) (*mcp.CallToolResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+func (c *Client) call(ctx context.Context, agent string, id Identity, tool string, args map[string]any, key string, sent *capsule.Capsule) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(withIdentity(ctx, id), c.timeout)
 	defer cancel()
-	cs, err := c.session(ctx, agent)
+	cs, err := c.session(ctx, agent, id)
 	if err != nil {
 		return nil, err
 	}

@@ -22,9 +22,19 @@ import (
 )
 
 const (
-	agent = "agent-a"
-	token = "tok-a-0123456789"
+	agent   = "agent-a"
+	token   = "tok-a-0123456789"
+	session = "sess-a-1"
 )
+
+// identity is an Identity source giving every agent agent's id and
+// session with the token tok returns (its error too).
+func identity(tok func() (string, error)) func(string) (delx.Identity, error) {
+	return func(string) (delx.Identity, error) {
+		t, err := tok()
+		return delx.Identity{AgentID: agent, SessionID: session, Token: t}, err
+	}
+}
 
 // env is one fake and one client pointed at it.
 type env struct {
@@ -47,6 +57,9 @@ func setup(t *testing.T, o envOpts) *env {
 	if o.fake.AgentTokens == nil {
 		o.fake.AgentTokens = map[string]string{agent: token}
 	}
+	if o.fake.Sessions == nil {
+		o.fake.Sessions = map[string]string{session: agent}
+	}
 	fake := delxtest.New(o.fake)
 	t.Cleanup(fake.Close)
 	tok := new(atomic.Value)
@@ -54,7 +67,7 @@ func setup(t *testing.T, o envOpts) *env {
 	c, err := delx.New(delx.Options{
 		Name:       "delx",
 		URL:        fake.URL(),
-		Token:      func() (string, error) { return tok.Load().(string), nil },
+		Identity:   identity(func() (string, error) { return tok.Load().(string), nil }),
 		Timeout:    o.timeout,
 		HTTPClient: o.http,
 	})
@@ -150,13 +163,13 @@ func TestBasics(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
-	tok := func() (string, error) { return "x", nil }
+	tok := identity(func() (string, error) { return "x", nil })
 	for name, o := range map[string]delx.Options{
-		"no name":           {URL: "https://api.delx.ai/v1/mcp", Token: tok},
-		"relative url":      {Name: "d", URL: "/v1/mcp", Token: tok},
-		"other scheme":      {Name: "d", URL: "ftp://api.delx.ai/v1/mcp", Token: tok},
-		"credential in url": {Name: "d", URL: "https://agent:secret@api.delx.ai/v1/mcp", Token: tok},
-		"no token":          {Name: "d", URL: "https://api.delx.ai/v1/mcp"},
+		"no name":           {URL: "https://api.delx.ai/v1/mcp", Identity: tok},
+		"relative url":      {Name: "d", URL: "/v1/mcp", Identity: tok},
+		"other scheme":      {Name: "d", URL: "ftp://api.delx.ai/v1/mcp", Identity: tok},
+		"credential in url": {Name: "d", URL: "https://agent:secret@api.delx.ai/v1/mcp", Identity: tok},
+		"no identity":       {Name: "d", URL: "https://api.delx.ai/v1/mcp"},
 	} {
 		if c, err := delx.New(o); err == nil {
 			c.Close()
@@ -181,7 +194,7 @@ func TestDeliverCapsule(t *testing.T) {
 	if c.Tool != delx.ToolLeaveHiveNote || c.Result != "ok" {
 		t.Fatalf("call = %s %s (%s)", c.Tool, c.Result, c.Message)
 	}
-	if c.AgentID != agent || c.SessionID != "continuityd-"+agent {
+	if c.AgentID != agent || c.SessionID != session {
 		t.Errorf("agent/session = %q/%q", c.AgentID, c.SessionID)
 	}
 	if c.IdempotencyKey != w.IdempotencyKey || c.MetaIdempotencyKey != w.IdempotencyKey {
@@ -270,7 +283,7 @@ func TestDeliverSessionEnd(t *testing.T) {
 		t.Fatalf("calls = %+v", calls)
 	}
 	for i, c := range calls {
-		if c.Tool != delx.ToolCloseSession || c.Result != "ok" || c.SessionID != "continuityd-"+agent {
+		if c.Tool != delx.ToolCloseSession || c.Result != "ok" || c.SessionID != session {
 			t.Errorf("call %d = %s %s session %q", i, c.Tool, c.Result, c.SessionID)
 		}
 	}
@@ -649,7 +662,7 @@ func TestUnreadableTokenSendsNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t, envOpts{})
-			c, err := delx.New(delx.Options{Name: "delx", URL: e.fake.URL(), Token: tok})
+			c, err := delx.New(delx.Options{Name: "delx", URL: e.fake.URL(), Identity: identity(tok)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -667,14 +680,14 @@ func TestUnreadableTokenSendsNothing(t *testing.T) {
 
 func TestAgentAndSessionMapping(t *testing.T) {
 	t.Cleanup(func() { verifyNoLeaks(t) })
-	fake := delxtest.New(delxtest.Options{AgentTokens: map[string]string{"delx-agent-7": token}})
+	fake := delxtest.New(delxtest.Options{AgentTokens: map[string]string{"delx-agent-7": token}, Sessions: map[string]string{"sess-local-name": "delx-agent-7"}})
 	defer fake.Close()
 	c, err := delx.New(delx.Options{
-		Name:      "delx",
-		URL:       fake.URL(),
-		Token:     func() (string, error) { return token, nil },
-		AgentID:   func(a string) string { return "delx-agent-7" },
-		SessionID: func(a string) string { return "sess-" + a },
+		Name: "delx",
+		URL:  fake.URL(),
+		Identity: func(a string) (delx.Identity, error) {
+			return delx.Identity{AgentID: "delx-agent-7", SessionID: "sess-" + a, Token: token}, nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -716,7 +729,7 @@ func TestRedirectToAnotherHostIsNotFollowed(t *testing.T) {
 		http.Redirect(w, r, e.fake.URL(), http.StatusTemporaryRedirect)
 	}))
 	defer redirect.Close()
-	c, err := delx.New(delx.Options{Name: "delx", URL: redirect.URL + "/v1/mcp", Token: func() (string, error) { return token, nil }})
+	c, err := delx.New(delx.Options{Name: "delx", URL: redirect.URL + "/v1/mcp", Identity: identity(func() (string, error) { return token, nil })})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -765,12 +778,15 @@ func TestClosedClient(t *testing.T) {
 }
 
 func TestConcurrentAgents(t *testing.T) {
-	// Options.Token takes no agent: agents behind one [upstream] share it.
-	tokens := map[string]string{"a1": "shared", "a2": "shared", "a3": "shared"}
+	// Each agent behind one [upstream] has its own identity.
+	tokens := map[string]string{"a1": "tok-1", "a2": "tok-2", "a3": "tok-3"}
+	sessions := map[string]string{"s-a1": "a1", "s-a2": "a2", "s-a3": "a3"}
 	t.Cleanup(func() { verifyNoLeaks(t) })
-	fake := delxtest.New(delxtest.Options{AgentTokens: tokens})
+	fake := delxtest.New(delxtest.Options{AgentTokens: tokens, Sessions: sessions})
 	defer fake.Close()
-	c, err := delx.New(delx.Options{Name: "delx", URL: fake.URL(), Token: func() (string, error) { return "shared", nil }})
+	c, err := delx.New(delx.Options{Name: "delx", URL: fake.URL(), Identity: func(a string) (delx.Identity, error) {
+		return delx.Identity{AgentID: a, SessionID: "s-" + a, Token: tokens[a]}, nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -788,22 +804,27 @@ func TestConcurrentAgents(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	sessions := map[string]map[string]bool{}
+	mcpSessions := map[string]map[string]bool{}
 	for _, r := range fake.Requests() {
 		if r.RPCMethod == "tools/call" {
-			if sessions[r.AgentID] == nil {
-				sessions[r.AgentID] = map[string]bool{}
+			if mcpSessions[r.AgentID] == nil {
+				mcpSessions[r.AgentID] = map[string]bool{}
 			}
-			sessions[r.AgentID][r.MCPSessionID] = true
+			mcpSessions[r.AgentID][r.MCPSessionID] = true
 		}
 	}
-	for a, s := range sessions {
+	for a, s := range mcpSessions {
 		if len(s) != 1 {
 			t.Errorf("agent %s used %d sessions", a, len(s))
 		}
 	}
-	if len(sessions) != 3 {
-		t.Errorf("sessions = %v", sessions)
+	for _, call := range fake.Calls() {
+		if call.Result != "ok" || call.Header.Get(delx.HeaderAgentToken) != tokens[call.AgentID] || call.SessionID != "s-"+call.AgentID {
+			t.Errorf("call not under its agent's own identity: %s %s %s", call.Result, call.AgentID, call.SessionID)
+		}
+	}
+	if len(mcpSessions) != 3 {
+		t.Errorf("sessions = %v", mcpSessions)
 	}
 }
 

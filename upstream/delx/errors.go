@@ -331,10 +331,20 @@ func resultText(res *mcp.CallToolResult) string {
 }
 
 // structuredCode returns a string "code" (or "error.code") of a tool
-// result's structured content, when the server gave one.
+// result's structured content, or of its text when that is a JSON object,
+// when the server gave one.
 func structuredCode(res *mcp.CallToolResult) string {
-	m, ok := res.StructuredContent.(map[string]any)
-	if !ok {
+	var m map[string]any
+	switch sc := res.StructuredContent.(type) {
+	case map[string]any:
+		m = sc
+	case json.RawMessage:
+		_ = json.Unmarshal(sc, &m)
+	}
+	if m == nil {
+		_ = json.Unmarshal([]byte(strings.TrimSpace(resultText(res))), &m)
+	}
+	if m == nil {
 		return ""
 	}
 	if c, ok := m["code"].(string); ok {

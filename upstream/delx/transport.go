@@ -12,35 +12,34 @@ import (
 
 // agentTransport adds one agent's credential, the Accept header and the
 // call's idempotency key to every request the SDK sends, and reports what
-// the server answered to the call's probe (see probe).
+// the server answered to the call's probe (see probe). The credential is
+// the identity of the call the request belongs to, else (a request the SDK
+// sends outside a call, such as the session's DELETE) the latest call's.
 type agentTransport struct {
-	base    http.RoundTripper
-	agentID string
-	token   func() (string, error)
+	base http.RoundTripper
+	conn *agentConn
 }
 
-// errToken is the cause of a call that was not sent because the token could
-// not be read or is unusable. Its text never carries the token.
+// errToken is the cause of a call that was not sent because the identity
+// could not be read or is unusable. Its text never carries the token.
 type errToken struct{ cause string }
 
-func (e *errToken) Error() string { return "no usable delx token: " + e.cause }
+func (e *errToken) Error() string { return "no usable delx identity: " + e.cause }
 
 // RoundTrip implements http.RoundTripper. The request is cloned, never
 // modified (as RoundTripper requires).
 func (t *agentTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	p := probeFrom(ctx)
-	tok, err := t.token()
+	id, ok := identityFrom(ctx)
+	if !ok {
+		if last := t.conn.last.Load(); last != nil {
+			id = *last
+		}
+	}
 	var terr *errToken
-	switch {
-	case err != nil:
-		terr = &errToken{cause: "reading it failed"}
-	case strings.TrimSpace(tok) == "":
-		terr = &errToken{cause: "it is empty"}
-	case !validHeaderValue(tok):
-		terr = &errToken{cause: "it has characters a header cannot carry"}
-	case !validHeaderValue(t.agentID) || t.agentID == "":
-		terr = &errToken{cause: "the agent id is empty or has characters a header cannot carry"}
+	if err := id.check(); err != nil {
+		terr = &errToken{cause: err.Error()}
 	}
 	if terr != nil {
 		if req.Body != nil {
@@ -52,8 +51,8 @@ func (t *agentTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, terr
 	}
 	r := req.Clone(ctx)
-	r.Header.Set(HeaderAgentID, t.agentID)
-	r.Header.Set(HeaderAgentToken, tok)
+	r.Header.Set(HeaderAgentID, id.AgentID)
+	r.Header.Set(HeaderAgentToken, id.Token)
 	if !acceptsJSON(r.Header.Values("Accept")) {
 		r.Header.Set("Accept", acceptHeader)
 	}
@@ -147,6 +146,16 @@ func (p *probe) snapshot() (status int, header http.Header, body []byte, err err
 
 type probeKey struct{}
 type idempotencyKey struct{}
+type identityKey struct{}
+
+func withIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+func identityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
 
 func withProbe(ctx context.Context, p *probe) context.Context {
 	return context.WithValue(ctx, probeKey{}, p)

@@ -4,7 +4,15 @@
 // in front of which a plain HTTP layer enforces Delx's documented rules and
 // plays a scripted list of faults.
 //
-// Per HTTP request, in this order:
+// POST /api/v1/agents/register (RegistrationPath) is Delx's registration:
+// {"agent_id","registration_key","source"}, all required, no other field;
+// the key must be Options.RegistrationKey (else 401). It answers the
+// identity: agent_id, identity_auth.token (new, random) and session_id (a
+// new session, owned by the agent). Registering an agent_id again issues a
+// new token (the old one stops working) and a new session. It counts
+// against the rate limit of the caller's address.
+//
+// Per HTTP request to the MCP endpoint (any other path), in this order:
 //
 //  1. the next scripted Fault, if it applies to this request (see Fault);
 //  2. 406 unless Accept includes application/json (GET, the SSE stream,
@@ -14,9 +22,12 @@
 //  4. the rate limit, Options.Limit requests per Options.Window per agent
 //     id, answered in Options.RateLimitStyle;
 //  5. the MCP handler, whose tools validate like Delx: a bad argument, a
-//     capsule that fails the published schema, or a credential-shaped value
-//     is a tool result with isError set (never an HTTP status), with an
-//     explanation that never repeats the value.
+//     session_id that is not a session of the calling agent (issued by its
+//     registration or given in Options.Sessions), an agent_id other than
+//     the caller's, a capsule that fails the published schema, or a
+//     credential-shaped value is a tool result with isError set (never an
+//     HTTP status; structured content {"error":{"code","message"}}), with
+//     an explanation that never repeats the value.
 //
 // Every tools/call is recorded as a Call, whatever became of it; every HTTP
 // request as a Request.
@@ -55,6 +66,8 @@ const (
 	ToolLeaveHiveNote = "leave_hive_note"
 	ToolCloseSession  = "close_session"
 	ToolResumeSession = "resume_session"
+
+	RegistrationPath = "/api/v1/agents/register"
 )
 
 // Rate-limit styles.
@@ -77,8 +90,14 @@ type Options struct {
 	// AgentTokens maps agent_id to token; a request without matching
 	// x-delx-agent-id / x-delx-agent-token headers gets HTTP 401.
 	AgentTokens map[string]string
-	Limit       int           // requests per Window per client (default 60)
-	Window      time.Duration // default 60s
+	// Sessions maps session_id to the agent_id that owns it, for agents
+	// given in AgentTokens (registered ones get theirs from Register).
+	Sessions map[string]string
+	// RegistrationKey enables the registration endpoint: a registration
+	// must carry this key. "" answers 404 there.
+	RegistrationKey string
+	Limit           int           // requests per Window per client (default 60)
+	Window          time.Duration // default 60s
 	// RateLimitStyle is StyleHTTP (default), StyleJSONRPC or StyleBoth.
 	RateLimitStyle string
 }
@@ -116,6 +135,18 @@ type Request struct {
 	Status       int // 0 when the connection was reset
 }
 
+// Registration is one call to the registration endpoint as the fake saw
+// it (never the registration key).
+type Registration struct {
+	At        time.Time
+	AgentID   string
+	Source    string
+	SessionID string // issued, when Result is "ok"
+	Token     string // issued, when Result is "ok" (tests look for it in logs)
+	// Result is ok, http_400, http_401, http_404, http_405 or rate_limited.
+	Result string
+}
+
 // Server is the fake Delx endpoint.
 type Server struct {
 	opts    Options
@@ -132,6 +163,8 @@ type Server struct {
 	calls    []Call
 	notes    []json.RawMessage
 	latest   map[string]stored // by agent id
+	sessions map[string]string // session_id → agent_id
+	regs     []Registration
 	requests []Request
 	windows  map[string][]time.Time // rate-limit log per client
 }
@@ -175,11 +208,15 @@ func New(o Options) *Server {
 	}
 	o.AgentTokens = tokens
 	s := &Server{
-		opts:    o,
-		guard:   sharedGuard(),
-		done:    make(chan struct{}),
-		latest:  make(map[string]stored),
-		windows: make(map[string][]time.Time),
+		opts:     o,
+		guard:    sharedGuard(),
+		done:     make(chan struct{}),
+		latest:   make(map[string]stored),
+		sessions: make(map[string]string, len(o.Sessions)),
+		windows:  make(map[string][]time.Time),
+	}
+	for k, v := range o.Sessions {
+		s.sessions[k] = v
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "delx-fake", Version: "1"}, nil)
 	s.addTools()
@@ -190,6 +227,24 @@ func New(o Options) *Server {
 
 // URL is the MCP endpoint.
 func (s *Server) URL() string { return s.ts.URL + "/v1/mcp" }
+
+// RegistrationURL is the registration endpoint.
+func (s *Server) RegistrationURL() string { return s.ts.URL + RegistrationPath }
+
+// Registrations returns every call to the registration endpoint so far.
+func (s *Server) Registrations() []Registration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Registration(nil), s.regs...)
+}
+
+// sessionOwner returns the agent_id that owns a session.
+func (s *Server) sessionOwner(session string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.sessions[session]
+	return a, ok
+}
 
 // SetToken sets (or, with "", removes) an agent's token, as a rotation on
 // the Delx side would.
@@ -265,6 +320,10 @@ func (s *Server) MaxInWindow(window time.Duration) int {
 
 // serveHTTP is the Delx layer in front of the MCP handler.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == RegistrationPath {
+		s.serveRegister(w, r)
+		return
+	}
 	now := time.Now()
 	var info rpcInfo
 	if r.Method == http.MethodPost && r.Body != nil {

@@ -30,6 +30,9 @@ func newFake(t *testing.T, o delxtest.Options) *delxtest.Server {
 	if o.AgentTokens == nil {
 		o.AgentTokens = map[string]string{agent: token, "agent-b": "tok-b"}
 	}
+	if o.Sessions == nil {
+		o.Sessions = map[string]string{"s1": agent, "s-b": "agent-b"}
+	}
 	s := delxtest.New(o)
 	t.Cleanup(s.Close)
 	return s

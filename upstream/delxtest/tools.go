@@ -123,6 +123,19 @@ func (s *Server) checkCapsule(raw json.RawMessage) (code, text string, ok bool) 
 	return "", "", true
 }
 
+// checkSession requires a session the calling agent owns: one its
+// registration issued (or Options.Sessions gave it).
+func (s *Server) checkSession(session, agent string) (code, text string, ok bool) {
+	owner, known := s.sessionOwner(session)
+	switch {
+	case !known:
+		return "SESSION_NOT_FOUND", "session_id is not a session Delx issued; use the session_id your registration returned", false
+	case owner != agent:
+		return "SESSION_NOT_OWNED", "session_id belongs to another agent", false
+	}
+	return "", "", true
+}
+
 func present(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
@@ -149,6 +162,9 @@ func (s *Server) leaveHiveNote(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	if args.AgentID != "" && args.AgentID != c.AgentID {
 		return s.toolError(c, "AGENT_MISMATCH", "agent_id does not match the agent of the request")
+	}
+	if code, text, ok := s.checkSession(args.SessionID, c.AgentID); !ok {
+		return s.toolError(c, code, text)
 	}
 	if code, text, ok := s.checkCapsule(args.Capsule); !ok {
 		return s.toolError(c, code, text)
@@ -181,6 +197,9 @@ func (s *Server) closeSession(ctx context.Context, req *mcp.CallToolRequest) (*m
 	c.SessionID = args.SessionID
 	if args.SessionID == "" {
 		return s.toolError(c, "INVALID_ARGUMENTS", "session_id is required")
+	}
+	if code, text, ok := s.checkSession(args.SessionID, c.AgentID); !ok {
+		return s.toolError(c, code, text)
 	}
 	sealed := present(args.Capsule)
 	now := time.Now()
