@@ -24,7 +24,7 @@ const (
 	CodeInvalidFocus      = "INVALID_FOCUS"      // 400: focus too long
 	CodeInvalidDecision   = "INVALID_DECISION"   // 400: decide without chosen, or too long
 	CodeInvalidCommitment = "INVALID_COMMITMENT" // 400: a malformed commitment operation
-	CodeUnknownCommitment = "UNKNOWN_COMMITMENT" // 404: close/drop of an id that is not open
+	CodeUnknownCommitment = "UNKNOWN_COMMITMENT" // 400: close/drop of an id that is not open
 	CodeInvalidStop       = "INVALID_STOP"       // 400: stop without a reason
 	CodeEmptyCheckpoint   = "EMPTY_CHECKPOINT"   // 400: a checkpoint that carries nothing
 	CodeInvalidSignal     = "INVALID_SIGNAL"     // 400: a malformed context signal
@@ -38,7 +38,6 @@ const (
 	CodeUnauthorized      = "UNAUTHORIZED"       // 401: loopback listener without the token
 	CodeForbiddenOrigin   = "FORBIDDEN_ORIGIN"   // 403: a browser page from another origin
 	CodeForbiddenHost     = "FORBIDDEN_HOST"     // 403: loopback listener asked for another host name (DNS rebinding)
-	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"  // 415: a body that is not JSON
 	CodeSpoolFull         = "SPOOL_FULL"         // 507: the outbox is full
 	CodeDiskFull          = "DISK_FULL"          // 507: the state directory's disk is full; nothing was saved
 	CodeShuttingDown      = "SHUTTING_DOWN"      // 503: the daemon is stopping
