@@ -143,12 +143,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		if i > 0 { // the loopback TCP listener
 			h = d.requireToken(h)
 		}
-		servers[i] = &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			BaseContext:       func(net.Listener) context.Context { return reqCtx },
-			ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
-		}
+		servers[i] = newHTTPServer(h, reqCtx, d.log)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
