@@ -55,7 +55,7 @@ func (d *Daemon) mcpHandler(api http.Handler) http.Handler {
 	// it gets for a new session; the others are consulted for their
 	// protocol versions alone, so one shared server answers those.
 	probe := newServer(&http.Request{URL: &url.URL{}})
-	sessions := &mcpSessions{max: cfg.MCPMaxSessions, live: map[*mcp.Server]struct{}{}}
+	sessions := newMCPSessions(cfg.MCPMaxSessions, cfg.MCPSessionIdle.Duration)
 	if d.runCtx != nil {
 		context.AfterFunc(d.runCtx, sessions.closeAll)
 	}
@@ -116,13 +116,23 @@ type mcpServerKey struct{}
 
 // mcpSessions counts and owns /mcp's live sessions. Each session has its
 // own server (its tools are bound to the session's ?agent=), so a server
-// with a connected session is a live session.
+// with a connected session is a live one. The SDK closes a session (idle
+// timeout, DELETE) without telling anyone, so closed ones are swept: by a
+// timer every sweepEvery while any are live (no goroutine waits between
+// sweeps, none per session), and at once when the limit is reached.
 type mcpSessions struct {
-	max     int
+	max        int
+	sweepEvery time.Duration
+
 	mu      sync.Mutex
 	live    map[*mcp.Server]struct{}
-	pending int // sessions being opened
-	closed  bool
+	pending int         // sessions being opened
+	sweep   *time.Timer // armed while live is not empty
+	closed  bool        // the daemon is stopping
+}
+
+func newMCPSessions(max int, idle time.Duration) *mcpSessions {
+	return &mcpSessions{max: max, sweepEvery: min(idle/2, time.Minute), live: map[*mcp.Server]struct{}{}}
 }
 
 // reserve takes a place for a session about to open; false when full.
@@ -133,11 +143,7 @@ func (s *mcpSessions) reserve() bool {
 		return false
 	}
 	if len(s.live)+s.pending >= s.max {
-		for srv := range s.live {
-			if !hasSession(srv) {
-				delete(s.live, srv)
-			}
-		}
+		s.sweepLocked()
 		if len(s.live)+s.pending >= s.max {
 			return false
 		}
@@ -150,14 +156,41 @@ func (s *mcpSessions) reserve() bool {
 // it is open.
 func (s *mcpSessions) settle(srv *mcp.Server) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.pending--
-	closed := s.closed
-	if !closed && hasSession(srv) {
-		s.live[srv] = struct{}{}
+	if !hasSession(srv) {
+		return
 	}
-	s.mu.Unlock()
-	if closed {
+	if s.closed {
 		closeSessions(srv)
+		return
+	}
+	s.live[srv] = struct{}{}
+	if s.sweep == nil {
+		s.sweep = time.AfterFunc(s.sweepEvery, s.sweepTimer)
+	}
+}
+
+func (s *mcpSessions) sweepTimer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.sweepLocked()
+	if len(s.live) > 0 {
+		s.sweep.Reset(s.sweepEvery)
+	} else {
+		s.sweep = nil
+	}
+}
+
+// sweepLocked forgets the servers whose session has closed.
+func (s *mcpSessions) sweepLocked() {
+	for srv := range s.live {
+		if !hasSession(srv) {
+			delete(s.live, srv)
+		}
 	}
 }
 
@@ -165,6 +198,9 @@ func (s *mcpSessions) settle(srv *mcp.Server) {
 func (s *mcpSessions) closeAll() {
 	s.mu.Lock()
 	s.closed = true
+	if s.sweep != nil {
+		s.sweep.Stop()
+	}
 	live := s.live
 	s.live = nil
 	s.mu.Unlock()
