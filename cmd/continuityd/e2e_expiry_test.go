@@ -248,9 +248,15 @@ func TestLongPollsOutlastTheWriteTimeout(t *testing.T) {
 		c := p.client()
 		c.Timeout = 0
 		defer c.CloseIdleConnections()
-		m := get(t, c, "/v1/continuity/wait?max_seconds="+strconv.Itoa(secs))
-		if m["woke"] != "timeout" {
-			t.Errorf("long poll of %d s: %v", secs, m)
+		resp, err := c.Get("http://d/v1/continuity/wait?max_seconds=" + strconv.Itoa(secs))
+		if err != nil {
+			t.Errorf("long poll of %d s: %v", secs, err)
+			return
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || m["woke"] != "timeout" {
+			t.Errorf("long poll of %d s: %d %v %v", secs, resp.StatusCode, m, err)
 		}
 	}()
 	go func() {
