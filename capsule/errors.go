@@ -15,35 +15,37 @@ const (
 	CodeEvidenceRequired    = "EVIDENCE_REQUIRED"     // 400
 	CodeResidencyStopped    = "RESIDENCY_STOPPED"     // 409
 
-	CodeInvalidCapsule    = "INVALID_CAPSULE"     // 400: fails the published JSON Schema
-	CodeSecretDetected    = "SECRET_DETECTED"     // 400: a credential-shaped value
-	CodeInvalidJSON       = "INVALID_JSON"        // 400: not one well-formed JSON object
-	CodeInvalidUTF8       = "INVALID_UTF8"        // 400: the body is not valid UTF-8
-	CodeUnknownField      = "UNKNOWN_FIELD"       // 400: a field the API does not define
-	CodeInvalidField      = "INVALID_FIELD"       // 400: a field of the wrong type or value
-	CodeInvalidFocus      = "INVALID_FOCUS"       // 400: focus too long
-	CodeInvalidDecision   = "INVALID_DECISION"    // 400: decide without chosen, or too long
-	CodeInvalidCommitment = "INVALID_COMMITMENT"  // 400: a malformed commitment operation
-	CodeUnknownCommitment = "UNKNOWN_COMMITMENT"  // 404: close/drop of an id that is not open
-	CodeInvalidStop       = "INVALID_STOP"        // 400: stop without a reason
-	CodeEmptyCheckpoint   = "EMPTY_CHECKPOINT"    // 400: a checkpoint that carries nothing
-	CodeInvalidSignal     = "INVALID_SIGNAL"      // 400: a malformed context signal
-	CodeBodyTooLarge      = "BODY_TOO_LARGE"      // 413
-	CodeNoCapsule         = "NO_CAPSULE"          // 404: nothing stored yet
-	CodeNotFound          = "NOT_FOUND"           // 404: no such path
-	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"  // 405
-	CodeUnknownAgent      = "UNKNOWN_AGENT"       // 404
-	CodeAgentRequired     = "AGENT_REQUIRED"      // 400: several agents and no ?agent=
-	CodeInvalidQuery      = "INVALID_QUERY"       // 400: a bad query parameter
-	CodeUnauthorized      = "UNAUTHORIZED"        // 401: loopback listener without the token
-	CodeForbiddenOrigin   = "FORBIDDEN_ORIGIN"    // 403: a browser page from another origin
-	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"   // 415: a body that is not JSON
-	CodeSpoolFull         = "SPOOL_FULL"          // 507: the outbox is full
-	CodeShuttingDown      = "SHUTTING_DOWN"       // 503: the daemon is stopping
+	CodeInvalidCapsule    = "INVALID_CAPSULE"    // 400: fails the published JSON Schema
+	CodeSecretDetected    = "SECRET_DETECTED"    // 400: a credential-shaped value
+	CodeInvalidJSON       = "INVALID_JSON"       // 400: not one well-formed JSON object
+	CodeInvalidUTF8       = "INVALID_UTF8"       // 400: the body is not valid UTF-8
+	CodeUnknownField      = "UNKNOWN_FIELD"      // 400: a field the API does not define
+	CodeInvalidField      = "INVALID_FIELD"      // 400: a field of the wrong type or value
+	CodeInvalidFocus      = "INVALID_FOCUS"      // 400: focus too long
+	CodeInvalidDecision   = "INVALID_DECISION"   // 400: decide without chosen, or too long
+	CodeInvalidCommitment = "INVALID_COMMITMENT" // 400: a malformed commitment operation
+	CodeUnknownCommitment = "UNKNOWN_COMMITMENT" // 404: close/drop of an id that is not open
+	CodeInvalidStop       = "INVALID_STOP"       // 400: stop without a reason
+	CodeEmptyCheckpoint   = "EMPTY_CHECKPOINT"   // 400: a checkpoint that carries nothing
+	CodeInvalidSignal     = "INVALID_SIGNAL"     // 400: a malformed context signal
+	CodeBodyTooLarge      = "BODY_TOO_LARGE"     // 413
+	CodeNoCapsule         = "NO_CAPSULE"         // 404: nothing stored yet
+	CodeNotFound          = "NOT_FOUND"          // 404: no such path
+	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED" // 405
+	CodeUnknownAgent      = "UNKNOWN_AGENT"      // 404
+	CodeAgentRequired     = "AGENT_REQUIRED"     // 400: several agents and no ?agent=
+	CodeInvalidQuery      = "INVALID_QUERY"      // 400: a bad query parameter
+	CodeUnauthorized      = "UNAUTHORIZED"       // 401: loopback listener without the token
+	CodeForbiddenOrigin   = "FORBIDDEN_ORIGIN"   // 403: a browser page from another origin
+	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"  // 415: a body that is not JSON
+	CodeSpoolFull         = "SPOOL_FULL"         // 507: the outbox is full
+	CodeShuttingDown      = "SHUTTING_DOWN"      // 503: the daemon is stopping
+	CodeInternal          = "INTERNAL"           // 500: a bug or a disk failure; nothing was saved
+
+	// Bounds on connections and MCP sessions (issue 12).
 	CodeRequestTimeout    = "REQUEST_TIMEOUT"     // 408: the body did not arrive in time
 	CodeMCPSessionsFull   = "MCP_SESSIONS_FULL"   // 503: /mcp is at daemon.mcp_max_sessions
 	CodeInvalidMCPRequest = "INVALID_MCP_REQUEST" // 400: a request the MCP transport refuses
-	CodeInternal          = "INTERNAL"            // 500: a bug or a disk failure; nothing was saved
 )
 
 // Error is a refusal: a stable code, the HTTP status it travels with, the
