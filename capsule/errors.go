@@ -43,6 +43,12 @@ const (
 	CodeShuttingDown      = "SHUTTING_DOWN"      // 503: the daemon is stopping
 	CodeAgentDamaged      = "AGENT_DAMAGED"      // 503: the agent's files are damaged; an operator must accept the loss
 	CodeInternal          = "INTERNAL"           // 500: a bug or a disk failure; nothing was saved
+
+	// Bounds on connections and MCP sessions (issue 12).
+	CodeRequestTimeout    = "REQUEST_TIMEOUT"     // 408: the body did not arrive in time
+	CodeMCPSessionsFull   = "MCP_SESSIONS_FULL"   // 503: /mcp is at daemon.mcp_max_sessions
+	CodeInvalidMCPRequest = "INVALID_MCP_REQUEST" // 400: a request the MCP transport refuses
+	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"   // 415: an MCP request whose body is not JSON
 )
 
 // Error is a refusal: a stable code, the HTTP status it travels with, the

@@ -90,6 +90,10 @@ type Daemon struct {
 	LogLevel        string   `toml:"log_level"`        // debug|info|warn|error, default info
 	LogFormat       string   `toml:"log_format"`       // text|json, default text
 	ShutdownTimeout Duration `toml:"shutdown_timeout"` // default "10s"
+	// MCPSessionIdle closes an MCP session (/mcp) that has had no request
+	// for this long; MCPMaxSessions bounds the sessions open at once.
+	MCPSessionIdle Duration `toml:"mcp_session_idle"` // default "30m"
+	MCPMaxSessions int      `toml:"mcp_max_sessions"` // default 256
 }
 
 // Agent is one [[agent]] table: an agent whose continuity the daemon keeps.

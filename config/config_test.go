@@ -67,6 +67,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 			LogLevel:        "info",
 			LogFormat:       "text",
 			ShutdownTimeout: Duration{10 * time.Second},
+			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256,
 		},
 		Agents:    []Agent{{Name: "default", Workdir: "/work/dir", Upstreams: []string{"local"}}},
 		Upstreams: map[string]Upstream{},
@@ -122,6 +123,7 @@ func TestDecodeFullConfig(t *testing.T) {
 			LogLevel:        "debug",
 			LogFormat:       "json",
 			ShutdownTimeout: Duration{90 * time.Second},
+			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256,
 		},
 		Agents: []Agent{
 			{Name: "builder", Workdir: "/home/u/src/builder", Upstreams: []string{"qday", "delx", "local"}},

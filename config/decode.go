@@ -125,6 +125,8 @@ type rawDaemon struct {
 	LogLevel        string  `toml:"log_level"`
 	LogFormat       string  `toml:"log_format"`
 	ShutdownTimeout *string `toml:"shutdown_timeout"`
+	MCPSessionIdle  *string `toml:"mcp_session_idle"`
+	MCPMaxSessions  *int64  `toml:"mcp_max_sessions"`
 }
 
 type rawAgent struct {

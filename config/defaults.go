@@ -16,6 +16,14 @@ const (
 // LocalUpstream is the upstream every agent may name without declaring it.
 const LocalUpstream = "local"
 
+// The MCP session limits' defaults (daemon.mcp_session_idle and
+// daemon.mcp_max_sessions), also what the daemon uses when a Config built
+// in code leaves them zero.
+const (
+	DefaultMCPSessionIdle = 30 * time.Minute
+	DefaultMCPMaxSessions = 256
+)
+
 // DefaultAgent names the agent the daemon serves when the file has none.
 const DefaultAgent = "default"
 

@@ -38,6 +38,8 @@ var keySpecs = []keySpec{
 	{"daemon.log_level", "a string", stringKinds},
 	{"daemon.log_format", "a string", stringKinds},
 	{"daemon.shutdown_timeout", wantDuration, stringKinds},
+	{"daemon.mcp_session_idle", wantDuration, stringKinds},
+	{"daemon.mcp_max_sessions", "an integer", integerKinds},
 	{"agent", "an array of tables ([[agent]])", []unstable.Kind{unstable.ArrayTable, unstable.Array}},
 	{"agent[]", "a table", tableKinds},
 	{"agent[].name", "a string", stringKinds},

@@ -87,6 +87,19 @@ func (c *checker) daemon(r rawDaemon) Daemon {
 		LogFormat:  c.oneOf("daemon.log_format", orDefault(r.LogFormat, defaultLogFormat), "text", "json"),
 	}
 	d.ShutdownTimeout = c.timeout("daemon.shutdown_timeout", r.ShutdownTimeout, defaultShutdownTimeout)
+	d.MCPSessionIdle = c.timeout("daemon.mcp_session_idle", r.MCPSessionIdle, DefaultMCPSessionIdle)
+	if s := r.MCPSessionIdle; s != nil && d.MCPSessionIdle.Duration > 0 &&
+		(d.MCPSessionIdle.Duration < time.Second || d.MCPSessionIdle.Duration > 24*time.Hour) {
+		c.failGot("daemon.mcp_session_idle", "must be from 1s to 24h", *s)
+	}
+	d.MCPMaxSessions = DefaultMCPMaxSessions
+	if n := r.MCPMaxSessions; n != nil {
+		if *n < 1 || *n > 100_000 {
+			c.failGot("daemon.mcp_max_sessions", "must be from 1 to 100000", *n)
+		} else {
+			d.MCPMaxSessions = int(*n)
+		}
+	}
 
 	stateOK := true
 	if r.StateDir == "" {

@@ -69,11 +69,18 @@ func TestValidateDaemon(t *testing.T) {
 		{"log_level", src(`[daemon]`, `log_level = "verbose"`), "daemon.log_level", 2, 1, `must be one of debug, info, warn, error (got "verbose")`},
 		{"log_format", src(`[daemon]`, `log_format = "xml"`), "daemon.log_format", 2, 1, "must be one of text, json"},
 		{"shutdown zero", src(`[daemon]`, `shutdown_timeout = "0s"`), "daemon.shutdown_timeout", 2, 1, `must be more than zero (got "0s")`},
+		{"mcp idle zero", src(`[daemon]`, `mcp_session_idle = "0s"`), "daemon.mcp_session_idle", 2, 1, `must be more than zero (got "0s")`},
+		{"mcp idle short", src(`[daemon]`, `mcp_session_idle = "500ms"`), "daemon.mcp_session_idle", 2, 1, `must be from 1s to 24h (got "500ms")`},
+		{"mcp idle long", src(`[daemon]`, `mcp_session_idle = "25h"`), "daemon.mcp_session_idle", 2, 1, `must be from 1s to 24h`},
+		{"mcp idle number", src(`[daemon]`, `mcp_session_idle = 30`), "daemon.mcp_session_idle", 2, 1, `duration`},
+		{"mcp max zero", src(`[daemon]`, `mcp_max_sessions = 0`), "daemon.mcp_max_sessions", 2, 1, `must be from 1 to 100000 (got 0)`},
+		{"mcp max string", src(`[daemon]`, `mcp_max_sessions = "9"`), "daemon.mcp_max_sessions", 2, 1, `integer`},
 		{"dotted key", src(`daemon.log_level = "x"`), "daemon.log_level", 1, 1, "must be one of"},
 		{"inline table", src(`daemon = { log_format = "x" }`), "daemon.log_format", 1, 12, "must be one of"},
 	})
 	runOKCases(t, map[string]string{
 		"listen ipv4":       src(`[daemon]`, `listen = "127.0.0.1:7457"`),
+		"mcp idle and max":  src(`[daemon]`, `mcp_session_idle = "2s"`, `mcp_max_sessions = 100000`),
 		"listen 127/8":      src(`[daemon]`, `listen = "127.1.2.3:1"`),
 		"listen ipv6":       src(`[daemon]`, `listen = "[::1]:65535"`),
 		"listen localhost":  src(`[daemon]`, `listen = "localhost:7457"`),

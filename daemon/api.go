@@ -194,14 +194,25 @@ func socketOrigin(origin, host string) bool {
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *capsule.Error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, guard.MaxBodyBytes))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, capsule.RefuseStatus(http.StatusRequestEntityTooLarge, capsule.CodeBodyTooLarge, "",
-				"the body is over %d bytes (64 KiB); nothing was saved", guard.MaxBodyBytes)
-		}
-		return nil, capsule.Refuse(capsule.CodeInvalidJSON, "", "could not read the body: %v", err)
+		return nil, bodyRefusal(err, guard.MaxBodyBytes)
 	}
 	return body, nil
+}
+
+// bodyRefusal is the refusal for a body that could not be read: too large,
+// too slow (the connection is closed after the answer), or cut off.
+func bodyRefusal(err error, limit int64) *capsule.Error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return capsule.RefuseStatus(http.StatusRequestEntityTooLarge, capsule.CodeBodyTooLarge, "",
+			"the body is over %d bytes (%d KiB); nothing was saved", limit, limit>>10)
+	case isTimeout(err):
+		return capsule.RefuseStatus(http.StatusRequestTimeout, capsule.CodeRequestTimeout, "",
+			"the body did not arrive within %s; nothing was saved", bodyTimeout)
+	default:
+		return capsule.Refuse(capsule.CodeInvalidJSON, "", "could not read the body: %v", err)
+	}
 }
 
 // errorBody is the interface's error shape.

@@ -159,6 +159,7 @@ func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, a *agent, st
 		}
 		after = n
 	}
+	extendWriteDeadline(w, time.Duration(secs)*time.Second+writeMargin)
 	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(secs)*time.Second)
 	defer cancel()
 	evs, cursor := a.feed.Wait(ctx, after)

@@ -1,11 +1,10 @@
 package daemon
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/residency"
 )
 
@@ -29,13 +28,6 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request, a *ag
 	writeJSON(w, http.StatusOK, map[string]any{"entries": dl})
 }
 
-// deadLetterRequest names one dead letter (seq) or all of an upstream's
-// (seq 0 or left out).
-type deadLetterRequest struct {
-	Upstream string `json:"upstream"`
-	Seq      uint64 `json:"seq"`
-}
-
 // handleDeadLetterAction is POST /v1/deadletter/retry and
 // /v1/deadletter/discard.
 func (d *Daemon) handleDeadLetterAction(retry bool) agentHandler {
@@ -45,21 +37,23 @@ func (d *Daemon) handleDeadLetterAction(retry bool) agentHandler {
 			writeError(w, berr)
 			return
 		}
-		var req deadLetterRequest
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			writeError(w, capsule.Refuse(capsule.CodeInvalidJSON, "", "want {\"upstream\": NAME, \"seq\": N}: %v", err))
+		req, err := guard.DecodeDeadLetterRequest(body)
+		if err != nil {
+			writeError(w, err)
 			return
 		}
 		sh := a.shipper(req.Upstream)
 		if sh == nil {
+			// The name is not repeated: a value pasted by mistake may be a secret.
+			var names []string
+			for _, s := range a.shippers {
+				names = append(names, s.Name())
+			}
 			writeError(w, capsule.Refuse(capsule.CodeInvalidField, "upstream",
-				"agent %s does not ship to an upstream called %q", a.name, req.Upstream))
+				"agent %s does not ship to an upstream of that name; it ships to %v", a.name, names))
 			return
 		}
 		var n int
-		var err error
 		if retry {
 			n, err = a.store.RetryDead(r.Context(), req.Upstream, req.Seq)
 			sh.Kick()

@@ -1,26 +1,72 @@
 package daemon
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
 	"github.com/continuityd/continuityd/internal/client"
 )
+
+// mcpMaxBody bounds an /mcp request body: the API's own limit plus room
+// for the JSON-RPC envelope, so any body the API takes also fits as a
+// tool's arguments.
+const mcpMaxBody = guard.MaxBodyBytes + 4<<10
+
+// mcpLongestCall is the longest an MCP tool call runs by design:
+// wait_for_event's longest poll.
+const mcpLongestCall = waitMax * time.Second
 
 // mcpHandler serves MCP (Streamable HTTP) at /mcp with the same tools as
 // `continuityd mcp`. The tools call the local API in-process, so they go
 // through exactly the checks an HTTP client gets. ?agent= picks the default
 // agent for the session's tools.
+//
+// Sessions expire: one with no request for daemon.mcp_session_idle is
+// closed by the SDK (its client gets 404 and starts a new one), and at most
+// daemon.mcp_max_sessions are open at once; one more is refused with 503
+// MCP_SESSIONS_FULL rather than evicting a session a client still holds.
+// Errors of the transport itself are in the API's JSON shape too.
 func (d *Daemon) mcpHandler(api http.Handler) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	cfg := d.snap().cfg.Daemon
+	if cfg.MCPMaxSessions <= 0 {
+		cfg.MCPMaxSessions = config.DefaultMCPMaxSessions
+	}
+	if cfg.MCPSessionIdle.Duration <= 0 {
+		cfg.MCPSessionIdle.Duration = config.DefaultMCPSessionIdle
+	}
+	newServer := func(r *http.Request) *mcp.Server {
 		c := client.NewWithTransport("in-process", inProcess{api})
 		c.Agent = r.URL.Query().Get("agent")
 		return mcpserver.New(mcpserver.Options{Client: c, Version: d.version, ResumeLimit: ResumeMarkdownLimit})
-	}, &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: d.log})
+	}
+	// The SDK asks for a server on every request, but only connects the one
+	// it gets for a new session; the others are consulted for their
+	// protocol versions alone, so one shared server answers those.
+	probe := newServer(&http.Request{URL: &url.URL{}})
+	sessions := newMCPSessions(cfg.MCPMaxSessions, cfg.MCPSessionIdle.Duration)
+	if d.runCtx != nil {
+		context.AfterFunc(d.runCtx, sessions.closeAll)
+	}
+	idle := cfg.MCPSessionIdle.Duration
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if s, ok := r.Context().Value(mcpServerKey{}).(*mcp.Server); ok {
+			return s
+		}
+		return probe
+	}, &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: d.log, SessionTimeout: idle, MaxRequestBodyBytes: mcpMaxBody})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A web page must not drive the agent's tools: browsers send
 		// Origin, MCP clients do not (or send their own single-label host).
@@ -31,8 +77,217 @@ func (d *Daemon) mcpHandler(api http.Handler) http.Handler {
 				"MCP requests from a page on another origin (%s) are refused", o))
 			return
 		}
-		h.ServeHTTP(w, r)
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcpMaxBody))
+			if err != nil {
+				writeError(w, bodyRefusal(err, mcpMaxBody))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		switch r.Method {
+		case http.MethodGet:
+			// The standalone stream lasts as long as its session, which
+			// closes after mcp_session_idle.
+			extendWriteDeadline(w, 0)
+		case http.MethodPost:
+			extendWriteDeadline(w, mcpLongestCall+writeMargin)
+		}
+		ew := &mcpErrorWriter{ResponseWriter: w, idle: idle}
+		defer ew.finish()
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			h.ServeHTTP(ew, r)
+			return
+		}
+		// No session id: this request opens a session.
+		if !sessions.reserve() {
+			w.Header().Set("Retry-After", "60")
+			writeError(w, capsule.RefuseStatus(http.StatusServiceUnavailable, capsule.CodeMCPSessionsFull, "",
+				"%d MCP sessions are open, the most daemon.mcp_max_sessions allows; an idle one closes after %s "+
+					"(a client ends its own with DELETE /mcp): retry later", sessions.max, idle))
+			return
+		}
+		srv := newServer(r)
+		defer sessions.settle(srv)
+		h.ServeHTTP(ew, r.WithContext(context.WithValue(r.Context(), mcpServerKey{}, srv)))
 	})
+}
+
+// mcpServerKey carries the server built for a new session to the SDK's
+// getServer.
+type mcpServerKey struct{}
+
+// mcpSessions counts and owns /mcp's live sessions. Each session has its
+// own server (its tools are bound to the session's ?agent=), so a server
+// with a connected session is a live one. The SDK closes a session (idle
+// timeout, DELETE) without telling anyone, so closed ones are swept: by a
+// timer every sweepEvery while any are live (no goroutine waits between
+// sweeps, none per session), and at once when the limit is reached.
+type mcpSessions struct {
+	max        int
+	sweepEvery time.Duration
+
+	mu      sync.Mutex
+	live    map[*mcp.Server]struct{}
+	pending int         // sessions being opened
+	sweep   *time.Timer // armed while live is not empty
+	closed  bool        // the daemon is stopping
+}
+
+func newMCPSessions(max int, idle time.Duration) *mcpSessions {
+	return &mcpSessions{max: max, sweepEvery: min(idle/2, time.Minute), live: map[*mcp.Server]struct{}{}}
+}
+
+// reserve takes a place for a session about to open; false when full.
+func (s *mcpSessions) reserve() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if len(s.live)+s.pending >= s.max {
+		s.sweepLocked()
+		if len(s.live)+s.pending >= s.max {
+			return false
+		}
+	}
+	s.pending++
+	return true
+}
+
+// settle gives back the place reserve took; srv's session keeps one while
+// it is open.
+func (s *mcpSessions) settle(srv *mcp.Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending--
+	if !hasSession(srv) {
+		return
+	}
+	if s.closed {
+		closeSessions(srv)
+		return
+	}
+	s.live[srv] = struct{}{}
+	if s.sweep == nil {
+		s.sweep = time.AfterFunc(s.sweepEvery, s.sweepTimer)
+	}
+}
+
+func (s *mcpSessions) sweepTimer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.sweepLocked()
+	if len(s.live) > 0 {
+		s.sweep.Reset(s.sweepEvery)
+	} else {
+		s.sweep = nil
+	}
+}
+
+// sweepLocked forgets the servers whose session has closed.
+func (s *mcpSessions) sweepLocked() {
+	for srv := range s.live {
+		if !hasSession(srv) {
+			delete(s.live, srv)
+		}
+	}
+}
+
+// closeAll closes every session: the daemon is stopping.
+func (s *mcpSessions) closeAll() {
+	s.mu.Lock()
+	s.closed = true
+	if s.sweep != nil {
+		s.sweep.Stop()
+	}
+	live := s.live
+	s.live = nil
+	s.mu.Unlock()
+	for srv := range live {
+		closeSessions(srv)
+	}
+}
+
+func hasSession(srv *mcp.Server) bool {
+	for range srv.Sessions() {
+		return true
+	}
+	return false
+}
+
+func closeSessions(srv *mcp.Server) {
+	for ss := range srv.Sessions() {
+		ss.Close()
+	}
+}
+
+// mcpErrorWriter turns the SDK's plain-text HTTP errors into the API's JSON
+// error shape; JSON-RPC answers (errors included) pass through unchanged.
+type mcpErrorWriter struct {
+	http.ResponseWriter
+	idle   time.Duration
+	status int // a plain-text error held back; 0: passing through
+	text   bytes.Buffer
+}
+
+func (e *mcpErrorWriter) WriteHeader(status int) {
+	if status >= 400 && e.status == 0 && strings.HasPrefix(e.Header().Get("Content-Type"), "text/plain") {
+		e.status = status
+		return
+	}
+	e.ResponseWriter.WriteHeader(status)
+}
+
+func (e *mcpErrorWriter) Write(p []byte) (int, error) {
+	if e.status != 0 {
+		if e.text.Len() < 1024 {
+			e.text.Write(p[:min(len(p), 1024)])
+		}
+		return len(p), nil
+	}
+	return e.ResponseWriter.Write(p)
+}
+
+func (e *mcpErrorWriter) Flush() {
+	if f, ok := e.ResponseWriter.(http.Flusher); ok && e.status == 0 {
+		f.Flush()
+	}
+}
+
+func (e *mcpErrorWriter) Unwrap() http.ResponseWriter { return e.ResponseWriter }
+
+// finish writes the held-back error, if any, in the API's shape.
+func (e *mcpErrorWriter) finish() {
+	if e.status == 0 {
+		return
+	}
+	msg := strings.TrimSpace(e.text.String())
+	code := capsule.CodeInvalidMCPRequest
+	switch e.status {
+	case http.StatusNotFound:
+		code = capsule.CodeNotFound
+		if msg == "session not found" || msg == "session is closing" {
+			msg = "no such MCP session: it was closed, or expired after " + e.idle.String() +
+				" without a request; start a new one with initialize"
+		}
+	case http.StatusMethodNotAllowed:
+		code = capsule.CodeMethodNotAllowed
+	case http.StatusForbidden:
+		code = capsule.CodeForbiddenOrigin
+	case http.StatusUnsupportedMediaType:
+		code = capsule.CodeUnsupportedMedia
+	case http.StatusRequestEntityTooLarge:
+		code = capsule.CodeBodyTooLarge
+	case http.StatusInternalServerError:
+		code = capsule.CodeInternal
+	}
+	h := e.Header()
+	h.Del("X-Content-Type-Options")
+	writeError(e.ResponseWriter, capsule.RefuseStatus(e.status, code, "", "MCP: %s", msg))
 }
 
 // inProcess is an http.RoundTripper that serves requests with a handler in
@@ -40,6 +295,12 @@ func (d *Daemon) mcpHandler(api http.Handler) http.Handler {
 type inProcess struct{ h http.Handler }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	// A server request always has a body (http.NoBody when empty); a
+	// client request without one has nil, which handlers must not see.
+	if req.Body == nil {
+		req = req.WithContext(req.Context()) // a RoundTripper must not change its request
+		req.Body = http.NoBody
+	}
 	rec := httptest.NewRecorder()
 	t.h.ServeHTTP(rec, req)
 	return rec.Result(), nil

@@ -498,7 +498,7 @@ func TestDeadLetterAPI(t *testing.T) {
 	td.expectError("GET", "/v1/deadletter?upstream=nope", nil, 404, capsule.CodeNotFound)
 	td.expectError("POST", "/v1/deadletter/retry", map[string]any{"upstream": "nope"}, 400, capsule.CodeInvalidField)
 	td.expectError("POST", "/v1/deadletter/discard", map[string]any{"upstream": "local", "seq": 99}, 404, capsule.CodeNotFound)
-	td.expectError("POST", "/v1/deadletter/retry", `{"upstream":"local","sequence":1}`, 400, capsule.CodeInvalidJSON)
+	td.expectError("POST", "/v1/deadletter/retry", `{"upstream":"local","sequence":1}`, 400, capsule.CodeUnknownField)
 	if r := td.expectOK("POST", "/v1/deadletter/retry", map[string]any{"upstream": "local"}); r["retried"].(float64) != 0 {
 		t.Fatalf("retry all of nothing: %v", r)
 	}

@@ -148,12 +148,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			_, port, _ := net.SplitHostPort(l.Addr().String())
 			h = d.requireToken(h, port)
 		}
-		servers[i] = &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			BaseContext:       func(net.Listener) context.Context { return reqCtx },
-			ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
-		}
+		servers[i] = newHTTPServer(h, reqCtx, d.log)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

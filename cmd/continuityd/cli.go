@@ -197,6 +197,9 @@ func fail(e *env, err error) int {
 			fmt.Fprintf(e.stderr, "continuityd: %s: %s\n", ae.Code, ae.Message)
 		}
 		return exitFailed
+	case errors.Is(err, client.ErrNoAnswer):
+		fmt.Fprintf(e.stderr, "continuityd: %v\n(if the daemon stays stuck, its log may say why; restarting it loses nothing accepted)\n", err)
+		return exitUnreachable
 	case errors.Is(err, client.ErrUnreachable):
 		fmt.Fprintf(e.stderr, "continuityd: %v\n(is the daemon running? start it with `continuityd run`)\n", err)
 		return exitUnreachable

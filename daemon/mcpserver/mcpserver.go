@@ -228,7 +228,10 @@ func (t *tools) waitForEvent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	return t.get(ctx, req, "/v1/continuity/wait", "max_seconds", "after")
 }
 
-// forward posts the body as is, with the control fields as the query.
+// forward posts the body as is, with the control fields as the query. No
+// arguments post {}: a tool has no "missing body", so the API answers as it
+// does for an empty object (capsule_seal seals from the saved state, and
+// checkpoint says what it needs).
 func (t *tools) forward(ctx context.Context, req *mcp.CallToolRequest, method, path string, control ...string) (*mcp.CallToolResult, error) {
 	ctl, body, err := args(req, control...)
 	if err != nil {
@@ -238,10 +241,7 @@ func (t *tools) forward(ctx context.Context, req *mcp.CallToolRequest, method, p
 	if err != nil {
 		return badArgs(err), nil
 	}
-	var raw []byte
-	if len(body) > 0 {
-		raw, _ = json.Marshal(body)
-	}
+	raw, _ := json.Marshal(body)
 	return t.call(ctx, method, path, q, raw)
 }
 

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -22,12 +23,32 @@ import (
 // nobody listening, connection reset): the CLI maps it to exit status 3.
 var ErrUnreachable = errors.New("daemon unreachable")
 
+// ErrNoAnswer is the unreachable case where the socket takes the connection
+// but no answer comes within the request's timeout (a stuck daemon, or
+// something else listening there). It always comes with ErrUnreachable.
+var ErrNoAnswer = errors.New("no answer")
+
+// DefaultTimeout bounds one request: the daemon answers ordinary calls in
+// milliseconds. Calls that wait by design get what they wait plus this: a
+// long poll its max_seconds (20 when not given), a ?sync=1 checkpoint the
+// daemon's 10 s for the upstreams.
+const DefaultTimeout = 10 * time.Second
+
+// Waits the daemon does by design, for Client.timeout.
+const (
+	waitDefault = 20 * time.Second
+	syncWait    = 10 * time.Second
+)
+
 // Client is a connection to one daemon. It is safe for concurrent use.
 type Client struct {
 	Socket string
 	// Agent, when set, is sent as ?agent= on every agent call.
 	Agent string
-	http  *http.Client
+	// Timeout bounds one request (zero: DefaultTimeout), plus what the
+	// call waits by design.
+	Timeout time.Duration
+	http    *http.Client
 }
 
 // New returns a client for the daemon listening on socket.
@@ -84,7 +105,10 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	timeout := c.timeout(path, query)
+	reqCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, method, u, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -93,15 +117,12 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Socket, err)
+		return nil, c.unreachable(ctx, reqCtx, timeout, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the answer: %v", ErrUnreachable, err)
+		return nil, c.unreachable(ctx, reqCtx, timeout, fmt.Errorf("reading the answer: %w", err))
 	}
 	if resp.StatusCode/100 != 2 {
 		ae := &APIError{Status: resp.StatusCode}
@@ -116,6 +137,41 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		return out, ae
 	}
 	return out, nil
+}
+
+// timeout is the time one request may take.
+func (c *Client) timeout(path string, q url.Values) time.Duration {
+	d := c.Timeout
+	if d <= 0 {
+		d = DefaultTimeout
+	}
+	switch path {
+	case "/v1/continuity/wait":
+		w := waitDefault
+		if n, err := strconv.Atoi(q.Get("max_seconds")); err == nil && n > 0 {
+			w = time.Duration(min(n, 3600)) * time.Second
+		}
+		d += w
+	case "/v1/continuity/checkpoint":
+		if q.Get("sync") != "" {
+			d += syncWait
+		}
+	}
+	return d
+}
+
+// unreachable reports a request that got no answer: the caller's own
+// cancellation as it is, the request's timeout as ErrNoAnswer.
+func (c *Client) unreachable(ctx, reqCtx context.Context, timeout time.Duration, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case reqCtx.Err() != nil:
+		return fmt.Errorf("%w at %s: %w within %s: something accepts connections there but does not answer (a stuck daemon?)",
+			ErrUnreachable, c.Socket, ErrNoAnswer, timeout)
+	default:
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Socket, err)
+	}
 }
 
 // GetJSON sends a GET and decodes the answer into v.

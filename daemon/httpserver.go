@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// The local API's connection timeouts. Every client is on this machine
+// (the Unix socket, or the loopback listener), so a well-behaved one sends
+// a whole request, at most 64 KiB, in well under a millisecond; these bound
+// what a stuck or hostile one can hold.
+//
+//   - headerTimeout: the request line and headers.
+//   - bodyTimeout: the body, counted from the moment the handler starts.
+//     A body trickled a byte at a time is cut when it runs out and the
+//     connection is closed. http.Server.ReadTimeout is deliberately left
+//     unset: net/http keeps that deadline on the connection after the body
+//     has been read, and when it passes the background read fails and
+//     cancels the request's context, which would cut every long poll (and
+//     a ?sync=1 checkpoint) at the read timeout. Instead the deadline is set
+//     per request and lifted once the body has been read to its end.
+//   - idleTimeout: a keep-alive connection waiting for its next request.
+//     The CLI's client keeps idle connections 30 s; hooks are short-lived.
+//   - writeTimeout: the whole answer of an ordinary request, counted from
+//     the end of its headers. The calls that are long by design raise it
+//     for themselves (extendWriteDeadline): the long poll to its
+//     max_seconds (at most 90) plus writeMargin, an MCP POST to the longest
+//     tool call (wait_for_event), and MCP's standalone GET stream has none,
+//     since it ends when its session does (after mcp_session_idle).
+const (
+	headerTimeout = 10 * time.Second
+	bodyTimeout   = 10 * time.Second
+	idleTimeout   = 30 * time.Second
+	writeTimeout  = 30 * time.Second
+	writeMargin   = 15 * time.Second
+)
+
+// newHTTPServer is the server for one listener; requests' contexts come
+// from base, which ends when shutdown begins.
+func newHTTPServer(h http.Handler, base context.Context, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           withBodyDeadline(h),
+		ReadHeaderTimeout: headerTimeout,
+		IdleTimeout:       idleTimeout,
+		WriteTimeout:      writeTimeout,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+// withBodyDeadline gives a request's body bodyTimeout to arrive (see above).
+func withBodyDeadline(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(bodyTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody lifts the body's read deadline once the body has been read
+// to its end, so the rest of the request (a long poll, a sync checkpoint)
+// is not cut by it.
+type deadlineBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	lifted sync.Once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.lifted.Do(func() { b.rc.SetReadDeadline(time.Time{}) })
+	}
+	return n, err
+}
+
+// extendWriteDeadline gives the answer d more from now (0: no deadline) for
+// the calls that are long by design. It is a no-op where the writer has no
+// connection (the in-process calls of /mcp's tools).
+func extendWriteDeadline(w http.ResponseWriter, d time.Duration) {
+	var t time.Time
+	if d > 0 {
+		t = time.Now().Add(d)
+	}
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(t)
+}
+
+// isTimeout reports whether err is a deadline passing (a body too slow).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
