@@ -23,17 +23,46 @@ func (r *Resume) Markdown(limit int) string {
 	if r.Capsule != nil {
 		draft = r.Capsule.Capsule
 	}
-	head := fmt.Sprintf("# Where %s was\n", r.Agent)
-	if r.Stopped != nil {
-		head += fmt.Sprintf("\n**The residency is stopped** (%s, %s): checkpoints are refused until one carries resume_residency: true, on a new operator instruction.\n",
-			r.Stopped.Reason, age(now, r.Stopped.At))
-	}
+	head := r.markdownHead(now)
 	goal := r.Focus
 	if goal == "" {
 		goal = draft.Goal
 	}
 	add("Goal", goal)
-	var next, done, blockers string
+	next, done, blockers := r.workingStateText(now, draft)
+	add("Next", next)
+	add("Blockers", blockers)
+	add("Do not", draft.DoNot)
+	add("Refuted", draft.Refuted)
+	add("Done", done)
+	add("Open commitments", r.openCommitmentsText(now))
+	add("Recent decisions", r.decisionsText())
+	add("Receipts", r.receiptsText())
+	if slv := r.sinceLastVisitText(now); slv != "" {
+		add(fmt.Sprintf("Since last visit (%s)", age(now, r.SinceLastVisit.Since)), slv)
+	}
+	add("Context", r.contextText())
+	add("Upstream health", r.upstreamHealthText())
+
+	if len(sections) == 0 {
+		head += "\nNothing saved yet. Checkpoint as the work moves: `continuityd checkpoint --focus \"…\" --next \"…\"`.\n"
+	}
+	return fitSections(head, sections, limit)
+}
+
+// markdownHead is the title, and the stop of the residency if there is one.
+func (r *Resume) markdownHead(now time.Time) string {
+	head := fmt.Sprintf("# Where %s was\n", r.Agent)
+	if r.Stopped != nil {
+		head += fmt.Sprintf("\n**The residency is stopped** (%s, %s): checkpoints are refused until one carries resume_residency: true, on a new operator instruction.\n",
+			r.Stopped.Reason, age(now, r.Stopped.At))
+	}
+	return head
+}
+
+// workingStateText returns the Next, Done and Blockers sections: the
+// working state's, each falling back to the capsule draft's when empty.
+func (r *Resume) workingStateText(now time.Time, draft Capsule) (next, done, blockers string) {
 	if ws := r.WorkingState; ws != nil {
 		next, done = ws.NextAction, ws.LastResult
 		if ws.WaitingFor != nil {
@@ -55,20 +84,21 @@ func (r *Resume) Markdown(limit int) string {
 	if blockers == "" {
 		blockers = draft.Blockers
 	}
-	add("Next", next)
-	add("Blockers", blockers)
-	add("Do not", draft.DoNot)
-	add("Refuted", draft.Refuted)
-	add("Done", done)
+	return next, done, blockers
+}
 
+func (r *Resume) openCommitmentsText(now time.Time) string {
 	var open strings.Builder
 	for _, c := range r.Commitments {
 		if c.Status == CommitmentOpen {
 			fmt.Fprintf(&open, "- [%s] %s (opened %s)\n", c.ID, c.Title, age(now, c.OpenedAt))
 		}
 	}
-	add("Open commitments", open.String())
+	return open.String()
+}
 
+// decisionsText lists the last five decisions, newest first.
+func (r *Resume) decisionsText() string {
 	var dec strings.Builder
 	for i := len(r.Decisions) - 1; i >= 0 && i >= len(r.Decisions)-5; i-- {
 		d := r.Decisions[i]
@@ -78,14 +108,19 @@ func (r *Resume) Markdown(limit int) string {
 		}
 		dec.WriteString("\n")
 	}
-	add("Recent decisions", dec.String())
+	return dec.String()
+}
 
+// receiptsText lists the receipts, newest first.
+func (r *Resume) receiptsText() string {
 	var rc strings.Builder
 	for i := len(r.Receipts) - 1; i >= 0; i-- {
 		fmt.Fprintf(&rc, "- %s\n", r.Receipts[i])
 	}
-	add("Receipts", rc.String())
+	return rc.String()
+}
 
+func (r *Resume) sinceLastVisitText(now time.Time) string {
 	var slv strings.Builder
 	s := r.SinceLastVisit
 	if s.Writes > 0 {
@@ -100,10 +135,10 @@ func (r *Resume) Markdown(limit int) string {
 	for _, sg := range lastN(s.Signals, 10) {
 		fmt.Fprintf(&slv, "- %s (%s)\n", sg.Summary, age(now, sg.At))
 	}
-	if slv.Len() > 0 {
-		add(fmt.Sprintf("Since last visit (%s)", age(now, s.Since)), slv.String())
-	}
+	return slv.String()
+}
 
+func (r *Resume) contextText() string {
 	var ctx strings.Builder
 	if r.Context.UsedFraction != nil {
 		fmt.Fprintf(&ctx, "- context %.0f%% used\n", *r.Context.UsedFraction*100)
@@ -111,8 +146,12 @@ func (r *Resume) Markdown(limit int) string {
 	if r.Context.Compactions > 0 {
 		fmt.Fprintf(&ctx, "- %d compactions\n", r.Context.Compactions)
 	}
-	add("Context", ctx.String())
+	return ctx.String()
+}
 
+// upstreamHealthText lists each upstream's state, then what is degraded
+// and the writes refused.
+func (r *Resume) upstreamHealthText() string {
 	var ups strings.Builder
 	for _, u := range r.Upstreams {
 		fmt.Fprintf(&ups, "- %s: %s", u.Name, u.State)
@@ -133,11 +172,13 @@ func (r *Resume) Markdown(limit int) string {
 	for _, rf := range r.Refused {
 		fmt.Fprintf(&ups, "- refused %s: %s %s\n", rf.Source, rf.Error.Code, rf.Error.Message)
 	}
-	add("Upstream health", ups.String())
+	return ups.String()
+}
 
-	if len(sections) == 0 {
-		head += "\nNothing saved yet. Checkpoint as the work moves: `continuityd checkpoint --focus \"…\" --next \"…\"`.\n"
-	}
+// fitSections joins head and the sections, leaving whole sections out from
+// the end when limit > 0 and the text would pass it (less 200 characters
+// of room for the last line, which says how many were left out).
+func fitSections(head string, sections []string, limit int) string {
 	out := head
 	for i, sec := range sections {
 		if limit > 0 && len(out)+1+len(sec) > limit-200 {

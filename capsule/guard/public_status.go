@@ -44,6 +44,33 @@ var publicStatusFields = map[string]bool{
 }
 
 func (g *Guard) decodePublicStatus(raw json.RawMessage) (*capsule.PublicStatus, *capsule.Error) {
+	ps, err := readPublicStatus(raw)
+	if err != nil {
+		return nil, err
+	}
+	texts := publicStatusTexts(ps)
+	if err := checkPublicStatusShape(ps, texts); err != nil {
+		return nil, err
+	}
+	for _, t := range texts {
+		if err := g.checkPublicText("public_status."+t.name, t.value); err != nil {
+			return nil, err
+		}
+	}
+	if len(ps.Until) > 0 && ps.Until[0] == '"' {
+		var s string
+		_ = json.Unmarshal(ps.Until, &s) // checkUntil parsed it already
+		if err := g.checkPublicText("public_status.until", s); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+// readPublicStatus decodes the members of a public status, checking only
+// that each is known and of its JSON type (and until a valid time): the
+// content rules come afterwards.
+func readPublicStatus(raw json.RawMessage) (*capsule.PublicStatus, *capsule.Error) {
 	const code, path = capsule.CodeInvalidPublicStatus, "public_status"
 	ms, err := decodeObject(raw, code, path)
 	if err != nil {
@@ -81,54 +108,58 @@ func (g *Guard) decodePublicStatus(raw json.RawMessage) (*capsule.PublicStatus, 
 			ps.Experiment = s
 		}
 	}
+	return ps, nil
+}
 
-	switch ps.Phase {
-	case "acting", "waiting", "resting":
-	case "":
-		return nil, capsule.Refuse(code, "public_status.phase", "is required: acting, waiting or resting")
-	default:
-		return nil, capsule.Refuse(code, "public_status.phase", "must be acting, waiting or resting")
-	}
-	if strings.TrimSpace(ps.NextAction) == "" {
-		return nil, capsule.Refuse(code, "public_status.next_action", "is required: say what the agent is doing")
-	}
-	texts := []struct {
-		name  string
-		value string
-		max   int
-	}{
+// publicText is one text field of a public status and its length limit
+// (0: the general one).
+type publicText struct {
+	name  string
+	value string
+	max   int
+}
+
+// publicStatusTexts lists the text fields of ps, in the order they are
+// checked.
+func publicStatusTexts(ps *capsule.PublicStatus) []publicText {
+	return []publicText{
 		{"next_action", ps.NextAction, MaxStatusNextAction},
 		{"reason", ps.Reason, MaxStatusReason},
 		{"tool", ps.Tool, MaxStatusTool},
 		{"route", ps.Route, MaxStatusRoute},
 		{"experiment", ps.Experiment, 0},
 	}
+}
+
+// checkPublicStatusShape checks the form of a public status: a known phase,
+// a next action, texts (of ps) within their lengths, a path-template route
+// and a uuid experiment.
+func checkPublicStatusShape(ps *capsule.PublicStatus, texts []publicText) *capsule.Error {
+	const code = capsule.CodeInvalidPublicStatus
+	switch ps.Phase {
+	case "acting", "waiting", "resting":
+	case "":
+		return capsule.Refuse(code, "public_status.phase", "is required: acting, waiting or resting")
+	default:
+		return capsule.Refuse(code, "public_status.phase", "must be acting, waiting or resting")
+	}
+	if strings.TrimSpace(ps.NextAction) == "" {
+		return capsule.Refuse(code, "public_status.next_action", "is required: say what the agent is doing")
+	}
 	for _, t := range texts {
 		if err := checkText(t.value, t.max, code, "public_status."+t.name); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if ps.Route != "" {
 		if msg := checkRoute(ps.Route); msg != "" {
-			return nil, capsule.Refuse(code, "public_status.route", "%s", msg)
+			return capsule.Refuse(code, "public_status.route", "%s", msg)
 		}
 	}
 	if ps.Experiment != "" && !isUUID(ps.Experiment) {
-		return nil, capsule.Refuse(code, "public_status.experiment", "must be a uuid (8-4-4-4-12 hex digits)")
+		return capsule.Refuse(code, "public_status.experiment", "must be a uuid (8-4-4-4-12 hex digits)")
 	}
-	for _, t := range texts {
-		if err := g.checkPublicText("public_status."+t.name, t.value); err != nil {
-			return nil, err
-		}
-	}
-	if len(ps.Until) > 0 && ps.Until[0] == '"' {
-		var s string
-		_ = json.Unmarshal(ps.Until, &s) // checkUntil parsed it already
-		if err := g.checkPublicText("public_status.until", s); err != nil {
-			return nil, err
-		}
-	}
-	return ps, nil
+	return nil
 }
 
 // checkUntil accepts an ISO time (a JSON string in RFC 3339 form, with or

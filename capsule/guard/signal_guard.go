@@ -28,109 +28,25 @@ func (g *Guard) DecodeSignal(body []byte) (*capsule.Signal, error) {
 }
 
 func (g *Guard) decodeSignal(body []byte) (*capsule.Signal, *capsule.Error) {
-	const code = capsule.CodeInvalidSignal
 	if err := checkBody(body, MaxBodyBytes); err != nil {
 		return nil, err
 	}
 	ms, _ := readMembers(body)
 	sig := &capsule.Signal{}
-	strs := map[string]*string{
-		"kind": &sig.Kind, "phase": &sig.Phase, "trigger": &sig.Trigger, "event": &sig.Event,
-		"source": &sig.Source, "reason": &sig.Reason, "session_id": &sig.SessionID,
-		"transcript_path": &sig.TranscriptPath, "via": &sig.Via,
-	}
+	strs := signalStrings(sig)
 	present := map[string]bool{}
 	for _, m := range ms {
 		present[m.name] = true
-		switch m.name {
-		case "at":
-			// Set by the daemon when it accepts the signal.
-		case "used_fraction":
-			f, err := decodeFloat(m.value, code, m.name)
-			if err != nil {
-				return nil, err
-			}
-			if math.IsNaN(f) || f < 0 || f > 1 {
-				return nil, capsule.Refuse(code, m.name, "must be a number from 0 to 1")
-			}
-			sig.UsedFraction = &f
-		case "tokens", "window":
-			n, err := decodeCount(m.value, code, m.name)
-			if err != nil {
-				return nil, err
-			}
-			if m.name == "tokens" {
-				sig.Tokens = &n
-			} else {
-				sig.Window = &n
-			}
-		default:
-			dst, ok := strs[m.name]
-			if !ok {
-				return nil, unknownField(code, "", m.name)
-			}
-			s, err := decodeString(m.value, code, m.name)
-			if err != nil {
-				return nil, err
-			}
-			if err := checkText(s, MaxSignalString, code, m.name); err != nil {
-				return nil, err
-			}
-			*dst = s
+		if err := decodeSignalMember(sig, strs, m); err != nil {
+			return nil, err
 		}
 	}
-
-	only := func(field, kinds string) *capsule.Error {
-		return capsule.Refuse(code, field, "is only for %s signals", kinds)
+	if err := checkSignalKind(sig); err != nil {
+		return nil, err
 	}
-	switch sig.Kind {
-	case capsule.SignalContext:
-		if sig.UsedFraction == nil {
-			return nil, capsule.Refuse(code, "used_fraction", "is required for a context signal: the share of the context window in use, 0 to 1")
-		}
-	case capsule.SignalCompaction:
-		switch sig.Phase {
-		case "pre", "post":
-		case "":
-			return nil, capsule.Refuse(code, "phase", "is required for a compaction signal: pre or post")
-		default:
-			return nil, capsule.Refuse(code, "phase", "must be pre or post")
-		}
-		switch sig.Trigger {
-		case "", "manual", "auto":
-		default:
-			return nil, capsule.Refuse(code, "trigger", "must be manual or auto")
-		}
-	case capsule.SignalSession:
-		switch sig.Event {
-		case "start", "end", "stop":
-		case "":
-			return nil, capsule.Refuse(code, "event", "is required for a session signal: start, end or stop")
-		default:
-			return nil, capsule.Refuse(code, "event", "must be start, end or stop for a session signal")
-		}
-	case capsule.SignalActivity:
-		switch sig.Event {
-		case "", "prompt", "tool", "file":
-		default:
-			return nil, capsule.Refuse(code, "event", "must be prompt, tool or file for an activity signal")
-		}
-	case "":
-		return nil, capsule.Refuse(code, "kind", "is required: context, compaction, session or activity")
-	default:
-		return nil, capsule.Refuse(code, "kind", "must be context, compaction, session or activity")
+	if err := checkSignalFieldsBelong(sig, present); err != nil {
+		return nil, err
 	}
-	if sig.Kind != capsule.SignalCompaction {
-		for _, f := range []string{"phase", "trigger"} {
-			if present[f] {
-				return nil, only(f, "compaction")
-			}
-		}
-	}
-	if present["event"] && sig.Kind != capsule.SignalSession && sig.Kind != capsule.SignalActivity {
-		return nil, only("event", "session and activity")
-	}
-
 	for _, m := range ms { // document order, like the other checks
 		if dst, ok := strs[m.name]; ok {
 			if err := g.checkSecret(m.name, *dst); err != nil {
@@ -139,6 +55,122 @@ func (g *Guard) decodeSignal(body []byte) (*capsule.Signal, *capsule.Error) {
 		}
 	}
 	return sig, nil
+}
+
+// signalStrings maps the string members of a signal to sig's fields.
+func signalStrings(sig *capsule.Signal) map[string]*string {
+	return map[string]*string{
+		"kind": &sig.Kind, "phase": &sig.Phase, "trigger": &sig.Trigger, "event": &sig.Event,
+		"source": &sig.Source, "reason": &sig.Reason, "session_id": &sig.SessionID,
+		"transcript_path": &sig.TranscriptPath, "via": &sig.Via,
+	}
+}
+
+// decodeSignalMember decodes one member into sig (strs: signalStrings(sig)),
+// checking its type and range; an unknown name is refused.
+func decodeSignalMember(sig *capsule.Signal, strs map[string]*string, m member) *capsule.Error {
+	const code = capsule.CodeInvalidSignal
+	switch m.name {
+	case "at":
+		// Set by the daemon when it accepts the signal.
+	case "used_fraction":
+		f, err := decodeFloat(m.value, code, m.name)
+		if err != nil {
+			return err
+		}
+		if math.IsNaN(f) || f < 0 || f > 1 {
+			return capsule.Refuse(code, m.name, "must be a number from 0 to 1")
+		}
+		sig.UsedFraction = &f
+	case "tokens", "window":
+		n, err := decodeCount(m.value, code, m.name)
+		if err != nil {
+			return err
+		}
+		if m.name == "tokens" {
+			sig.Tokens = &n
+		} else {
+			sig.Window = &n
+		}
+	default:
+		dst, ok := strs[m.name]
+		if !ok {
+			return unknownField(code, "", m.name)
+		}
+		s, err := decodeString(m.value, code, m.name)
+		if err != nil {
+			return err
+		}
+		if err := checkText(s, MaxSignalString, code, m.name); err != nil {
+			return err
+		}
+		*dst = s
+	}
+	return nil
+}
+
+// checkSignalKind checks that the kind is known and has the fields it
+// needs, with enumerated fields within their values.
+func checkSignalKind(sig *capsule.Signal) *capsule.Error {
+	const code = capsule.CodeInvalidSignal
+	switch sig.Kind {
+	case capsule.SignalContext:
+		if sig.UsedFraction == nil {
+			return capsule.Refuse(code, "used_fraction", "is required for a context signal: the share of the context window in use, 0 to 1")
+		}
+	case capsule.SignalCompaction:
+		switch sig.Phase {
+		case "pre", "post":
+		case "":
+			return capsule.Refuse(code, "phase", "is required for a compaction signal: pre or post")
+		default:
+			return capsule.Refuse(code, "phase", "must be pre or post")
+		}
+		switch sig.Trigger {
+		case "", "manual", "auto":
+		default:
+			return capsule.Refuse(code, "trigger", "must be manual or auto")
+		}
+	case capsule.SignalSession:
+		switch sig.Event {
+		case "start", "end", "stop":
+		case "":
+			return capsule.Refuse(code, "event", "is required for a session signal: start, end or stop")
+		default:
+			return capsule.Refuse(code, "event", "must be start, end or stop for a session signal")
+		}
+	case capsule.SignalActivity:
+		switch sig.Event {
+		case "", "prompt", "tool", "file":
+		default:
+			return capsule.Refuse(code, "event", "must be prompt, tool or file for an activity signal")
+		}
+	case "":
+		return capsule.Refuse(code, "kind", "is required: context, compaction, session or activity")
+	default:
+		return capsule.Refuse(code, "kind", "must be context, compaction, session or activity")
+	}
+	return nil
+}
+
+// checkSignalFieldsBelong refuses an enumerated field present on a kind it
+// does not belong to (present: the members given), so a signal never means
+// two things.
+func checkSignalFieldsBelong(sig *capsule.Signal, present map[string]bool) *capsule.Error {
+	only := func(field, kinds string) *capsule.Error {
+		return capsule.Refuse(capsule.CodeInvalidSignal, field, "is only for %s signals", kinds)
+	}
+	if sig.Kind != capsule.SignalCompaction {
+		for _, f := range []string{"phase", "trigger"} {
+			if present[f] {
+				return only(f, "compaction")
+			}
+		}
+	}
+	if present["event"] && sig.Kind != capsule.SignalSession && sig.Kind != capsule.SignalActivity {
+		return only("event", "session and activity")
+	}
+	return nil
 }
 
 // decodeFloat decodes a finite JSON number.

@@ -33,25 +33,8 @@ func cmdCheckpoint(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "checkpoint", "[--agent A] [flags | --json FILE|-] [--sync]")
 	var cf clientFlags
 	cf.register(fs)
-	var focus, next, lastResult, resultRef, waitingFor, chosen, because, passedOver optString
-	var phase, statusNext, statusReason, stop optString
-	var open, closeOps, drop listFlag
-	fs.Var(&focus, "focus", "what the agent is working on")
-	fs.Var(&next, "next", "working_state.next_action")
-	fs.Var(&lastResult, "last-result", "working_state.last_result")
-	fs.Var(&resultRef, "result-ref", "working_state.result_ref (\"\" stays a string; use --json for null)")
-	fs.Var(&waitingFor, "waiting-for", "working_state.waiting_for")
-	fs.Var(&chosen, "decide", "a decision: what was chosen (needs --because)")
-	fs.Var(&because, "because", "why (at least 24 characters)")
-	fs.Var(&passedOver, "passed-over", "what the decision passed over")
-	fs.Var(&phase, "status-phase", "public_status.phase: acting, waiting or resting")
-	fs.Var(&statusNext, "status-next", "public_status.next_action (PUBLIC, ≤ 280 characters)")
-	fs.Var(&statusReason, "status-reason", "public_status.reason (PUBLIC, ≤ 140 characters)")
-	fs.Var(&open, "open", "open a commitment with this title (repeatable)")
-	fs.Var(&closeOps, "close", "close a commitment: ID=post:UUID (repeatable)")
-	fs.Var(&drop, "drop", "drop a commitment: ID=REASON (repeatable)")
-	fs.Var(&stop, "stop", "record a stop of the residency with this reason")
-	resume := fs.Bool("resume-residency", false, "lift a stop (only on a new operator instruction)")
+	var f checkpointFlags
+	f.register(fs)
 	jsonFile := fs.String("json", "", "take the whole body from FILE, or - for stdin")
 	sync := fs.Bool("sync", false, "wait (bounded) for the upstreams and report their answers")
 	pos, err := parse(fs, args)
@@ -64,107 +47,176 @@ func cmdCheckpoint(ctx context.Context, e *env, args []string) int {
 	}
 
 	var body []byte
+	var ok bool
 	if *jsonFile != "" {
-		flagsUsed := false
-		fs.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "json", "sync", "agent", "socket", "config":
-			default:
-				flagsUsed = true
-			}
-		})
-		if flagsUsed {
-			fmt.Fprintln(e.stderr, "continuityd checkpoint: --json takes the whole body; do not mix it with field flags")
-			return exitUsage
-		}
-		if body, err = readInput(e, *jsonFile); err != nil {
-			fmt.Fprintf(e.stderr, "continuityd checkpoint: %v\n", err)
-			return exitUsage
-		}
+		body, ok = checkpointJSONBody(e, fs, *jsonFile)
 	} else {
-		b := map[string]any{}
-		if focus.set {
-			b["focus"] = focus.v
-		}
-		ws := map[string]any{}
-		for k, o := range map[string]optString{"next_action": next, "last_result": lastResult, "result_ref": resultRef, "waiting_for": waitingFor} {
-			if o.set {
-				ws[k] = o.v
-			}
-		}
-		if len(ws) > 0 {
-			b["working_state"] = ws
-		}
-		if chosen.set || because.set || passedOver.set {
-			d := map[string]any{"chosen": chosen.v, "because": because.v}
-			if passedOver.set {
-				d["passed_over"] = passedOver.v
-			}
-			b["decide"] = d
-		}
-		if phase.set || statusNext.set || statusReason.set {
-			ps := map[string]any{"phase": phase.v, "next_action": statusNext.v}
-			if statusReason.set {
-				ps["reason"] = statusReason.v
-			}
-			b["public_status"] = ps
-		}
-		ops := map[string]any{}
-		if len(open) > 0 {
-			var l []map[string]string
-			for _, t := range open {
-				l = append(l, map[string]string{"title": t})
-			}
-			ops["open"] = l
-		}
-		for name, list := range map[string]listFlag{"close": closeOps, "drop": drop} {
-			if len(list) == 0 {
-				continue
-			}
-			var l []map[string]string
-			for _, kv := range list {
-				id, val, ok := strings.Cut(kv, "=")
-				if !ok {
-					fmt.Fprintf(e.stderr, "continuityd checkpoint: --%s wants ID=VALUE, got %q\n", name, kv)
-					return exitUsage
-				}
-				key := "evidence"
-				if name == "drop" {
-					key = "reason"
-				}
-				l = append(l, map[string]string{"id": id, key: val})
-			}
-			ops[name] = l
-		}
-		if len(ops) > 0 {
-			b["commitments"] = ops
-		}
-		if stop.set {
-			b["stop"] = map[string]string{"reason": stop.v}
-		}
-		if *resume {
-			b["resume_residency"] = true
-		}
-		if len(b) == 0 {
-			fmt.Fprintln(e.stderr, "continuityd checkpoint: nothing to save; give at least one field flag or --json FILE")
-			return exitUsage
-		}
-		body, _ = json.Marshal(b)
+		body, ok = f.body(e)
 	}
+	if !ok {
+		return exitUsage
+	}
+	return postCheckpoint(ctx, e, &cf, body, *sync)
+}
 
+// checkpointFlags are the checkpoint flags that each set one field of the
+// body.
+type checkpointFlags struct {
+	focus, next, lastResult, resultRef, waitingFor, chosen, because, passedOver optString
+	phase, statusNext, statusReason, stop                                       optString
+	open, closeOps, drop                                                        listFlag
+	resume                                                                      *bool
+}
+
+func (f *checkpointFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.focus, "focus", "what the agent is working on")
+	fs.Var(&f.next, "next", "working_state.next_action")
+	fs.Var(&f.lastResult, "last-result", "working_state.last_result")
+	fs.Var(&f.resultRef, "result-ref", "working_state.result_ref (\"\" stays a string; use --json for null)")
+	fs.Var(&f.waitingFor, "waiting-for", "working_state.waiting_for")
+	fs.Var(&f.chosen, "decide", "a decision: what was chosen (needs --because)")
+	fs.Var(&f.because, "because", "why (at least 24 characters)")
+	fs.Var(&f.passedOver, "passed-over", "what the decision passed over")
+	fs.Var(&f.phase, "status-phase", "public_status.phase: acting, waiting or resting")
+	fs.Var(&f.statusNext, "status-next", "public_status.next_action (PUBLIC, ≤ 280 characters)")
+	fs.Var(&f.statusReason, "status-reason", "public_status.reason (PUBLIC, ≤ 140 characters)")
+	fs.Var(&f.open, "open", "open a commitment with this title (repeatable)")
+	fs.Var(&f.closeOps, "close", "close a commitment: ID=post:UUID (repeatable)")
+	fs.Var(&f.drop, "drop", "drop a commitment: ID=REASON (repeatable)")
+	fs.Var(&f.stop, "stop", "record a stop of the residency with this reason")
+	f.resume = fs.Bool("resume-residency", false, "lift a stop (only on a new operator instruction)")
+}
+
+// checkpointJSONBody reads the whole body from --json FILE|-; ok is false,
+// with the reason on stderr, when field flags were mixed in or the input
+// could not be read.
+func checkpointJSONBody(e *env, fs *flag.FlagSet, jsonFile string) (body []byte, ok bool) {
+	flagsUsed := false
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "json", "sync", "agent", "socket", "config":
+		default:
+			flagsUsed = true
+		}
+	})
+	if flagsUsed {
+		fmt.Fprintln(e.stderr, "continuityd checkpoint: --json takes the whole body; do not mix it with field flags")
+		return nil, false
+	}
+	body, err := readInput(e, jsonFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd checkpoint: %v\n", err)
+		return nil, false
+	}
+	return body, true
+}
+
+// body builds the checkpoint body from the field flags given; ok is false,
+// with the reason on stderr, when a flag is malformed or none was given.
+func (f *checkpointFlags) body(e *env) (body []byte, ok bool) {
+	b := map[string]any{}
+	if f.focus.set {
+		b["focus"] = f.focus.v
+	}
+	ws := map[string]any{}
+	for k, o := range map[string]optString{"next_action": f.next, "last_result": f.lastResult, "result_ref": f.resultRef, "waiting_for": f.waitingFor} {
+		if o.set {
+			ws[k] = o.v
+		}
+	}
+	if len(ws) > 0 {
+		b["working_state"] = ws
+	}
+	if f.chosen.set || f.because.set || f.passedOver.set {
+		d := map[string]any{"chosen": f.chosen.v, "because": f.because.v}
+		if f.passedOver.set {
+			d["passed_over"] = f.passedOver.v
+		}
+		b["decide"] = d
+	}
+	if f.phase.set || f.statusNext.set || f.statusReason.set {
+		ps := map[string]any{"phase": f.phase.v, "next_action": f.statusNext.v}
+		if f.statusReason.set {
+			ps["reason"] = f.statusReason.v
+		}
+		b["public_status"] = ps
+	}
+	ops, ok := f.commitmentOps(e)
+	if !ok {
+		return nil, false
+	}
+	if len(ops) > 0 {
+		b["commitments"] = ops
+	}
+	if f.stop.set {
+		b["stop"] = map[string]string{"reason": f.stop.v}
+	}
+	if *f.resume {
+		b["resume_residency"] = true
+	}
+	if len(b) == 0 {
+		fmt.Fprintln(e.stderr, "continuityd checkpoint: nothing to save; give at least one field flag or --json FILE")
+		return nil, false
+	}
+	body, _ = json.Marshal(b)
+	return body, true
+}
+
+// commitmentOps builds the body's commitments member from --open, --close
+// and --drop; ok is false, with the reason on stderr, when a --close or
+// --drop is not ID=VALUE.
+func (f *checkpointFlags) commitmentOps(e *env) (ops map[string]any, ok bool) {
+	ops = map[string]any{}
+	if len(f.open) > 0 {
+		var l []map[string]string
+		for _, t := range f.open {
+			l = append(l, map[string]string{"title": t})
+		}
+		ops["open"] = l
+	}
+	for name, list := range map[string]listFlag{"close": f.closeOps, "drop": f.drop} {
+		if len(list) == 0 {
+			continue
+		}
+		var l []map[string]string
+		for _, kv := range list {
+			id, val, ok := strings.Cut(kv, "=")
+			if !ok {
+				fmt.Fprintf(e.stderr, "continuityd checkpoint: --%s wants ID=VALUE, got %q\n", name, kv)
+				return nil, false
+			}
+			key := "evidence"
+			if name == "drop" {
+				key = "reason"
+			}
+			l = append(l, map[string]string{"id": id, key: val})
+		}
+		ops[name] = l
+	}
+	return ops, true
+}
+
+// postCheckpoint sends the body and prints the daemon's answer.
+func postCheckpoint(ctx context.Context, e *env, cf *clientFlags, body []byte, sync bool) int {
 	c, err := cf.client(e)
 	if err != nil {
 		return fail(e, err)
 	}
 	defer c.Close()
 	q := url.Values{}
-	if *sync {
+	if sync {
 		q.Set("sync", "1")
 	}
 	out, err := c.Do(ctx, http.MethodPost, "/v1/continuity/checkpoint", q, body)
 	if err != nil {
 		return fail(e, err)
 	}
+	return printCheckpointAnswer(e, out)
+}
+
+// printCheckpointAnswer prints the seq the write was saved as and, with
+// --sync, what each upstream did with it.
+func printCheckpointAnswer(e *env, out []byte) int {
 	var ans struct {
 		Seq  uint64 `json:"seq"`
 		Sync []struct {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/continuityd/continuityd/internal/client"
 )
 
 // cmdDeadLetter is `deadletter list|retry|discard`: the writes an upstream
@@ -36,73 +38,96 @@ func cmdDeadLetter(ctx context.Context, e *env, args []string) int {
 			fs.Usage()
 			return exitUsage
 		}
-		q := url.Values{}
-		if *up != "" {
-			q.Set("upstream", *up)
-		}
-		out, err := c.Do(ctx, http.MethodGet, "/v1/deadletter", q, nil)
-		if err != nil {
-			return fail(e, err)
-		}
-		if *asJSON {
-			e.stdout.Write(out)
-			return exitOK
-		}
-		var ans struct {
-			Entries []struct {
-				Upstream string    `json:"upstream"`
-				Error    string    `json:"error"`
-				At       time.Time `json:"at"`
-				Retry    bool      `json:"retry"`
-				Attempts int       `json:"attempts"`
-				Write    struct {
-					Seq  uint64 `json:"seq"`
-					Kind string `json:"kind"`
-				} `json:"write"`
-			} `json:"entries"`
-		}
-		if err := json.Unmarshal(out, &ans); err != nil {
-			return fail(e, err)
-		}
-		if len(ans.Entries) == 0 {
-			fmt.Fprintln(e.stdout, "no dead letters")
-			return exitOK
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "UPSTREAM\tSEQ\tKIND\tREFUSED\tATTEMPTS\tRETRY QUEUED\tERROR")
-		for _, d := range ans.Entries {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%v\t%s\n", d.Upstream, d.Write.Seq, d.Write.Kind, d.At.Format(time.RFC3339), d.Attempts, d.Retry, d.Error)
-		}
-		tw.Flush()
-		return exitOK
+		return deadLetterList(ctx, e, c, *up, *asJSON)
 	case "retry", "discard":
-		var seq uint64
-		switch {
-		case *up == "":
-			fmt.Fprintf(e.stderr, "continuityd deadletter %s: --upstream is required\n", sub)
-			return exitUsage
-		case *all && len(pos) == 1:
-		case !*all && len(pos) == 2:
-			if seq, err = strconv.ParseUint(pos[1], 10, 64); err != nil || seq == 0 {
-				fmt.Fprintf(e.stderr, "continuityd deadletter %s: SEQ must be a positive integer, got %q\n", sub, pos[1])
-				return exitUsage
-			}
-		default:
-			fmt.Fprintf(e.stderr, "continuityd deadletter %s: give one SEQ or --all\n", sub)
+		seq, ok := deadLetterSeq(e, sub, *up, *all, pos[1:])
+		if !ok {
 			return exitUsage
 		}
-		body, _ := json.Marshal(map[string]any{"upstream": *up, "seq": seq})
-		out, err := c.Do(ctx, http.MethodPost, "/v1/deadletter/"+sub, nil, body)
-		if err != nil {
-			return fail(e, err)
-		}
-		var ans map[string]int
-		json.Unmarshal(out, &ans)
-		verb := map[string]string{"retry": "retried", "discard": "discarded"}[sub]
-		fmt.Fprintf(e.stdout, "%d dead letter(s) %s\n", ans[verb], verb)
-		return exitOK
+		return deadLetterAct(ctx, e, c, sub, *up, seq)
 	default:
 		fs.Usage()
 		return exitUsage
 	}
+}
+
+// deadLetterList prints the dead letters (of one upstream, or all) as a
+// table, or as the daemon's JSON.
+func deadLetterList(ctx context.Context, e *env, c *client.Client, up string, asJSON bool) int {
+	q := url.Values{}
+	if up != "" {
+		q.Set("upstream", up)
+	}
+	out, err := c.Do(ctx, http.MethodGet, "/v1/deadletter", q, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	if asJSON {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var ans struct {
+		Entries []struct {
+			Upstream string    `json:"upstream"`
+			Error    string    `json:"error"`
+			At       time.Time `json:"at"`
+			Retry    bool      `json:"retry"`
+			Attempts int       `json:"attempts"`
+			Write    struct {
+				Seq  uint64 `json:"seq"`
+				Kind string `json:"kind"`
+			} `json:"write"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(out, &ans); err != nil {
+		return fail(e, err)
+	}
+	if len(ans.Entries) == 0 {
+		fmt.Fprintln(e.stdout, "no dead letters")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "UPSTREAM\tSEQ\tKIND\tREFUSED\tATTEMPTS\tRETRY QUEUED\tERROR")
+	for _, d := range ans.Entries {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%v\t%s\n", d.Upstream, d.Write.Seq, d.Write.Kind, d.At.Format(time.RFC3339), d.Attempts, d.Retry, d.Error)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// deadLetterSeq checks the arguments of retry or discard (sub): --upstream,
+// and one SEQ (args) or --all, which is seq 0. ok is false, with the reason
+// on stderr, when they are wrong.
+func deadLetterSeq(e *env, sub, up string, all bool, args []string) (seq uint64, ok bool) {
+	switch {
+	case up == "":
+		fmt.Fprintf(e.stderr, "continuityd deadletter %s: --upstream is required\n", sub)
+		return 0, false
+	case all && len(args) == 0:
+	case !all && len(args) == 1:
+		var err error
+		if seq, err = strconv.ParseUint(args[0], 10, 64); err != nil || seq == 0 {
+			fmt.Fprintf(e.stderr, "continuityd deadletter %s: SEQ must be a positive integer, got %q\n", sub, args[0])
+			return 0, false
+		}
+	default:
+		fmt.Fprintf(e.stderr, "continuityd deadletter %s: give one SEQ or --all\n", sub)
+		return 0, false
+	}
+	return seq, true
+}
+
+// deadLetterAct asks the daemon to retry or discard (sub) dead letters of
+// upstream up (seq 0: all of them) and says how many it did.
+func deadLetterAct(ctx context.Context, e *env, c *client.Client, sub, up string, seq uint64) int {
+	body, _ := json.Marshal(map[string]any{"upstream": up, "seq": seq})
+	out, err := c.Do(ctx, http.MethodPost, "/v1/deadletter/"+sub, nil, body)
+	if err != nil {
+		return fail(e, err)
+	}
+	var ans map[string]int
+	json.Unmarshal(out, &ans)
+	verb := map[string]string{"retry": "retried", "discard": "discarded"}[sub]
+	fmt.Fprintf(e.stdout, "%d dead letter(s) %s\n", ans[verb], verb)
+	return exitOK
 }

@@ -101,130 +101,162 @@ func (f *transcriptFollower) run(ctx context.Context) {
 		return
 	}
 	defer w.Close()
-	var (
-		tail    *transcript.Tail
-		tracker *transcript.Tracker
-		dir     string
-		// historyEnd is the size of a transcript seen for the first time
-		// when following began: what lies before it is history, not news.
-		historyEnd int64
-	)
-	start := func(path string) {
-		if dir != "" {
-			w.Remove(dir)
-		}
-		dir = filepath.Dir(path)
-		if err := w.Add(dir); err != nil {
-			f.c.log.Warn("cannot watch the transcript's directory", "dir", dir, "err", err)
-		}
-		saved, ok := f.loadOffset(path)
-		tail = &transcript.Tail{Path: path, Offset: saved.Offset, Inode: saved.Inode}
-		tracker, historyEnd = nil, 0
-		if fi, err := os.Stat(path); err == nil && !ok {
-			historyEnd = fi.Size()
-		}
-		f.mu.Lock()
-		f.path = path
-		f.mu.Unlock()
-		f.c.log.Info("following transcript", "path", path)
-	}
-	var lastFrac float64 = -1
-	read := func() {
-		if tail == nil {
-			return
-		}
-		for range 64 { // bounded per wake-up; a long backlog continues at the next event
-			lines, truncated, err := tail.ReadNew(4 << 20)
-			if err != nil {
-				var refused *safefile.Error
-				if errors.As(err, &refused) {
-					// Said once: the transcript is dropped until a hook
-					// names one again.
-					f.c.log.Warn("transcript refused, not read", "err", err)
-					tail = nil
-					f.mu.Lock()
-					f.path = ""
-					f.mu.Unlock()
-					return
-				}
-				if !errors.Is(err, os.ErrNotExist) {
-					f.c.log.Debug("transcript read", "err", err)
-				}
-				return
-			}
-			if truncated {
-				tracker = nil
-			}
-			var usage *transcript.Usage
-			compactions := []transcript.Compaction{}
-			pos := tail.Offset
-			for _, l := range lines {
-				pos -= int64(len(l)) + 1
-			}
-			for _, l := range lines {
-				pos += int64(len(l)) + 1
-				if tracker == nil {
-					format, ok := transcript.DetectFormat(l)
-					if !ok {
-						continue
-					}
-					tracker = transcript.NewTracker(format)
-				}
-				u, err := tracker.Line(l)
-				if err != nil {
-					continue
-				}
-				if u.Usage != nil {
-					uu := *u.Usage
-					usage = &uu
-				}
-				if u.Compaction != nil {
-					if pos > historyEnd {
-						compactions = append(compactions, *u.Compaction)
-					}
-					usage = nil
-				}
-			}
-			for _, cp := range compactions {
-				f.signal(ctx, &capsule.Signal{Kind: capsule.SignalCompaction, Phase: "post", Trigger: cp.Trigger, Via: "transcript", TranscriptPath: tail.Path})
-			}
-			if usage != nil && usage.Window > 0 && math.Abs(usage.Fraction-lastFrac) >= 0.01 {
-				lastFrac = usage.Fraction
-				fr, tok, win := usage.Fraction, usage.Tokens, usage.Window
-				f.signal(ctx, &capsule.Signal{Kind: capsule.SignalContext, UsedFraction: &fr, Tokens: &tok, Window: &win, Via: "transcript", TranscriptPath: tail.Path})
-			}
-			f.saveOffset(tail)
-			if len(lines) == 0 {
-				return
-			}
-		}
-	}
+	r := &transcriptReader{f: f, w: w, lastFrac: -1}
 	if p := f.discover(); p != "" {
-		start(p)
-		read()
+		r.start(p)
+		r.read(ctx)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case p := <-f.switch_:
-			start(p)
-			read()
+			r.start(p)
+			r.read(ctx)
 		case ev, ok := <-w.Events:
 			if !ok {
 				return
 			}
-			if tail != nil && filepath.Clean(ev.Name) == filepath.Clean(tail.Path) && ev.Op&(fsnotify.Write|fsnotify.Create) != 0 {
-				read()
+			if r.tail != nil && filepath.Clean(ev.Name) == filepath.Clean(r.tail.Path) && ev.Op&(fsnotify.Write|fsnotify.Create) != 0 {
+				r.read(ctx)
 			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
 			}
 			f.c.log.Debug("transcript watch", "err", err)
-			read() // an overflow may have hidden writes
+			r.read(ctx) // an overflow may have hidden writes
 		}
 	}
+}
+
+// transcriptReader is run's state: the transcript followed, how far it was
+// read and what it said last.
+type transcriptReader struct {
+	f       *transcriptFollower
+	w       *fsnotify.Watcher
+	tail    *transcript.Tail // nil when no transcript is followed
+	tracker *transcript.Tracker
+	dir     string // the directory watched
+	// historyEnd is the size of a transcript seen for the first time
+	// when following began: what lies before it is history, not news.
+	historyEnd int64
+	lastFrac   float64 // the context fraction signalled last; -1 before any
+}
+
+// start follows path: it watches its directory and goes on from the
+// offset saved for it.
+func (r *transcriptReader) start(path string) {
+	f := r.f
+	if r.dir != "" {
+		r.w.Remove(r.dir)
+	}
+	r.dir = filepath.Dir(path)
+	if err := r.w.Add(r.dir); err != nil {
+		f.c.log.Warn("cannot watch the transcript's directory", "dir", r.dir, "err", err)
+	}
+	saved, ok := f.loadOffset(path)
+	r.tail = &transcript.Tail{Path: path, Offset: saved.Offset, Inode: saved.Inode}
+	r.tracker, r.historyEnd = nil, 0
+	if fi, err := os.Stat(path); err == nil && !ok {
+		r.historyEnd = fi.Size()
+	}
+	f.mu.Lock()
+	f.path = path
+	f.mu.Unlock()
+	f.c.log.Info("following transcript", "path", path)
+}
+
+// read reads what was appended to the transcript and signals what it says.
+func (r *transcriptReader) read(ctx context.Context) {
+	if r.tail == nil {
+		return
+	}
+	for range 64 { // bounded per wake-up; a long backlog continues at the next event
+		if !r.readChunk(ctx) {
+			return
+		}
+	}
+}
+
+// readChunk reads and signals up to 4 MiB of new lines and saves the
+// offset; it returns whether there may be more to read now.
+func (r *transcriptReader) readChunk(ctx context.Context) bool {
+	lines, truncated, err := r.tail.ReadNew(4 << 20)
+	if err != nil {
+		r.readFailed(err)
+		return false
+	}
+	if truncated {
+		r.tracker = nil
+	}
+	usage, compactions := r.track(lines)
+	for _, cp := range compactions {
+		r.f.signal(ctx, &capsule.Signal{Kind: capsule.SignalCompaction, Phase: "post", Trigger: cp.Trigger, Via: "transcript", TranscriptPath: r.tail.Path})
+	}
+	if usage != nil && usage.Window > 0 && math.Abs(usage.Fraction-r.lastFrac) >= 0.01 {
+		r.lastFrac = usage.Fraction
+		fr, tok, win := usage.Fraction, usage.Tokens, usage.Window
+		r.f.signal(ctx, &capsule.Signal{Kind: capsule.SignalContext, UsedFraction: &fr, Tokens: &tok, Window: &win, Via: "transcript", TranscriptPath: r.tail.Path})
+	}
+	r.f.saveOffset(r.tail)
+	return len(lines) > 0
+}
+
+// readFailed deals with a failed read: a transcript the safe-file checks
+// refuse is dropped, anything else is tried again at the next event.
+func (r *transcriptReader) readFailed(err error) {
+	var refused *safefile.Error
+	if errors.As(err, &refused) {
+		// Said once: the transcript is dropped until a hook
+		// names one again.
+		r.f.c.log.Warn("transcript refused, not read", "err", err)
+		r.tail = nil
+		r.f.mu.Lock()
+		r.f.path = ""
+		r.f.mu.Unlock()
+		return
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		r.f.c.log.Debug("transcript read", "err", err)
+	}
+}
+
+// track feeds lines (which end at the tail's offset) to the tracker and
+// returns the last context usage they show (nil when a compaction came
+// after it) and the compactions past historyEnd.
+func (r *transcriptReader) track(lines [][]byte) (*transcript.Usage, []transcript.Compaction) {
+	var usage *transcript.Usage
+	compactions := []transcript.Compaction{}
+	pos := r.tail.Offset
+	for _, l := range lines {
+		pos -= int64(len(l)) + 1
+	}
+	for _, l := range lines {
+		pos += int64(len(l)) + 1
+		if r.tracker == nil {
+			format, ok := transcript.DetectFormat(l)
+			if !ok {
+				continue
+			}
+			r.tracker = transcript.NewTracker(format)
+		}
+		u, err := r.tracker.Line(l)
+		if err != nil {
+			continue
+		}
+		if u.Usage != nil {
+			uu := *u.Usage
+			usage = &uu
+		}
+		if u.Compaction != nil {
+			if pos > r.historyEnd {
+				compactions = append(compactions, *u.Compaction)
+			}
+			usage = nil
+		}
+	}
+	return usage, compactions
 }
 
 // signal stores a signal derived from the transcript.

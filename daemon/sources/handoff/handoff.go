@@ -91,98 +91,121 @@ func Parse(md []byte) (*Handoff, error) {
 	if !utf8.Valid(md) {
 		return nil, ErrInvalidUTF8
 	}
-	text := strings.TrimPrefix(string(md), "\ufeff")
-
-	var (
-		bodies   [nSections][]string
-		warnings []string
-		found    bool
-		fence    fenceState
-		// cur is the section being read; -1 before the first heading and
-		// under unknown headings.
-		cur       section = -1
-		start     int     // where cur's body began in text
-		preamble  bool    // text before the first heading
-		anyHead   bool
-		fenceLine int
-	)
-	closeSection := func(end int) {
-		if cur >= 0 {
-			bodies[cur] = append(bodies[cur], text[start:end])
-		}
-	}
+	p := &parser{text: strings.TrimPrefix(string(md), "\ufeff"), cur: -1}
 	lineNo := 0
-	for pos := 0; pos < len(text); {
+	for pos := 0; pos < len(p.text); {
 		lineNo++
-		end := strings.IndexByte(text[pos:], '\n')
-		after := len(text) // where the following line starts
-		if end >= 0 {
-			end += pos
-			after = end + 1
-		} else {
-			end = len(text)
-		}
-		// Carriage returns at a line's end are line ending (\r\n, or a
-		// stray \r an editor left), never text: dropping them all keeps a
-		// section the same however it is written back.
-		line := strings.TrimRight(text[pos:end], "\r")
-
-		switch {
-		case fence.open:
-			fence.closes(line)
-		case fence.opens(line):
-			fenceLine = lineNo
-		default:
-			if name, ok := atxHeading(line); ok {
-				closeSection(pos)
-				anyHead = true
-				if s, known := sectionNames[normalize(name)]; known {
-					if len(bodies[s]) > 0 {
-						warnings = append(warnings, fmt.Sprintf("line %d: section %q repeated; its texts are joined", lineNo, clip(name)))
-					}
-					found = true
-					cur, start = s, after
-				} else {
-					warnings = append(warnings, fmt.Sprintf("line %d: heading %q is not a handoff section; the text under it is ignored", lineNo, clip(name)))
-					cur = -1
-				}
-				pos = after
-				continue
-			}
-		}
-		if !anyHead && strings.TrimSpace(line) != "" {
-			preamble = true
-		}
+		line, after := p.lineAt(pos)
+		p.line(line, lineNo, pos, after)
 		pos = after
 	}
-	closeSection(len(text))
-	if fence.open {
-		warnings = append(warnings, fmt.Sprintf("line %d: code fence never closed; it runs to the end of the file", fenceLine))
+	p.closeSection(len(p.text))
+	if p.fence.open {
+		p.warnings = append(p.warnings, fmt.Sprintf("line %d: code fence never closed; it runs to the end of the file", p.fenceLine))
 	}
-	if preamble {
-		warnings = append([]string{"text before the first heading is ignored"}, warnings...)
+	if p.preamble {
+		p.warnings = append([]string{"text before the first heading is ignored"}, p.warnings...)
 	}
-	if !found {
+	if !p.found {
 		return nil, ErrNoSections
 	}
-	join := func(s section) string {
-		var parts []string
-		for _, b := range bodies[s] {
-			if b = trimBlankLines(b); b != "" {
-				parts = append(parts, b)
-			}
-		}
-		return strings.Join(parts, "\n\n")
-	}
 	return &Handoff{
-		Goal:     join(goal),
-		Done:     join(done),
-		Next:     join(next),
-		Blockers: join(blockers),
-		DoNot:    join(doNot),
-		Refuted:  join(refuted),
-		Warnings: warnings,
+		Goal:     p.join(goal),
+		Done:     p.join(done),
+		Next:     p.join(next),
+		Blockers: p.join(blockers),
+		DoNot:    p.join(doNot),
+		Refuted:  p.join(refuted),
+		Warnings: p.warnings,
 	}, nil
+}
+
+// parser is Parse's state as it goes through the lines of text.
+type parser struct {
+	text     string
+	bodies   [nSections][]string
+	warnings []string
+	found    bool
+	fence    fenceState
+	// cur is the section being read; -1 before the first heading and
+	// under unknown headings.
+	cur       section
+	start     int  // where cur's body began in text
+	preamble  bool // text before the first heading
+	anyHead   bool
+	fenceLine int
+}
+
+// lineAt returns the line that starts at pos, without its line ending, and
+// where the following line starts.
+func (p *parser) lineAt(pos int) (line string, after int) {
+	end := strings.IndexByte(p.text[pos:], '\n')
+	after = len(p.text)
+	if end >= 0 {
+		end += pos
+		after = end + 1
+	} else {
+		end = len(p.text)
+	}
+	// Carriage returns at a line's end are line ending (\r\n, or a
+	// stray \r an editor left), never text: dropping them all keeps a
+	// section the same however it is written back.
+	return strings.TrimRight(p.text[pos:end], "\r"), after
+}
+
+// line reads one line, number lineNo, which starts at pos in text; after
+// is where the following line starts.
+func (p *parser) line(line string, lineNo, pos, after int) {
+	switch {
+	case p.fence.open:
+		p.fence.closes(line)
+	case p.fence.opens(line):
+		p.fenceLine = lineNo
+	default:
+		if name, ok := atxHeading(line); ok {
+			p.heading(name, lineNo, pos, after)
+			return
+		}
+	}
+	if !p.anyHead && strings.TrimSpace(line) != "" {
+		p.preamble = true
+	}
+}
+
+// heading ends the section being read and starts the one named, or
+// ignores what follows an unknown heading, with a warning.
+func (p *parser) heading(name string, lineNo, pos, after int) {
+	p.closeSection(pos)
+	p.anyHead = true
+	if s, known := sectionNames[normalize(name)]; known {
+		if len(p.bodies[s]) > 0 {
+			p.warnings = append(p.warnings, fmt.Sprintf("line %d: section %q repeated; its texts are joined", lineNo, clip(name)))
+		}
+		p.found = true
+		p.cur, p.start = s, after
+		return
+	}
+	p.warnings = append(p.warnings, fmt.Sprintf("line %d: heading %q is not a handoff section; the text under it is ignored", lineNo, clip(name)))
+	p.cur = -1
+}
+
+// closeSection keeps the body of the section being read, which ends at end.
+func (p *parser) closeSection(end int) {
+	if p.cur >= 0 {
+		p.bodies[p.cur] = append(p.bodies[p.cur], p.text[p.start:end])
+	}
+}
+
+// join joins the bodies of a section that appeared more than once, with a
+// blank line between them.
+func (p *parser) join(s section) string {
+	var parts []string
+	for _, b := range p.bodies[s] {
+		if b = trimBlankLines(b); b != "" {
+			parts = append(parts, b)
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // clip shortens a heading for a warning message (only there: section text

@@ -198,12 +198,43 @@ func (w *Watcher) scan(d *dirInfo, mode scanMode) {
 	switch d.kind {
 	case kindGit:
 		w.scanGit(d, entries, mode)
-		return
 	case kindGitRefs:
 		w.scanRefs(d, entries, mode)
-		return
+	default:
+		w.scanWork(d, entries, mode)
 	}
+}
 
+// scanWork scans a directory of the work tree.
+func (w *Watcher) scanWork(d *dirInfo, entries []fs.DirEntry, mode scanMode) {
+	w.scanMeta(d, entries, mode)
+	var present map[string]bool
+	if mode.reconcile() {
+		present = make(map[string]bool, len(entries))
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == ".git" {
+			continue
+		}
+		if present != nil {
+			present[name] = true
+		}
+		if e.IsDir() {
+			w.scanSubdir(d, name, mode)
+		} else {
+			w.scanFile(d, e, mode)
+		}
+	}
+	if present != nil {
+		w.forgetAbsent(d, present)
+	}
+}
+
+// scanMeta reloads a work directory's ignore rules (its .gitignore and, in
+// a repository, .git/info/exclude) and follows its .git entry, or, when
+// reconciling, forgets the git metadata of a .git that is gone.
+func (w *Watcher) scanMeta(d *dirInfo, entries []fs.DirEntry, mode scanMode) {
 	hasIgnore, hasGit, gitIsDir := false, false, false
 	for _, e := range entries {
 		switch e.Name() {
@@ -231,75 +262,73 @@ func (w *Watcher) scan(d *dirInfo, mode scanMode) {
 		}
 		w.teardownExternal(d)
 	}
+}
 
-	var present map[string]bool
-	if mode.reconcile() {
-		present = make(map[string]bool, len(entries))
+// scanSubdir watches and scans the subdirectory name of d, or skips it when
+// it is ignored; an ignored one watched already is dropped when
+// reconciling.
+func (w *Watcher) scanSubdir(d *dirInfo, name string, mode scanMode) {
+	rel := joinRel(d.rel, name)
+	if c := d.children[name]; c != nil {
+		if !mode.reconcile() {
+			return // watched already (a Create raced the scan)
+		}
+		if w.dirIgnored(d, name, rel) {
+			w.drop(c)
+			w.skip(d, name)
+			return
+		}
+		w.scan(c, mode)
+		return
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if name == ".git" {
-			continue
+	if w.dirIgnored(d, name, rel) {
+		w.skip(d, name)
+		return
+	}
+	if c := w.watch(d, name, joinPath(d.path, name), rel, kindWork); c != nil {
+		w.scan(c, mode)
+	}
+}
+
+// scanFile reports the file e of d as mode says: every file in a new
+// directory, the files modified since rescanSince in a rescan.
+func (w *Watcher) scanFile(d *dirInfo, e fs.DirEntry, mode scanMode) {
+	name := e.Name()
+	if c := d.children[name]; c != nil && mode.reconcile() {
+		w.drop(c) // a directory replaced by a file
+	}
+	switch mode {
+	case modeNew:
+		rel := joinRel(d.rel, name)
+		if !isEditorTemp(name) && !w.ignored(d, rel, false) {
+			w.record(rel, w.scanNow.UnixNano(), w.scanNow)
 		}
-		if present != nil {
-			present[name] = true
+	case modeRescan:
+		if isEditorTemp(name) {
+			return
 		}
-		if e.IsDir() {
-			rel := joinRel(d.rel, name)
-			if c := d.children[name]; c != nil {
-				if !mode.reconcile() {
-					continue // watched already (a Create raced the scan)
-				}
-				if w.dirIgnored(d, name, rel) {
-					w.drop(c)
-					w.skip(d, name)
-					continue
-				}
-				w.scan(c, mode)
-				continue
-			}
-			if w.dirIgnored(d, name, rel) {
-				w.skip(d, name)
-				continue
-			}
-			if c := w.watch(d, name, joinPath(d.path, name), rel, kindWork); c != nil {
-				w.scan(c, mode)
-			}
-			continue
+		info, err := e.Info()
+		if err != nil || info.ModTime().Before(w.rescanSince) {
+			return
 		}
-		if c := d.children[name]; c != nil && mode.reconcile() {
-			w.drop(c) // a directory replaced by a file
-		}
-		switch mode {
-		case modeNew:
-			rel := joinRel(d.rel, name)
-			if !isEditorTemp(name) && !w.ignored(d, rel, false) {
-				w.record(rel, w.scanNow.UnixNano(), w.scanNow)
-			}
-		case modeRescan:
-			if isEditorTemp(name) {
-				continue
-			}
-			info, err := e.Info()
-			if err != nil || info.ModTime().Before(w.rescanSince) {
-				continue
-			}
-			rel := joinRel(d.rel, name)
-			if !w.ignored(d, rel, false) {
-				w.record(rel, info.ModTime().UnixNano(), w.scanNow)
-			}
+		rel := joinRel(d.rel, name)
+		if !w.ignored(d, rel, false) {
+			w.record(rel, info.ModTime().UnixNano(), w.scanNow)
 		}
 	}
-	if present != nil {
-		for name, c := range d.children {
-			if c.kind == kindWork && !present[name] {
-				w.drop(c)
-			}
+}
+
+// forgetAbsent drops the subdirectories of d and forgets the skipped names
+// that are not present any more.
+func (w *Watcher) forgetAbsent(d *dirInfo, present map[string]bool) {
+	for name, c := range d.children {
+		if c.kind == kindWork && !present[name] {
+			w.drop(c)
 		}
-		for name := range d.skipped {
-			if !present[name] {
-				delete(d.skipped, name)
-			}
+	}
+	for name := range d.skipped {
+		if !present[name] {
+			delete(d.skipped, name)
 		}
 	}
 }

@@ -358,30 +358,49 @@ func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
 
 	w.start()
 	close(w.ready)
+	return w.loop(ctx, out)
+}
 
-	sumTimer := time.NewTimer(time.Hour)
-	sumTimer.Stop()
-	maintTimer := time.NewTimer(time.Hour)
-	maintTimer.Stop()
-	var sumC, maintC <-chan time.Time
-	arm := func() {
-		if sumC == nil && !w.b.first.IsZero() {
-			sumTimer.Reset(w.o.Quiet)
-			sumC = sumTimer.C
-		}
-		if maintC == nil && !w.maintFirst.IsZero() {
-			maintTimer.Reset(gitQuiet)
-			maintC = maintTimer.C
-		}
+// loopTimers are Run's timers; a nil channel is a timer not running.
+type loopTimers struct {
+	sum, maint, pause    *time.Timer
+	sumC, maintC, pauseC <-chan time.Time
+}
+
+func newLoopTimers() *loopTimers {
+	stopped := func() *time.Timer {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		return t
 	}
-	pauseTimer := time.NewTimer(time.Hour)
-	pauseTimer.Stop()
-	var pauseC <-chan time.Time
-	evC := fw.Events
-	defer pauseTimer.Stop()
-	defer sumTimer.Stop()
-	defer maintTimer.Stop()
+	return &loopTimers{sum: stopped(), maint: stopped(), pause: stopped()}
+}
 
+// arm starts the summary and maintenance timers when work waits for them
+// and they are not running.
+func (t *loopTimers) arm(w *Watcher) {
+	if t.sumC == nil && !w.b.first.IsZero() {
+		t.sum.Reset(w.o.Quiet)
+		t.sumC = t.sum.C
+	}
+	if t.maintC == nil && !w.maintFirst.IsZero() {
+		t.maint.Reset(gitQuiet)
+		t.maintC = t.maint.C
+	}
+}
+
+func (t *loopTimers) stop() {
+	t.maint.Stop()
+	t.sum.Stop()
+	t.pause.Stop()
+}
+
+// loop is Run's event loop: events in batches, errors, and the debounced
+// summaries and maintenance, until ctx ends.
+func (w *Watcher) loop(ctx context.Context, out func(Summary)) error {
+	t := newLoopTimers()
+	defer t.stop()
+	evC := w.fw.Events
 	for {
 		select {
 		case <-ctx.Done():
@@ -393,71 +412,93 @@ func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
 			if !ok {
 				return errors.New("watch: fsnotify closed its event channel")
 			}
-			w.handle(ev)
-			// Take what else is ready, yielding once when the channel is
-			// empty so that fsnotify's reader can refill it.
-			n := 1
-			for yielded := false; n < maxDrain; {
-				select {
-				case ev, ok := <-fw.Events:
-					if !ok {
-						return errors.New("watch: fsnotify closed its event channel")
-					}
-					w.handle(ev)
-					n++
-					yielded = false
-					continue
-				default:
-				}
-				if yielded {
-					break
-				}
-				runtime.Gosched()
-				yielded = true
+			n, err := w.handleBatch(ev)
+			if err != nil {
+				return err
 			}
-			w.flushCreates()
-			if n < eventBuffer {
+			if n < eventBuffer { // a trickle: let the next ones gather (see coalesce)
 				evC = nil
-				pauseTimer.Reset(coalesce)
-				pauseC = pauseTimer.C
+				t.pause.Reset(coalesce)
+				t.pauseC = t.pause.C
 			}
-		case <-pauseC:
-			pauseC = nil
-			evC = fw.Events
-		case err, ok := <-fw.Errors:
+		case <-t.pauseC:
+			t.pauseC = nil
+			evC = w.fw.Events
+		case err, ok := <-w.fw.Errors:
 			if !ok {
 				return errors.New("watch: fsnotify closed its error channel")
 			}
 			w.handleError(err)
 		case err := <-w.injectErr:
 			w.handleError(err)
-		case <-sumC:
-			sumC = nil
-			now := time.Now()
-			quietAt := w.b.last.Add(w.o.Quiet)
-			maxAt := w.b.first.Add(w.o.MaxWait)
-			if !now.Before(quietAt) {
-				w.quietSince = now
-				w.emit(out)
-			} else if !now.Before(maxAt) {
-				w.emit(out)
-			} else {
-				sumTimer.Reset(min(quietAt.Sub(now), maxAt.Sub(now)))
-				sumC = sumTimer.C
-			}
-		case <-maintC:
-			maintC = nil
-			now := time.Now()
-			quietAt := w.maintLast.Add(gitQuiet)
-			maxAt := w.maintFirst.Add(gitMaxWait)
-			if !now.Before(quietAt) || !now.Before(maxAt) {
-				w.maintenance()
-			} else {
-				maintTimer.Reset(min(quietAt.Sub(now), maxAt.Sub(now)))
-				maintC = maintTimer.C
-			}
+		case <-t.sumC:
+			t.sumC = nil
+			w.summaryDue(t, out)
+		case <-t.maintC:
+			t.maintC = nil
+			w.maintenanceDue(t)
 		}
-		arm()
+		t.arm(w)
+	}
+}
+
+// handleBatch handles ev and the events ready after it (up to maxDrain),
+// yielding once when the channel is empty so that fsnotify's reader can
+// refill it, then settles the batch's Create events. It returns how many
+// events it handled.
+func (w *Watcher) handleBatch(ev fsnotify.Event) (int, error) {
+	w.handle(ev)
+	n := 1
+	for yielded := false; n < maxDrain; {
+		select {
+		case ev, ok := <-w.fw.Events:
+			if !ok {
+				return n, errors.New("watch: fsnotify closed its event channel")
+			}
+			w.handle(ev)
+			n++
+			yielded = false
+			continue
+		default:
+		}
+		if yielded {
+			break
+		}
+		runtime.Gosched()
+		yielded = true
+	}
+	w.flushCreates()
+	return n, nil
+}
+
+// summaryDue emits the pending summary once the burst has been quiet for
+// Quiet or has lasted MaxWait, or sets the timer for whichever comes first.
+func (w *Watcher) summaryDue(t *loopTimers, out func(Summary)) {
+	now := time.Now()
+	quietAt := w.b.last.Add(w.o.Quiet)
+	maxAt := w.b.first.Add(w.o.MaxWait)
+	if !now.Before(quietAt) {
+		w.quietSince = now
+		w.emit(out)
+	} else if !now.Before(maxAt) {
+		w.emit(out)
+	} else {
+		t.sum.Reset(min(quietAt.Sub(now), maxAt.Sub(now)))
+		t.sumC = t.sum.C
+	}
+}
+
+// maintenanceDue runs the maintenance once it has been quiet for gitQuiet
+// or waited gitMaxWait, or sets the timer for whichever comes first.
+func (w *Watcher) maintenanceDue(t *loopTimers) {
+	now := time.Now()
+	quietAt := w.maintLast.Add(gitQuiet)
+	maxAt := w.maintFirst.Add(gitMaxWait)
+	if !now.Before(quietAt) || !now.Before(maxAt) {
+		w.maintenance()
+	} else {
+		t.maint.Reset(min(quietAt.Sub(now), maxAt.Sub(now)))
+		t.maintC = t.maint.C
 	}
 }
 
