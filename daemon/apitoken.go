@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -94,4 +96,10 @@ func refuseAPIToken(path string, err error) error {
 		return fmt.Errorf("daemon.listen: the loopback listener's api token is refused: %w", err)
 	}
 	return fmt.Errorf("daemon.listen: the loopback listener's api token is refused: %w; remove %s to have a new one made", err, path)
+}
+
+func randomToken() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

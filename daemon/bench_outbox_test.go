@@ -53,7 +53,7 @@ func BenchmarkDrainBacklog(b *testing.B) {
 		})
 		before := len(fake.Requests())
 		fake.SetFailRate(0)
-		td.d.snap().agents["builder"].kick()
+		td.d.snap().agents["builder"].Kick()
 		start := time.Now()
 		for pendingOf(td) > 0 {
 			time.Sleep(5 * time.Millisecond)

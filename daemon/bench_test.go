@@ -193,7 +193,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 	}
 	base := startGroupCommitServer(b, cfg.Daemon.StateDir, len(answer))
 	defer base.stop()
-	store := td.d.snap().agents["builder"].store
+	store := td.d.snap().agents["builder"].Store()
 
 	// dial opens the writers' connections, each warmed by one request, so
 	// that a phase times (and counts the commits of) its own writes only.

@@ -26,7 +26,10 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/safesocket"
 )
 
@@ -63,9 +66,9 @@ type Daemon struct {
 type snapshot struct {
 	cfg    *config.Config
 	guard  *guard.Guard
-	agents map[string]*agent
+	agents map[string]*agent.Agent
 	names  []string // config order
-	ups    map[string]*upstreamRuntime
+	ups    map[string]*agent.Upstream
 	// damaged holds the agents refused because their files are damaged
 	// (a residency.DamageError): they are not served until an operator
 	// accepts the loss and the daemon reloads; the others run.
@@ -83,7 +86,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics()}
-	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent{}, ups: map[string]*upstreamRuntime{}, damaged: map[string]error{}})
+	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	return d, nil
 }
@@ -116,7 +119,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	if err := prepareStateDir(st.cfg); err != nil {
+	if err := statefiles.Prepare(st.cfg.Daemon.StateDir, statefiles.ModesFor(st.cfg.Daemon.SocketPerm())); err != nil {
 		return fmt.Errorf("state directory %s: %w", st.cfg.Daemon.StateDir, err)
 	}
 	next, err := d.build(st.cfg, st)
@@ -132,7 +135,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	for _, name := range next.names {
-		next.agents[name].start(shipCtx)
+		next.agents[name].Start(shipCtx)
 	}
 	d.ingestSpool(shipCtx)
 
@@ -142,13 +145,17 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	servers := make([]*http.Server, len(listeners))
 	serveErr := make(chan error, len(listeners))
 	var wg sync.WaitGroup
+	doors := api.New(api.Options{Runtime: d, Version: d.version, Logger: d.log,
+		Metrics: d.metrics.handler(), Requests: d.metrics.requests, Refused: d.metrics.refused,
+		MCPMaxSessions: next.cfg.Daemon.MCPMaxSessions, MCPSessionIdle: next.cfg.Daemon.MCPSessionIdle.Duration,
+		Stopping: shipCtx, Token: d.apiToken})
 	for i, l := range listeners {
-		h := d.handler()
+		h := doors.Handler()
 		if i > 0 { // the loopback TCP listener
 			_, port, _ := net.SplitHostPort(l.Addr().String())
-			h = d.requireToken(h, port)
+			h = doors.LoopbackHandler(port)
 		}
-		servers[i] = newHTTPServer(h, reqCtx, d.log)
+		servers[i] = api.NewServer(h, reqCtx, d.log)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -202,12 +209,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 func (d *Daemon) drain(ctx context.Context) {
 	st := d.snap()
 	for _, name := range st.names {
-		st.agents[name].kick()
+		st.agents[name].Kick()
 	}
 	for {
 		pending := 0
 		for _, name := range st.names {
-			for _, u := range st.agents[name].upstreamStates() {
+			for _, u := range st.agents[name].UpstreamStates() {
 				pending += u.Pending
 			}
 		}
@@ -258,12 +265,12 @@ func configName(cfg *config.Config) string {
 func (s *snapshot) close() error {
 	var first error
 	for _, name := range s.names {
-		if err := s.agents[name].stop(); err != nil && first == nil {
+		if err := s.agents[name].Stop(); err != nil && first == nil {
 			first = err
 		}
 	}
 	for _, ur := range s.ups {
-		ur.close()
+		ur.Close()
 	}
 	return first
 }
@@ -290,7 +297,7 @@ func (s *snapshot) closeNew(old *snapshot) {
 	}
 	for _, name := range s.names {
 		if old.agents[name] != s.agents[name] {
-			s.agents[name].stop()
+			s.agents[name].Stop()
 		}
 	}
 }
@@ -298,7 +305,7 @@ func (s *snapshot) closeNew(old *snapshot) {
 // agentFor picks the agent a request names; else the one whose workdir
 // holds cwd (hooks know their directory, not the agent's name); else the
 // only one.
-func (s *snapshot) agentFor(name, cwd string) (*agent, *capsule.Error) {
+func (s *snapshot) agentFor(name, cwd string) (*agent.Agent, *capsule.Error) {
 	if name == "" && cwd != "" {
 		workdirs := map[string]string{}
 		for _, ac := range s.cfg.Agents {
@@ -306,7 +313,7 @@ func (s *snapshot) agentFor(name, cwd string) (*agent, *capsule.Error) {
 				workdirs[ac.Name] = ac.Workdir
 			}
 		}
-		name = agentByCwd(workdirs, cwd)
+		name = statefiles.AgentByCwd(workdirs, cwd)
 	}
 	if name == "" {
 		if len(s.names) == 1 && len(s.damaged) == 0 {

@@ -72,7 +72,7 @@ func (r *qdayRig) write(t *testing.T, what string) string {
 
 func (r *qdayRig) keyOf(t *testing.T, seq uint64) string {
 	t.Helper()
-	ws, err := r.d.snap().agents["builder"].store.Pending("qday", 0, 1000)
+	ws, err := r.d.snap().agents["builder"].Store().Pending("qday", 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func (r *qdayRig) keyOf(t *testing.T, seq uint64) string {
 		}
 	}
 	// Already delivered and pruned: the key is derived from the residency.
-	return fmt.Sprintf("cd-%s-%d", r.d.snap().agents["builder"].store.ResidencyID(), seq)
+	return fmt.Sprintf("cd-%s-%d", r.d.snap().agents["builder"].Store().ResidencyID(), seq)
 }
 
 func (r *qdayRig) waitDelivered(t *testing.T, key string) {

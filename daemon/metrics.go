@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,8 +67,8 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// observeDelivery records one delivery attempt (the outbox's OnAttempt).
-func (m *metrics) observeDelivery(upstream, outcome string, d time.Duration) {
+// Delivery records one delivery attempt (agent.Observer).
+func (m *metrics) Delivery(upstream, outcome string, d time.Duration) {
 	m.deliveries.WithLabelValues(upstream, outcome).Inc()
 	m.deliverDur.WithLabelValues(upstream).Observe(d.Seconds())
 	if outcome == "rejected" {
@@ -120,14 +119,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, name := range st.names {
 		a := st.agents[name]
-		r := a.store.Resume(false)
+		r := a.Store().Resume(false)
 		ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.Seq), name)
-		cs := a.store.CommitStats()
+		cs := a.Store().CommitStats()
 		ch <- prometheus.MustNewConstMetric(descCommits, prometheus.CounterValue, float64(cs.Commits), name)
 		ch <- prometheus.MustNewConstMetric(descCWrites, prometheus.CounterValue, float64(cs.Writes), name)
 		ch <- prometheus.MustNewConstMetric(descCBusy, prometheus.CounterValue, cs.Busy.Seconds(), name)
 		ch <- prometheus.MustNewConstMetric(descCkpts, prometheus.CounterValue, float64(cs.Checkpoints), name)
-		for _, u := range a.upstreamStates() {
+		for _, u := range a.UpstreamStates() {
 			ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(u.Pending), name, u.Name)
 			ch <- prometheus.MustNewConstMetric(descDead, prometheus.GaugeValue, float64(u.DeadLetter), name, u.Name)
 			ok := 0.0
@@ -136,7 +135,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, ok, name, u.Name, u.State)
 		}
-		if w := a.capture.Watching(); w != nil {
+		if w := a.Capture().Watching(); w != nil {
 			ws := w.Stats()
 			ch <- prometheus.MustNewConstMetric(descWEvents, prometheus.CounterValue, float64(ws.Events), name)
 			ch <- prometheus.MustNewConstMetric(descWRescan, prometheus.CounterValue, float64(ws.Rescans), name)
@@ -146,41 +145,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// recorder captures a response's status and error code for the metrics.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	code   string
-}
+// Accepted counts a write stored durably (agent.Observer).
+func (m *metrics) Accepted(agent, kind string) { m.accepted.WithLabelValues(agent, kind).Inc() }
 
-func (r *recorder) WriteHeader(s int) {
-	r.status = s
-	r.ResponseWriter.WriteHeader(s)
-}
-
-// Flush keeps streaming (MCP over HTTP) working through the recorder.
-func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-// instrument records each request's latency by route and status, and each
-// refusal by code.
-func (m *metrics) instrument(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(rec, r)
-		route := r.URL.Path
-		if _, ok := routes[route]; !ok {
-			route = "other"
-		}
-		m.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(time.Since(start).Seconds())
-		if rec.code != "" {
-			m.refused.WithLabelValues(rec.code).Inc()
-		}
-	})
-}
+// Signal counts a context signal stored (agent.Observer).
+func (m *metrics) Signal(agent, kind string) { m.signals.WithLabelValues(agent, kind).Inc() }

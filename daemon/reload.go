@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/upstream"
 	"github.com/continuityd/continuityd/upstream/delx"
@@ -54,10 +55,10 @@ func (d *Daemon) Reload() error {
 		a := next.agents[name]
 		if old.agents[name] == a {
 			kept = append(kept, name)
-			a.kick()
+			a.Kick()
 		} else {
 			added = append(added, name)
-			a.start(d.runCtx)
+			a.Start(d.runCtx)
 		}
 	}
 	for _, name := range old.names {
@@ -67,7 +68,7 @@ func (d *Daemon) Reload() error {
 	}
 	for name, ur := range old.ups {
 		if next.ups[name] != ur {
-			ur.close()
+			ur.Close()
 		}
 	}
 	if err != nil {
@@ -90,7 +91,7 @@ func (d *Daemon) Reload() error {
 // replacements open the same files. New agents are opened, not started.
 // An agent that cannot be opened is left out and reported in the error.
 func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
-	next := &snapshot{cfg: cfg, agents: map[string]*agent{}, ups: map[string]*upstreamRuntime{}, damaged: map[string]error{}}
+	next := &snapshot{cfg: cfg, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}}
 	var errs []error
 	next.guard = old.guard
 	if old.guard == nil || !slices.Equal(old.cfg.Guard.AllowedLinkDomains, cfg.Guard.AllowedLinkDomains) {
@@ -110,7 +111,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 				errs = append(errs, fmt.Errorf("agent %s: unknown upstream %q", ac.Name, name))
 				continue
 			}
-			if ou, ok := old.ups[name]; ok && ou.cfg == uc {
+			if ou, ok := old.ups[name]; ok && ou.Cfg == uc {
 				next.ups[name] = ou
 				continue
 			}
@@ -119,11 +120,11 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 				errs = append(errs, fmt.Errorf("upstream %s: %w", name, err))
 				continue
 			}
-			next.ups[name] = &upstreamRuntime{cfg: uc, up: up, coalesce: coalesce, limiter: newLimiter(uc)}
+			next.ups[name] = &agent.Upstream{Cfg: uc, Client: up, Coalesce: coalesce, Limiter: newLimiter(uc)}
 			if uc.Kind == config.KindLocal {
 				// The archive is for people: a fifth of a second late costs
 				// nothing, and one flush per batch spares the disk.
-				next.ups[name].linger = 200 * time.Millisecond
+				next.ups[name].Linger = 200 * time.Millisecond
 			}
 		}
 	}
@@ -135,7 +136,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 	}
 	for _, name := range old.names {
 		if !keep[name] {
-			if err := old.agents[name].stop(); err != nil {
+			if err := old.agents[name].Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("agent %s: stop: %w", name, err))
 			}
 		}
@@ -152,7 +153,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if missing {
 			continue // reported above
 		}
-		a, err := openAgent(cfg, ac, next.ups, next.guard, d.log, d.metrics)
+		a, err := agent.Open(cfg, ac, next.ups, next.guard, d.log, d.metrics)
 		var damage *residency.DamageError
 		if errors.As(err, &damage) {
 			next.damaged[ac.Name] = err // logged by the caller; the others run
@@ -168,8 +169,8 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 }
 
 // sameAgent reports whether the running agent oa can serve ac unchanged.
-func (d *Daemon) sameAgent(oa *agent, ac config.Agent, old, next *snapshot) bool {
-	if oa.cfg.Workdir != ac.Workdir || !slices.Equal(oa.cfg.Upstreams, ac.Upstreams) || old.cfg.Outbox != next.cfg.Outbox {
+func (d *Daemon) sameAgent(oa *agent.Agent, ac config.Agent, old, next *snapshot) bool {
+	if oa.Config().Workdir != ac.Workdir || !slices.Equal(oa.Config().Upstreams, ac.Upstreams) || old.cfg.Outbox != next.cfg.Outbox {
 		return false
 	}
 	// The agent's capture checks what it derives with the guard it was

@@ -203,7 +203,7 @@ func TestReloadOfTheGuardReachesCapture(t *testing.T) {
 	if got := st.guard.LinkDomains(); len(got) != 1 || got[0] != "example.org" {
 		t.Fatalf("guard after reload: %v", got)
 	}
-	if st.agents["alpha"].capture.Guard() != st.guard {
+	if st.agents["alpha"].Capture().Guard() != st.guard {
 		t.Fatal("the agent's capture still checks with the old guard")
 	}
 	if f := r.resume("?peek=1")["focus"]; f != "kept" {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/daemon"
+	"github.com/continuityd/continuityd/daemon/api"
 )
 
 // cmdResume prints where the agent was: markdown, or the JSON document.
@@ -198,7 +198,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		e.stdout.Write(out)
 		return exitOK
 	}
-	var st daemon.Status
+	var st api.Status
 	if err := json.Unmarshal(out, &st); err != nil {
 		return fail(e, err)
 	}
@@ -206,7 +206,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		st.Version, st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), st.Socket, st.StateDir, st.Config)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSEQ\tSTOPPED\tLAST WRITE\tUPSTREAM\tSTATE\tPENDING\tDEAD\tLAST ERROR")
-	var damaged []daemon.AgentStatus
+	var damaged []api.AgentStatus
 	for _, a := range st.Agents {
 		if a.Damaged != "" {
 			damaged = append(damaged, a)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon"
+	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/upstream/delx"
 )
@@ -164,7 +164,7 @@ func kickDaemon(ctx context.Context, e *env, cf clientFlags, cfg *config.Config,
 	if errors.Is(err, client.ErrUnreachable) {
 		return "no daemon answers on " + c.Socket + ": the identity is used once it runs"
 	}
-	var st daemon.Status
+	var st api.Status
 	if err != nil || json.Unmarshal(out, &st) != nil || st.StateDir != cfg.Daemon.StateDir {
 		return later
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon"
 	"github.com/continuityd/continuityd/daemon/sources/hook"
+	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/client"
 )
 
@@ -78,14 +78,14 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 		if out, err := c.Do(ctx, http.MethodGet, "/v1/continuity", q, nil); err == nil {
 			var r capsule.Resume
 			if json.Unmarshal(out, &r) == nil {
-				md = r.Markdown(daemon.ResumeMarkdownLimit)
+				md = r.Markdown(statefiles.ResumeMarkdownLimit)
 			}
 		} else {
 			down = unreachable(err)
 		}
 	}
 	if md == "" {
-		if lr, err := daemon.ReadLastResume(stateDir(e, cf), cf.agent, ev.Cwd); err == nil {
+		if lr, err := statefiles.ReadLastResume(stateDir(e, cf), cf.agent, ev.Cwd); err == nil {
 			md = lr.Markdown + fmt.Sprintf("\n_(continuityd was not reachable; this is the resume it left at %s.)_\n", lr.At.Format(time.RFC3339))
 		}
 	}
@@ -109,7 +109,7 @@ func unreachable(err error) bool {
 
 // spoolEvent leaves the event for the daemon's next start.
 func spoolEvent(e *env, cf clientFlags, ev *hook.Event) {
-	err := daemon.Spool(stateDir(e, cf), daemon.SpooledEvent{Agent: cf.agent, Cwd: ev.Cwd, At: time.Now().UTC(), Signal: *ev.Signal})
+	err := statefiles.Spool(stateDir(e, cf), statefiles.SpooledEvent{Agent: cf.agent, Cwd: ev.Cwd, At: time.Now().UTC(), Signal: *ev.Signal})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "continuityd hook: daemon unreachable and the event could not be spooled: %v\n", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon"
+	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/internal/client"
 )
@@ -126,7 +126,7 @@ func reloadDaemon(ctx context.Context, e *env, cf clientFlags, name string) stri
 	if errors.Is(err, client.ErrUnreachable) {
 		return "no daemon answers on " + c.Socket + ": the agent is served at its next start"
 	}
-	var st daemon.Status
+	var st api.Status
 	if err != nil || json.Unmarshal(out, &st) != nil {
 		return hint
 	}

@@ -1,9 +1,9 @@
 // Package mcpserver exposes continuityd to any MCP client, on the official
 // MCP Go SDK: the same tools whether served on stdio by `continuityd mcp`
-// (which talks to the daemon over its socket) or at /mcp by the daemon
-// itself (which talks to its own handler in-process). Every tool is a thin
-// call to the local API, so the API's strict checks and error codes apply
-// unchanged; a refusal comes back as a tool error carrying the same code.
+// (whose Backend talks to the daemon over its socket: ClientBackend) or at
+// /mcp by the daemon itself (whose Backend calls the agent's operations in
+// process, the same Go functions the HTTP handlers call). A refusal comes
+// back as a tool error carrying the API's code.
 package mcpserver
 
 import (
@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,10 +20,27 @@ import (
 	"github.com/continuityd/continuityd/internal/client"
 )
 
+// Backend is what the tools call: one method per tool, with the agent
+// named ("" for the session's default) and the body the tool was given.
+// Answers are JSON-encodable values (json.RawMessage passes through as is);
+// a refusal is a *capsule.Error (or a *client.APIError from the socket).
+type Backend interface {
+	Resume(ctx context.Context, agent string, peek bool) (*capsule.Resume, error)
+	Checkpoint(ctx context.Context, agent string, body []byte, sync bool) (any, error)
+	// Wait long-polls; seconds 0 means the default, after nil "from now".
+	Wait(ctx context.Context, agent string, seconds int, after *uint64) (any, error)
+	Capsule(ctx context.Context, agent string) (any, error)
+	PutCapsule(ctx context.Context, agent string, body []byte) (any, error)
+	Seal(ctx context.Context, agent string, body []byte) (any, error)
+	Signal(ctx context.Context, agent string, body []byte) (any, error)
+}
+
 // Options configures a server.
 type Options struct {
-	// Client reaches the daemon's local API.
-	Client *client.Client
+	// Backend carries out the tools.
+	Backend Backend
+	// Agent is the session's default agent ("" : the daemon's only one).
+	Agent string
 	// Version is reported to MCP clients.
 	Version string
 	// ResumeLimit bounds the markdown a resume returns (characters).
@@ -42,7 +57,7 @@ func New(o Options) *mcp.Server {
 			"Call resume first after a restart or a compaction. Checkpoint as the work moves, not at the end: " +
 			"context runs out first, and a checkpoint written early survives.",
 	})
-	t := &tools{c: o.Client, limit: o.ResumeLimit}
+	t := &tools{b: o.Backend, agent: o.Agent, limit: o.ResumeLimit}
 	for _, def := range definitions {
 		h := t.handlers()[def.Name]
 		s.AddTool(&mcp.Tool{Name: def.Name, Title: def.Title, Description: def.Description, InputSchema: json.RawMessage(def.Schema)}, h)
@@ -51,7 +66,8 @@ func New(o Options) *mcp.Server {
 }
 
 type tools struct {
-	c     *client.Client
+	b     Backend
+	agent string
 	limit int
 }
 
@@ -86,35 +102,78 @@ func args(req *mcp.CallToolRequest, control ...string) (map[string]json.RawMessa
 	return ctl, body, nil
 }
 
-// query builds the API query from the control fields.
-func query(ctl map[string]json.RawMessage) (url.Values, error) {
-	q := url.Values{}
-	for k, v := range ctl {
-		var s string
-		if err := json.Unmarshal(v, &s); err == nil {
-			q.Set(k, s)
-			continue
-		}
-		var n json.Number
-		if err := json.Unmarshal(v, &n); err == nil {
-			q.Set(k, n.String())
-			continue
-		}
-		var b bool
-		if err := json.Unmarshal(v, &b); err == nil {
-			q.Set(k, strconv.FormatBool(b))
-			continue
-		}
-		return nil, fmt.Errorf("argument %q must be a string, number or boolean", k)
-	}
-	return q, nil
+// control holds a tool's control fields, decoded.
+type control struct {
+	agent   string
+	flags   map[string]bool
+	numbers map[string]uint64
 }
 
-// call runs one API request and turns its answer into a tool result.
-func (t *tools) call(ctx context.Context, method, path string, q url.Values, body []byte) (*mcp.CallToolResult, error) {
-	out, err := t.c.Do(ctx, method, path, q, body)
+// decodeControl reads the control fields: agent a string, the rest the
+// booleans and counts listed.
+func (t *tools) decodeControl(ctl map[string]json.RawMessage, bools, counts []string) (control, error) {
+	c := control{agent: t.agent, flags: map[string]bool{}, numbers: map[string]uint64{}}
+	for k, v := range ctl {
+		switch {
+		case k == "agent":
+			if err := json.Unmarshal(v, &c.agent); err != nil {
+				return c, fmt.Errorf("argument %q must be a string", k)
+			}
+		case contains(bools, k):
+			var b bool
+			if err := json.Unmarshal(v, &b); err != nil {
+				var s string
+				if json.Unmarshal(v, &s) != nil {
+					return c, fmt.Errorf("argument %q must be a boolean", k)
+				}
+				if b, err = strconv.ParseBool(s); err != nil {
+					return c, fmt.Errorf("argument %q must be a boolean", k)
+				}
+			}
+			c.flags[k] = b
+		case contains(counts, k):
+			var n json.Number
+			if err := json.Unmarshal(v, &n); err != nil {
+				var s string
+				if json.Unmarshal(v, &s) != nil {
+					return c, fmt.Errorf("argument %q must be a non-negative integer", k)
+				}
+				n = json.Number(s)
+			}
+			u, err := strconv.ParseUint(n.String(), 10, 64)
+			if err != nil {
+				return c, fmt.Errorf("argument %q must be a non-negative integer", k)
+			}
+			c.numbers[k] = u
+		}
+	}
+	return c, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// result turns an answer into a tool result: its JSON as text, and as
+// structured content.
+func result(ans any, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return toolError(err), nil
+	}
+	out, ok := ans.(json.RawMessage)
+	if !ok {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(ans); err != nil {
+			return toolError(err), nil
+		}
+		out = buf.Bytes()
 	}
 	var v any
 	if json.Unmarshal(out, &v) != nil {
@@ -129,9 +188,12 @@ func (t *tools) call(ctx context.Context, method, path string, q url.Values, bod
 // toolError is a refusal as a tool error: the same code, field and message
 // as the HTTP API, as text for the model and as structured content.
 func toolError(err error) *mcp.CallToolResult {
+	var ce *capsule.Error
 	var ae *client.APIError
 	e := capsule.Error{Code: capsule.CodeInternal, Message: err.Error()}
 	switch {
+	case errors.As(err, &ce):
+		e = capsule.Error{Code: ce.Code, Field: ce.Field, Message: ce.Message}
 	case errors.As(err, &ae):
 		e = capsule.Error{Code: ae.Code, Field: ae.Field, Message: ae.Message}
 	case errors.Is(err, client.ErrUnreachable):
@@ -149,7 +211,14 @@ func toolError(err error) *mcp.CallToolResult {
 }
 
 func badArgs(err error) *mcp.CallToolResult {
-	return toolError(&client.APIError{Status: 400, Code: capsule.CodeInvalidJSON, Message: err.Error()})
+	return toolError(capsule.Refuse(capsule.CodeInvalidJSON, "", "%v", err))
+}
+
+// bodyOf encodes what is left of the arguments as the request body; no
+// arguments is an empty object.
+func bodyOf(body map[string]json.RawMessage) []byte {
+	raw, _ := json.Marshal(body)
+	return raw
 }
 
 func (t *tools) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -160,20 +229,20 @@ func (t *tools) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return badArgs(err), nil
 	}
-	q, err := query(ctl)
+	c, err := t.decodeControl(ctl, []string{"peek"}, nil)
 	if err != nil {
 		return badArgs(err), nil
 	}
-	out, err := t.c.Do(ctx, http.MethodGet, "/v1/continuity", q, nil)
+	r, err := t.b.Resume(ctx, c.agent, c.flags["peek"])
 	if err != nil {
 		return toolError(err), nil
 	}
-	var r capsule.Resume
-	if err := json.Unmarshal(out, &r); err != nil {
+	raw, err := json.Marshal(r)
+	if err != nil {
 		return toolError(err), nil
 	}
 	var structured any
-	json.Unmarshal(out, &structured)
+	json.Unmarshal(raw, &structured)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: r.Markdown(t.limit)}},
 		StructuredContent: structured,
@@ -181,7 +250,15 @@ func (t *tools) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 }
 
 func (t *tools) checkpoint(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return t.forward(ctx, req, http.MethodPost, "/v1/continuity/checkpoint", "sync")
+	ctl, body, err := args(req, "sync")
+	if err != nil {
+		return badArgs(err), nil
+	}
+	c, err := t.decodeControl(ctl, []string{"sync"}, nil)
+	if err != nil {
+		return badArgs(err), nil
+	}
+	return result(t.b.Checkpoint(ctx, c.agent, bodyOf(body), c.flags["sync"]))
 }
 
 func (t *tools) capsuleWrite(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -189,19 +266,27 @@ func (t *tools) capsuleWrite(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return badArgs(err), nil
 	}
-	c, ok := body["capsule"]
+	raw, ok := body["capsule"]
 	if !ok || len(body) != 1 {
 		return badArgs(errors.New("capsule_write takes {\"capsule\": {…}} and optionally agent")), nil
 	}
-	q, err := query(ctl)
+	c, err := t.decodeControl(ctl, nil, nil)
 	if err != nil {
 		return badArgs(err), nil
 	}
-	return t.call(ctx, http.MethodPut, "/v1/capsule", q, c)
+	return result(t.b.PutCapsule(ctx, c.agent, raw))
 }
 
 func (t *tools) capsuleSeal(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return t.forward(ctx, req, http.MethodPost, "/v1/capsule/seal")
+	ctl, body, err := args(req)
+	if err != nil {
+		return badArgs(err), nil
+	}
+	c, err := t.decodeControl(ctl, nil, nil)
+	if err != nil {
+		return badArgs(err), nil
+	}
+	return result(t.b.Seal(ctx, c.agent, bodyOf(body)))
 }
 
 func (t *tools) signal(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -212,53 +297,54 @@ func (t *tools) signal(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if _, ok := body["via"]; !ok {
 		body["via"] = json.RawMessage(`"mcp"`)
 	}
-	q, err := query(ctl)
+	c, err := t.decodeControl(ctl, nil, nil)
 	if err != nil {
 		return badArgs(err), nil
 	}
-	raw, _ := json.Marshal(body)
-	return t.call(ctx, http.MethodPost, "/v1/signals", q, raw)
+	return result(t.b.Signal(ctx, c.agent, bodyOf(body)))
 }
 
 func (t *tools) capsuleRead(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return t.get(ctx, req, "/v1/capsule")
+	ctl, body, err := args(req)
+	if err == nil && len(body) > 0 {
+		err = unknownArgument(body)
+	}
+	if err != nil {
+		return badArgs(err), nil
+	}
+	c, err := t.decodeControl(ctl, nil, nil)
+	if err != nil {
+		return badArgs(err), nil
+	}
+	return result(t.b.Capsule(ctx, c.agent))
 }
 
 func (t *tools) waitForEvent(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return t.get(ctx, req, "/v1/continuity/wait", "max_seconds", "after")
-}
-
-// forward posts the body as is, with the control fields as the query. No
-// arguments post {}: a tool has no "missing body", so the API answers as it
-// does for an empty object (capsule_seal seals from the saved state, and
-// checkpoint says what it needs).
-func (t *tools) forward(ctx context.Context, req *mcp.CallToolRequest, method, path string, control ...string) (*mcp.CallToolResult, error) {
-	ctl, body, err := args(req, control...)
-	if err != nil {
-		return badArgs(err), nil
-	}
-	q, err := query(ctl)
-	if err != nil {
-		return badArgs(err), nil
-	}
-	raw, _ := json.Marshal(body)
-	return t.call(ctx, method, path, q, raw)
-}
-
-// get sends the arguments as the query of a GET.
-func (t *tools) get(ctx context.Context, req *mcp.CallToolRequest, path string, control ...string) (*mcp.CallToolResult, error) {
-	ctl, body, err := args(req, control...)
+	ctl, body, err := args(req, "max_seconds", "after")
 	if err == nil && len(body) > 0 {
-		for k := range body {
-			err = fmt.Errorf("unknown argument %q", k)
-		}
+		err = unknownArgument(body)
 	}
 	if err != nil {
 		return badArgs(err), nil
 	}
-	q, err := query(ctl)
+	c, err := t.decodeControl(ctl, nil, []string{"max_seconds", "after"})
 	if err != nil {
 		return badArgs(err), nil
 	}
-	return t.call(ctx, http.MethodGet, path, q, nil)
+	var after *uint64
+	if v, ok := c.numbers["after"]; ok {
+		after = &v
+	}
+	secs := c.numbers["max_seconds"]
+	if secs > 1<<20 {
+		secs = 1 << 20 // out of range either way; the backend says so
+	}
+	return result(t.b.Wait(ctx, c.agent, int(secs), after))
+}
+
+func unknownArgument(body map[string]json.RawMessage) error {
+	for k := range body {
+		return fmt.Errorf("unknown argument %q", k)
+	}
+	return nil
 }

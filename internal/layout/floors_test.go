@@ -25,12 +25,13 @@ var floors = []struct {
 	{[]string{"config"}, false},
 	{[]string{"upstream"}, false},
 	{[]string{"upstream/*"}, false},
-	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*"}, true},
+	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/statefiles"}, true},
 	{[]string{"daemon/residency"}, false},
 	{[]string{"daemon/outbox"}, false},
 	{[]string{"daemon/capture"}, false},
 	{[]string{"daemon/agent"}, false},
-	{[]string{"daemon/api", "daemon/mcpserver"}, false},
+	{[]string{"daemon/mcpserver"}, false},
+	{[]string{"daemon/api"}, false},
 	{[]string{"daemon"}, false},
 	{[]string{"packaging"}, false},
 	{[]string{"cmd/*", "packaging/*"}, false},
@@ -110,8 +111,8 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"capsule": 0, "capsule/guard": 1, "internal/client": 1, "config": 2, "upstream": 3,
-		"upstream/qday": 4, "daemon/sources/watch": 5, "daemon/residency": 6, "daemon": 11,
-		"packaging": 12, "cmd/continuityd": 13, "packaging/gen": 13, "daemon/nosuch": -1,
+		"upstream/qday": 4, "daemon/sources/watch": 5, "daemon/residency": 6, "daemon/api": 11, "daemon": 12,
+		"packaging": 13, "cmd/continuityd": 14, "packaging/gen": 14, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {
 			t.Errorf("floorOf(%s) = %d, want %d", rel, got, want)

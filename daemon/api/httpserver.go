@@ -1,4 +1,4 @@
-package daemon
+package api
 
 import (
 	"context"
@@ -41,9 +41,9 @@ const (
 	writeMargin   = 15 * time.Second
 )
 
-// newHTTPServer is the server for one listener; requests' contexts come
+// NewServer is the server for one listener; requests' contexts come
 // from base, which ends when shutdown begins.
-func newHTTPServer(h http.Handler, base context.Context, log *slog.Logger) *http.Server {
+func NewServer(h http.Handler, base context.Context, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           withBodyDeadline(h),
 		ReadHeaderTimeout: headerTimeout,

@@ -1,4 +1,10 @@
-package daemon
+// Package agent is one served agent at run time and the operations on it:
+// its residency, its event feed, the shippers that carry its log to the
+// upstreams, its automatic capture, and Checkpoint, Resume, Wait, the
+// capsule calls, Signal and the dead letter (ops.go). The HTTP handlers
+// (daemon/api) and the MCP tools (daemon/mcpserver) are doors onto these
+// operations, so each rule is enforced in one place.
+package agent
 
 import (
 	"context"
@@ -19,50 +25,60 @@ import (
 	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/upstream"
 )
 
 // feedWindow is how many recent events an agent's wait feed keeps.
 const feedWindow = 512
 
-// upstreamRuntime is one configured upstream at run time, shared by every
-// agent that ships to it: the client and its rate limit.
-type upstreamRuntime struct {
-	cfg      config.Upstream // what it was built from (reload compares)
-	up       upstream.Upstream
-	limiter  *rate.Limiter
-	coalesce bool
-	linger   time.Duration // the outbox gathers writes this long before a short batch
+// Upstream is one configured upstream at run time, shared by every agent
+// that ships to it: the client and its rate limit.
+type Upstream struct {
+	Cfg      config.Upstream // what it was built from (a reload compares)
+	Client   upstream.Upstream
+	Limiter  *rate.Limiter
+	Coalesce bool
+	Linger   time.Duration // the outbox gathers writes this long before a short batch
 }
 
-// close releases the client's connections and sessions, for clients that
+// Close releases the client's connections and sessions, for clients that
 // hold any (Delx keeps MCP sessions).
-func (ur *upstreamRuntime) close() {
-	if c, ok := ur.up.(interface{ Close() error }); ok {
+func (ur *Upstream) Close() {
+	if c, ok := ur.Client.(interface{ Close() error }); ok {
 		c.Close()
 	}
 }
 
-// agent is one served agent at run time: its residency, its event feed, one
+// Observer is told what the agent does, for the daemon's metrics.
+type Observer interface {
+	// Delivery is one delivery attempt to an upstream and its outcome.
+	Delivery(upstream, outcome string, took time.Duration)
+	// Accepted is a write stored durably; Signal a context signal.
+	Accepted(agent, kind string)
+	Signal(agent, kind string)
+}
+
+// Agent is one served agent at run time: its residency, its event feed, one
 // shipper per upstream and, for upstreams that have one, a relay of their
 // long poll. Data flows store → shippers → upstreams.
-type agent struct {
+type Agent struct {
 	name     string
 	cfg      config.Agent
 	dir      string
 	store    *residency.Store
 	feed     *events.Feed
 	shippers []*outbox.Shipper
-	ups      []*upstreamRuntime // same order as shippers
+	ups      []*Upstream // same order as shippers
 	log      *slog.Logger
 
-	metrics       *metrics
+	obs           Observer
 	resumeTimeout time.Duration
 	remoteMu      sync.Mutex
 	remote        map[string]capsule.RemoteView // last view each upstream gave
 
-	dirty chan struct{} // buffered 1: the last-resume file is out of date
-	modes stateModes    // of its directory and last-resume file
+	dirty chan struct{}    // buffered 1: the last-resume file is out of date
+	modes statefiles.Modes // of its directory and last-resume file
 
 	capture *capture.Capture // the automatic side: watcher, handoff files, policy
 
@@ -73,9 +89,10 @@ type agent struct {
 // lastResumeEvery bounds how often the last-resume file is rewritten.
 const lastResumeEvery = time.Second
 
-// openAgent opens the agent's residency and prepares its shippers.
-func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRuntime, g *guard.Guard, log *slog.Logger, m *metrics) (*agent, error) {
-	a := &agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), metrics: m, dirty: make(chan struct{}, 1),
+// Open opens the agent's residency and prepares its shippers; Start runs
+// them. ups holds the runtime of every upstream the agent names.
+func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guard.Guard, log *slog.Logger, obs Observer) (*Agent, error) {
+	a := &Agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), obs: obs, dirty: make(chan struct{}, 1),
 		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
 	store, err := residency.Open(residency.Options{
 		Agent:      ac.Name,
@@ -99,8 +116,8 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 		a.log.Info("write-ahead log was missing after a clean stop (nothing was in it); made a new one", "log", filepath.Join(a.dir, residency.WALFile))
 	}
 	a.store = store
-	a.modes = modesFor(cfg.Daemon.SocketPerm())
-	if err := os.Chmod(a.dir, a.modes.dir); err != nil {
+	a.modes = statefiles.ModesFor(cfg.Daemon.SocketPerm())
+	if err := os.Chmod(a.dir, a.modes.Dir); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -109,14 +126,14 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 		ur := ups[name]
 		a.ups = append(a.ups, ur)
 		a.shippers = append(a.shippers, outbox.New(outbox.Options{
-			Agent: ac.Name, Store: store, Upstream: ur.up, Upstreams: ac.Upstreams,
-			Limiter: ur.limiter, Coalesce: ur.coalesce, Logger: log,
+			Agent: ac.Name, Store: store, Upstream: ur.Client, Upstreams: ac.Upstreams,
+			Limiter: ur.Limiter, Coalesce: ur.Coalesce, Logger: log,
 			MinBackoff:        cfg.Outbox.MinBackoff.Duration,
 			MaxBackoff:        cfg.Outbox.MaxBackoff.Duration,
 			MaxRetryAfter:     cfg.Outbox.MaxRetryAfter.Duration,
 			UnauthorizedRetry: cfg.Outbox.UnauthorizedRetry.Duration,
-			Linger:            ur.linger,
-			OnAttempt:         func(outcome string, d time.Duration) { m.observeDelivery(name, outcome, d) },
+			Linger:            ur.Linger,
+			OnAttempt:         func(outcome string, d time.Duration) { obs.Delivery(name, outcome, d) },
 			OnFailure: func(w capsule.Write, reason string) {
 				a.feed.Publish(events.Event{Kind: "delivery_failed", Seq: w.Seq,
 					Summary: "upstream " + name + " refused seq for good; kept in its dead letter: " + reason,
@@ -129,19 +146,19 @@ func openAgent(cfg *config.Config, ac config.Agent, ups map[string]*upstreamRunt
 
 // onCommit runs on the store's writer goroutine after each commit: wake the
 // shippers when the log grew and tell the wait callers. It never blocks.
-func (a *agent) onCommit(evs []residency.Event) {
+func (a *Agent) onCommit(evs []residency.Event) {
 	logged := false
 	out := make([]events.Event, 0, len(evs))
 	for _, e := range evs {
 		logged = logged || e.Logged
 		switch {
 		case e.Kind == "signal" && e.Signal != nil:
-			a.metrics.signals.WithLabelValues(a.name, e.Signal.Kind).Inc()
+			a.obs.Signal(a.name, e.Signal.Kind)
 			if a.capture != nil {
 				a.capture.Signal(e.Signal)
 			}
 		case e.Logged:
-			a.metrics.accepted.WithLabelValues(a.name, e.Kind).Inc()
+			a.obs.Accepted(a.name, e.Kind)
 		}
 		ev := events.Event{Kind: e.Kind, Seq: e.Seq, Origin: string(e.Origin), Summary: e.Summary}
 		if e.Signal != nil {
@@ -163,7 +180,7 @@ func (a *agent) onCommit(evs []residency.Event) {
 
 // keepLastResume rewrites the last-resume file after changes, at most once
 // per lastResumeEvery, and once more on the way out.
-func (a *agent) keepLastResume(ctx context.Context) {
+func (a *Agent) keepLastResume(ctx context.Context) {
 	a.writeLastResume()
 	for {
 		select {
@@ -184,8 +201,8 @@ func (a *agent) keepLastResume(ctx context.Context) {
 	}
 }
 
-// start runs the shippers and the upstream relays until stop.
-func (a *agent) start(ctx context.Context) {
+// Start runs the shippers and the upstream relays until stop.
+func (a *Agent) Start(ctx context.Context) {
 	ctx, a.cancel = context.WithCancel(ctx)
 	a.wg.Add(1)
 	go func() {
@@ -199,7 +216,7 @@ func (a *agent) start(ctx context.Context) {
 			defer a.wg.Done()
 			s.Run(ctx)
 		}()
-		if w, ok := a.ups[i].up.(upstream.Waiter); ok {
+		if w, ok := a.ups[i].Client.(upstream.Waiter); ok {
 			a.wg.Add(1)
 			go func() {
 				defer a.wg.Done()
@@ -209,8 +226,8 @@ func (a *agent) start(ctx context.Context) {
 	}
 }
 
-// stop stops the shippers and relays and closes the residency.
-func (a *agent) stop() error {
+// Stop stops the shippers and relays and closes the residency.
+func (a *Agent) Stop() error {
 	if a.cancel != nil {
 		a.cancel()
 	}
@@ -218,8 +235,8 @@ func (a *agent) stop() error {
 	return a.store.Close() // idempotent
 }
 
-// shipper returns the shipper for the named upstream, or nil.
-func (a *agent) shipper(name string) *outbox.Shipper {
+// Shipper returns the shipper for the named upstream, or nil.
+func (a *Agent) Shipper(name string) *outbox.Shipper {
 	for _, s := range a.shippers {
 		if s.Name() == name {
 			return s
@@ -228,15 +245,15 @@ func (a *agent) shipper(name string) *outbox.Shipper {
 	return nil
 }
 
-// kick makes every shipper retry at once (a reload).
-func (a *agent) kick() {
+// Kick makes every shipper retry at once (a reload).
+func (a *Agent) Kick() {
 	for _, s := range a.shippers {
 		s.Kick()
 	}
 }
 
-// upstreamStates is the agent's delivery state per upstream.
-func (a *agent) upstreamStates() []capsule.UpstreamState {
+// UpstreamStates is the agent's delivery state per upstream.
+func (a *Agent) UpstreamStates() []capsule.UpstreamState {
 	out := make([]capsule.UpstreamState, 0, len(a.shippers))
 	for _, s := range a.shippers {
 		out = append(out, s.State())
@@ -244,17 +261,17 @@ func (a *agent) upstreamStates() []capsule.UpstreamState {
 	return out
 }
 
-// resume is the full resume document: the residency, the delivery state,
+// Resume is the full resume document: the residency, the delivery state,
 // and each upstream's own view (fetched within resumeTimeout; an upstream
 // that does not answer in time is named in degraded and its last view, if
 // any, is shown).
-func (a *agent) resume(ctx context.Context, visit bool) capsule.Resume {
+func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
 	r := a.store.Resume(visit)
-	r.Upstreams = a.upstreamStates()
+	r.Upstreams = a.UpstreamStates()
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
 	var resumers []int
 	for i, ur := range a.ups {
-		if _, ok := ur.up.(upstream.Resumer); ok {
+		if _, ok := ur.Client.(upstream.Resumer); ok {
 			resumers = append(resumers, i)
 		}
 	}
@@ -274,12 +291,12 @@ func (a *agent) resume(ctx context.Context, visit bool) capsule.Resume {
 		go func() {
 			// A resume waits for the rate limit only within its bound; past
 			// it the last view is shown and the upstream named degraded.
-			if err := ur.limiter.Wait(ctx); err != nil {
-				ch <- got{name: ur.up.Name(), err: err}
+			if err := ur.Limiter.Wait(ctx); err != nil {
+				ch <- got{name: ur.Client.Name(), err: err}
 				return
 			}
-			body, err := ur.up.(upstream.Resumer).Resume(ctx, a.name)
-			ch <- got{ur.up.Name(), body, err}
+			body, err := ur.Client.(upstream.Resumer).Resume(ctx, a.name)
+			ch <- got{ur.Client.Name(), body, err}
 		}()
 	}
 	a.remoteMu.Lock()
@@ -308,11 +325,11 @@ func (a *agent) resume(ctx context.Context, visit bool) capsule.Resume {
 
 // relay keeps one long poll open to the upstream for this agent and
 // publishes what it returns to the agent's wait callers.
-func (a *agent) relay(ctx context.Context, ur *upstreamRuntime, w upstream.Waiter) {
+func (a *Agent) relay(ctx context.Context, ur *Upstream, w upstream.Waiter) {
 	const maxSeconds = 90
 	failures := 0
 	for ctx.Err() == nil {
-		if err := ur.limiter.Wait(ctx); err != nil {
+		if err := ur.Limiter.Wait(ctx); err != nil {
 			return
 		}
 		raw, err := w.Wait(ctx, a.name, maxSeconds)
@@ -323,7 +340,7 @@ func (a *agent) relay(ctx context.Context, ur *upstreamRuntime, w upstream.Waite
 			failures++
 			wait := time.Duration(rand.Int64N(int64(min(time.Second<<min(failures, 9), 5*time.Minute)))) + time.Second
 			if failures == 1 {
-				a.log.Warn("upstream long poll failed; retrying", "upstream", ur.up.Name(), "err", err)
+				a.log.Warn("upstream long poll failed; retrying", "upstream", ur.Client.Name(), "err", err)
 			}
 			t := time.NewTimer(wait)
 			select {
@@ -347,8 +364,27 @@ func (a *agent) relay(ctx context.Context, ur *upstreamRuntime, w upstream.Waite
 			evs = []json.RawMessage{raw}
 		}
 		for _, e := range evs {
-			a.feed.Publish(events.Event{Kind: "direction", Summary: "event from upstream " + ur.up.Name(),
-				Data: map[string]any{"upstream": ur.up.Name(), "event": e}})
+			a.feed.Publish(events.Event{Kind: "direction", Summary: "event from upstream " + ur.Client.Name(),
+				Data: map[string]any{"upstream": ur.Client.Name(), "event": e}})
 		}
 	}
 }
+
+// Name is the agent's name.
+func (a *Agent) Name() string { return a.name }
+
+// Config is the agent's configuration.
+func (a *Agent) Config() config.Agent { return a.cfg }
+
+// Dir is the agent's state directory.
+func (a *Agent) Dir() string { return a.dir }
+
+// Store is the agent's residency.
+func (a *Agent) Store() *residency.Store { return a.store }
+
+// Capture is the agent's automatic side.
+func (a *Agent) Capture() *capture.Capture { return a.capture }
+
+// Upstreams are the runtimes of the upstreams the agent ships to, in the
+// order of its configuration.
+func (a *Agent) Upstreams() []*Upstream { return a.ups }

@@ -1,4 +1,4 @@
-package daemon
+package agent
 
 import (
 	"bytes"
@@ -10,11 +10,11 @@ import (
 // sets it) would.
 func TestCheckpointAnswerEncodesLikeEncodingJSON(t *testing.T) {
 	msg := "refused: <html> & more"
-	for _, ans := range []checkpointAnswer{
+	for _, ans := range []CheckpointAnswer{
 		{Seq: 7, State: json.RawMessage(`{"agent":"builder","focus":"a <b>"}`)},
-		{Seq: 8, State: json.RawMessage(`{}`), Sync: []syncedUpstream{{Name: "qday", Delivered: false, State: "retrying", Error: &msg}, {Name: "local", Delivered: true, State: "ok"}}},
+		{Seq: 8, State: json.RawMessage(`{}`), Sync: []SyncedUpstream{{Name: "qday", Delivered: false, State: "retrying", Error: &msg}, {Name: "local", Delivered: true, State: "ok"}}},
 	} {
-		got, err := ans.appendJSON(nil)
+		got, err := ans.AppendJSON(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,11 +1,11 @@
-package daemon
+package api
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -16,8 +16,9 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/daemon/statefiles"
 )
 
 // mcpMaxBody bounds an /mcp request body: the API's own limit plus room
@@ -27,46 +28,45 @@ const mcpMaxBody = guard.MaxBodyBytes + 4<<10
 
 // mcpLongestCall is the longest an MCP tool call runs by design:
 // wait_for_event's longest poll.
-const mcpLongestCall = waitMax * time.Second
+const mcpLongestCall = agent.WaitMax * time.Second
 
 // mcpHandler serves MCP (Streamable HTTP) at /mcp with the same tools as
-// `continuityd mcp`. The tools call the local API in-process, so they go
-// through exactly the checks an HTTP client gets. ?agent= picks the default
-// agent for the session's tools.
+// `continuityd mcp`. The tools call the agents' operations in process
+// (inProcess below): the same Go functions the HTTP handlers call, so the
+// same checks and codes. ?agent= picks the default agent for the session's
+// tools.
 //
 // Sessions expire: one with no request for daemon.mcp_session_idle is
 // closed by the SDK (its client gets 404 and starts a new one), and at most
 // daemon.mcp_max_sessions are open at once; one more is refused with 503
 // MCP_SESSIONS_FULL rather than evicting a session a client still holds.
 // Errors of the transport itself are in the API's JSON shape too.
-func (d *Daemon) mcpHandler(api http.Handler) http.Handler {
-	cfg := d.snap().cfg.Daemon
-	if cfg.MCPMaxSessions <= 0 {
-		cfg.MCPMaxSessions = config.DefaultMCPMaxSessions
+func (a *API) mcpHandler() http.Handler {
+	maxSessions, idle := a.o.MCPMaxSessions, a.o.MCPSessionIdle
+	if maxSessions <= 0 {
+		maxSessions = config.DefaultMCPMaxSessions
 	}
-	if cfg.MCPSessionIdle.Duration <= 0 {
-		cfg.MCPSessionIdle.Duration = config.DefaultMCPSessionIdle
+	if idle <= 0 {
+		idle = config.DefaultMCPSessionIdle
 	}
 	newServer := func(r *http.Request) *mcp.Server {
-		c := client.NewWithTransport("in-process", inProcess{api})
-		c.Agent = r.URL.Query().Get("agent")
-		return mcpserver.New(mcpserver.Options{Client: c, Version: d.version, ResumeLimit: ResumeMarkdownLimit})
+		return mcpserver.New(mcpserver.Options{Backend: inProcess{a.o.Runtime}, Agent: r.URL.Query().Get("agent"),
+			Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
 	}
 	// The SDK asks for a server on every request, but only connects the one
 	// it gets for a new session; the others are consulted for their
 	// protocol versions alone, so one shared server answers those.
 	probe := newServer(&http.Request{URL: &url.URL{}})
-	sessions := newMCPSessions(cfg.MCPMaxSessions, cfg.MCPSessionIdle.Duration)
-	if d.runCtx != nil {
-		context.AfterFunc(d.runCtx, sessions.closeAll)
+	sessions := newMCPSessions(maxSessions, idle)
+	if a.o.Stopping != nil {
+		context.AfterFunc(a.o.Stopping, sessions.closeAll)
 	}
-	idle := cfg.MCPSessionIdle.Duration
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(mcpServerKey{}).(*mcp.Server); ok {
 			return s
 		}
 		return probe
-	}, &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: d.log, SessionTimeout: idle, MaxRequestBodyBytes: mcpMaxBody})
+	}, &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: a.log, SessionTimeout: idle, MaxRequestBodyBytes: mcpMaxBody})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A web page must not drive the agent's tools: browsers send
 		// Origin, MCP clients do not (or send their own single-label host).
@@ -290,18 +290,72 @@ func (e *mcpErrorWriter) finish() {
 	writeError(e.ResponseWriter, capsule.RefuseStatus(e.status, code, "", "MCP: %s", msg))
 }
 
-// inProcess is an http.RoundTripper that serves requests with a handler in
-// the same process: no socket, the same code path.
-type inProcess struct{ h http.Handler }
+// inProcess is the Backend of /mcp's tools: each tool is the agent's
+// operation, called in process.
+type inProcess struct{ rt Runtime }
 
-func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	// A server request always has a body (http.NoBody when empty); a
-	// client request without one has nil, which handlers must not see.
-	if req.Body == nil {
-		req = req.WithContext(req.Context()) // a RoundTripper must not change its request
-		req.Body = http.NoBody
+func (b inProcess) agent(name string) (*agent.Agent, *guard.Guard, error) {
+	return b.rt.Agent(name, "")
+}
+
+func (b inProcess) Resume(ctx context.Context, name string, peek bool) (*capsule.Resume, error) {
+	ag, _, err := b.agent(name)
+	if err != nil {
+		return nil, err
 	}
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	return rec.Result(), nil
+	r := ag.Resume(ctx, !peek)
+	return &r, nil
+}
+
+func (b inProcess) Checkpoint(ctx context.Context, name string, body []byte, sync bool) (any, error) {
+	ag, g, err := b.agent(name)
+	if err != nil {
+		return nil, err
+	}
+	ans, err := ag.Checkpoint(ctx, g, body, sync)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ans.AppendJSON(nil)
+	return json.RawMessage(out), err
+}
+
+func (b inProcess) Wait(ctx context.Context, name string, seconds int, after *uint64) (any, error) {
+	ag, _, err := b.agent(name)
+	if err != nil {
+		return nil, err
+	}
+	return ag.Wait(ctx, seconds, after)
+}
+
+func (b inProcess) Capsule(ctx context.Context, name string) (any, error) {
+	ag, _, err := b.agent(name)
+	if err != nil {
+		return nil, err
+	}
+	return ag.Capsule()
+}
+
+func (b inProcess) PutCapsule(ctx context.Context, name string, body []byte) (any, error) {
+	ag, g, err := b.agent(name)
+	if err != nil {
+		return nil, err
+	}
+	return ag.PutCapsule(ctx, g, body)
+}
+
+func (b inProcess) Seal(ctx context.Context, name string, body []byte) (any, error) {
+	ag, g, err := b.agent(name)
+	if err != nil {
+		return nil, err
+	}
+	return ag.Seal(ctx, g, body)
+}
+
+func (b inProcess) Signal(ctx context.Context, name string, body []byte) (any, error) {
+	ag, g, err := b.agent(name)
+	if err != nil {
+		return nil, err
+	}
+	return ag.Signal(ctx, g, body)
 }

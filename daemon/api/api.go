@@ -1,22 +1,25 @@
-package daemon
+package api
 
 import (
 	"bytes"
-	"crypto/rand"
+	"context"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // routes are the local API's paths and their methods; anything else is a
@@ -37,23 +40,69 @@ var routes = map[string][]string{
 	"/mcp":                      {http.MethodGet, http.MethodPost, http.MethodDelete},
 }
 
-// handler is the local API.
-func (d *Daemon) handler() http.Handler {
+// Runtime is what the API serves: the daemon's running configuration.
+type Runtime interface {
+	// Agent picks the agent a request names; else the one whose workdir
+	// holds cwd; else the only one. The guard is the one its writes pass.
+	Agent(name, cwd string) (*agent.Agent, *guard.Guard, error)
+	// Status is the daemon's state, for GET /v1/status.
+	Status() Status
+}
+
+// Options configures the API.
+type Options struct {
+	Runtime Runtime
+	Version string
+	Logger  *slog.Logger
+	// Metrics serves GET /metrics; Requests and Refused record each
+	// request's latency (route, status) and each refusal (code).
+	Metrics  http.Handler
+	Requests *prometheus.HistogramVec
+	Refused  *prometheus.CounterVec
+	// MCPMaxSessions and MCPSessionIdle bound /mcp's sessions; Stopping
+	// ends when the daemon stops, closing them.
+	MCPMaxSessions int
+	MCPSessionIdle time.Duration
+	Stopping       context.Context
+	// Token is the loopback listener's bearer token.
+	Token string
+}
+
+// API is the local API: HTTP handlers that are doors onto the agents'
+// operations (daemon/agent), and MCP at /mcp onto the same operations.
+type API struct {
+	o   Options
+	log *slog.Logger
+}
+
+// New returns the API.
+func New(o Options) *API {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &API{o: o, log: o.Logger}
+}
+
+// Handler is the local API as the Unix socket serves it. Each call builds
+// a handler of its own (with its own MCP sessions), one per listener.
+func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/continuity", d.withAgent(d.handleResume))
-	mux.HandleFunc("POST /v1/continuity/checkpoint", d.withAgent(d.handleCheckpoint))
-	mux.HandleFunc("GET /v1/continuity/wait", d.withAgent(d.handleWait))
-	mux.HandleFunc("GET /v1/capsule", d.withAgent(d.handleCapsuleGet))
-	mux.HandleFunc("PUT /v1/capsule", d.withAgent(d.handleCapsulePut))
-	mux.HandleFunc("POST /v1/capsule/seal", d.withAgent(d.handleCapsuleSeal))
-	mux.HandleFunc("POST /v1/signals", d.withAgent(d.handleSignal))
-	mux.HandleFunc("GET /v1/deadletter", d.withAgent(d.handleDeadLetters))
-	mux.HandleFunc("POST /v1/deadletter/retry", d.withAgent(d.handleDeadLetterAction(true)))
-	mux.HandleFunc("POST /v1/deadletter/discard", d.withAgent(d.handleDeadLetterAction(false)))
-	mux.HandleFunc("GET /v1/status", d.handleStatus)
-	mux.Handle("GET /metrics", d.metrics.handler())
+	mux.HandleFunc("GET /v1/continuity", a.withAgent(a.handleResume))
+	mux.HandleFunc("POST /v1/continuity/checkpoint", a.withAgent(a.handleCheckpoint))
+	mux.HandleFunc("GET /v1/continuity/wait", a.withAgent(a.handleWait))
+	mux.HandleFunc("GET /v1/capsule", a.withAgent(a.handleCapsuleGet))
+	mux.HandleFunc("PUT /v1/capsule", a.withAgent(a.handleCapsulePut))
+	mux.HandleFunc("POST /v1/capsule/seal", a.withAgent(a.handleCapsuleSeal))
+	mux.HandleFunc("POST /v1/signals", a.withAgent(a.handleSignal))
+	mux.HandleFunc("GET /v1/deadletter", a.withAgent(a.handleDeadLetters))
+	mux.HandleFunc("POST /v1/deadletter/retry", a.withAgent(a.handleDeadLetterAction(true)))
+	mux.HandleFunc("POST /v1/deadletter/discard", a.withAgent(a.handleDeadLetterAction(false)))
+	mux.HandleFunc("GET /v1/status", a.handleStatus)
+	if a.o.Metrics != nil {
+		mux.Handle("GET /metrics", a.o.Metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": d.version})
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": a.o.Version})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if methods, ok := routes[r.URL.Path]; ok {
@@ -65,38 +114,42 @@ func (d *Daemon) handler() http.Handler {
 		writeError(w, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "",
 			"no such path %q; see the local API table in README.md", r.URL.Path))
 	})
-	api := d.metrics.instrument(d.recoverPanics(mux))
-	mux.Handle("/mcp", d.mcpHandler(api))
-	return api
+	mux.Handle("/mcp", a.mcpHandler())
+	return a.instrument(a.recoverPanics(mux))
 }
 
-// agentHandler is a handler for one agent's resource; st is the running
-// configuration the request started under.
-type agentHandler func(w http.ResponseWriter, r *http.Request, a *agent, st *snapshot)
+// LoopbackHandler is the local API as the loopback TCP listener on port
+// serves it: behind the token and the Host and Origin checks.
+func (a *API) LoopbackHandler(port string) http.Handler {
+	return a.requireToken(a.Handler(), port)
+}
 
-func (d *Daemon) withAgent(h agentHandler) http.HandlerFunc {
+// agentHandler is a handler for one agent's resource, with the guard its
+// writes pass.
+type agentHandler func(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard)
+
+func (a *API) withAgent(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		st := d.snap()
 		q := r.URL.Query()
-		a, err := st.agentFor(q.Get("agent"), q.Get("cwd"))
+		ag, g, err := a.o.Runtime.Agent(q.Get("agent"), q.Get("cwd"))
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		h(w, r, a, st)
+		h(w, r, ag, g)
 	}
 }
 
 // recoverPanics turns a handler bug into a 500 for that request instead of
 // a dead daemon.
-func (d *Daemon) recoverPanics(h http.Handler) http.Handler {
+func (a *API) recoverPanics(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				d.log.Error("handler panic", "path", r.URL.Path, "panic", v)
+				a.log.Error("handler panic", "path", r.URL.Path, "panic", v)
 				writeError(w, capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
 					"internal error; nothing was saved by this request"))
 			}
@@ -111,8 +164,8 @@ func (d *Daemon) recoverPanics(h http.Handler) http.Handler {
 // never trusted as the origin to compare with: a page whose own host name
 // was rebound to 127.0.0.1 (DNS rebinding) sends its own name in both Host
 // and Origin.
-func (d *Daemon) requireToken(h http.Handler, port string) http.Handler {
-	want := []byte("Bearer " + d.apiToken)
+func (a *API) requireToken(h http.Handler, port string) http.Handler {
+	want := []byte("Bearer " + a.o.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHostPort(r.Host, "80", port) {
 			writeError(w, capsule.RefuseStatus(http.StatusForbidden, capsule.CodeForbiddenHost, "",
@@ -259,10 +312,4 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
-}
-
-func randomToken() string {
-	var b [32]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -1,0 +1,24 @@
+package agent
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"time"
+
+	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/atomicfile"
+)
+
+// writeLastResume leaves the agent's resume on disk for hooks to answer
+// with while the daemon is down.
+func (a *Agent) writeLastResume() {
+	r := a.store.Resume(false)
+	r.Upstreams = a.UpstreamStates()
+	raw, err := json.Marshal(statefiles.LastResume{Agent: a.name, Workdir: a.cfg.Workdir, At: time.Now().UTC(), Markdown: r.Markdown(statefiles.ResumeMarkdownLimit)})
+	if err != nil {
+		return
+	}
+	if err := atomicfile.WriteFile(filepath.Join(a.dir, statefiles.LastResumeName), raw, a.modes.LastResume); err != nil {
+		a.log.Warn("cannot leave the last resume on disk", "err", err)
+	}
+}

@@ -1,0 +1,304 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/events"
+	"github.com/continuityd/continuityd/daemon/residency"
+)
+
+// The agent's operations. Each takes the request body as it came (the
+// guard decodes it strictly) and returns the answer both doors send: the
+// HTTP API encodes it as JSON, the MCP tools as structured content.
+
+// Wait bounds, from the Q-Day seed.
+const (
+	WaitDefault = 20
+	WaitMax     = 90
+	// syncTimeout bounds a checkpoint with sync: how long it waits for its
+	// upstreams before answering with what it knows.
+	syncTimeout = 10 * time.Second
+)
+
+// CheckpointAnswer is the answer to a checkpoint: its sequence number, the
+// saved state, and with sync what each upstream did.
+type CheckpointAnswer struct {
+	Seq   uint64           `json:"seq"`
+	State json.RawMessage  `json:"state"` // capsule.Resume, as the store encoded it
+	Sync  []SyncedUpstream `json:"sync,omitempty"`
+}
+
+// SyncedUpstream is what one upstream did with a synced checkpoint.
+type SyncedUpstream struct {
+	Name      string  `json:"name"`
+	Delivered bool    `json:"delivered"`
+	State     string  `json:"state"`
+	Error     *string `json:"error"`
+}
+
+// AppendJSON encodes the answer as encoding/json would, without scanning
+// the state again: the store made it and it is most of the answer.
+func (ans *CheckpointAnswer) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, ans.Seq, 10)
+	b = append(b, `,"state":`...)
+	b = append(b, ans.State...)
+	if len(ans.Sync) > 0 {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(ans.Sync); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"sync":`...)
+		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+	}
+	return append(b, "}\n"...), nil
+}
+
+// Checkpoint stores the agent's own checkpoint (the Q-Day body, checked by
+// g) durably and, with sync, waits (bounded) for the upstreams to take it.
+func (a *Agent) Checkpoint(ctx context.Context, g *guard.Guard, body []byte, sync bool) (*CheckpointAnswer, error) {
+	cp, err := g.DecodeCheckpoint(body)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := a.store.Checkpoint(ctx, cp, capsule.OriginExplicit)
+	if err != nil {
+		return nil, err
+	}
+	ans := &CheckpointAnswer{Seq: seq}
+	if sync {
+		ans.Sync = a.waitSynced(ctx, seq)
+	}
+	// The saved state, from the residency alone: an answer to a write never
+	// waits on an upstream's own view (resume has that).
+	if ans.State, err = a.store.StateJSON(); err != nil {
+		return nil, capsule.RefuseStatus(500, capsule.CodeInternal, "",
+			"the write was stored (seq %d) but the answer could not be encoded: %v", seq, err)
+	}
+	return ans, nil
+}
+
+// waitSynced waits (bounded) for every upstream to take seq.
+func (a *Agent) waitSynced(ctx context.Context, seq uint64) []SyncedUpstream {
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	out := make([]SyncedUpstream, len(a.shippers))
+	done := make(chan struct{})
+	for i, s := range a.shippers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			err := s.WaitDelivered(ctx, seq)
+			st := s.State()
+			out[i] = SyncedUpstream{Name: st.Name, Delivered: err == nil, State: st.State, Error: st.LastError}
+		}()
+	}
+	for range a.shippers {
+		<-done
+	}
+	return out
+}
+
+// WaitAnswer is the answer to a long poll.
+type WaitAnswer struct {
+	Woke   string         `json:"woke"` // event or timeout
+	Events []events.Event `json:"events"`
+	Cursor uint64         `json:"cursor"`
+	Scope  string         `json:"directions_scope"`
+}
+
+// Wait waits up to seconds (1..WaitMax; 0 means WaitDefault) for the
+// agent's next event; with the cursor of a previous answer (after) it
+// returns what happened since, at once if anything did.
+func (a *Agent) Wait(ctx context.Context, seconds int, after *uint64) (WaitAnswer, error) {
+	if seconds == 0 {
+		seconds = WaitDefault
+	}
+	if seconds < 1 || seconds > WaitMax {
+		return WaitAnswer{}, WaitSecondsError()
+	}
+	from := a.feed.Cursor()
+	if after != nil {
+		from = *after
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second)
+	defer cancel()
+	evs, cursor := a.feed.Wait(ctx, from)
+	ans := WaitAnswer{Woke: "event", Events: evs, Cursor: cursor, Scope: "agent_events"}
+	if len(evs) == 0 {
+		ans.Woke, ans.Events = "timeout", []events.Event{}
+	}
+	return ans, nil
+}
+
+// WaitSecondsError is the refusal of a wait length out of bounds.
+func WaitSecondsError() *capsule.Error {
+	return capsule.Refuse(capsule.CodeInvalidQuery, "max_seconds", "max_seconds must be an integer from 1 to %d", WaitMax)
+}
+
+// CapsuleAnswer is the answer to capsule writes: the sequence number and
+// the stored record.
+type CapsuleAnswer struct {
+	Seq     uint64                 `json:"seq"`
+	Capsule *capsule.CapsuleRecord `json:"capsule"`
+}
+
+// Capsule is the agent's latest capsule, or NO_CAPSULE.
+func (a *Agent) Capsule() (*capsule.CapsuleRecord, error) {
+	rec := a.store.Capsule()
+	if rec == nil {
+		return nil, capsule.RefuseStatus(404, capsule.CodeNoCapsule, "",
+			"agent %s has no capsule yet; PUT /v1/capsule stores one, POST /v1/capsule/seal builds one", a.name)
+	}
+	return rec, nil
+}
+
+// PutCapsule stores a capsule: the published schema, then the secret
+// guard, then disk.
+func (a *Agent) PutCapsule(ctx context.Context, g *guard.Guard, body []byte) (*CapsuleAnswer, error) {
+	c, err := g.DecodeCapsule(body)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := a.store.PutCapsule(ctx, c, false, capsule.OriginExplicit)
+	if err != nil {
+		return nil, err
+	}
+	return &CapsuleAnswer{Seq: seq, Capsule: a.store.Capsule()}, nil
+}
+
+// sealOverrides are the fields a seal request may set on the capsule the
+// daemon builds; the rest comes from the residency.
+type sealOverrides struct {
+	Goal      *string         `json:"goal"`
+	Done      *string         `json:"done"`
+	Next      *string         `json:"next"`
+	Blockers  *string         `json:"blockers"`
+	DoNot     *string         `json:"do_not"`
+	Refuted   *string         `json:"refuted"`
+	Receipts  []string        `json:"receipts"`
+	HandoffTo *string         `json:"handoff_to"`
+	TTLDays   json.RawMessage `json:"ttl_days"`
+}
+
+// Seal builds a capsule from the current state and receipts (optionally
+// overridden by body), checks it like any capsule, and stores it sealed.
+func (a *Agent) Seal(ctx context.Context, g *guard.Guard, body []byte) (*CapsuleAnswer, error) {
+	var ov sealOverrides
+	if len(bytes.TrimSpace(body)) > 0 {
+		if !utf8.Valid(body) {
+			return nil, capsule.Refuse(capsule.CodeInvalidUTF8, "", "the body is not valid UTF-8")
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ov); err != nil {
+			return nil, capsule.Refuse(capsule.CodeInvalidCapsule, "", "seal body: %v", err)
+		}
+		if dec.More() {
+			return nil, capsule.Refuse(capsule.CodeInvalidJSON, "", "seal body: data after the JSON object")
+		}
+	}
+	c := capsule.Seal(a.store.Resume(false), a.store.Capsule(), time.Now().UTC())
+	ov.apply(c)
+	if err := g.CheckCapsule(c); err != nil {
+		return nil, err
+	}
+	seq, err := a.store.PutCapsule(ctx, c, true, capsule.OriginExplicit)
+	if err != nil {
+		return nil, err
+	}
+	return &CapsuleAnswer{Seq: seq, Capsule: a.store.Capsule()}, nil
+}
+
+func (o *sealOverrides) apply(c *capsule.Capsule) {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&c.Goal, o.Goal)
+	set(&c.Done, o.Done)
+	set(&c.Next, o.Next)
+	set(&c.Blockers, o.Blockers)
+	set(&c.DoNot, o.DoNot)
+	set(&c.Refuted, o.Refuted)
+	set(&c.HandoffTo, o.HandoffTo)
+	if o.Receipts != nil {
+		c.Receipts = o.Receipts
+	}
+	if o.TTLDays != nil {
+		c.TTLDays = o.TTLDays
+	}
+}
+
+// SignalAnswer is the answer to a signal: its sequence number and the
+// agent's context as it now stands.
+type SignalAnswer struct {
+	Seq     uint64               `json:"seq"`
+	Context capsule.ContextState `json:"context"`
+}
+
+// Signal stores a context signal (hooks, the statusline, MCP, the API).
+func (a *Agent) Signal(ctx context.Context, g *guard.Guard, body []byte) (*SignalAnswer, error) {
+	sig, err := g.DecodeSignal(body)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := a.store.Signal(ctx, sig)
+	if err != nil {
+		return nil, err
+	}
+	return &SignalAnswer{Seq: seq, Context: a.store.Resume(false).Context}, nil
+}
+
+// DeadLetters are the writes upstream refused for good ("" : every
+// upstream's).
+func (a *Agent) DeadLetters(upstream string) ([]residency.DeadLetter, error) {
+	if upstream != "" && a.Shipper(upstream) == nil {
+		return nil, capsule.RefuseStatus(404, capsule.CodeNotFound, "upstream",
+			"agent %s does not ship to an upstream called %q", a.name, upstream)
+	}
+	dl, err := a.store.DeadLetters(upstream)
+	if err != nil {
+		return nil, err
+	}
+	if dl == nil {
+		dl = []residency.DeadLetter{}
+	}
+	return dl, nil
+}
+
+// DeadLetterAction retries (or discards) one dead letter, or all of an
+// upstream's, as body names them; it returns how many.
+func (a *Agent) DeadLetterAction(ctx context.Context, body []byte, retry bool) (*guard.DeadLetterRequest, int, error) {
+	req, err := guard.DecodeDeadLetterRequest(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	sh := a.Shipper(req.Upstream)
+	if sh == nil {
+		// The name is not repeated: a value pasted by mistake may be a secret.
+		var names []string
+		for _, s := range a.shippers {
+			names = append(names, s.Name())
+		}
+		return nil, 0, capsule.Refuse(capsule.CodeInvalidField, "upstream",
+			"agent %s does not ship to an upstream of that name; it ships to %v", a.name, names)
+	}
+	var n int
+	if retry {
+		n, err = a.store.RetryDead(ctx, req.Upstream, req.Seq)
+		sh.Kick()
+	} else {
+		n, err = a.store.DiscardDead(ctx, req.Upstream, req.Seq)
+	}
+	return req, n, err
+}

@@ -1,0 +1,133 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/agent"
+)
+
+// handleResume is GET /v1/continuity. The agent's own read resets
+// since_last_visit; ?peek=1 reads without resetting (for people and tools).
+func (a *API) handleResume(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
+	peek, err := boolQuery(r, "peek")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ag.Resume(r.Context(), !peek))
+}
+
+// checkpointAnswer is the answer to a checkpoint: its sequence number, the
+// saved state, and with ?sync=1 what each upstream did.
+type checkpointAnswer struct {
+	Seq   uint64           `json:"seq"`
+	State json.RawMessage  `json:"state"` // capsule.Resume, as the store encoded it
+	Sync  []syncedUpstream `json:"sync,omitempty"`
+}
+
+// appendJSON encodes the answer as encoding/json would, without scanning
+// the state again: the store made it and it is most of the answer.
+func (ans *checkpointAnswer) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, ans.Seq, 10)
+	b = append(b, `,"state":`...)
+	b = append(b, ans.State...)
+	if len(ans.Sync) > 0 {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(ans.Sync); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"sync":`...)
+		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+	}
+	return append(b, "}\n"...), nil
+}
+
+type syncedUpstream struct {
+	Name      string  `json:"name"`
+	Delivered bool    `json:"delivered"`
+	State     string  `json:"state"`
+	Error     *string `json:"error"`
+}
+
+// handleCheckpoint is POST /v1/continuity/checkpoint.
+func (a *API) handleCheckpoint(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
+	sync, qerr := boolQuery(r, "sync")
+	if qerr != nil {
+		writeError(w, qerr)
+		return
+	}
+	body, berr := readBody(w, r)
+	if berr != nil {
+		writeError(w, berr)
+		return
+	}
+	ans, err := ag.Checkpoint(r.Context(), g, body, sync)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := ans.AppendJSON(make([]byte, 0, len(ans.State)+64))
+	if err != nil {
+		writeError(w, capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
+			"the write was stored (seq %d) but the answer could not be encoded: %v", ans.Seq, err))
+		return
+	}
+	writeBody(w, http.StatusOK, out)
+}
+
+// handleWait is GET /v1/continuity/wait?max_seconds=N[&after=CURSOR]. Without
+// `after` it waits for the next event; with the cursor of a previous answer
+// it returns what happened since, at once if anything did.
+func (a *API) handleWait(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
+	q := r.URL.Query()
+	secs := agent.WaitDefault
+	if v := q.Get("max_seconds"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, agent.WaitSecondsError())
+			return
+		}
+		secs = n
+	}
+	var after *uint64
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, capsule.Refuse(capsule.CodeInvalidQuery, "after",
+				"after must be the cursor of a previous answer (a non-negative integer)"))
+			return
+		}
+		after = &n
+	}
+	if secs <= agent.WaitMax {
+		extendWriteDeadline(w, time.Duration(secs)*time.Second+writeMargin)
+	}
+	ans, err := ag.Wait(r.Context(), secs, after)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// boolQuery reads an optional boolean query parameter (1/0/true/false).
+func boolQuery(r *http.Request, name string) (bool, *capsule.Error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, capsule.Refuse(capsule.CodeInvalidQuery, name, "%s must be 1, 0, true or false", name)
+	}
+	return b, nil
+}

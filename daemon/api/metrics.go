@@ -1,0 +1,48 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// recorder captures a response's status and error code for the metrics.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	code   string
+}
+
+func (r *recorder) WriteHeader(s int) {
+	r.status = s
+	r.ResponseWriter.WriteHeader(s)
+}
+
+// Flush keeps streaming (MCP over HTTP) working through the recorder.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// instrument records each request's latency by route and status, and each
+// refusal by code.
+func (a *API) instrument(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		route := r.URL.Path
+		if _, ok := routes[route]; !ok {
+			route = "other"
+		}
+		if a.o.Requests != nil {
+			a.o.Requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(time.Since(start).Seconds())
+		}
+		if rec.code != "" && a.o.Refused != nil {
+			a.o.Refused.WithLabelValues(rec.code).Inc()
+		}
+	})
+}

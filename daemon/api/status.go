@@ -1,0 +1,41 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// Status is the answer to GET /v1/status and `continuityd status --json`.
+type Status struct {
+	Version   string        `json:"version"`
+	PID       int           `json:"pid"`
+	StartedAt time.Time     `json:"started_at"`
+	UptimeSec int64         `json:"uptime_seconds"`
+	Socket    string        `json:"socket"`
+	Listen    string        `json:"listen,omitempty"`
+	StateDir  string        `json:"state_dir"`
+	Config    string        `json:"config"`
+	Agents    []AgentStatus `json:"agents"`
+}
+
+// AgentStatus is one agent's line in Status.
+type AgentStatus struct {
+	Name        string                  `json:"name"`
+	Workdir     string                  `json:"workdir"`
+	Seq         uint64                  `json:"seq"`
+	Stopped     bool                    `json:"stopped"`
+	LastWriteAt *time.Time              `json:"last_write_at"`
+	Context     capsule.ContextState    `json:"context"`
+	Upstreams   []capsule.UpstreamState `json:"upstreams"`
+	Degraded    []string                `json:"degraded"`
+	Refused     []capsule.Refusal       `json:"refused"`
+	// Damaged is set for an agent refused because its files are damaged:
+	// what was found and the way out. Such an agent is not served.
+	Damaged string `json:"damaged,omitempty"`
+}
+
+func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, a.o.Runtime.Status())
+}

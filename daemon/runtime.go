@@ -1,0 +1,56 @@
+package daemon
+
+import (
+	"os"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/api"
+)
+
+// The daemon is the API's Runtime: the running configuration's agents and
+// guard, and its status.
+
+// Agent picks the agent a request names (api.Runtime).
+func (d *Daemon) Agent(name, cwd string) (*agent.Agent, *guard.Guard, error) {
+	st := d.snap()
+	a, err := st.agentFor(name, cwd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, st.guard, nil
+}
+
+// Status is the daemon's state (api.Runtime).
+func (d *Daemon) Status() api.Status {
+	snap := d.snap()
+	cfg := snap.cfg
+	st := api.Status{
+		Version: d.version, PID: os.Getpid(), StartedAt: d.started,
+		UptimeSec: int64(time.Since(d.started).Seconds()),
+		Socket:    cfg.Daemon.Socket, Listen: cfg.Daemon.Listen, StateDir: cfg.Daemon.StateDir,
+		Config: configName(cfg), Agents: []api.AgentStatus{},
+	}
+	for _, ac := range cfg.Agents {
+		name := ac.Name
+		if err := snap.damaged[name]; err != nil {
+			st.Agents = append(st.Agents, api.AgentStatus{Name: name, Workdir: ac.Workdir, Upstreams: []capsule.UpstreamState{},
+				Degraded: []string{"residency"}, Refused: []capsule.Refusal{}, Damaged: err.Error()})
+			continue
+		}
+		a := snap.agents[name]
+		if a == nil {
+			continue // could not be opened; the reload's log says why
+		}
+		res := a.Store().Resume(false)
+		res.Upstreams = a.UpstreamStates()
+		st.Agents = append(st.Agents, api.AgentStatus{
+			Name: name, Workdir: a.Config().Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
+			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,
+			Degraded: res.Degraded, Refused: res.Refused,
+		})
+	}
+	return st
+}
