@@ -19,7 +19,8 @@
 //     plan_codex.go).
 //   - Tail reads the lines appended to a file since the last call (tail.go).
 //   - ClaudeProjectDir, LatestClaudeTranscript and LatestCodexRollout find
-//     the transcript of a running agent (discover.go).
+//     the transcript of a running agent (discover.go); a Finder keeps
+//     finding it as new sessions start (finder.go).
 //
 // The formats, their quirks and the rules implemented here are described in
 // the shared fixture notes (SOURCES.md §5.1 and §5.4); the tests run on the
