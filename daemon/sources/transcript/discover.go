@@ -21,8 +21,10 @@ import (
 
 // ClaudeProjectDir returns the folder in which Claude Code keeps the
 // transcripts of sessions launched in launchDir:
-// home/.claude/projects/<EncodeClaudeProject(launchDir)>. It is the
-// directory Claude Code was started in that counts, not a later cwd.
+// claudeHome/projects/<EncodeClaudeProject(launchDir)>. claudeHome is
+// Claude Code's own folder (~/.claude, or $CLAUDE_CONFIG_DIR), the
+// transcripts.claude_home of the configuration: not the user's home. It is
+// the directory Claude Code was started in that counts, not a later cwd.
 //
 // A name longer than claudeMaxName is cut there and given a hash of the
 // launch directory ("<first 200>-<hash>"), and the hash depends on the
@@ -31,8 +33,8 @@ import (
 // Claude Code's SDK finds it: the existing folder that starts with the cut
 // name and a dash (the most recently modified, if several do); when none
 // exists yet, the Node.js name.
-func ClaudeProjectDir(home, launchDir string) string {
-	projects := filepath.Join(home, ".claude", "projects")
+func ClaudeProjectDir(claudeHome, launchDir string) string {
+	projects := filepath.Join(claudeHome, "projects")
 	name := EncodeClaudeProject(launchDir)
 	if len(name) <= claudeMaxName {
 		return filepath.Join(projects, name)
@@ -100,9 +102,29 @@ func EncodeClaudeProject(launchDir string) string {
 // transcripts and are skipped. It returns an error satisfying
 // errors.Is(err, fs.ErrNotExist) when there is none.
 func LatestClaudeTranscript(projectDir string) (string, error) {
+	path, _, err := NewestClaudeTranscript(projectDir)
+	return path, err
+}
+
+// NewestClaudeTranscript is LatestClaudeTranscript with the transcript's
+// modification time.
+func NewestClaudeTranscript(projectDir string) (path string, modTime time.Time, err error) {
+	files, err := claudeTranscripts(projectDir)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if len(files) == 0 {
+		return "", time.Time{}, fmt.Errorf("no Claude Code transcript in %s: %w", projectDir, fs.ErrNotExist)
+	}
+	newestFirst(files)
+	return files[0].path, files[0].mtime, nil
+}
+
+// claudeTranscripts lists the session transcripts directly in projectDir.
+func claudeTranscripts(projectDir string) ([]candidate, error) {
 	entries, err := os.ReadDir(projectDir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var files []candidate
 	for _, e := range entries {
@@ -116,11 +138,7 @@ func LatestClaudeTranscript(projectDir string) (string, error) {
 		}
 		files = append(files, candidate{filepath.Join(projectDir, name), fi.ModTime()})
 	}
-	if len(files) == 0 {
-		return "", fmt.Errorf("no Claude Code transcript in %s: %w", projectDir, fs.ErrNotExist)
-	}
-	newestFirst(files)
-	return files[0].path, nil
+	return files, nil
 }
 
 // LatestCodexRollout returns the most recently modified Codex rollout
@@ -131,6 +149,29 @@ func LatestClaudeTranscript(projectDir string) (string, error) {
 // returns an error satisfying errors.Is(err, fs.ErrNotExist) when none
 // matches.
 func LatestCodexRollout(sessionsRoot, cwd string) (string, error) {
+	path, _, err := NewestCodexRollout(sessionsRoot, cwd)
+	return path, err
+}
+
+// NewestCodexRollout is LatestCodexRollout with the rollout's
+// modification time.
+func NewestCodexRollout(sessionsRoot, cwd string) (path string, modTime time.Time, err error) {
+	files, err := codexRollouts(sessionsRoot)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	newestFirst(files)
+	want := filepath.Clean(cwd)
+	for _, f := range files {
+		if dir, _ := codexRolloutCwd(f.path); dir != "" && filepath.Clean(dir) == want {
+			return f.path, f.mtime, nil
+		}
+	}
+	return "", time.Time{}, fmt.Errorf("no Codex rollout for %s under %s: %w", cwd, sessionsRoot, fs.ErrNotExist)
+}
+
+// codexRollouts lists the rollout files anywhere under sessionsRoot.
+func codexRollouts(sessionsRoot string) ([]candidate, error) {
 	var files []candidate
 	err := filepath.WalkDir(sessionsRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -148,17 +189,7 @@ func LatestCodexRollout(sessionsRoot, cwd string) (string, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return "", err
-	}
-	newestFirst(files)
-	want := filepath.Clean(cwd)
-	for _, f := range files {
-		if dir, ok := codexRolloutCwd(f.path); ok && filepath.Clean(dir) == want {
-			return f.path, nil
-		}
-	}
-	return "", fmt.Errorf("no Codex rollout for %s under %s: %w", cwd, sessionsRoot, fs.ErrNotExist)
+	return files, err
 }
 
 // maxMetaLine bounds the first line of a rollout read for its cwd; the
@@ -166,22 +197,37 @@ func LatestCodexRollout(sessionsRoot, cwd string) (string, error) {
 const maxMetaLine = 4 << 20
 
 // codexRolloutCwd reads the cwd from a rollout's first line, its
-// session_meta.
-func codexRolloutCwd(path string) (string, bool) {
+// session_meta. final is false while that is not known yet (the file is
+// missing, or its first line is not complete yet), so the caller may look
+// again later; a complete first line that names no cwd gives "" and true.
+func codexRolloutCwd(path string) (cwd string, final bool) {
 	f, _, err := safefile.Open(path) // a FIFO or a link is no rollout
 	if err != nil {
-		return "", false
+		var refused *safefile.Error
+		return "", errors.As(err, &refused)
 	}
 	defer f.Close()
 	line, err := bufio.NewReader(io.LimitReader(f, maxMetaLine)).ReadBytes('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
+	switch {
+	case err == nil, errors.Is(err, io.EOF) && len(line) == maxMetaLine:
+	case errors.Is(err, io.EOF):
+		// No newline yet: Codex may be writing it. If it already decodes,
+		// it is whole.
+		var l codexLine
+		if decodeLine(bytes.TrimSpace(line), &l) != nil {
+			return "", false
+		}
+	default:
 		return "", false
 	}
 	var l codexLine
 	if decodeLine(bytes.TrimSpace(line), &l) != nil || l.Type.v != "session_meta" || !l.Payload.ok {
-		return "", false
+		return "", true
 	}
-	return l.Payload.v.Cwd.v, l.Payload.v.Cwd.ok && l.Payload.v.Cwd.v != ""
+	if !l.Payload.v.Cwd.ok {
+		return "", true
+	}
+	return l.Payload.v.Cwd.v, true
 }
 
 type candidate struct {

@@ -26,7 +26,7 @@ func TestEncodeClaudeProject(t *testing.T) {
 			t.Errorf("EncodeClaudeProject(%q) = %q, want %q", dir, got, want)
 		}
 	}
-	got := ClaudeProjectDir("/home/u", "/tmp/shp-schemas-tx.blIf90/work")
+	got := ClaudeProjectDir("/home/u/.claude", "/tmp/shp-schemas-tx.blIf90/work")
 	if want := filepath.Join("/home/u", ".claude", "projects", "-tmp-shp-schemas-tx-blIf90-work"); got != want {
 		t.Errorf("ClaudeProjectDir = %q, want %q", got, want)
 	}
@@ -40,8 +40,9 @@ func TestClaudeProjectDirLongNames(t *testing.T) {
 	long := "/home/me/" + strings.Repeat("work/", 40) + "repo"
 	unicode := "/srv/😀/" + strings.Repeat("ünïcode-dir/", 20) + "x"
 	exactly := "/a/" + strings.Repeat("b", 197) // 200 when encoded: not cut
+	// home is the Claude home (~/.claude).
 	home := t.TempDir()
-	projects := filepath.Join(home, ".claude", "projects")
+	projects := filepath.Join(home, "projects")
 	for dir, want := range map[string]string{
 		long:    "-home-me-" + strings.Repeat("work-", 38) + "w-4rgovs",
 		unicode: "-srv-----n-code-dir" + strings.Repeat("--n-code-dir", 15) + "--juymp",

@@ -3,7 +3,15 @@ package transcript
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // FuzzTrackerLine feeds every line of the input to one Tracker, in the
@@ -102,6 +110,79 @@ func sameState(a, b State) bool {
 	if (a.LastCompaction == nil) != (b.LastCompaction == nil) || a.LastCompaction != nil && *a.LastCompaction != *b.LastCompaction {
 		return false
 	}
-	a.Usage, b.Usage, a.LastCompaction, b.LastCompaction = nil, nil, nil, nil
+	if (a.Plan == nil) != (b.Plan == nil) || a.Plan != nil && !slices.Equal(a.Plan.Steps, b.Plan.Steps) {
+		return false
+	}
+	a.Usage, b.Usage, a.LastCompaction, b.LastCompaction, a.Plan, b.Plan = nil, nil, nil, nil, nil, nil
 	return a == b
+}
+
+// FuzzTrackerPlan feeds every line of the input to one Tracker and checks
+// the plan after each line. The seeds are the real plan fixtures, whole
+// (testdata/plans/*.jsonl), plus the short shapes below.
+//
+// The properties: Line never panics; a malformed line leaves the plan
+// alone; every plan reported is bounded, each step one non-empty line of
+// valid UTF-8 within capsule.MaxPlanStep characters with a known status;
+// the state holds the last plan reported.
+func FuzzTrackerPlan(f *testing.F) {
+	names, _ := filepath.Glob(filepath.Join("testdata", "plans", "*.jsonl"))
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(strings.HasPrefix(filepath.Base(n), "codex-"), data)
+	}
+	f.Add(false, []byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a","name":"TodoWrite","input":{"todos":[{"content":"x","status":"pending"}]}}]}}`+"\n"+
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"a","content":"Task #1 created"}]},"toolUseResult":{"task":{"id":1,"subject":"y"}}}`))
+	f.Add(false, []byte(`{"type":"attachment","attachment":{"type":"task_reminder","content":[{"id":"1","subject":"s","status":"in_progress"}]}}`))
+	f.Add(true, []byte(`{"type":"response_item","payload":{"type":"function_call","name":"update_plan","arguments":"{\"plan\":[{\"step\":\"s\",\"status\":\"completed\"}]}"}}`))
+	f.Fuzz(func(t *testing.T, codex bool, data []byte) {
+		format := ClaudeCode
+		if codex {
+			format = Codex
+		}
+		tr := NewTracker(format)
+		var last *Plan
+		for _, line := range bytes.Split(data, []byte{'\n'}) {
+			before := tr.State().Plan
+			u, err := tr.Line(line)
+			s := tr.State()
+			if err != nil {
+				if u.Plan != nil || (before == nil) != (s.Plan == nil) || before != nil && !slices.Equal(before.Steps, s.Plan.Steps) {
+					t.Fatalf("a malformed line changed the plan: %+v → %+v", before, s.Plan)
+				}
+				continue
+			}
+			if u.Plan != nil {
+				checkPlan(t, u.Plan.Steps)
+				if last != nil && slices.Equal(last.Steps, u.Plan.Steps) {
+					t.Fatalf("the same plan reported twice: %+v", u.Plan.Steps)
+				}
+				last = u.Plan
+			}
+			if (s.Plan == nil) != (last == nil) || last != nil && !slices.Equal(s.Plan.Steps, last.Steps) {
+				t.Fatalf("state plan %+v, last reported %+v", s.Plan, last)
+			}
+		}
+	})
+}
+
+func checkPlan(t *testing.T, steps []capsule.PlanStep) {
+	t.Helper()
+	if len(steps) > capsule.MaxPlanSteps {
+		t.Fatalf("%d steps", len(steps))
+	}
+	for _, s := range steps {
+		if !capsule.ValidPlanStatus(s.Status) {
+			t.Fatalf("status %q", s.Status)
+		}
+		if s.Step == "" || s.Step != strings.TrimSpace(s.Step) || !utf8.ValidString(s.Step) || utf8.RuneCountInString(s.Step) > capsule.MaxPlanStep {
+			t.Fatalf("step %q", s.Step)
+		}
+		if strings.ContainsFunc(s.Step, func(r rune) bool { return unicode.IsControl(r) || r == '\n' }) {
+			t.Fatalf("step with a control character: %q", s.Step)
+		}
+	}
 }

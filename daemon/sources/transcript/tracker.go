@@ -64,6 +64,10 @@ type Update struct {
 	// Cwd is set when this line reveals a working directory different from
 	// the one known so far.
 	Cwd string
+	// Plan is non-nil when this line stated the agent's plan and the plan
+	// differs from the last one stated: it is then the whole plan, to
+	// store in place of the old one (Steps empty: the plan is now empty).
+	Plan *Plan
 }
 
 // State is what a Tracker knows after the lines it consumed.
@@ -77,6 +81,8 @@ type State struct {
 	// Compactions counts compaction markers; LastCompaction is the latest.
 	Compactions    int
 	LastCompaction *Compaction
+	// Plan is the agent's latest plan; nil until a line stated one.
+	Plan *Plan
 	// Lines counts every line passed to Line, Malformed those that were
 	// not well-formed JSON objects.
 	Lines, Malformed int64
@@ -91,6 +97,11 @@ type Options struct {
 	// context_window_size). Nil means DefaultClaudeWindow. Codex rollouts
 	// carry their window and ignore this.
 	WindowFor func(model string) int64
+	// RedactStep redacts credentials in a plan step's text (it gets the
+	// text as one line, and returns it with each credential replaced).
+	// Nil means DefaultRedactStep; the daemon should pass its Guard's
+	// Redact, which knows more credential shapes.
+	RedactStep func(string) string
 }
 
 // DefaultClaudeWindow is the window guess used when no better source is
@@ -112,11 +123,13 @@ var ErrMalformed = errors.New("transcript: malformed line")
 var errNotObject = errors.New("not a JSON object")
 
 // Tracker consumes a transcript's lines in file order and keeps what the
-// daemon needs: the session, the latest context usage and the compactions.
+// daemon needs: the session, the latest context usage, the compactions and
+// the agent's plan.
 // A Tracker is not safe for concurrent use; one goroutine owns a transcript.
 type Tracker struct {
-	format    Format
-	windowFor func(model string) int64
+	format     Format
+	windowFor  func(model string) int64
+	redactStep func(string) string
 
 	sessionID, cwd string
 	usage          Usage
@@ -127,6 +140,7 @@ type Tracker struct {
 
 	claude claudeState
 	codex  codexState
+	plan   planState
 }
 
 // NewTracker returns a Tracker for format f with default options.
@@ -134,9 +148,12 @@ func NewTracker(f Format) *Tracker { return NewTrackerWith(f, Options{}) }
 
 // NewTrackerWith returns a Tracker for format f with options o.
 func NewTrackerWith(f Format, o Options) *Tracker {
-	t := &Tracker{format: f, windowFor: o.WindowFor}
+	t := &Tracker{format: f, windowFor: o.WindowFor, redactStep: o.RedactStep}
 	if t.windowFor == nil {
 		t.windowFor = DefaultClaudeWindow
+	}
+	if t.redactStep == nil {
+		t.redactStep = DefaultRedactStep
 	}
 	t.claude.init()
 	return t
@@ -160,9 +177,13 @@ func (t *Tracker) Line(line []byte) (Update, error) {
 	)
 	switch t.format {
 	case ClaudeCode:
-		u, err = t.claudeLine(line)
+		if u, err = t.claudeLine(line); err == nil {
+			t.claudePlan(&u, line)
+		}
 	case Codex:
-		u, err = t.codexLine(line)
+		if u, err = t.codexLine(line); err == nil {
+			t.codexPlan(&u, line)
+		}
 	default:
 		return Update{}, fmt.Errorf("transcript: unknown format %d", int(t.format))
 	}
@@ -182,6 +203,7 @@ func (t *Tracker) State() State {
 		Compactions: t.compactions,
 		Lines:       t.lines,
 		Malformed:   t.bad,
+		Plan:        t.plan.statePlan(),
 	}
 	if t.hasUsage {
 		u := t.usage

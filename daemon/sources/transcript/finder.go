@@ -1,0 +1,156 @@
+package transcript
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Finder finds the transcript of the agent working in one directory and
+// notices when a new session starts there: Claude Code writes a new
+// <session>.jsonl into the directory's project folder, Codex a new rollout
+// whose session_meta names the directory. Without a hook to say so, the
+// new session's transcript is the one to follow from then on.
+//
+// The rule, so that two sessions open side by side do not make the choice
+// flip at each write: the first Scan picks the most recently modified
+// transcript; later Scans move only to a transcript that appeared since
+// the Scan before (the newest of them, if several did), or, when the one
+// followed is gone, to the newest left.
+//
+// A Finder is not safe for concurrent use; the follower owns it. It keeps
+// the names of the workdir's transcripts and the cwd of each Codex rollout
+// it has read, so a Scan reads only the first line of rollouts it has not
+// seen before.
+type Finder struct {
+	claudeHome, codexHome, workdir string
+
+	current string
+	// known holds the workdir's transcripts at the last Scan; nil before
+	// the first.
+	known map[string]bool
+	// rolloutCwd caches the cwd each rollout's session_meta names ("" for a
+	// rollout that names none), for the rollouts present at the last Scan.
+	rolloutCwd map[string]string
+}
+
+// NewFinder returns a Finder for the agent working in workdir. claudeHome
+// and codexHome are the configuration's transcripts.claude_home (~/.claude)
+// and transcripts.codex_home (~/.codex); "" leaves that agent out.
+func NewFinder(claudeHome, codexHome, workdir string) *Finder {
+	return &Finder{claudeHome: claudeHome, codexHome: codexHome, workdir: filepath.Clean(workdir)}
+}
+
+// ClaudeProjectDir is the folder where Claude Code writes the workdir's
+// transcripts ("" without a Claude home). It may not exist yet.
+func (f *Finder) ClaudeProjectDir() string {
+	if f.claudeHome == "" {
+		return ""
+	}
+	return ClaudeProjectDir(f.claudeHome, f.workdir)
+}
+
+// CodexSessionsDir is the folder under which Codex writes its rollouts, in
+// dated subfolders ("" without a Codex home).
+func (f *Finder) CodexSessionsDir() string {
+	if f.codexHome == "" {
+		return ""
+	}
+	return filepath.Join(f.codexHome, "sessions")
+}
+
+// WatchDirs returns the folders in which a new session's transcript
+// appears now, for a directory watch that calls Scan on a Create: the
+// Claude Code project folder and today's Codex rollout folder
+// (sessions/YYYY/MM/DD, local time). Some may not exist yet (a watch on
+// them fails), and Codex's folder changes at midnight, so the follower
+// should also call Scan now and then.
+func (f *Finder) WatchDirs(now time.Time) []string {
+	var dirs []string
+	if d := f.ClaudeProjectDir(); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := f.CodexSessionsDir(); d != "" {
+		dirs = append(dirs, filepath.Join(d, now.Format("2006"), now.Format("01"), now.Format("02")))
+	}
+	return dirs
+}
+
+// Follow tells the Finder the follower now follows path (a transcript a
+// hook named): Scan keeps it until a newer session appears.
+func (f *Finder) Follow(path string) { f.current = path }
+
+// Scan looks at the workdir's transcripts and returns the one to follow
+// (see Finder for the rule), its modification time, and whether it differs
+// from the one returned (or given to Follow) before. path is "" when the
+// workdir has no transcript.
+func (f *Finder) Scan() (path string, modTime time.Time, changed bool) {
+	found := f.list()
+	first := f.known == nil
+	var fresh []candidate
+	for _, c := range found {
+		if first || !f.known[c.path] {
+			fresh = append(fresh, c)
+		}
+	}
+	f.known = make(map[string]bool, len(found))
+	for _, c := range found {
+		f.known[c.path] = true
+	}
+
+	prev := f.current
+	switch {
+	case len(fresh) > 0 && !(first && f.current != ""): // a Follow before the first Scan stands
+		newestFirst(fresh)
+		f.current = fresh[0].path
+	case f.current != "" && !exists(f.current) && len(found) > 0:
+		newestFirst(found)
+		f.current = found[0].path
+	case f.current != "" && !exists(f.current):
+		f.current = ""
+	}
+	for _, c := range found {
+		if c.path == f.current {
+			modTime = c.mtime
+		}
+	}
+	if modTime.IsZero() && f.current != "" {
+		if fi, err := os.Stat(f.current); err == nil {
+			modTime = fi.ModTime()
+		}
+	}
+	return f.current, modTime, f.current != prev
+}
+
+// list returns the workdir's transcripts of both agents.
+func (f *Finder) list() []candidate {
+	var found []candidate
+	if d := f.ClaudeProjectDir(); d != "" {
+		files, _ := claudeTranscripts(d) // a missing folder: no session yet
+		found = append(found, files...)
+	}
+	if d := f.CodexSessionsDir(); d != "" {
+		rollouts, _ := codexRollouts(d)
+		seen := make(map[string]string, len(rollouts))
+		for _, r := range rollouts {
+			cwd, ok := f.rolloutCwd[r.path]
+			if !ok {
+				var final bool
+				if cwd, final = codexRolloutCwd(r.path); !final {
+					continue // its first line is not written yet: look again next time
+				}
+			}
+			seen[r.path] = cwd
+			if cwd != "" && filepath.Clean(cwd) == f.workdir {
+				found = append(found, r)
+			}
+		}
+		f.rolloutCwd = seen // forget the rollouts that are gone
+	}
+	return found
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

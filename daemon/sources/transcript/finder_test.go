@@ -1,0 +1,140 @@
+package transcript
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/continuityd/continuityd/config"
+)
+
+// TestDefaultHomeDiscovery: with the configuration's default homes
+// (transcripts.claude_home = ~/.claude, codex_home = ~/.codex) the
+// transcripts are found where the agents write them,
+// ~/.claude/projects/<dir>/ and ~/.codex/sessions/YYYY/MM/DD/, not under
+// ~/.claude/.claude/projects.
+func TestDefaultHomeDiscovery(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	cfg, err := config.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := cfg.Transcripts
+	if tr.ClaudeHome != filepath.Join(home, ".claude") || tr.CodexHome != filepath.Join(home, ".codex") {
+		t.Fatalf("default homes %q %q", tr.ClaudeHome, tr.CodexHome)
+	}
+	wd := "/work/repo"
+	proj := filepath.Join(home, ".claude", "projects", "-work-repo")
+	if got := ClaudeProjectDir(tr.ClaudeHome, wd); got != proj {
+		t.Fatalf("project folder %q, want %q", got, proj)
+	}
+	base := time.Now().Add(-time.Hour)
+	session := filepath.Join(proj, "0141fab3-8bf8-4b69-be1f-89552ccfce5d.jsonl")
+	writeAt(t, session, "{}\n", base)
+	f := NewFinder(tr.ClaudeHome, tr.CodexHome, wd)
+	if got, _, changed := f.Scan(); got != session || !changed {
+		t.Fatalf("Claude Code transcript: got %q", got)
+	}
+	rollout := filepath.Join(home, ".codex", "sessions", "2026", "05", "11", "rollout-2026-05-11T09-00-00-x.jsonl")
+	writeAt(t, rollout, codexMeta("019e-x", wd), base.Add(time.Minute))
+	if got, _, changed := NewFinder(tr.ClaudeHome, tr.CodexHome, wd).Scan(); got != rollout || !changed {
+		t.Fatalf("Codex rollout: got %q", got)
+	}
+}
+
+func codexMeta(id, cwd string) string {
+	return `{"timestamp":"2026-05-11T08:27:17.490Z","type":"session_meta","payload":{"id":"` + id + `","cwd":"` + cwd + `","cli_version":"0.125.0"}}` + "\n"
+}
+
+// TestFinderNewClaudeSession: a session started after the daemon (a new
+// transcript in the project folder, even a folder that did not exist yet)
+// becomes the one to follow; an older session still writing does not take
+// it back.
+func TestFinderNewClaudeSession(t *testing.T) {
+	claude := t.TempDir()
+	wd := "/work/repo"
+	f := NewFinder(claude, "", wd)
+	if got, _, changed := f.Scan(); got != "" || changed {
+		t.Fatalf("no session yet: %q %v", got, changed)
+	}
+	proj := ClaudeProjectDir(claude, wd)
+	if dirs := f.WatchDirs(time.Now()); len(dirs) != 1 || dirs[0] != proj {
+		t.Fatalf("watch %v", dirs)
+	}
+	base := time.Now().Add(-time.Hour)
+	a := filepath.Join(proj, "a.jsonl")
+	writeAt(t, a, "{}\n", base)
+	if got, _, changed := f.Scan(); got != a || !changed {
+		t.Fatalf("first session: %q %v", got, changed)
+	}
+	if got, _, changed := f.Scan(); got != a || changed {
+		t.Fatalf("nothing new: %q %v", got, changed)
+	}
+
+	// A second session starts; side chains are not sessions.
+	writeAt(t, filepath.Join(proj, "agent-a1b2.jsonl"), "{}\n", base.Add(3*time.Minute))
+	b := filepath.Join(proj, "b.jsonl")
+	writeAt(t, b, "{}\n", base.Add(2*time.Minute))
+	got, mod, changed := f.Scan()
+	if got != b || !changed || !mod.Equal(base.Add(2*time.Minute)) {
+		t.Fatalf("second session: %q %v %v", got, mod, changed)
+	}
+	// The first one is still in use and written to: the choice stays.
+	if err := os.Chtimes(a, base.Add(5*time.Minute), base.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, changed := f.Scan(); got != b || changed {
+		t.Fatalf("after the old session wrote: %q %v", got, changed)
+	}
+	// A hook names the old one: it stays until a new session appears.
+	f.Follow(a)
+	if got, _, changed := f.Scan(); got != a || changed {
+		t.Fatalf("after Follow: %q %v", got, changed)
+	}
+	c := filepath.Join(proj, "c.jsonl")
+	writeAt(t, c, "{}\n", base.Add(time.Minute)) // an older time: still a new file
+	if got, _, changed := f.Scan(); got != c || !changed {
+		t.Fatalf("third session: %q %v", got, changed)
+	}
+	// The one followed is removed: the newest left.
+	os.Remove(c)
+	if got, _, changed := f.Scan(); got != a || !changed {
+		t.Fatalf("after removal: %q %v", got, changed)
+	}
+}
+
+// TestFinderNewCodexSession: a new rollout naming the workdir becomes the
+// one to follow; rollouts of other directories, and one whose first line
+// is not written yet, do not.
+func TestFinderNewCodexSession(t *testing.T) {
+	codex := t.TempDir()
+	root := filepath.Join(codex, "sessions")
+	wd := "/work/repo"
+	base := time.Now().Add(-time.Hour)
+	a := filepath.Join(root, "2026", "05", "10", "rollout-2026-05-10T09-00-00-a.jsonl")
+	writeAt(t, a, codexMeta("a", wd), base)
+	writeAt(t, filepath.Join(root, "2026", "05", "10", "rollout-2026-05-10T10-00-00-o.jsonl"), codexMeta("o", "/work/other"), base.Add(time.Minute))
+	f := NewFinder("", codex, wd)
+	if got, _, changed := f.Scan(); got != a || !changed {
+		t.Fatalf("first: %q", got)
+	}
+	now := time.Date(2026, 5, 11, 12, 0, 0, 0, time.Local)
+	if dirs := f.WatchDirs(now); len(dirs) != 1 || dirs[0] != filepath.Join(root, "2026", "05", "11") {
+		t.Fatalf("watch %v", dirs)
+	}
+
+	// Another directory's new session, and a new rollout still empty.
+	writeAt(t, filepath.Join(root, "2026", "05", "11", "rollout-2026-05-11T09-00-00-o2.jsonl"), codexMeta("o2", "/work/other"), base.Add(2*time.Minute))
+	b := filepath.Join(root, "2026", "05", "11", "rollout-2026-05-11T09-30-00-b.jsonl")
+	writeAt(t, b, "", base.Add(3*time.Minute))
+	if got, _, changed := f.Scan(); got != a || changed {
+		t.Fatalf("nothing new for the workdir: %q %v", got, changed)
+	}
+	// Its session_meta is written: now it is the workdir's new session.
+	writeAt(t, b, codexMeta("b", wd+"/"), base.Add(3*time.Minute))
+	if got, _, changed := f.Scan(); got != b || !changed {
+		t.Fatalf("new session: %q %v", got, changed)
+	}
+}
