@@ -31,6 +31,7 @@ func (r *Resume) Markdown(limit int) string {
 	add("Goal", goal)
 	next, done, blockers := r.workingStateText(now, draft)
 	add("Next", next)
+	add("Plan", r.planText(now))
 	add("Blockers", blockers)
 	add("Do not", draft.DoNot)
 	add("Refuted", draft.Refuted)
@@ -109,6 +110,25 @@ func (r *Resume) decisionsText() string {
 		dec.WriteString("\n")
 	}
 	return dec.String()
+}
+
+// planText is the agent's own plan, one step a line with its status.
+func (r *Resume) planText(now time.Time) string {
+	var b strings.Builder
+	for _, s := range r.Plan {
+		mark := "[ ]"
+		switch s.Status {
+		case PlanInProgress:
+			mark = "[>]"
+		case PlanCompleted:
+			mark = "[x]"
+		}
+		fmt.Fprintf(&b, "- %s %s\n", mark, s.Step)
+	}
+	if b.Len() > 0 && r.PlanUpdatedAt != nil {
+		fmt.Fprintf(&b, "_(from the agent's transcript, %s)_\n", age(now, *r.PlanUpdatedAt))
+	}
+	return b.String()
 }
 
 // receiptsText lists the receipts, newest first.

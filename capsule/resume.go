@@ -20,6 +20,10 @@ type Resume struct {
 	Stopped        *StopRecord           `json:"stopped"`
 	Capsule        *CapsuleRecord        `json:"capsule"`
 	Receipts       []string              `json:"receipts"`
+	// Plan is the agent's own plan, as its transcript states it (Claude
+	// Code's TodoWrite and task tools, Codex's update_plan).
+	Plan           []PlanStep            `json:"plan"`
+	PlanUpdatedAt  *time.Time            `json:"plan_updated_at,omitempty"`
 	SinceLastVisit SinceLastVisit        `json:"since_last_visit"`
 	Context        ContextState          `json:"context"`
 	LastWriteAt    *time.Time            `json:"last_write_at"`

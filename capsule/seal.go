@@ -17,6 +17,13 @@ func Seal(st Resume, draft *CapsuleRecord, now time.Time) *Capsule {
 			c.Blockers = *ws.WaitingFor
 		}
 	}
+	if c.Next == "" {
+		// The agent's own plan, when it wrote no next action: the step in
+		// progress.
+		if cur, ok := CurrentPlanStep(st.Plan); ok {
+			c.Next = cur.Step
+		}
+	}
 	var receipts []string
 	if draft != nil {
 		dc := draft.Capsule

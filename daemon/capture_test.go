@@ -1,13 +1,16 @@
 package daemon
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
 	"github.com/continuityd/continuityd/upstream/local"
@@ -203,5 +206,69 @@ func TestGitCommitBecomesReceipt(t *testing.T) {
 	}
 	if c := td.resume("?peek=1")["since_last_visit"].(map[string]any)["commits"].([]any); len(c) != 1 {
 		t.Fatalf("since_last_visit commits: %v", c)
+	}
+}
+
+// TestTranscriptPlanAndNewSession: the daemon follows the workdir's Claude
+// Code transcript; a session started after the daemon (a new transcript in
+// the project folder, no hook) becomes the followed one, and the plan its
+// TodoWrite calls state reaches resume, with the step in progress as the
+// next action the agent had not written itself.
+func TestTranscriptPlanAndNewSession(t *testing.T) {
+	const sample = "claude-todowrite-v2.0.14-jnarowski-agentcmd" // ends with a step in progress
+	raw, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", sample+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", sample+".golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []capsule.PlanStep
+	if err := json.Unmarshal(golden, &want); err != nil {
+		t.Fatal(err)
+	}
+	cfg, wd := captureConfig(t)
+	cfg.Watch.Enabled = false
+	home := filepath.Join(filepath.Dir(cfg.Daemon.StateDir), "claude")
+	cfg.Transcripts = config.Transcripts{Enabled: true, ClaudeHome: home}
+	proj := transcript.ClaudeProjectDir(home, wd)
+	os.MkdirAll(proj, 0o700)
+	old := filepath.Join(proj, "00000000-0000-4000-8000-000000000001.jsonl")
+	os.WriteFile(old, []byte(`{"type":"summary","summary":"an older session"}`+"\n"), 0o600)
+	td := startDaemon(t, cfg)
+
+	// A new session starts after the daemon: no hook names it.
+	fresh := filepath.Join(proj, "00000000-0000-4000-8000-000000000002.jsonl")
+	f, err := os.OpenFile(fresh, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(raw)
+	f.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		raw, _ := json.Marshal(td.resume("?peek=1")["plan"])
+		var got []capsule.PlanStep
+		json.Unmarshal(raw, &got)
+		if slices.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plan in resume %s, want %v", raw, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cur, ok := capsule.CurrentPlanStep(want)
+	if !ok {
+		t.Fatal("the sample's plan has no step in progress")
+	}
+	{
+		// The sample's plan was read as it was written (after following
+		// began), so its step in progress is the next action.
+		waitFor(t, 10*time.Second, func() bool {
+			ws, _ := td.resume("?peek=1")["working_state"].(map[string]any)
+			return ws != nil && ws["next_action"] == cur.Step
+		})
 	}
 }

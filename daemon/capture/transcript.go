@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
 	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/safefile"
@@ -70,30 +71,14 @@ func (f *transcriptFollower) follow(path string) {
 	}
 }
 
-// discover finds the newest transcript for the agent's workdir.
-func (f *transcriptFollower) discover() string {
-	t, wd := f.c.cfg.Transcripts, f.c.workdir
-	var best string
-	var bestMod time.Time
-	consider := func(p string, err error) {
-		if err != nil || p == "" {
-			return
-		}
-		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(bestMod) {
-			best, bestMod = p, fi.ModTime()
-		}
-	}
-	if t.ClaudeHome != "" {
-		consider(transcript.LatestClaudeTranscript(transcript.ClaudeProjectDir(t.ClaudeHome, wd)))
-	}
-	if t.CodexHome != "" {
-		consider(transcript.LatestCodexRollout(filepath.Join(t.CodexHome, "sessions"), wd))
-	}
-	return best
-}
+// rescanEvery is how often the follower looks for a new session even
+// without a file event (Codex's dated folder changes at midnight; a
+// project folder may not exist when following begins).
+const rescanEvery = 30 * time.Second
 
-// run follows transcripts until ctx ends: the newest one for the workdir,
-// then whichever a hook names. It wakes on file events only.
+// run follows transcripts until ctx ends: the workdir's newest one, then
+// whichever a hook names or a new session starts (transcript.Finder). It
+// wakes on file events, and every rescanEvery to look for a new session.
 func (f *transcriptFollower) run(ctx context.Context) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -101,24 +86,30 @@ func (f *transcriptFollower) run(ctx context.Context) {
 		return
 	}
 	defer w.Close()
-	r := &transcriptReader{f: f, w: w, lastFrac: -1}
-	if p := f.discover(); p != "" {
-		r.start(p)
-		r.read(ctx)
-	}
+	t := f.c.cfg.Transcripts
+	r := &transcriptReader{f: f, w: w, lastFrac: -1, finder: transcript.NewFinder(t.ClaudeHome, t.CodexHome, f.c.workdir)}
+	r.rescan(ctx)
+	tick := time.NewTicker(rescanEvery)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case p := <-f.switch_:
+			r.finder.Follow(p)
 			r.start(p)
 			r.read(ctx)
+		case <-tick.C:
+			r.rescan(ctx)
 		case ev, ok := <-w.Events:
 			if !ok {
 				return
 			}
-			if r.tail != nil && filepath.Clean(ev.Name) == filepath.Clean(r.tail.Path) && ev.Op&(fsnotify.Write|fsnotify.Create) != 0 {
+			switch {
+			case r.tail != nil && filepath.Clean(ev.Name) == filepath.Clean(r.tail.Path) && ev.Op&(fsnotify.Write|fsnotify.Create) != 0:
 				r.read(ctx)
+			case ev.Op&fsnotify.Create != 0 && strings.HasSuffix(ev.Name, ".jsonl"):
+				r.rescan(ctx) // a new session, perhaps
 			}
 		case err, ok := <-w.Errors:
 			if !ok {
@@ -142,13 +133,40 @@ type transcriptReader struct {
 	// when following began: what lies before it is history, not news.
 	historyEnd int64
 	lastFrac   float64 // the context fraction signalled last; -1 before any
+	finder     *transcript.Finder
+	watching   map[string]bool // the folders watched for new sessions
+	scanned    bool            // the first Scan is done
+}
+
+// rescan follows the transcript the Finder picks when it changed, and
+// keeps a watch on the folders where a new session would appear.
+func (r *transcriptReader) rescan(ctx context.Context) {
+	if r.watching == nil {
+		r.watching = map[string]bool{}
+	}
+	for _, d := range r.finder.WatchDirs(time.Now()) {
+		if !r.watching[d] && r.w.Add(d) == nil {
+			r.watching[d] = true
+		}
+	}
+	first := !r.scanned
+	r.scanned = true
+	if p, _, changed := r.finder.Scan(); changed && p != "" {
+		r.start(p)
+		if !first {
+			// A session that started while the workdir was followed: all
+			// of it is news, none of it history.
+			r.historyEnd = 0
+		}
+		r.read(ctx)
+	}
 }
 
 // start follows path: it watches its directory and goes on from the
 // offset saved for it.
 func (r *transcriptReader) start(path string) {
 	f := r.f
-	if r.dir != "" {
+	if r.dir != "" && !r.watching[r.dir] {
 		r.w.Remove(r.dir)
 	}
 	r.dir = filepath.Dir(path)
@@ -190,7 +208,10 @@ func (r *transcriptReader) readChunk(ctx context.Context) bool {
 	if truncated {
 		r.tracker = nil
 	}
-	usage, compactions := r.track(lines)
+	usage, compactions, plan := r.track(lines)
+	if plan != nil {
+		r.f.plan(ctx, plan)
+	}
 	for _, cp := range compactions {
 		r.f.signal(ctx, &capsule.Signal{Kind: capsule.SignalCompaction, Phase: "post", Trigger: cp.Trigger, Via: "transcript", TranscriptPath: r.tail.Path})
 	}
@@ -225,8 +246,9 @@ func (r *transcriptReader) readFailed(err error) {
 // track feeds lines (which end at the tail's offset) to the tracker and
 // returns the last context usage they show (nil when a compaction came
 // after it) and the compactions past historyEnd.
-func (r *transcriptReader) track(lines [][]byte) (*transcript.Usage, []transcript.Compaction) {
+func (r *transcriptReader) track(lines [][]byte) (*transcript.Usage, []transcript.Compaction, *livePlan) {
 	var usage *transcript.Usage
+	var plan *livePlan
 	compactions := []transcript.Compaction{}
 	pos := r.tail.Offset
 	for _, l := range lines {
@@ -239,7 +261,7 @@ func (r *transcriptReader) track(lines [][]byte) (*transcript.Usage, []transcrip
 			if !ok {
 				continue
 			}
-			r.tracker = transcript.NewTracker(format)
+			r.tracker = transcript.NewTrackerWith(format, transcript.Options{RedactStep: r.f.c.guard.Redact})
 		}
 		u, err := r.tracker.Line(l)
 		if err != nil {
@@ -255,8 +277,40 @@ func (r *transcriptReader) track(lines [][]byte) (*transcript.Usage, []transcrip
 			}
 			usage = nil
 		}
+		if u.Plan != nil {
+			// Unlike a compaction, a plan read from history is the plan now.
+			plan = &livePlan{steps: u.Plan.Steps, live: pos > r.historyEnd}
+		}
 	}
-	return usage, compactions
+	return usage, compactions, plan
+}
+
+// livePlan is the last plan a batch of lines stated; live when it was
+// written after following began (not history).
+type livePlan struct {
+	steps []capsule.PlanStep
+	live  bool
+}
+
+// plan stores the agent's plan and, for a plan written while followed,
+// offers its step in progress to the policy as the next action (applied
+// only where the agent has not written one more recently).
+func (f *transcriptFollower) plan(ctx context.Context, p *livePlan) {
+	seq, err := f.c.store.SetPlan(ctx, p.steps)
+	if err != nil {
+		if ctx.Err() == nil {
+			f.c.log.Warn("cannot store the agent's plan", "err", err)
+		}
+		return
+	}
+	if seq == 0 || !p.live {
+		return
+	}
+	if cur, ok := capsule.CurrentPlanStep(p.steps); ok {
+		next := cur.Step
+		f.c.feed(policy.Input{Kind: policy.KindDerived, At: time.Now(),
+			Derived: &policy.Derived{Source: "plan", ChangedAt: time.Now(), NextAction: &next}})
+	}
 }
 
 // signal stores a signal derived from the transcript.

@@ -38,6 +38,8 @@ type doc struct {
 	PublicStatus   *capsule.PublicStatusRecord `json:"public_status"`
 	Stopped        *capsule.StopRecord         `json:"stopped"`
 	Receipts       []string                    `json:"receipts"`
+	Plan           []capsule.PlanStep          `json:"plan,omitempty"`
+	PlanAt         *time.Time                  `json:"plan_at,omitempty"`
 	Since          since                       `json:"since"`
 	Context        capsule.ContextState        `json:"context"`
 	LastCompaction string                      `json:"last_compaction,omitempty"`
@@ -119,6 +121,7 @@ func (d *doc) clone() *doc {
 	}
 	c.Decisions = slices.Clone(d.Decisions)
 	c.Receipts = slices.Clone(d.Receipts)
+	c.Plan = slices.Clone(d.Plan)
 	c.Refused = slices.Clone(d.Refused)
 	c.Since.Paths = slices.Clone(d.Since.Paths)
 	c.Since.Commits = slices.Clone(d.Since.Commits)

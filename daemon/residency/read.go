@@ -48,6 +48,8 @@ func resumeOf(agent string, d *doc, rec *capsule.CapsuleRecord) capsule.Resume {
 		PublicStatus:   d.PublicStatus,
 		Stopped:        d.Stopped,
 		Receipts:       orEmpty(d.Receipts),
+		Plan:           orEmpty(d.Plan),
+		PlanUpdatedAt:  d.PlanAt,
 		SinceLastVisit: d.Since.wire(),
 		Context:        d.Context,
 		LastWriteAt:    d.LastWriteAt,

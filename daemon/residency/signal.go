@@ -3,6 +3,7 @@ package residency
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -120,6 +121,26 @@ func (s *Store) AddReceipt(ctx context.Context, receipt string, isCommit bool) (
 			t.d.Since.Commits = appendBounded(t.d.Since.Commits, keepSinceCommits, seqString{Seq: seq, V: receipt})
 		}
 		t.events = append(t.events, Event{Seq: seq, Kind: kind, Summary: receipt})
+		return seq, nil
+	})
+}
+
+// SetPlan records the agent's plan as its transcript states it (the whole
+// plan; empty clears it). An unchanged plan writes nothing (seq 0).
+func (s *Store) SetPlan(ctx context.Context, steps []capsule.PlanStep) (uint64, error) {
+	return s.submit(ctx, func(t *txn) (uint64, error) {
+		if slices.Equal(t.d.Plan, steps) && (len(steps) > 0 || t.d.PlanAt != nil) {
+			return 0, nil
+		}
+		seq := t.nextSeq()
+		t.d.Plan = slices.Clone(steps)
+		at := t.now
+		t.d.PlanAt = &at
+		summary := fmt.Sprintf("plan: %d steps", len(steps))
+		if cur, ok := capsule.CurrentPlanStep(steps); ok {
+			summary += "; now: " + cur.Step
+		}
+		t.events = append(t.events, Event{Seq: seq, Kind: "plan", Origin: capsule.OriginAutomatic, Summary: summary})
 		return seq, nil
 	})
 }
