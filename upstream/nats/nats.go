@@ -496,7 +496,9 @@ func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) err
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 	start := time.Now()
-	_, err = c.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(c.o.Stream))
+	// No retries inside the library (it retries "no responders" twice by
+	// default): one Deliver is one message on the wire, one rate token.
+	_, err = c.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(c.o.Stream), jetstream.WithRetryAttempts(0))
 	if err != nil {
 		return c.classify(err, subj, start)
 	}
