@@ -503,7 +503,9 @@ func (c *Client) Replay(ctx context.Context, agent string, fromSeq uint64, fn fu
 		return fmt.Errorf("nats: the last write of agent %s in stream %s: %w", agent, c.o.Stream, err)
 	}
 	cons, err := c.js.OrderedConsumer(ctx, c.o.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy})
+		FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy,
+		// The server drops it soon after the replay, not 5 minutes later.
+		InactiveThreshold: 10 * time.Second})
 	if err != nil {
 		return fmt.Errorf("nats: reading the writes of agent %s from stream %s: %w", agent, c.o.Stream, err)
 	}
