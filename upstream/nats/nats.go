@@ -290,6 +290,10 @@ func New(o Options) (*Client, error) {
 		natsgo.Name("continuityd " + o.Name + " " + o.Machine),
 		natsgo.RetryOnFailedConnect(true),
 		natsgo.MaxReconnects(-1),
+		// A refused credential is retried too (the library gives up after
+		// two refusals in a row otherwise): a renewed token or creds file
+		// then applies without a restart.
+		natsgo.IgnoreAuthErrorAbort(),
 		natsgo.CustomReconnectDelay(reconnectDelay),
 		// Nothing is held back while disconnected: see the package doc.
 		natsgo.ReconnectBufSize(-1),
