@@ -32,9 +32,11 @@
 // .gitattributes) turns off filters, end-of-line and encoding conversion,
 // so snapshots hold the bytes as they are. Git never adds a path named
 // .git, so the agent's repository (or a worktree's or submodule's .git
-// file) is never read into a snapshot; a nested repository is recorded as
-// its commit (a gitlink), not its files, and a restore leaves it alone.
-// The user's .git/info/exclude is not read (the store's own info/exclude
+// file) is never read into a snapshot. A directory below the workdir that
+// holds a .git (a nested repository, a submodule, a linked worktree) is
+// left out whole and named in the snapshot's skipped files: recorded as a
+// gitlink, git add would run `git status` inside it, under that
+// repository's own configuration (its fsmonitor, for one). The user's .git/info/exclude is not read (the store's own info/exclude
 // is); put such patterns in [watch] ignore.
 //
 // # What a snapshot holds
@@ -42,9 +44,9 @@
 // The files git add -A sees with the workdir's .gitignore files, minus
 // Options.Ignore ([watch] ignore), Options.IgnoreDirs and the store and
 // state directories (the store's info/exclude), minus regular files over
-// Options.MaxFileBytes. Those are found by a walk with lstat before git
-// runs (so git never reads them), written to the store's
-// core.excludesFile, dropped from the index if they were tracked before
+// Options.MaxFileBytes and nested repositories. Those are found by a walk
+// with lstat before git runs (so git never reads them), written to the
+// store's core.excludesFile, dropped from the index if they were tracked before
 // they grew, and named in the snapshot. A tracked file that an ignore rule
 // later covers leaves the next snapshot too (git add -A alone would keep
 // it).

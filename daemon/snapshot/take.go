@@ -21,13 +21,14 @@ import (
 type Skipped struct {
 	Path   string `json:"path"`   // relative to the workdir, with "/"
 	Size   int64  `json:"size"`   // bytes, when known
-	Reason string `json:"reason"` // "too_large" or "unreadable"
+	Reason string `json:"reason"` // ReasonTooLarge, ReasonUnreadable, ReasonRepository
 }
 
 // Skip reasons.
 const (
 	ReasonTooLarge   = "too_large"
 	ReasonUnreadable = "unreadable"
+	ReasonRepository = "repository" // a nested repository, submodule or linked worktree: left out whole
 )
 
 // Take snapshots the workdir. When the tree is the same as the newest
@@ -96,7 +97,11 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 		return st, err
 	}
 	for _, p := range sortedKeys(s.oversized) {
-		st.skipped = append(st.skipped, Skipped{Path: p, Size: s.oversized[p], Reason: ReasonTooLarge})
+		if n := s.oversized[p]; n == repoSize {
+			st.skipped = append(st.skipped, Skipped{Path: p, Reason: ReasonRepository})
+		} else {
+			st.skipped = append(st.skipped, Skipped{Path: p, Size: n, Reason: ReasonTooLarge})
+		}
 	}
 	// --ignore-errors: a file that cannot be read (permissions, or gone
 	// between the walk and git) is left out and named, not a failed
@@ -224,7 +229,11 @@ func (s *Store) excludeOversized(ctx context.Context, over map[string]int64) err
 		var b strings.Builder
 		b.WriteString("# files over the snapshot size limit, written by continuityd\n")
 		for _, p := range sortedKeys(over) {
-			b.WriteString("/" + escapeGlob(p) + "\n")
+			if over[p] == repoSize {
+				b.WriteString("/" + escapeGlob(p) + "/\n")
+			} else {
+				b.WriteString("/" + escapeGlob(p) + "\n")
+			}
 		}
 		if err := writeIfChanged(filepath.Join(s.opt.Dir, oversizedFile), []byte(b.String())); err != nil {
 			return fmt.Errorf("snapshot store: %w", err)
@@ -379,17 +388,13 @@ func parseRaw(out []byte) ([]change, error) {
 	return list, nil
 }
 
-// walk finds the regular files over the size limit, without following
-// symbolic links and without entering what git leaves out anyway: .git,
-// nested repositories (git records their commit), the ignored directory
-// names and the excluded paths (the store, the state directory). A few
+// walk finds the regular files over the size limit and the nested
+// repositories (as repoSize), without following symbolic links and
+// without entering .git, the ignored directory names and the excluded paths (the store, the state directory). A few
 // goroutines share the directories: the walk is one lstat per file, and
 // lstat calls overlap well.
 func (s *Store) walk() (map[string]int64, error) {
 	over := map[string]int64{}
-	if s.opt.MaxFileBytes < 0 {
-		return over, nil
-	}
 	root, err := os.Open(s.work)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: %w", s.work, err)
@@ -424,7 +429,7 @@ func (s *Store) walk() (map[string]int64, error) {
 					continue
 				}
 				subdirs = append(subdirs, child)
-			case t.IsRegular():
+			case t.IsRegular() && s.opt.MaxFileBytes >= 0:
 				if fi, err := e.Info(); err == nil && fi.Size() > s.opt.MaxFileBytes {
 					if big == nil {
 						big = map[string]int64{}
@@ -456,8 +461,12 @@ func (s *Store) walk() (map[string]int64, error) {
 			if f, err := os.Open(filepath.Join(s.work, filepath.FromSlash(dir))); err == nil { // unreadable or gone: git will say
 				ents, _ := f.ReadDir(-1)
 				f.Close()
-				// A nested repository is a gitlink: its files are not read.
-				if !slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }) {
+				if slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }) {
+					// A nested repository, submodule or linked worktree:
+					// left out whole, or git add would run git status
+					// in it, under its own configuration.
+					big = map[string]int64{dir: repoSize}
+				} else {
 					subdirs, big = found(dir, ents)
 				}
 			}
@@ -475,6 +484,9 @@ func (s *Store) walk() (map[string]int64, error) {
 	wg.Wait()
 	return over, nil
 }
+
+// repoSize marks a nested repository in the walk's results.
+const repoSize = -1
 
 // walkers is how many goroutines share the size walk.
 const walkers = 4
