@@ -66,14 +66,19 @@
 // alone, and no git of the store runs while the writer lock is held). On
 // Linux a git run dies with the daemon (a parent-death signal), so a lock
 // is never taken away from a git still running. GC deletes the
-// unreachable objects. Objects and refs are fsynced (core.fsync) so a
-// power loss does not leave a ref to a missing object.
+// unreachable objects. Durability is git's default: refs are fsynced,
+// loose objects are left to the file system's writeback (fsyncing each
+// object tripled a Take on this project's disk). A power loss in the
+// seconds after a snapshot can therefore damage that snapshot's objects,
+// as it can a plain git commit's; Take then fails with git's message and
+// the agent shows degraded ["snapshots"] until the store is moved away.
 //
 // # Concurrency and cost
 //
 // Take, Restore and GC run one at a time (a mutex); List, Show and Diff
 // run beside them. A Take costs a walk of the workdir (lstat of each file
-// outside the ignored directories) and five short git runs (add -A,
-// write-tree, diff-tree, commit-tree, update-ref); docs/PERFORMANCE.md
-// compares it with git add -A && git commit of the same change.
+// outside the ignored directories, shared by a few goroutines) and five
+// short git runs (add -A, write-tree, diff-tree, commit-tree,
+// update-ref); docs/PERFORMANCE.md compares it with git add -A && git
+// commit of the same change.
 package snapshot
