@@ -1,0 +1,84 @@
+// Package snapshot keeps a shadow store of an agent's work tree: content
+// addressed snapshots that an automatic checkpoint takes and a restore
+// brings back, without ever touching the agent's own repository.
+//
+// # Why a bare git repository driven by the git CLI
+//
+// The store is a bare git repository private to the daemon
+// (STATE/agents/NAME/snapshots.git). Git is content addressed, so an
+// unchanged file costs nothing and an unchanged tree hashes to the same
+// tree (no new snapshot); its private index caches every file's stat data,
+// so a snapshot of a large tree reads only the files that changed; it
+// packs objects with deltas, so small edits cost little; it honours
+// .gitignore at every depth exactly as the agent's tools do; it stores
+// symbolic links as links and never follows them; and it writes objects
+// first and moves a ref last with a lock file and a rename, which makes a
+// snapshot killed mid-way invisible. Reimplementing that in Go (or
+// linking a git library) would cost more code and be slower than git's
+// tuned C for the same work; the price is a dependency on the git binary,
+// which the daemon reports as degraded ["snapshots"] when it is missing.
+//
+// # Isolation
+//
+// Every git run names the store with --git-dir, the workdir with
+// --work-tree and the store's private index with GIT_INDEX_FILE, and gets
+// an environment built from scratch: no variable of the daemon's leaks in
+// (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_CONFIG_*, askpass, …); the
+// system and global configuration are not read (GIT_CONFIG_NOSYSTEM,
+// GIT_CONFIG_GLOBAL=/dev/null, HOME inside the store); and -c settings
+// switch off hooks (core.hooksPath=/dev/null), fsmonitor, the untracked
+// cache, automatic gc and maintenance, signing and every content
+// conversion. The store's info/attributes (which outranks the work tree's
+// .gitattributes) turns off filters, end-of-line and encoding conversion,
+// so snapshots hold the bytes as they are. Git never adds a path named
+// .git, so the agent's repository (or a worktree's or submodule's .git
+// file) is never read into a snapshot. A directory below the workdir that
+// holds a .git (a nested repository, a submodule, a linked worktree) is
+// left out whole and named in the snapshot's skipped files: recorded as a
+// gitlink, git add would run `git status` inside it, under that
+// repository's own configuration (its fsmonitor, for one). The user's .git/info/exclude is not read (the store's own info/exclude
+// is); put such patterns in [watch] ignore.
+//
+// # What a snapshot holds
+//
+// The files git add -A sees with the workdir's .gitignore files, minus
+// Options.Ignore ([watch] ignore), Options.IgnoreDirs and the store and
+// state directories (the store's info/exclude), minus regular files over
+// Options.MaxFileBytes and nested repositories. Those are found by a walk
+// with lstat before git runs (so git never reads them), written to the
+// store's core.excludesFile, dropped from the index if they were tracked before
+// they grew, and named in the snapshot. A tracked file that an ignore rule
+// later covers leaves the next snapshot too (git add -A alone would keep
+// it).
+//
+// Each snapshot is a root commit on its own ref, refs/snapshots/<n>, whose
+// message records its number, trigger, residency seq, time, parent (the
+// newest snapshot when it was taken), the counts of files added, modified
+// and deleted against the parent, and the skipped files. The parent is
+// metadata, not a git parent, so retention drops the oldest snapshots by
+// deleting their refs, without rewriting (and renaming) the ones it keeps.
+//
+// # Crashes
+//
+// A Take killed at any point leaves at worst objects no ref reaches and a
+// lock file: List reads the refs only, so no half snapshot is listed, and
+// every writer call first removes lock files (the store is the daemon's
+// alone, and no git of the store runs while the writer lock is held). On
+// Linux a git run dies with the daemon (a parent-death signal), so a lock
+// is never taken away from a git still running. GC deletes the
+// unreachable objects. Durability is git's default: refs are fsynced,
+// loose objects are left to the file system's writeback (fsyncing each
+// object tripled a Take on this project's disk). A power loss in the
+// seconds after a snapshot can therefore damage that snapshot's objects,
+// as it can a plain git commit's; Take then fails with git's message and
+// the agent shows degraded ["snapshots"] until the store is moved away.
+//
+// # Concurrency and cost
+//
+// Take, Restore and GC run one at a time (a mutex); List, Show and Diff
+// run beside them. A Take costs a walk of the workdir (lstat of each file
+// outside the ignored directories, shared by a few goroutines) and five
+// short git runs (add -A, write-tree, diff-tree, commit-tree,
+// update-ref); docs/PERFORMANCE.md compares it with git add -A && git
+// commit of the same change.
+package snapshot

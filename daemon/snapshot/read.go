@@ -1,0 +1,231 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// Bounds of what Show and Diff return.
+const (
+	MaxShowFiles     = 5000    // files listed by Show
+	DefaultDiffBytes = 1 << 20 // Diff's cap when the caller gives none
+)
+
+// List returns the snapshots the store holds, newest first.
+func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	all, err := s.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store %s: %w", s.opt.Dir, err)
+	}
+	return all, nil
+}
+
+// FileChange is one file a snapshot changed against its parent.
+type FileChange struct {
+	Path         string `json:"path"`
+	Status       string `json:"status"` // "added", "modified" or "deleted"
+	LinesAdded   int    `json:"lines_added"`
+	LinesDeleted int    `json:"lines_deleted"`
+	Binary       bool   `json:"binary,omitempty"` // no line counts
+}
+
+// Detail is one snapshot with its files.
+type Detail struct {
+	Snapshot
+	// Files are the files changed against the parent (all files, as
+	// added, for a first snapshot), at most MaxShowFiles.
+	Files    []FileChange `json:"files"`
+	FilesCut bool         `json:"files_cut,omitempty"` // more files than listed
+	// ParentGone says retention dropped the parent: Files is empty, the
+	// counts are those recorded when the snapshot was taken.
+	ParentGone bool `json:"parent_gone,omitempty"`
+	// SkippedFiles are the files left out (at most 1,000 named; SkippedMore
+	// counts the rest).
+	SkippedFiles []Skipped `json:"skipped_files"`
+	SkippedMore  int       `json:"skipped_more,omitempty"`
+}
+
+// Status names of FileChange.
+const (
+	StatusAdded    = "added"
+	StatusModified = "modified"
+	StatusDeleted  = "deleted"
+)
+
+func statusName(b byte) string {
+	switch b {
+	case 'A':
+		return StatusAdded
+	case 'D':
+		return StatusDeleted
+	}
+	return StatusModified
+}
+
+// Show returns one snapshot (by id or a unique prefix of 7+ characters)
+// with its files and their line counts. An unknown id is a
+// *capsule.Error with status 404.
+func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
+	if s.closed.Load() {
+		return Detail{}, ErrClosed
+	}
+	snap, all, err := s.resolve(ctx, id, "id")
+	if err != nil {
+		return Detail{}, err
+	}
+	d := Detail{Snapshot: snap, SkippedFiles: []Skipped{}, Files: []FileChange{}}
+	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", snap.ID}})
+	if err != nil {
+		return Detail{}, fmt.Errorf("snapshot store: %w", err)
+	}
+	if _, body, ok := bytes.Cut(msg, []byte("\n\n")); ok {
+		list, more := parseSkipped(string(body))
+		if list != nil {
+			d.SkippedFiles = list
+		}
+		d.SkippedMore = more
+	}
+	from, ok := parentTree(snap, all)
+	if !ok {
+		d.ParentGone = true
+		return d, nil
+	}
+	out, err := s.git.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", from, snap.tree}})
+	if err != nil {
+		return Detail{}, fmt.Errorf("snapshot store: %w", err)
+	}
+	d.Files, d.FilesCut, err = parseRawNumstat(out, MaxShowFiles)
+	return d, err
+}
+
+// parentTree is the tree a snapshot is compared with: its parent's, or the
+// empty tree for a first snapshot; ok is false when the parent is gone.
+func parentTree(snap Snapshot, all []Snapshot) (string, bool) {
+	if snap.Parent == "" {
+		return emptyTree, true
+	}
+	for _, p := range all {
+		if p.ID == snap.Parent {
+			return p.tree, true
+		}
+	}
+	return "", false
+}
+
+// parseRawNumstat reads `git diff-tree -z --raw --numstat`: all raw
+// entries, then all numstat entries ("added\tdeleted\tpath\0", "-\t-\t"
+// for binary files), in the same order.
+func parseRawNumstat(out []byte, max int) ([]FileChange, bool, error) {
+	f := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	var files []FileChange
+	i := 0
+	for ; i < len(f) && strings.HasPrefix(f[i], ":"); i += 2 {
+		head := strings.Fields(f[i][1:])
+		if len(head) != 5 || i+1 >= len(f) {
+			return nil, false, fmt.Errorf("snapshot store: unexpected diff line %q", f[i])
+		}
+		files = append(files, FileChange{Path: f[i+1], Status: statusName(head[4][0])})
+	}
+	for k := 0; i < len(f) && k < len(files); i, k = i+1, k+1 {
+		a, rest, _ := strings.Cut(f[i], "\t")
+		dl, _, _ := strings.Cut(rest, "\t")
+		if a == "-" {
+			files[k].Binary = true
+			continue
+		}
+		files[k].LinesAdded, _ = strconv.Atoi(a)
+		files[k].LinesDeleted, _ = strconv.Atoi(dl)
+	}
+	if len(files) > max {
+		return files[:max], true, nil
+	}
+	return files, false, nil
+}
+
+// Diff returns the unified diff of snapshot id against another snapshot
+// (against; "" means its parent, or nothing for a first snapshot), at
+// most maxBytes long (0: DefaultDiffBytes), cut at a line end; cut says
+// it was cut. Binary files are named, not shown.
+func (s *Store) Diff(ctx context.Context, id, against string, maxBytes int) (string, bool, error) {
+	if s.closed.Load() {
+		return "", false, ErrClosed
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultDiffBytes
+	}
+	snap, all, err := s.resolve(ctx, id, "id")
+	if err != nil {
+		return "", false, err
+	}
+	var from string
+	if against == "" {
+		var ok bool
+		if from, ok = parentTree(snap, all); !ok {
+			return "", false, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "against",
+				"snapshot %s's parent %s was dropped by retention; diff against a snapshot that is kept", short(snap.ID), short(snap.Parent))
+		}
+	} else {
+		other, _, err := s.resolve(ctx, against, "against")
+		if err != nil {
+			return "", false, err
+		}
+		from = other.tree
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &capWriter{max: maxBytes, cancel: cancel}
+	_, err = s.git.run(ctx, call{
+		args:   []string{"diff-tree", "-p", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", from, snap.tree},
+		stdout: w,
+	})
+	if err != nil && !w.cut {
+		return "", false, fmt.Errorf("snapshot store: %w", err)
+	}
+	text := w.buf.Bytes()
+	if w.cut {
+		if i := bytes.LastIndexByte(text, '\n'); i >= 0 {
+			text = text[:i+1]
+		}
+	}
+	return string(text), w.cut, nil
+}
+
+// capWriter keeps the first max bytes and stops git once it has them.
+type capWriter struct {
+	buf    bytes.Buffer
+	max    int
+	cut    bool
+	cancel context.CancelFunc
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	if room := w.max - w.buf.Len(); len(p) > room {
+		w.buf.Write(p[:max(room, 0)])
+		w.cut = true
+		w.cancel()
+		return 0, errCut
+	}
+	return w.buf.Write(p)
+}
+
+var errCut = errors.New("diff cut at its size limit")
+
+var _ io.Writer = (*capWriter)(nil)
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

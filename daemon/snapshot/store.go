@@ -1,0 +1,536 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/atomicfile"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxFileBytes = 8 << 20   // a file over 8 MiB is skipped and listed
+	DefaultKeepCount    = 200       // snapshots kept per agent
+	DefaultKeepBytes    = 512 << 20 // store size kept per agent, after GC
+)
+
+// Files of the store besides git's own.
+const (
+	oversizedFile = "oversized.exclude" // core.excludesFile: the files skipped for their size
+	refPrefix     = "refs/snapshots/"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Dir is the store, a bare git repository private to the daemon, e.g.
+	// STATE/agents/NAME/snapshots.git. It is made (mode 0700) when missing.
+	Dir string
+	// Workdir is the agent's work tree. It is read, and written only by
+	// Restore.
+	Workdir string
+	// Ignore holds gitignore-style patterns relative to the workdir
+	// ([watch] ignore), applied besides the workdir's own .gitignore files.
+	Ignore []string
+	// IgnoreDirs are directory names left out at any depth ([watch]
+	// ignore_dirs): node_modules, .venv, …
+	IgnoreDirs []string
+	// Exclude holds absolute paths left out when they lie in the workdir:
+	// the daemon's state directory. Dir is always left out.
+	Exclude []string
+	// MaxFileBytes skips (and lists) regular files larger than this.
+	// 0 means DefaultMaxFileBytes; negative means no limit.
+	MaxFileBytes int64
+	// KeepCount and KeepBytes bound what GC keeps: the newest KeepCount
+	// snapshots, fewer if the store would be larger than KeepBytes (the
+	// newest is always kept). 0 means the default.
+	KeepCount int
+	KeepBytes int64
+	// Git is the git binary; "" looks up "git" on PATH.
+	Git string
+	// Logger receives what the store does on its own (stale locks cleared,
+	// snapshots dropped). nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for snapshot times; nil means time.Now.
+	Now func() time.Time
+}
+
+// Snapshot is one snapshot of the work tree.
+type Snapshot struct {
+	ID       string    `json:"id"` // the commit's hash in the store
+	Time     time.Time `json:"at"`
+	Trigger  string    `json:"trigger"`          // what caused it: "quiet", "threshold", "restore", …
+	Seq      uint64    `json:"seq"`              // the residency seq it belongs to
+	Parent   string    `json:"parent,omitempty"` // the snapshot before it, "" for the first
+	Added    int       `json:"added"`            // files, against Parent
+	Modified int       `json:"modified"`
+	Deleted  int       `json:"deleted"`
+	Skipped  int       `json:"skipped"` // files left out for their size or unreadable
+	// Took is how long the Take that made it spent, phase by phase; zero
+	// on snapshots read back by List or Show.
+	Took Timings `json:"-"`
+
+	tree string // the tree's hash
+	n    uint64 // its number in the store: refs/snapshots/<n>
+}
+
+// Files is the number of files the snapshot changed against its parent.
+func (s Snapshot) Files() int { return s.Added + s.Modified + s.Deleted }
+
+// Timings are the phases of one Take.
+type Timings struct {
+	Walk   time.Duration // the size walk of the workdir
+	Add    time.Duration // git add -A into the private index
+	Tree   time.Duration // git write-tree and the diff against the parent
+	Commit time.Duration // git commit-tree and update-ref
+	Total  time.Duration
+}
+
+// Store is one agent's snapshot store. Take, Restore and GC run one at a
+// time; List, Show and Diff run concurrently with them and each other.
+type Store struct {
+	opt    Options
+	git    *gitRunner
+	log    *slog.Logger
+	now    func() time.Time
+	work   string // Workdir, absolute and clean
+	realWk string // Workdir with symbolic links resolved
+
+	baseExclude []byte   // info/exclude as written by Open
+	ignoreDirs  []string // sorted, for the size walk
+	excludeAbs  []string // absolute paths the size walk leaves out
+
+	closed atomic.Bool
+
+	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
+	newest      Snapshot         // newest.n == 0: no snapshot yet
+	oversized   map[string]int64 // skipped for their size at the last Take
+	bigIgnored  map[string]int64 // over the size but ignored anyway
+	fixIgnored  bool             // check the index for tracked files that became ignored
+	count       int              // snapshots held
+	takesSinceG int              // snapshots made since the last GC
+}
+
+// ErrClosed is returned by calls on a closed Store.
+var ErrClosed = errors.New("snapshot store closed")
+
+var triggerRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+// Open opens (or makes) the store of one agent. An error wrapping
+// ErrGitUnavailable means git is missing or too old; any error leaves the
+// daemon running with the agent degraded ["snapshots"] and the error as
+// the reason.
+func Open(ctx context.Context, opt Options) (*Store, error) {
+	if opt.Dir == "" || !filepath.IsAbs(opt.Dir) {
+		return nil, fmt.Errorf("snapshot store: Dir %q must be an absolute path", opt.Dir)
+	}
+	if opt.Workdir == "" || !filepath.IsAbs(opt.Workdir) {
+		return nil, fmt.Errorf("snapshot store: workdir %q must be an absolute path", opt.Workdir)
+	}
+	opt.Dir, opt.Workdir = filepath.Clean(opt.Dir), filepath.Clean(opt.Workdir)
+	if fi, err := os.Stat(opt.Workdir); err != nil {
+		return nil, fmt.Errorf("snapshot store: workdir: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("snapshot store: workdir %s is not a directory", opt.Workdir)
+	}
+	if opt.MaxFileBytes == 0 {
+		opt.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if opt.KeepCount <= 0 {
+		opt.KeepCount = DefaultKeepCount
+	}
+	if opt.KeepBytes <= 0 {
+		opt.KeepBytes = DefaultKeepBytes
+	}
+	for i, p := range opt.Ignore {
+		if strings.ContainsAny(p, "\r\n\x00") {
+			return nil, fmt.Errorf("snapshot store: ignore pattern %d holds a line break or NUL; give one pattern per entry", i)
+		}
+	}
+	for i, d := range opt.IgnoreDirs {
+		if d == "" || strings.ContainsAny(d, "/\r\n\x00") {
+			return nil, fmt.Errorf("snapshot store: ignore_dirs entry %d (%q) must be a plain directory name", i, d)
+		}
+	}
+	bin, _, err := checkGit(ctx, opt.Git)
+	if err != nil {
+		return nil, err
+	}
+	realWk, err := filepath.EvalSymlinks(opt.Workdir)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store: workdir: %w", err)
+	}
+	s := &Store{
+		opt:        opt,
+		git:        newGitRunner(bin, opt.Dir, opt.Workdir),
+		log:        opt.Logger,
+		now:        opt.Now,
+		work:       opt.Workdir,
+		realWk:     realWk,
+		oversized:  map[string]int64{},
+		bigIgnored: map[string]int64{},
+		fixIgnored: true, // the ignore rules may have changed since the last run
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("store", opt.Dir)
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.ignoreDirs = slices.Clone(opt.IgnoreDirs)
+	slices.Sort(s.ignoreDirs)
+	if err := s.init(ctx); err != nil {
+		return nil, err
+	}
+	all, err := s.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store %s: %w", opt.Dir, err)
+	}
+	if len(all) > 0 {
+		s.newest = all[0]
+	}
+	s.count = len(all)
+	return s, nil
+}
+
+// init makes the bare repository when missing, clears what a killed git
+// left behind, and writes the store's own ignore and attribute files.
+func (s *Store) init(ctx context.Context) error {
+	dir := s.opt.Dir
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, fs.ErrNotExist) {
+		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+			return fmt.Errorf("snapshot store: %s exists, is not empty and is not a snapshot store; move it away", dir)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("snapshot store: %w", err)
+		}
+		// --template= copies no sample hooks; init reads no template
+		// directory from any configuration (none is read at all).
+		if _, err := s.git.run(ctx, call{args: []string{"init", "-q", "--bare", "--template=", dir}, noRepo: true}); err != nil {
+			return fmt.Errorf("snapshot store: making %s: %w", dir, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	s.clearStaleLocks()
+	if err := os.MkdirAll(filepath.Join(dir, "info"), 0o700); err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	// info/attributes outranks every .gitattributes of the work tree: no
+	// filter, end-of-line or encoding conversion, so a snapshot holds the
+	// bytes as they are and a restore writes them back as they were.
+	attrs := []byte("* -text -ident -filter -working-tree-encoding\n")
+	if err := writeIfChanged(filepath.Join(dir, "info", "attributes"), attrs); err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	s.baseExclude = s.buildBaseExclude()
+	if err := writeIfChanged(filepath.Join(dir, "info", "exclude"), s.baseExclude); err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, oversizedFile)); errors.Is(err, fs.ErrNotExist) {
+		if err := atomicfile.WriteFile(filepath.Join(dir, oversizedFile), nil, 0o600); err != nil {
+			return fmt.Errorf("snapshot store: %w", err)
+		}
+	}
+	return nil
+}
+
+// buildBaseExclude is the store's info/exclude: [watch] ignore, the
+// ignored directory names, and the store and state directory when they
+// lie in the workdir. It is git's ignore file of the store, so the user's
+// own .git/info/exclude is never read.
+func (s *Store) buildBaseExclude() []byte {
+	var b bytes.Buffer
+	b.WriteString("# written by continuityd at every start; edits are lost\n")
+	for _, p := range s.opt.Ignore {
+		b.WriteString(p + "\n")
+	}
+	for _, d := range s.ignoreDirs {
+		b.WriteString(escapeGlob(d) + "/\n")
+	}
+	s.excludeAbs = nil
+	for _, p := range append([]string{s.opt.Dir}, s.opt.Exclude...) {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		if rel, ok := inside(s.work, p); ok {
+			if rel == "." {
+				continue // the whole workdir: nonsense, ignore
+			}
+			s.excludeAbs = append(s.excludeAbs, p)
+			b.WriteString("/" + escapeGlob(filepath.ToSlash(rel)) + "\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// inside reports whether p is dir or lies in it, and p relative to dir.
+func inside(dir, p string) (string, bool) {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
+}
+
+// escapeGlob makes a path a literal gitignore pattern. A line break cannot
+// be written in a gitignore file; it becomes "?", which may also match a
+// sibling differing in that one character only.
+func escapeGlob(p string) string {
+	var b strings.Builder
+	for i, r := range p {
+		switch r {
+		case '\\', '*', '?', '[', ']':
+			b.WriteByte('\\')
+		case '!', '#':
+			if i == 0 {
+				b.WriteByte('\\')
+			}
+		case '\n', '\r':
+			b.WriteByte('?')
+			continue
+		}
+		b.WriteRune(r)
+	}
+	s := b.String()
+	if strings.HasSuffix(s, " ") { // trailing spaces are dropped unless escaped
+		trimmed := strings.TrimRight(s, " ")
+		s = trimmed + strings.Repeat("\\ ", len(s)-len(trimmed))
+	}
+	return s
+}
+
+// writeIfChanged replaces a store file atomically when its content differs.
+func writeIfChanged(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	return atomicfile.WriteFile(path, data, 0o600)
+}
+
+// clearStaleLocks removes the lock files a git killed mid-way leaves in
+// the store (index.lock, ref locks, …): the store is the daemon's alone
+// and no git of ours runs while the writer lock is held, so any lock is
+// stale. Readers take none (they only read refs and objects).
+func (s *Store) clearStaleLocks() {
+	dir := s.opt.Dir
+	var stale []string
+	for _, name := range []string{"index.lock", "restore.index", "restore.index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock"} {
+		stale = append(stale, filepath.Join(dir, name))
+	}
+	_ = filepath.WalkDir(filepath.Join(dir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".lock") {
+			stale = append(stale, p)
+		}
+		return nil
+	})
+	for _, p := range stale {
+		if err := os.Remove(p); err == nil {
+			s.log.Warn("snapshot store: removed a lock left by an interrupted git run", "file", p)
+		}
+	}
+}
+
+// Close marks the store closed after the running Take, Restore or GC ends.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed.Store(true)
+	return nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.opt.Dir }
+
+// Newest is the newest snapshot; ok is false before the first.
+func (s *Store) Newest() (snap Snapshot, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newest, s.newest.n > 0
+}
+
+// ---- metadata --------------------------------------------------------
+
+// The commit message's first line holds the metadata List needs, so one
+// `git for-each-ref` answers a List; the body lists the skipped files:
+//
+//	continuityd-snapshot v=1 n=7 trigger=quiet seq=42 time=2026-…Z parent=<id>|- added=3 modified=1 deleted=0 skipped=1
+//
+//	skipped size=12582912 path="data/big.bin"
+const subjectTag = "continuityd-snapshot"
+
+// maxListedSkipped bounds the skipped files named in one snapshot.
+const maxListedSkipped = 1000
+
+func (s *Store) message(snap Snapshot, skipped []Skipped) string {
+	parent := snap.Parent
+	if parent == "" {
+		parent = "-"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s v=1 n=%d trigger=%s seq=%d time=%s parent=%s added=%d modified=%d deleted=%d skipped=%d\n",
+		subjectTag, snap.n, snap.Trigger, snap.Seq, snap.Time.UTC().Format(time.RFC3339Nano), parent,
+		snap.Added, snap.Modified, snap.Deleted, snap.Skipped)
+	if len(skipped) > 0 {
+		b.WriteString("\n")
+		for i, k := range skipped {
+			if i == maxListedSkipped {
+				fmt.Fprintf(&b, "skipped-more %d\n", len(skipped)-i)
+				break
+			}
+			fmt.Fprintf(&b, "skipped reason=%s size=%d path=%s\n", k.Reason, k.Size, strconv.Quote(k.Path))
+		}
+	}
+	return b.String()
+}
+
+// parseSubject reads the metadata line back.
+func parseSubject(id, tree, subject string) (Snapshot, bool) {
+	f := strings.Fields(subject)
+	if len(f) < 2 || f[0] != subjectTag {
+		return Snapshot{}, false
+	}
+	snap := Snapshot{ID: id, tree: tree}
+	for _, kv := range f[1:] {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "n":
+			snap.n, err = strconv.ParseUint(v, 10, 64)
+		case "trigger":
+			snap.Trigger = v
+		case "seq":
+			snap.Seq, err = strconv.ParseUint(v, 10, 64)
+		case "time":
+			snap.Time, err = time.Parse(time.RFC3339Nano, v)
+		case "parent":
+			if v != "-" {
+				snap.Parent = v
+			}
+		case "added":
+			snap.Added, err = strconv.Atoi(v)
+		case "modified":
+			snap.Modified, err = strconv.Atoi(v)
+		case "deleted":
+			snap.Deleted, err = strconv.Atoi(v)
+		case "skipped":
+			snap.Skipped, err = strconv.Atoi(v)
+		}
+		if err != nil {
+			return Snapshot{}, false
+		}
+	}
+	return snap, snap.n > 0
+}
+
+// parseSkipped reads the skipped files from a commit message body.
+func parseSkipped(msg string) (list []Skipped, more int) {
+	for line := range strings.SplitSeq(msg, "\n") {
+		if rest, ok := strings.CutPrefix(line, "skipped-more "); ok {
+			more, _ = strconv.Atoi(rest)
+			continue
+		}
+		rest, ok := strings.CutPrefix(line, "skipped reason=")
+		if !ok {
+			continue
+		}
+		reason, rest, _ := strings.Cut(rest, " size=")
+		size, rest, _ := strings.Cut(rest, " path=")
+		p, err := strconv.Unquote(rest)
+		if err != nil {
+			continue
+		}
+		n, _ := strconv.ParseInt(size, 10, 64)
+		list = append(list, Skipped{Path: p, Size: n, Reason: reason})
+	}
+	return list, more
+}
+
+// list reads every snapshot the refs reach, newest first. Objects a killed
+// Take wrote without its ref are never listed: the ref is made last, with
+// a lock file and a rename.
+func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
+	out, err := s.git.run(ctx, call{args: []string{"for-each-ref",
+		"--format=%(objectname)%00%(tree)%00%(contents:subject)", refPrefix}})
+	if err != nil {
+		return nil, err
+	}
+	var all []Snapshot
+	for line := range strings.SplitSeq(string(out), "\n") {
+		f := strings.SplitN(line, "\x00", 3)
+		if len(f) != 3 {
+			continue
+		}
+		snap, ok := parseSubject(f[0], f[1], f[2])
+		if !ok {
+			s.log.Warn("snapshot store: a ref that is not a snapshot", "commit", f[0])
+			continue
+		}
+		all = append(all, snap)
+	}
+	slices.SortFunc(all, func(a, b Snapshot) int {
+		switch {
+		case a.n > b.n:
+			return -1
+		case a.n < b.n:
+			return 1
+		}
+		return 0
+	})
+	return all, nil
+}
+
+func refName(n uint64) string { return fmt.Sprintf("%s%012d", refPrefix, n) }
+
+// ---- errors for the API ------------------------------------------------
+
+var hexRE = regexp.MustCompile(`^[0-9a-f]{4,40}$`)
+
+// resolve finds the snapshot an id (or a unique prefix of 7+ characters)
+// names. The id is never handed to git as a revision.
+func (s *Store) resolve(ctx context.Context, id, field string) (Snapshot, []Snapshot, error) {
+	id = strings.ToLower(strings.TrimSpace(id))
+	if !hexRE.MatchString(id) || len(id) < 7 {
+		return Snapshot{}, nil, capsule.Refuse(capsule.CodeInvalidField, field,
+			"a snapshot id is 7 to 40 hexadecimal characters, as `continuityd snapshot list` shows")
+	}
+	all, err := s.list(ctx)
+	if err != nil {
+		return Snapshot{}, nil, err
+	}
+	var found []Snapshot
+	for _, snap := range all {
+		if strings.HasPrefix(snap.ID, id) {
+			found = append(found, snap)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Snapshot{}, all, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, field,
+			"no snapshot %s: it never existed or retention dropped it; `continuityd snapshot list` shows those kept", id)
+	case 1:
+		return found[0], all, nil
+	default:
+		return Snapshot{}, all, capsule.Refuse(capsule.CodeInvalidField, field,
+			"%s names %d snapshots; give more of the id", id, len(found))
+	}
+}

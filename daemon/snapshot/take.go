@@ -1,0 +1,501 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// Skipped is a file a snapshot left out.
+type Skipped struct {
+	Path   string `json:"path"`   // relative to the workdir, with "/"
+	Size   int64  `json:"size"`   // bytes, when known
+	Reason string `json:"reason"` // ReasonTooLarge, ReasonUnreadable, ReasonRepository
+}
+
+// Skip reasons.
+const (
+	ReasonTooLarge   = "too_large"
+	ReasonUnreadable = "unreadable"
+	ReasonRepository = "repository" // a nested repository, submodule or linked worktree: left out whole
+)
+
+// Take snapshots the workdir. When the tree is the same as the newest
+// snapshot's, it makes none and returns the newest with false. trigger
+// names the cause (lower case letters, digits, "_", "-", "."); seq is the
+// residency seq the snapshot belongs to.
+func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot, bool, error) {
+	if !triggerRE.MatchString(trigger) {
+		return Snapshot{}, false, capsule.Refuse(capsule.CodeInvalidField, "trigger",
+			"a trigger is 1 to 64 lower-case letters, digits, '_', '-' or '.'")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return Snapshot{}, false, ErrClosed
+	}
+	start := time.Now()
+	st, err := s.stage(ctx)
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	snap, isNew, err := s.commit(ctx, &st, trigger, seq)
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	st.took.Total = time.Since(start)
+	snap.Took = st.took
+	return snap, isNew, nil
+}
+
+// staged is the work tree as written into the store's objects, not yet
+// a snapshot.
+type staged struct {
+	tree    string
+	changes []change // against the newest snapshot's tree
+	skipped []Skipped
+	took    Timings
+}
+
+// change is one entry of `git diff-tree --raw`.
+type change struct {
+	status  byte // 'A', 'M', 'D', 'T'
+	oldMode string
+	newMode string
+	path    string
+}
+
+const gitlinkMode = "160000"
+
+// stage writes the work tree, as the snapshot rules see it, into the
+// store: the size walk, the exclusions, `git add -A` into the private
+// index, `git write-tree`.
+func (s *Store) stage(ctx context.Context) (staged, error) {
+	var st staged
+	s.clearStaleLocks()
+
+	t := time.Now()
+	over, err := s.walk()
+	if err != nil {
+		return st, err
+	}
+	st.took.Walk = time.Since(t)
+
+	t = time.Now()
+	if err := s.excludeOversized(ctx, over); err != nil {
+		return st, err
+	}
+	for _, p := range sortedKeys(s.oversized) {
+		if n := s.oversized[p]; n == repoSize {
+			st.skipped = append(st.skipped, Skipped{Path: p, Reason: ReasonRepository})
+		} else {
+			st.skipped = append(st.skipped, Skipped{Path: p, Size: n, Reason: ReasonTooLarge})
+		}
+	}
+	// --ignore-errors: a file that cannot be read (permissions, or gone
+	// between the walk and git) is left out and named, not a failed
+	// snapshot.
+	_, err = s.git.run(ctx, call{args: []string{"add", "-A", "--ignore-errors"}, inWork: true})
+	if err != nil {
+		unreadable, ok := unreadableFiles(err)
+		if !ok {
+			return st, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		}
+		st.skipped = append(st.skipped, unreadable...)
+	}
+	st.took.Add = time.Since(t)
+
+	t = time.Now()
+	for attempt := 0; ; attempt++ {
+		if st.tree, err = s.git.text(ctx, "write-tree"); err != nil {
+			return st, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		}
+		parent := emptyTree
+		if s.newest.n > 0 {
+			parent = s.newest.tree
+		}
+		st.changes = nil
+		if st.tree != parent {
+			if st.changes, err = s.diffTree(ctx, parent, st.tree); err != nil {
+				return st, err
+			}
+		}
+		if attempt > 0 || !s.needsIgnoreFix(st.changes) {
+			break
+		}
+		// An ignore rule changed: tracked files it now covers leave the
+		// index (git add -A keeps tracked files even when ignored).
+		fixed, err := s.dropIgnored(ctx)
+		if err != nil {
+			return st, err
+		}
+		if !fixed {
+			break
+		}
+	}
+	st.took.Tree = time.Since(t)
+	return st, nil
+}
+
+// needsIgnoreFix says whether tracked files may have become ignored: at
+// the first Take after Open (the rules may have changed while the daemon
+// was away) and whenever a .gitignore changed.
+func (s *Store) needsIgnoreFix(changes []change) bool {
+	if s.fixIgnored {
+		s.fixIgnored = false
+		return true
+	}
+	for _, c := range changes {
+		if c.path == ".gitignore" || strings.HasSuffix(c.path, "/.gitignore") {
+			return true
+		}
+	}
+	return false
+}
+
+// dropIgnored removes from the private index the tracked files the ignore
+// rules now cover, and reports whether there were any.
+func (s *Store) dropIgnored(ctx context.Context) (bool, error) {
+	out, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-c", "-i", "--exclude-standard"}, inWork: true})
+	if err != nil {
+		return false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	if len(out) == 0 {
+		return false, nil
+	}
+	if _, err := s.git.run(ctx, call{args: []string{"update-index", "-z", "--force-remove", "--stdin"},
+		stdin: bytes.NewReader(out), inWork: true}); err != nil {
+		return false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	return true, nil
+}
+
+// excludeOversized brings the list of files skipped for their size up to
+// date: written to the store's core.excludesFile (so git add -A leaves
+// them out without reading them) and removed from the private index when
+// they were tracked before they grew.
+func (s *Store) excludeOversized(ctx context.Context, over map[string]int64) error {
+	// Big files that the ignore rules leave out anyway are not "skipped":
+	// they would never be in a snapshot. Each is asked about once (again
+	// when its size changes).
+	var unknown []string
+	bigIgnored := map[string]int64{}
+	for p, n := range over {
+		if m, ok := s.oversized[p]; ok && m == n {
+			continue
+		}
+		if m, ok := s.bigIgnored[p]; ok && m == n {
+			bigIgnored[p] = n
+			delete(over, p)
+			continue
+		}
+		if _, ok := s.oversized[p]; !ok {
+			unknown = append(unknown, p)
+		}
+	}
+	if len(unknown) > 0 {
+		ignored, err := s.ignoredOf(ctx, unknown)
+		if err != nil {
+			return err
+		}
+		for _, p := range ignored {
+			bigIgnored[p] = over[p]
+			delete(over, p)
+		}
+	}
+	s.bigIgnored = bigIgnored
+
+	var fresh bytes.Buffer
+	changed := len(over) != len(s.oversized)
+	for p := range over {
+		if _, ok := s.oversized[p]; !ok {
+			changed = true
+			fresh.WriteString(p)
+			fresh.WriteByte(0)
+		}
+	}
+	if changed {
+		var b strings.Builder
+		b.WriteString("# files over the snapshot size limit, written by continuityd\n")
+		for _, p := range sortedKeys(over) {
+			if over[p] == repoSize {
+				b.WriteString("/" + escapeGlob(p) + "/\n")
+			} else {
+				b.WriteString("/" + escapeGlob(p) + "\n")
+			}
+		}
+		if err := writeIfChanged(filepath.Join(s.opt.Dir, oversizedFile), []byte(b.String())); err != nil {
+			return fmt.Errorf("snapshot store: %w", err)
+		}
+	}
+	if fresh.Len() > 0 {
+		// Tracked before it grew: git add -A would read it again.
+		if _, err := s.git.run(ctx, call{args: []string{"update-index", "-z", "--force-remove", "--stdin"},
+			stdin: &fresh, inWork: true}); err != nil {
+			return fmt.Errorf("snapshot of %s: %w", s.work, err)
+		}
+	}
+	s.oversized = over
+	return nil
+}
+
+// ignoredOf returns those of paths the ignore rules cover (the size
+// exclusions themselves not counted).
+func (s *Store) ignoredOf(ctx context.Context, paths []string) ([]string, error) {
+	var in bytes.Buffer
+	for _, p := range paths {
+		in.WriteString(p)
+		in.WriteByte(0)
+	}
+	args := []string{"-c", "core.excludesFile=/dev/null", "check-ignore", "-z", "--no-index", "--stdin"}
+	// check-ignore refuses literal pathspec magic; it matches paths, not
+	// patterns, anyway.
+	out, err := s.git.run(ctx, call{args: args, stdin: &in, inWork: true, env: []string{"GIT_LITERAL_PATHSPECS=0"}})
+	var ge *GitError
+	if errors.As(err, &ge) && len(out) == 0 && ge.Stderr == "" {
+		return nil, nil // exit 1: none ignored
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	var ignored []string
+	for p := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		if p != "" {
+			ignored = append(ignored, p)
+		}
+	}
+	return ignored, nil
+}
+
+// unreadableFiles reads the files git add --ignore-errors could not add
+// from its error; ok is false when git failed for another reason.
+func unreadableFiles(err error) ([]Skipped, bool) {
+	var ge *GitError
+	if !errors.As(err, &ge) {
+		return nil, false
+	}
+	var list []Skipped
+	for line := range strings.SplitSeq(ge.Stderr, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "", line == "fatal: adding files failed", strings.HasPrefix(line, "warning:"):
+		case strings.HasPrefix(line, "error: unable to index file '"):
+			list = append(list, Skipped{Path: strings.TrimSuffix(strings.TrimPrefix(line, "error: unable to index file '"), "'"), Reason: ReasonUnreadable})
+		case strings.HasPrefix(line, "error: open(\""):
+			p, _, _ := strings.Cut(strings.TrimPrefix(line, "error: open(\""), "\"):")
+			list = append(list, Skipped{Path: p, Reason: ReasonUnreadable})
+		case strings.HasPrefix(line, "error: "):
+		default:
+			return nil, false
+		}
+	}
+	// git names a file twice (open, then unable to index): keep one.
+	slices.SortFunc(list, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
+	list = slices.CompactFunc(list, func(a, b Skipped) bool { return a.Path == b.Path })
+	return list, true
+}
+
+// commit makes the staged tree a snapshot unless it equals the newest.
+func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint64) (Snapshot, bool, error) {
+	if s.newest.n > 0 && st.tree == s.newest.tree {
+		return s.newest, false, nil
+	}
+	t := time.Now()
+	snap := Snapshot{
+		Time:    s.now().UTC(),
+		Trigger: trigger,
+		Seq:     seq,
+		Parent:  s.newest.ID,
+		Skipped: len(st.skipped),
+		tree:    st.tree,
+		n:       s.newest.n + 1,
+	}
+	for _, c := range st.changes {
+		switch c.status {
+		case 'A':
+			snap.Added++
+		case 'D':
+			snap.Deleted++
+		default:
+			snap.Modified++
+		}
+	}
+	date := fmt.Sprintf("@%d +0000", snap.Time.Unix())
+	// No git parent: every snapshot is a root commit, its parent is in the
+	// metadata, so retention drops old snapshots by deleting their refs,
+	// without rewriting (and renaming) the ones it keeps.
+	id, err := s.git.run(ctx, call{
+		args:  []string{"commit-tree", st.tree},
+		stdin: strings.NewReader(s.message(snap, st.skipped)),
+		env:   []string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date},
+	})
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	snap.ID = strings.TrimSpace(string(id))
+	// The ref is made last, atomically (a lock file renamed into place);
+	// "" as the old value refuses to overwrite a ref that exists.
+	if _, err := s.git.run(ctx, call{args: []string{"update-ref", refName(snap.n), snap.ID, ""}}); err != nil {
+		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	s.newest = snap
+	s.count++
+	s.takesSinceG++
+	st.took.Commit = time.Since(t)
+	snap.Took = st.took
+	return snap, true, nil
+}
+
+// diffTree lists what changed between two trees, recursively.
+func (s *Store) diffTree(ctx context.Context, from, to string, paths ...string) ([]change, error) {
+	args := []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", from, to}
+	if len(paths) > 0 {
+		args = append(append(args, "--"), paths...)
+	}
+	out, err := s.git.run(ctx, call{args: args})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store: %w", err)
+	}
+	return parseRaw(out)
+}
+
+// parseRaw reads `git diff-tree -z --raw` output: ":old new oldsha newsha S\0path\0".
+func parseRaw(out []byte) ([]change, error) {
+	var list []change
+	f := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	for i := 0; i < len(f); i++ {
+		if f[i] == "" {
+			continue
+		}
+		head := strings.Fields(strings.TrimPrefix(f[i], ":"))
+		if !strings.HasPrefix(f[i], ":") || len(head) != 5 || i+1 >= len(f) {
+			return nil, fmt.Errorf("snapshot store: unexpected diff line %q", f[i])
+		}
+		list = append(list, change{status: head[4][0], oldMode: head[0], newMode: head[1], path: f[i+1]})
+		i++
+	}
+	return list, nil
+}
+
+// walk finds the regular files over the size limit and the nested
+// repositories (as repoSize), without following symbolic links and
+// without entering .git, the ignored directory names and the excluded paths (the store, the state directory). A few
+// goroutines share the directories: the walk is one lstat per file, and
+// lstat calls overlap well.
+func (s *Store) walk() (map[string]int64, error) {
+	over := map[string]int64{}
+	root, err := os.Open(s.work)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	ents, err := root.ReadDir(-1)
+	root.Close()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		queue   []string
+		pending int // directories queued or being read
+	)
+	found := func(dir string, ents []fs.DirEntry) (subdirs []string, big map[string]int64) {
+		for _, e := range ents {
+			name := e.Name()
+			if name == ".git" {
+				continue
+			}
+			child := name
+			if dir != "" {
+				child = dir + "/" + name
+			}
+			switch t := e.Type(); {
+			case t.IsDir():
+				if _, skip := slices.BinarySearch(s.ignoreDirs, name); skip {
+					continue
+				}
+				if len(s.excludeAbs) > 0 && slices.Contains(s.excludeAbs, filepath.Join(s.work, filepath.FromSlash(child))) {
+					continue
+				}
+				subdirs = append(subdirs, child)
+			case t.IsRegular() && s.opt.MaxFileBytes >= 0:
+				if fi, err := e.Info(); err == nil && fi.Size() > s.opt.MaxFileBytes {
+					if big == nil {
+						big = map[string]int64{}
+					}
+					big[child] = fi.Size()
+				}
+			}
+		}
+		return subdirs, big
+	}
+	queue, big := found("", ents)
+	maps.Copy(over, big)
+	pending = len(queue)
+	worker := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for {
+			for len(queue) == 0 && pending > 0 {
+				cond.Wait()
+			}
+			if pending == 0 {
+				return
+			}
+			dir := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			mu.Unlock()
+			var subdirs []string
+			var big map[string]int64
+			if f, err := os.Open(filepath.Join(s.work, filepath.FromSlash(dir))); err == nil { // unreadable or gone: git will say
+				ents, _ := f.ReadDir(-1)
+				f.Close()
+				if slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }) {
+					// A nested repository, submodule or linked worktree:
+					// left out whole, or git add would run git status
+					// in it, under its own configuration.
+					big = map[string]int64{dir: repoSize}
+				} else {
+					subdirs, big = found(dir, ents)
+				}
+			}
+			mu.Lock()
+			maps.Copy(over, big)
+			queue = append(queue, subdirs...)
+			pending += len(subdirs) - 1
+			cond.Broadcast()
+		}
+	}
+	var wg sync.WaitGroup
+	for range walkers {
+		wg.Go(worker)
+	}
+	wg.Wait()
+	return over, nil
+}
+
+// repoSize marks a nested repository in the walk's results.
+const repoSize = -1
+
+// walkers is how many goroutines share the size walk.
+const walkers = 4
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
