@@ -9,17 +9,17 @@ import (
 // residency store fills the durable part; the daemon adds the upstream view
 // (upstreams, degraded, directions) at read time.
 type Resume struct {
-	Agent          string                `json:"agent"`
-	Seq            uint64                `json:"seq"`
-	Focus          string                `json:"focus"`
-	FocusUpdatedAt *time.Time            `json:"focus_updated_at"`
-	WorkingState   *WorkingStateRecord   `json:"working_state"`
-	Commitments    []Commitment          `json:"commitments"`
-	Decisions      []DecisionRecord      `json:"decisions"`
-	PublicStatus   *PublicStatusRecord   `json:"public_status"`
-	Stopped        *StopRecord           `json:"stopped"`
-	Capsule        *CapsuleRecord        `json:"capsule"`
-	Receipts       []string              `json:"receipts"`
+	Agent          string              `json:"agent"`
+	Seq            uint64              `json:"seq"`
+	Focus          string              `json:"focus"`
+	FocusUpdatedAt *time.Time          `json:"focus_updated_at"`
+	WorkingState   *WorkingStateRecord `json:"working_state"`
+	Commitments    []Commitment        `json:"commitments"`
+	Decisions      []DecisionRecord    `json:"decisions"`
+	PublicStatus   *PublicStatusRecord `json:"public_status"`
+	Stopped        *StopRecord         `json:"stopped"`
+	Capsule        *CapsuleRecord      `json:"capsule"`
+	Receipts       []string            `json:"receipts"`
 	// Plan is the agent's own plan, as its transcript states it (Claude
 	// Code's TodoWrite and task tools, Codex's update_plan).
 	Plan           []PlanStep            `json:"plan"`
