@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/upstream/delx"
 )
@@ -153,19 +150,11 @@ func registrationKey(e *env, file string) (string, error) {
 // only cuts short the wait of a delivery that failed for want of it.
 func kickDaemon(ctx context.Context, e *env, cf clientFlags, cfg *config.Config, name string) string {
 	const later = "the daemon uses it at its next Delx call"
-	c, err := cf.client(e)
-	if err != nil {
-		return later
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, err := c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
+	st, socket, err := runningDaemon(ctx, e, cf)
 	if errors.Is(err, client.ErrUnreachable) {
-		return "no daemon answers on " + c.Socket + ": the identity is used once it runs"
+		return "no daemon answers on " + socket + ": the identity is used once it runs"
 	}
-	var st api.Status
-	if err != nil || json.Unmarshal(out, &st) != nil || st.StateDir != cfg.Daemon.StateDir {
+	if err != nil || st.StateDir != cfg.Daemon.StateDir {
 		return later
 	}
 	for _, a := range st.Agents {

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/internal/client"
 )
@@ -115,19 +112,11 @@ func inspectAgent(e *env, name, dir string) int {
 // and says what it did or what the operator should do.
 func reloadDaemon(ctx context.Context, e *env, cf clientFlags, name string) string {
 	hint := "reload continuityd to serve the agent again (systemctl reload continuityd, or send SIGHUP to its pid)"
-	c, err := cf.client(e)
-	if err != nil {
-		return hint
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, err := c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
+	st, socket, err := runningDaemon(ctx, e, cf)
 	if errors.Is(err, client.ErrUnreachable) {
-		return "no daemon answers on " + c.Socket + ": the agent is served at its next start"
+		return "no daemon answers on " + socket + ": the agent is served at its next start"
 	}
-	var st api.Status
-	if err != nil || json.Unmarshal(out, &st) != nil {
+	if err != nil {
 		return hint
 	}
 	for _, a := range st.Agents {

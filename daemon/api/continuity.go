@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -21,41 +19,6 @@ func (a *API) handleResume(w http.ResponseWriter, r *http.Request, ag *agent.Age
 		return
 	}
 	writeJSON(w, http.StatusOK, ag.Resume(r.Context(), !peek))
-}
-
-// checkpointAnswer is the answer to a checkpoint: its sequence number, the
-// saved state, and with ?sync=1 what each upstream did.
-type checkpointAnswer struct {
-	Seq   uint64           `json:"seq"`
-	State json.RawMessage  `json:"state"` // capsule.Resume, as the store encoded it
-	Sync  []syncedUpstream `json:"sync,omitempty"`
-}
-
-// appendJSON encodes the answer as encoding/json would, without scanning
-// the state again: the store made it and it is most of the answer.
-func (ans *checkpointAnswer) appendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendUint(b, ans.Seq, 10)
-	b = append(b, `,"state":`...)
-	b = append(b, ans.State...)
-	if len(ans.Sync) > 0 {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(ans.Sync); err != nil {
-			return nil, err
-		}
-		b = append(b, `,"sync":`...)
-		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
-	}
-	return append(b, "}\n"...), nil
-}
-
-type syncedUpstream struct {
-	Name      string  `json:"name"`
-	Delivered bool    `json:"delivered"`
-	State     string  `json:"state"`
-	Error     *string `json:"error"`
 }
 
 // handleCheckpoint is POST /v1/continuity/checkpoint.
