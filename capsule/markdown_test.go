@@ -113,3 +113,17 @@ func TestMarkdownLimit(t *testing.T) {
 		t.Errorf("the last line says how many sections were left out:\n%s", md)
 	}
 }
+
+// The limit counts characters, as its callers do (a hook's additionalContext
+// is bounded in characters): a goal that fits in characters is not left out
+// because its characters take several bytes each.
+func TestMarkdownLimitCountsCharacters(t *testing.T) {
+	r := &Resume{Agent: "builder", Focus: strings.Repeat("界", 4000)} // 4000 characters, 12000 bytes
+	md := r.Markdown(10000)
+	if !strings.Contains(md, "## Goal\n"+r.Focus) {
+		t.Errorf("a 4000-character goal fits under 10000 characters but was left out:\n%.300s", md)
+	}
+	if n := utf8.RuneCountInString(md); n > 10000 {
+		t.Errorf("%d characters, over the limit", n)
+	}
+}
