@@ -390,7 +390,8 @@ func TestNotFoundMethodAndBodyLimits(t *testing.T) {
 			t.Errorf("%s %s: %d Allow %q %v", c.method, c.path, status, h.Get("Allow"), v)
 		}
 	}
-	for _, p := range []string{"/", "/v2/continuity", "/v1/continuity/checkpoint/x"} {
+	// GET /metrics: the API was given no Metrics handler.
+	for _, p := range []string{"/", "/v2/continuity", "/v1/continuity/checkpoint/x", "/metrics"} {
 		if status, _, v := ta.do(t, "GET", p, ""); status != 404 || !isError(v, capsule.CodeNotFound, "") {
 			t.Errorf("GET %s: %d %v", p, status, v)
 		}
