@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Markdown renders the resume for a person or an agent's context, most
@@ -197,15 +198,19 @@ func (r *Resume) upstreamHealthText() string {
 
 // fitSections joins head and the sections, leaving whole sections out from
 // the end when limit > 0 and the text would pass it (less 200 characters
-// of room for the last line, which says how many were left out).
+// of room for the last line, which says how many were left out). The limit
+// is in characters, as its callers' are (a hook's additionalContext), not
+// bytes: text that takes several bytes a character still fits.
 func fitSections(head string, sections []string, limit int) string {
-	out := head
+	out, n := head, utf8.RuneCountInString(head)
 	for i, sec := range sections {
-		if limit > 0 && len(out)+1+len(sec) > limit-200 {
+		m := utf8.RuneCountInString(sec)
+		if limit > 0 && n+1+m > limit-200 {
 			out += fmt.Sprintf("\n_(%d more sections left out to stay under %d characters; `continuityd resume --json` has everything.)_\n", len(sections)-i, limit)
 			break
 		}
 		out += "\n" + sec
+		n += 1 + m
 	}
 	return out
 }

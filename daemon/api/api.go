@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,7 +106,9 @@ func (a *API) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": a.o.Version})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if methods, ok := routes[r.URL.Path]; ok {
+		// A path the API knows but does not serve here (GET /metrics
+		// without Options.Metrics) is not found, not "use GET".
+		if methods, ok := routes[r.URL.Path]; ok && !slices.Contains(methods, r.Method) {
 			w.Header().Set("Allow", strings.Join(methods, ", "))
 			writeError(w, capsule.RefuseStatus(http.StatusMethodNotAllowed, capsule.CodeMethodNotAllowed, "",
 				"%s does not take %s; use %s", r.URL.Path, r.Method, strings.Join(methods, " or ")))

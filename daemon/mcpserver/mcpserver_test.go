@@ -1,0 +1,344 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/mcpserver"
+	"github.com/continuityd/continuityd/internal/client"
+)
+
+// call is one Backend call as the fake saw it.
+type call struct {
+	op, agent, body string
+	flag            bool // peek or sync
+	seconds         int
+	after           *uint64
+}
+
+// fake is a Backend that records its calls and answers what it is told.
+type fake struct {
+	mu     sync.Mutex
+	calls  []call
+	answer any   // for every operation but Resume
+	err    error // a refusal for every operation
+	resume *capsule.Resume
+}
+
+func (f *fake) record(c call) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+	return f.answer, f.err
+}
+
+func (f *fake) took() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.calls
+	f.calls = nil
+	return out
+}
+
+func (f *fake) Resume(ctx context.Context, agent string, peek bool) (*capsule.Resume, error) {
+	_, err := f.record(call{op: "resume", agent: agent, flag: peek})
+	if err != nil {
+		return nil, err
+	}
+	return f.resume, nil
+}
+
+func (f *fake) Checkpoint(ctx context.Context, agent string, body []byte, sync bool) (any, error) {
+	return f.record(call{op: "checkpoint", agent: agent, body: string(body), flag: sync})
+}
+
+func (f *fake) Wait(ctx context.Context, agent string, seconds int, after *uint64) (any, error) {
+	return f.record(call{op: "wait", agent: agent, seconds: seconds, after: after})
+}
+
+func (f *fake) Capsule(ctx context.Context, agent string) (any, error) {
+	return f.record(call{op: "capsule", agent: agent})
+}
+
+func (f *fake) PutCapsule(ctx context.Context, agent string, body []byte) (any, error) {
+	return f.record(call{op: "put", agent: agent, body: string(body)})
+}
+
+func (f *fake) Seal(ctx context.Context, agent string, body []byte) (any, error) {
+	return f.record(call{op: "seal", agent: agent, body: string(body)})
+}
+
+func (f *fake) Signal(ctx context.Context, agent string, body []byte) (any, error) {
+	return f.record(call{op: "signal", agent: agent, body: string(body)})
+}
+
+// connect serves mcpserver.New(o) to an in-memory MCP client session.
+func connect(t *testing.T, o mcpserver.Options) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := mcpserver.New(o).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// callTool calls a tool with args as raw JSON ("": no arguments at all).
+func callTool(t *testing.T, cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: name}
+	if args != "" {
+		p.Arguments = json.RawMessage(args)
+	}
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, args, err)
+	}
+	return res
+}
+
+func text(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("content %+v, want one text", res.Content)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content %T, want text", res.Content[0])
+	}
+	return tc.Text
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return a == b
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func u64(n uint64) *uint64 { return &n }
+
+func TestToolsListed(t *testing.T) {
+	cs := connect(t, mcpserver.Options{Backend: &fake{}})
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		raw, _ := json.Marshal(tool.InputSchema)
+		var schema struct {
+			Type       string                     `json:"type"`
+			Additional *bool                      `json:"additionalProperties"`
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(raw, &schema); err != nil || schema.Type != "object" || schema.Additional == nil || *schema.Additional || schema.Properties["agent"] == nil {
+			t.Errorf("%s: schema %s (%v): want a closed object with agent", tool.Name, raw, err)
+		}
+		if tool.Description == "" {
+			t.Errorf("%s has no description", tool.Name)
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"capsule_read", "capsule_seal", "capsule_write", "checkpoint", "resume", "signal", "wait_for_event"}; !slices.Equal(names, want) {
+		t.Errorf("tools %v, want %v", names, want)
+	}
+}
+
+// Each tool splits its arguments into the control fields (agent, and peek,
+// sync, max_seconds, after) and the body the backend gets; no arguments is
+// the session's agent and, where the tool has a body, {}.
+func TestToolArguments(t *testing.T) {
+	f := &fake{answer: map[string]any{"seq": 1}, resume: &capsule.Resume{Agent: "builder"}}
+	cs := connect(t, mcpserver.Options{Backend: f, Agent: "builder"})
+	for _, c := range []struct {
+		tool, args string
+		want       call
+	}{
+		{"resume", "", call{op: "resume", agent: "builder"}},
+		{"resume", `{}`, call{op: "resume", agent: "builder"}},
+		{"resume", `{"peek":true}`, call{op: "resume", agent: "builder", flag: true}},
+		{"resume", `{"peek":"true","agent":"other"}`, call{op: "resume", agent: "other", flag: true}},
+		{"resume", `{"peek":"1"}`, call{op: "resume", agent: "builder", flag: true}},
+		{"resume", `{"peek":"false"}`, call{op: "resume", agent: "builder"}},
+		{"resume", `null`, call{op: "resume", agent: "builder"}},
+		{"checkpoint", "", call{op: "checkpoint", agent: "builder", body: `{}`}},
+		{"checkpoint", `{"focus":"f","sync":true}`, call{op: "checkpoint", agent: "builder", body: `{"focus":"f"}`, flag: true}},
+		{"checkpoint", `{"sync":"true","agent":"a2","decide":{"chosen":"x","because":"y"}}`,
+			call{op: "checkpoint", agent: "a2", body: `{"decide":{"chosen":"x","because":"y"}}`, flag: true}},
+		{"checkpoint", `{"sync":"0","focus":"f"}`, call{op: "checkpoint", agent: "builder", body: `{"focus":"f"}`}},
+		{"checkpoint", `{"agent":""}`, call{op: "checkpoint", agent: "", body: `{}`}},
+		{"wait_for_event", "", call{op: "wait", agent: "builder"}},
+		{"wait_for_event", `{"max_seconds":5,"after":12}`, call{op: "wait", agent: "builder", seconds: 5, after: u64(12)}},
+		{"wait_for_event", `{"max_seconds":"7","after":"0","agent":"x"}`, call{op: "wait", agent: "x", seconds: 7, after: u64(0)}},
+		// Out of range either way: passed on capped, for the backend to refuse.
+		{"wait_for_event", `{"max_seconds":18446744073709551615}`, call{op: "wait", agent: "builder", seconds: 1 << 20}},
+		{"capsule_read", "", call{op: "capsule", agent: "builder"}},
+		{"capsule_read", `{"agent":"x"}`, call{op: "capsule", agent: "x"}},
+		{"capsule_write", `{"capsule":{"version":"1","goal":"g"}}`, call{op: "put", agent: "builder", body: `{"version":"1","goal":"g"}`}},
+		{"capsule_write", `{"agent":"x","capsule":{"version":"1"}}`, call{op: "put", agent: "x", body: `{"version":"1"}`}},
+		{"capsule_seal", "", call{op: "seal", agent: "builder", body: `{}`}},
+		{"capsule_seal", `{"handoff_to":"next","agent":"b"}`, call{op: "seal", agent: "b", body: `{"handoff_to":"next"}`}},
+		{"signal", `{"kind":"context","used_fraction":0.5}`, call{op: "signal", agent: "builder", body: `{"kind":"context","used_fraction":0.5,"via":"mcp"}`}},
+		{"signal", `{"kind":"session","event":"end","via":"hook"}`, call{op: "signal", agent: "builder", body: `{"kind":"session","event":"end","via":"hook"}`}},
+	} {
+		res := callTool(t, cs, c.tool, c.args)
+		if res.IsError {
+			t.Errorf("%s %s: refused: %s", c.tool, c.args, text(t, res))
+			continue
+		}
+		calls := f.took()
+		if len(calls) != 1 {
+			t.Errorf("%s %s: backend calls %+v, want one", c.tool, c.args, calls)
+			continue
+		}
+		got := calls[0]
+		if got.op != c.want.op || got.agent != c.want.agent || got.flag != c.want.flag || got.seconds != c.want.seconds ||
+			!sameJSON(got.body, c.want.body) || (got.after == nil) != (c.want.after == nil) || (got.after != nil && *got.after != *c.want.after) {
+			t.Errorf("%s %s:\n got %+v (after %v)\nwant %+v (after %v)", c.tool, c.args, got, got.after, c.want, c.want.after)
+		}
+	}
+}
+
+// Arguments a tool does not take, or of the wrong kind, are refused as
+// INVALID_JSON before the backend is called.
+func TestToolArgumentsRefused(t *testing.T) {
+	f := &fake{answer: map[string]any{"seq": 1}, resume: &capsule.Resume{}}
+	cs := connect(t, mcpserver.Options{Backend: f, Agent: "builder"})
+	for _, c := range []struct{ tool, args, mentions string }{
+		{"resume", `{"focus":"x"}`, "unknown argument"},
+		{"resume", `{"peek":"maybe"}`, `"peek" must be a boolean`},
+		{"resume", `{"peek":3}`, `"peek" must be a boolean`},
+		{"checkpoint", `{"agent":5}`, `"agent" must be a string`},
+		{"checkpoint", `{"sync":"yes please"}`, `"sync" must be a boolean`},
+		{"wait_for_event", `{"max_seconds":-1}`, `"max_seconds" must be a non-negative integer`},
+		{"wait_for_event", `{"max_seconds":1.5}`, `"max_seconds" must be a non-negative integer`},
+		{"wait_for_event", `{"after":"x"}`, `"after" must be a non-negative integer`},
+		{"wait_for_event", `{"after":true}`, `"after" must be a non-negative integer`},
+		{"wait_for_event", `{"foo":1}`, `unknown argument "foo"`},
+		{"capsule_read", `{"foo":1}`, `unknown argument "foo"`},
+		{"capsule_write", `{}`, "capsule_write takes"},
+		{"capsule_write", `{"capsule":{"version":"1"},"extra":1}`, "capsule_write takes"},
+		{"capsule_seal", `{"agent":[]}`, `"agent" must be a string`},
+		{"signal", `{"kind":"context","agent":{}}`, `"agent" must be a string`},
+	} {
+		res := callTool(t, cs, c.tool, c.args)
+		if !res.IsError {
+			t.Errorf("%s %s: accepted, want INVALID_JSON", c.tool, c.args)
+			continue
+		}
+		if got := text(t, res); !strings.HasPrefix(got, "INVALID_JSON: ") || !strings.Contains(got, c.mentions) {
+			t.Errorf("%s %s: %q, want INVALID_JSON mentioning %q", c.tool, c.args, got, c.mentions)
+		}
+		if calls := f.took(); len(calls) != 0 {
+			t.Errorf("%s %s: the backend was called: %+v", c.tool, c.args, calls)
+		}
+	}
+}
+
+// A refusal is a tool error with the API's code, field and message, as text
+// and as structured content, whatever kind of error the backend gave.
+func TestRefusalIsToolError(t *testing.T) {
+	f := &fake{}
+	cs := connect(t, mcpserver.Options{Backend: f})
+	for _, c := range []struct {
+		err        error
+		text       string
+		structured string
+	}{
+		{capsule.Refuse(capsule.CodeMotiveRequired, "decide.because", "say why in 24 characters"),
+			"MOTIVE_REQUIRED (decide.because): say why in 24 characters",
+			`{"error":{"code":"MOTIVE_REQUIRED","field":"decide.because","message":"say why in 24 characters"}}`},
+		{fmt.Errorf("wrapped: %w", capsule.RefuseStatus(404, capsule.CodeNoCapsule, "", "no capsule yet")),
+			"NO_CAPSULE: no capsule yet", `{"error":{"code":"NO_CAPSULE","message":"no capsule yet"}}`},
+		{&client.APIError{Status: 409, Code: capsule.CodeResidencyStopped, Field: "stop", Message: "stopped"},
+			"RESIDENCY_STOPPED (stop): stopped", `{"error":{"code":"RESIDENCY_STOPPED","field":"stop","message":"stopped"}}`},
+		{errors.New("disk on fire"), "INTERNAL: disk on fire", `{"error":{"code":"INTERNAL","message":"disk on fire"}}`},
+	} {
+		f.err = c.err
+		for _, tool := range []struct{ name, args string }{{"resume", ""}, {"checkpoint", `{"focus":"f"}`}, {"wait_for_event", ""},
+			{"capsule_read", ""}, {"capsule_write", `{"capsule":{"version":"1"}}`}, {"capsule_seal", ""}, {"signal", `{"kind":"context"}`}} {
+			res := callTool(t, cs, tool.name, tool.args)
+			raw, _ := json.Marshal(res.StructuredContent)
+			if !res.IsError || text(t, res) != c.text || !sameJSON(string(raw), c.structured) {
+				t.Errorf("%s, error %v:\n got %v %q %s\nwant true %q %s", tool.name, c.err, res.IsError, text(t, res), raw, c.text, c.structured)
+			}
+		}
+		f.took()
+	}
+	f.err = fmt.Errorf("%w at /run/x.sock: connection refused", client.ErrUnreachable)
+	res := callTool(t, cs, "checkpoint", `{"focus":"f"}`)
+	if got := text(t, res); !res.IsError || !strings.HasPrefix(got, "DAEMON_UNREACHABLE: ") || !strings.Contains(got, "/run/x.sock") || !strings.Contains(got, "continuityd run") {
+		t.Errorf("unreachable: %v %q", res.IsError, got)
+	}
+}
+
+// An answer is its JSON as text and as structured content: a raw answer as
+// it is, any other encoded without HTML escapes.
+func TestAnswerIsTextAndStructured(t *testing.T) {
+	f := &fake{answer: json.RawMessage(`{"seq":3,"state":{"focus":"f"}}` + "\n")}
+	cs := connect(t, mcpserver.Options{Backend: f})
+	res := callTool(t, cs, "checkpoint", `{"focus":"f"}`)
+	raw, _ := json.Marshal(res.StructuredContent)
+	if res.IsError || text(t, res) != `{"seq":3,"state":{"focus":"f"}}` || !sameJSON(string(raw), `{"seq":3,"state":{"focus":"f"}}`) {
+		t.Errorf("raw answer: %v %q %s", res.IsError, text(t, res), raw)
+	}
+	f.answer = struct {
+		Seq  int    `json:"seq"`
+		Note string `json:"note"`
+	}{4, "a <b> & c"}
+	res = callTool(t, cs, "signal", `{"kind":"context"}`)
+	raw, _ = json.Marshal(res.StructuredContent)
+	if res.IsError || text(t, res) != `{"seq":4,"note":"a <b> & c"}` || !sameJSON(string(raw), `{"seq":4,"note":"a <b> & c"}`) {
+		t.Errorf("encoded answer: %v %q %s", res.IsError, text(t, res), raw)
+	}
+}
+
+// resume answers markdown (bounded by ResumeLimit) and the whole resume
+// document as structured content.
+func TestResumeMarkdownAndDocument(t *testing.T) {
+	r := &capsule.Resume{Agent: "builder", Seq: 9, Focus: "migrate the billing module",
+		Receipts: []string{strings.Repeat("a", 200), strings.Repeat("b", 200)}}
+	for _, limit := range []int{0, 300} {
+		f := &fake{resume: r}
+		cs := connect(t, mcpserver.Options{Backend: f, ResumeLimit: limit})
+		res := callTool(t, cs, "resume", "")
+		want := r.Markdown(10000)
+		if limit != 0 {
+			want = r.Markdown(limit)
+		}
+		if res.IsError || text(t, res) != want {
+			t.Errorf("limit %d: text %q, want %q", limit, text(t, res), want)
+		}
+		if limit == 300 && !strings.Contains(text(t, res), "left out") {
+			t.Errorf("limit 300 leaves the receipts out: %q", text(t, res))
+		}
+		doc, _ := json.Marshal(res.StructuredContent)
+		var back capsule.Resume
+		if err := json.Unmarshal(doc, &back); err != nil || back.Agent != "builder" || back.Seq != 9 || back.Focus != r.Focus || len(back.Receipts) != 2 {
+			t.Errorf("structured content %s (%v), want the resume document", doc, err)
+		}
+	}
+}
