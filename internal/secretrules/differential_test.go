@@ -16,7 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/viper"
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 )
@@ -24,30 +23,21 @@ import (
 // The differential tests run gitleaks' own detector (the library, still in
 // go.mod for this) and a Set over the same texts and require the same
 // findings: the same rule ids, each with the same secret. The reference
-// detector is built as continuityd built it (default config, MaxDecodeDepth
-// 0) on a private viper instance, and with IgnoreGitleaksAllow set, since
-// Find ignores the "gitleaks:allow" marker on purpose (see
-// TestGitleaksAllowMarkerIsIgnored). Nothing of gitleaks' package-level
-// state is touched: its logger stays at Info, and DetectString logs only
-// at Trace.
+// is gitleaks' own detect.NewDetectorDefaultConfig (default rules,
+// MaxDecodeDepth 0, as continuityd used it), with IgnoreGitleaksAllow set,
+// since Find ignores the "gitleaks:allow" marker on purpose (see
+// TestGitleaksAllowMarkerIsIgnored). That constructor loads through
+// viper's process-wide instance: harmless in this test binary, where
+// nothing else uses viper and no test runs in parallel. gitleaks' logger is
+// left alone (Info level; DetectString logs only at Trace).
 
 // reference builds gitleaks' detector with its default rule set.
 func reference(tb testing.TB) *detect.Detector {
 	tb.Helper()
-	v := viper.New()
-	v.SetConfigType("toml")
-	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
-		tb.Fatal(err)
-	}
-	var vc config.ViperConfig
-	if err := v.Unmarshal(&vc); err != nil {
-		tb.Fatal(err)
-	}
-	cfg, err := vc.Translate()
+	d, err := detect.NewDetectorDefaultConfig()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d := detect.NewDetector(cfg)
 	d.IgnoreGitleaksAllow = true
 	return d
 }
