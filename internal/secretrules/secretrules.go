@@ -86,7 +86,8 @@ type Finding struct {
 	RuleID string
 	// Start and End are the byte offsets of the secret in the text, for
 	// redaction: text[Start:End] is what gitleaks reports as the secret
-	// (its capture group when the rule has one, else the whole match).
+	// (its capture group when the rule has one, else the whole match; the
+	// whole match too in the rare case that the group is empty).
 	Start, End int
 }
 
@@ -136,8 +137,8 @@ var shared = sync.OnceValues(Load)
 
 // Default returns the embedded rule set, parsed and compiled on the first
 // call and shared by every caller after it (the Set is immutable, so
-// sharing it is safe; this is the package's only package-level variable,
-// and it never changes once set). Use it so that every guard in a process
+// sharing it is safe; besides the embedded file, this is the package's
+// only package-level variable, and what it holds never changes once set). Use it so that every guard in a process
 // evaluates one and the same rule set without paying for it twice.
 func Default() (*Set, error) { return shared() }
 
