@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// benchTexts are the inputs of capsule's BenchmarkCheckSecret: prose, 4 KB
+// benchTexts are the inputs of capsule/guard's BenchmarkCheckSecret: prose, 4 KB
 // with a keyword ("key") on every line, 4 KB with none.
 func benchTexts() []struct{ name, s string } {
 	prose := "Swapped the callsites in checkout to the new billing client and ran the unit tests; " +

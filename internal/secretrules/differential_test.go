@@ -202,7 +202,7 @@ func TestDifferentialRuleExamples(t *testing.T) {
 		len(inputs), len(rulesSeen), agree, flagged, ownTheirs, tps, ownOurs, tps)
 }
 
-// TestDifferentialCorpus runs continuityd's secret corpus (the capsule
+// TestDifferentialCorpus runs continuityd's secret corpus (the guard
 // package's testdata/secrets, read in place): every credential shape,
 // alone and inside a sentence, and every ordinary sentence.
 func TestDifferentialCorpus(t *testing.T) {
@@ -254,8 +254,8 @@ func TestGitleaksAllowMarkerIsIgnored(t *testing.T) {
 	}
 }
 
-// The corpus templates, filled exactly as the capsule package's corpus
-// test fills them (capsule/corpus_test.go: the same seeds, alphabets and
+// The corpus templates, filled exactly as the guard package's corpus
+// test fills them (capsule/guard/corpus_test.go: the same seeds, alphabets and
 // generator), so both tests see the same values.
 
 const (
@@ -323,7 +323,7 @@ func expandTemplate(key, tmpl string) string {
 
 func corpusLines(tb testing.TB, name string) []string {
 	tb.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "capsule", "testdata", "secrets", name))
+	f, err := os.Open(filepath.Join("..", "..", "capsule", "guard", "testdata", "secrets", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
