@@ -317,3 +317,23 @@ func TestRedactCredentialShapesUsesTheGuardsRules(t *testing.T) {
 		t.Fatalf("only %d shapes are left to gitleaks' rules: the comparison proves little", byGitleaks)
 	}
 }
+
+// TestGitleaksAllowMarkerIsIgnored: gitleaks skips a finding whose line
+// says "gitleaks:allow"; the guard does not, so a pasted secret cannot
+// switch the guard off by carrying the marker (the library-based guard
+// accepted both of these).
+func TestGitleaksAllowMarkerIsIgnored(t *testing.T) {
+	g := testGuard(t)
+	for _, v := range []string{
+		"ghp_" + fake(901, alnum, 36) + " gitleaks:allow",
+		"AKIA" + fake(902, upper, 16) + " # gitleaks:allow",
+	} {
+		if g.CheckSecret("focus", v) == nil {
+			t.Errorf("%.8s… with gitleaks:allow: accepted", v)
+		}
+		body := `{"focus":` + js(v) + `}`
+		if _, err := g.DecodeCheckpoint([]byte(body)); err == nil {
+			t.Errorf("a checkpoint with %.8s… and gitleaks:allow in its focus: accepted", v)
+		}
+	}
+}
