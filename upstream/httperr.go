@@ -203,7 +203,7 @@ var (
 
 // CleanMessage makes an upstream's error message safe to keep: control
 // characters and runs of white space become one space, anything
-// credential-shaped (the secret guard's own shapes, then the rules here)
+// credential-shaped (the secret guard's rules, then the broader ones here)
 // becomes "[redacted]", and the result is cut to
 // MaxErrorMessage characters (marked with "…").
 func CleanMessage(s string) string {
@@ -224,10 +224,13 @@ func CleanMessage(s string) string {
 		b.WriteRune(r)
 	}
 	s = b.String()
-	// The secret guard's own rules first (URL passwords, provider
-	// prefixes, passwords told in words), so what the guard refuses on
-	// the way in is also kept out of error text on the way back; the
-	// rules below are this package's older, broader nets.
+	// The secret guard's rules first (gitleaks' set and continuityd's
+	// own: provider tokens, URL passwords, passwords told in words), so
+	// what the guard refuses on the way in is also kept out of error text
+	// on the way back. The rules below are broader nets the guard cannot
+	// use (any Bearer value, a short sk-/ghp_ prefix, any 20+ token run
+	// with 3 digits): they would refuse ids and hashes in writes, but
+	// over-redacting an error message costs nothing.
 	s = guard.RedactCredentialShapes(s, "[redacted]")
 	s = reAuthScheme.ReplaceAllString(s, "$1 [redacted]")
 	s = reKeyPrefix.ReplaceAllString(s, "[redacted]")

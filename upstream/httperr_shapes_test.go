@@ -6,10 +6,11 @@ import (
 )
 
 // TestCleanMessageUsesTheGuardsShapes: an upstream's error text is
-// redacted with the secret guard's own rules (capsule.RedactCredentialShapes),
-// so the shapes the guard refuses do not come back through an echoed
-// error: passwords in URLs (letters only, empty user), a Docker Hub token,
-// a Square secret, a password told in words. Values are built here, with
+// redacted with the secret guard's rules (guard.RedactCredentialShapes:
+// gitleaks' set and continuityd's own), so the shapes the guard refuses do
+// not come back through an echoed error: passwords in URLs (letters only,
+// empty user), a Docker Hub token, a Square secret, a password told in
+// words, provider tokens only gitleaks' rules know. Values are built here, with
 // few digits, so CleanMessage's own digit-counting rule cannot be what
 // catches them.
 func TestCleanMessageUsesTheGuardsShapes(t *testing.T) {
@@ -21,6 +22,11 @@ func TestCleanMessageUsesTheGuardsShapes(t *testing.T) {
 		{"docker hub token", "denied: dckr_pat_" + letters[:26] + "x is revoked", letters[:26]},
 		{"square oauth secret", "invalid client_secret sq0csp-" + letters[:43], letters[:43]},
 		{"password in words", "login failed: the staging db password is Zq!vR#kpLm", "Zq!vR#kpLm"},
+		// gitleaks' rules, not only continuityd's own: a Hugging Face
+		// token and an AWS temporary key id with too few digits for the
+		// digit-counting rule.
+		{"hugging face token (gitleaks rule)", "401: token hf_" + letters[:34] + " is not valid", letters[:34]},
+		{"aws key id (gitleaks rule)", "InvalidClientTokenId: ASIA" + strings.ToUpper(letters[:14]) + "Q2 unknown", strings.ToUpper(letters[:14])},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := CleanMessage(tc.msg)

@@ -1,12 +1,10 @@
 package guard
 
 import (
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
-
 	"fmt"
 	"strings"
 
-	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/continuityd/continuityd/internal/secretrules"
 )
 
 // Limits the guards enforce. The Q-Day seed fixes the public status and
@@ -66,11 +64,10 @@ type Options struct {
 // once and shares it. A Guard is immutable after New and safe for
 // concurrent use.
 type Guard struct {
-	linkDomains []string          // lower case, no leading or trailing dot
-	detector    *detect.Detector  // gitleaks' default rule set; see secrets.go
-	keywords    *ahocorasick.Trie // every keyword the detector's rules need; nil: always run it
-	extraRules  []secretRule      // continuityd's own rules; see secrets.go
-	schema      *capsuleSchema    // the Continuity Capsule v1 schema; see schema.go
+	linkDomains []string         // lower case, no leading or trailing dot
+	rules       *secretrules.Set // gitleaks' default rule set, shared by every Guard; see secrets.go
+	extraRules  []secretRule     // continuityd's own rules; see secrets.go
+	schema      *capsuleSchema   // the Continuity Capsule v1 schema; see schema.go
 }
 
 // New builds a Guard: it loads gitleaks' default rules, compiles
@@ -89,12 +86,11 @@ func New(opts Options) (*Guard, error) {
 		}
 		g.linkDomains = append(g.linkDomains, nd)
 	}
-	det, err := newSecretDetector()
+	rules, err := secretrules.Default()
 	if err != nil {
 		return nil, fmt.Errorf("capsule: loading the secret rules: %w", err)
 	}
-	g.detector = det
-	g.keywords = keywordGate(det)
+	g.rules = rules
 	g.extraRules = ownSecretRules
 	sch, err := compileCapsuleSchema()
 	if err != nil {

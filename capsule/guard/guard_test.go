@@ -102,8 +102,7 @@ func TestGuardConcurrent(t *testing.T) {
 }
 
 // TestNewGuardConcurrent builds Guards at the same time (run with -race):
-// the gitleaks config is loaded on a private viper instance and the logger
-// is silenced once, so construction shares nothing.
+// they share the rule set, parsed once, and nothing else.
 func TestNewGuardConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 3 {

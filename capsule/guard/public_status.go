@@ -21,8 +21,13 @@ import (
 const maxEpochMillis = 253402300799999
 
 // Public-status-only shapes the seed names: "sk-…, Bearer …, long hex or
-// base64 runs". They are stricter than the general guard on purpose: a
-// 40-hex git SHA is fine in a receipt, but not on a public board.
+// base64 runs". A public text first passes the secret guard's shared rule
+// list (g.secretRule: gitleaks' set and continuityd's own); these run after
+// it and refuse only what that list leaves on purpose, so they are not a
+// copy of it: an sk- or Bearer value too short for the shared rules (8
+// characters here, 20 and 16 there; sk-abcdefghij), any 32+ hex run and a
+// 40+ base64 one. A 40-hex git SHA is fine in a receipt, but not on a
+// public board.
 var (
 	publicSKRe     = regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{8,}`)
 	publicBearerRe = regexp.MustCompile(`(?i)\bbearer[ \t]+([^\s]{8,})`)

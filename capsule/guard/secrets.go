@@ -1,25 +1,25 @@
 package guard
 
 import (
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
-	"github.com/continuityd/continuityd/capsule"
-
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 
-	"github.com/rs/zerolog"
-	"github.com/spf13/viper"
-	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/logging"
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/secretrules"
 )
 
 // The secret guard: gitleaks' maintained default rule set (about 220
 // provider-specific rules, keyword-prefiltered with Aho-Corasick so most
 // prose never reaches a regex) plus a short list of continuityd's own rules
-// for shapes gitleaks misses or only recognises next to a keyword.
+// for shapes gitleaks misses or only recognises next to a keyword. The
+// rule set is gitleaks' own config/gitleaks.toml, embedded and evaluated by
+// internal/secretrules with Go's regexp, without the gitleaks library, and
+// with no decoding passes (gitleaks' MaxDecodeDepth 0: base64-, hex- and
+// percent-decoding every string and rescanning it would cost several times
+// as much per write; the public status's own base64 rule covers encoded
+// blobs where they matter most). gitleaks' "gitleaks:allow" marker is
+// ignored: a secret cannot switch the guard off by saying so.
 //
 // What it deliberately does not flag (judgement calls, pinned by tests):
 //   - git SHAs, short or full (40 hex), in receipts and commit subjects:
@@ -34,53 +34,18 @@ import (
 //     cannot be told from a hash or an id without refusing those too. They
 //     are caught next to a keyword (aws_secret_access_key=…, token: …).
 
-// Cost: a string with none of gitleaks' keywords costs about 30 µs per KB
-// (the keyword prefilter and our trigger scans); one with keywords
-// ("key", "token", "secret", "auth", …) wakes gitleaks' generic-api-key
-// rule, whose regexp costs about 0.6 ms per KB in Go's engine. That bounds
-// a worst-case 64 KiB checkpoint at a few tens of milliseconds, which is
+// Cost: the rule set finds the rules' keywords in one Aho-Corasick pass
+// (about 4 µs per KB) and runs only the rules whose keywords occur; our own
+// rules' trigger scans add about 15 µs per KB. Text with keywords ("key",
+// "token", "secret", "auth", …) wakes gitleaks' generic-api-key rule, whose
+// regexp costs about 0.3 ms per KB in Go's engine. That bounds a
+// worst-case 64 KiB checkpoint at a few tens of milliseconds, which is
 // acceptable for writes that happen at an agent's pace. See
 // BenchmarkCheckSecret.
 
 // minSecretLen is the shortest string any rule can flag; shorter strings
-// skip the detector entirely (most enum-like fields).
+// skip the rules entirely (most enum-like fields).
 const minSecretLen = 8
-
-// silenceGitleaks turns gitleaks' process-wide zerolog logger off once: the
-// library logs through logging.Logger, and a daemon must not print findings
-// (which carry the secret) or debug noise on its own output. A sync.Once
-// makes the single write happen-before every detector built here runs, so
-// concurrent New calls do not race on the logger variable.
-var silenceGitleaks sync.Once
-
-// newSecretDetector builds gitleaks' detector with its default config. It
-// does what detect.NewDetectorDefaultConfig does, but on a private viper
-// instance: NewDetectorDefaultConfig loads the config through viper's
-// process-wide singleton (SetConfigType + ReadConfig), which would both race
-// when two Guards are built at once (parallel tests, two daemons in one
-// process) and clobber any other user of global viper.
-func newSecretDetector() (*detect.Detector, error) {
-	silenceGitleaks.Do(func() { logging.Logger = zerolog.Nop() })
-	v := viper.New()
-	v.SetConfigType("toml")
-	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
-		return nil, err
-	}
-	var vc config.ViperConfig
-	if err := v.Unmarshal(&vc); err != nil {
-		return nil, err
-	}
-	cfg, err := vc.Translate()
-	if err != nil {
-		return nil, err
-	}
-	d := detect.NewDetector(cfg)
-	// MaxDecodeDepth stays 0: gitleaks would otherwise also base64-,
-	// hex- and percent-decode every string and rescan it, several times
-	// the cost per write. The public status's own base64 rule covers
-	// encoded blobs where they matter most.
-	return d, nil
-}
 
 // secretRule is one of continuityd's own rules. A rule is anchored on a
 // literal trigger (found with strings.Index, on an ASCII-lowercased copy
@@ -310,21 +275,22 @@ func continuitydSecretRules() []secretRule {
 // changed: every Guard and RedactCredentialShapes share them.
 var ownSecretRules = continuitydSecretRules()
 
-// RedactCredentialShapes replaces every span continuityd's own credential
-// rules find in s with marker. These are the rules the secret guard adds to
-// gitleaks (the shapes gitleaks misses: URL passwords, provider prefixes,
-// passwords told in words, …); they need no Guard, so code without one
-// (an upstream's error text, say) redacts with the same rules the guard
-// refuses with, instead of keeping a copy of its own.
+// RedactCredentialShapes replaces with marker every span the secret guard's
+// rules find in s: gitleaks' rule set (the one secretrules.Default every
+// Guard holds) and continuityd's own rules. They need no Guard, so code
+// without one (an upstream's error text, say) redacts with the very rules
+// the guard refuses with, instead of keeping a copy of its own. If the
+// rule set cannot be loaded (it is embedded, so only a broken build gets
+// there) the whole string is replaced: redaction fails closed.
 func RedactCredentialShapes(s, marker string) string {
 	if len(s) < minSecretLen {
 		return s
 	}
-	lower := asciiLower(s)
-	var spans []secretSpan
-	for i := range ownSecretRules {
-		spans = append(spans, ownSecretRules[i].find(s, lower, 0)...)
+	set, err := secretrules.Default()
+	if err != nil {
+		return marker
 	}
+	spans := credentialSpans(set, ownSecretRules, s)
 	if len(spans) == 0 {
 		return s
 	}
@@ -454,48 +420,12 @@ func secretRefusal(field, rule string) *capsule.Error {
 		"looks like a credential (rule %s); the write was refused and nothing was stored", rule)
 }
 
-// keywordGate returns a matcher for every keyword of the detector's rules,
-// or nil when some rule could match without one.
-//
-// gitleaks runs a rule's regexp only when one of the rule's keywords occurs
-// in the lower-cased text; a rule with no keywords runs always. With
-// today's rules only a path rule (pkcs12-file) has none, and a path rule
-// cannot match DetectString's empty path. So a string with no keyword at
-// all cannot produce a finding, and the gate skips gitleaks for it: the
-// same verdict without the detector's fixed cost (a pass over all ~220
-// rules, ~10 µs per call), which a checkpoint would otherwise pay once per
-// field. Should a future rule set add a content rule without keywords, the
-// gate turns itself off.
-func keywordGate(d *detect.Detector) *ahocorasick.Trie {
-	var kws []string
-	for _, r := range d.Config.Rules {
-		if len(r.Keywords) == 0 {
-			if r.Regex != nil || r.Path == nil || r.Path.MatchString("") {
-				return nil
-			}
-			continue
-		}
-		for _, k := range r.Keywords {
-			kws = append(kws, strings.ToLower(k))
-		}
-	}
-	return ahocorasick.NewTrieBuilder().AddStrings(kws).Build()
-}
-
 // secretRule returns the id of the first rule that flags s, or "".
 func (g *Guard) secretRule(s string) string {
 	if len(s) < minSecretLen {
 		return ""
 	}
-	if g.keywords != nil && g.keywords.MatchFirstString(strings.ToLower(s)) == nil {
-		return g.extraRule(s)
-	}
-	// DetectString is stateless per call: it goes Detect -> DetectContext,
-	// which collects findings in a local slice and never calls AddFinding
-	// (only DetectSource does), so the Detector's findings list does not
-	// grow and concurrent calls share nothing but an atomic byte counter
-	// and read-only rules. Verified against gitleaks v8.30.1 detect.go.
-	if fs := g.detector.DetectString(s); len(fs) > 0 {
+	if fs := g.rules.Find(s); len(fs) > 0 {
 		ids := make([]string, 0, len(fs))
 		for _, f := range fs {
 			ids = append(ids, f.RuleID)
@@ -646,35 +576,22 @@ func (g *Guard) Redact(s string) string {
 
 // secretSpans finds every secret in s, from both rule sets.
 func (g *Guard) secretSpans(s string) []secretSpan {
+	return credentialSpans(g.rules, g.extraRules, s)
+}
+
+// credentialSpans finds every secret in s that gitleaks' rule set (set)
+// and continuityd's own rules (own) find, at the offsets the rules report.
+func credentialSpans(set *secretrules.Set, own []secretRule, s string) []secretSpan {
 	if len(s) < minSecretLen {
 		return nil
 	}
 	var spans []secretSpan
 	lower := asciiLower(s)
-	for i := range g.extraRules {
-		spans = append(spans, g.extraRules[i].find(s, lower, 0)...)
+	for i := range own {
+		spans = append(spans, own[i].find(s, lower, 0)...)
 	}
-	for _, f := range g.detector.DetectString(s) {
-		secret := f.Secret
-		if secret == "" {
-			secret = f.Match
-		}
-		if len(secret) < 4 {
-			// A capture this short cannot be located safely by search
-			// (it would hit innocent text); fall back to the whole match.
-			secret = f.Match
-		}
-		if secret == "" {
-			continue
-		}
-		for off := 0; ; {
-			i := strings.Index(s[off:], secret)
-			if i < 0 {
-				break
-			}
-			spans = append(spans, secretSpan{rule: f.RuleID, start: off + i, end: off + i + len(secret)})
-			off += i + len(secret)
-		}
+	for _, f := range set.Find(s) {
+		spans = append(spans, secretSpan{rule: f.RuleID, start: f.Start, end: f.End})
 	}
 	return spans
 }

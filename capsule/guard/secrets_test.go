@@ -2,12 +2,10 @@ package guard
 
 import (
 	"encoding/base64"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/zricethezav/gitleaks/v8/detect"
 )
 
 // credentialCase is one credential shape. value is the smallest string
@@ -280,77 +278,62 @@ func BenchmarkCheckSecret(b *testing.B) {
 	}
 }
 
-// TestDetectorIsGitleaksDefault checks that the detector built on a private
-// viper instance has exactly the rules detect.NewDetectorDefaultConfig
-// loads (that constructor writes viper's global state, so it is only
-// called here, in a test that does not run in parallel).
-func TestDetectorIsGitleaksDefault(t *testing.T) {
-	ref, err := detect.NewDetectorDefaultConfig()
+// TestGuardsShareOneRuleSet: every Guard evaluates the one parsed copy of
+// gitleaks' rule set (secretrules.Default), so there is one rule set per
+// process, whatever the number of guards. Its verdicts are compared with
+// gitleaks' own detector in internal/secretrules.
+func TestGuardsShareOneRuleSet(t *testing.T) {
+	a, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mine := testGuard(t).detector
-	if !reflect.DeepEqual(ref.Config.OrderedRules, mine.Config.OrderedRules) {
-		t.Fatalf("rule sets differ: %d vs %d rules", len(ref.Config.OrderedRules), len(mine.Config.OrderedRules))
+	b, err := New(Options{AllowedLinkDomains: []string{"example.org"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(ref.Config.Keywords) != len(mine.Config.Keywords) || len(ref.Config.Allowlists) != len(mine.Config.Allowlists) {
-		t.Fatal("keywords or allowlists differ")
-	}
-	if len(mine.Config.OrderedRules) < 200 {
-		t.Fatalf("only %d gitleaks rules loaded", len(mine.Config.OrderedRules))
+	if a.rules != b.rules || a.rules.Len() < 200 {
+		t.Fatalf("guards hold different rule sets (%p, %p) or too few rules (%d)", a.rules, b.rules, a.rules.Len())
 	}
 }
 
-// TestDetectStringKeepsNoState pins the gitleaks behaviour the Guard relies
-// on to share one Detector: DetectString returns findings without adding
-// them to the Detector.
-func TestDetectStringKeepsNoState(t *testing.T) {
+// TestRedactCredentialShapesUsesTheGuardsRules: code without a Guard (an
+// upstream's error text) redacts with the guard's whole rule list,
+// gitleaks' set included, so every corpus shape, alone and in a sentence,
+// comes out exactly as the guard's own Redact leaves it.
+func TestRedactCredentialShapesUsesTheGuardsRules(t *testing.T) {
 	g := testGuard(t)
-	for i := range 5 {
-		if g.CheckSecret("f", "ghp_"+fake(uint64(800+i), alnum, 36)) == nil {
-			t.Fatal("not flagged")
+	byGitleaks := 0
+	for _, sh := range corpusShapes(t) {
+		for _, s := range []string{sh.value, "while debugging the deploy I pasted " + sh.value + " into the notes, sorry"} {
+			if got, want := RedactCredentialShapes(s, redacted), g.Redact(s); got != want {
+				t.Errorf("%s: RedactCredentialShapes gives %q, the guard's Redact %q", sh.name, got, want)
+			}
+		}
+		if g.extraRule(sh.value) == "" {
+			byGitleaks++
 		}
 	}
-	if n := len(g.detector.Findings()); n != 0 {
-		t.Fatalf("the shared detector accumulated %d findings", n)
+	if byGitleaks < 20 {
+		t.Fatalf("only %d shapes are left to gitleaks' rules: the comparison proves little", byGitleaks)
 	}
 }
 
-// TestKeywordGateGivesTheDetectorsVerdict: skipping gitleaks for strings
-// with none of its keywords changes no verdict. Every string here is judged
-// by the gated guard and by one that always runs the detector.
-func TestKeywordGateGivesTheDetectorsVerdict(t *testing.T) {
+// TestGitleaksAllowMarkerIsIgnored: gitleaks skips a finding whose line
+// says "gitleaks:allow"; the guard does not, so a pasted secret cannot
+// switch the guard off by carrying the marker (the library-based guard
+// accepted both of these).
+func TestGitleaksAllowMarkerIsIgnored(t *testing.T) {
 	g := testGuard(t)
-	if g.keywords == nil {
-		t.Fatal("the keyword gate is off: some gitleaks rule needs no keyword (see keywordGate)")
-	}
-	ungated := *g
-	ungated.keywords = nil
-	var texts []string
-	for _, tc := range credentialCases() {
-		texts = append(texts, tc.value, "note: "+tc.value+" end", strings.ToUpper(tc.value))
-	}
-	texts = append(texts, innocentCases()...)
-	// Each rule's own keywords, in the shapes its regexp looks for.
-	for _, r := range g.detector.Config.OrderedRules {
-		for _, k := range g.detector.Config.Rules[r].Keywords {
-			texts = append(texts,
-				k+"_"+fake(uint64(len(texts)), alnum, 40),
-				strings.ToUpper(k)+" = \""+fake(uint64(len(texts)+1), alnum, 32)+"\"",
-				"the "+k+" was rotated yesterday")
+	for _, v := range []string{
+		"ghp_" + fake(901, alnum, 36) + " gitleaks:allow",
+		"AKIA" + fake(902, upper, 16) + " # gitleaks:allow",
+	} {
+		if g.CheckSecret("focus", v) == nil {
+			t.Errorf("%.8s… with gitleaks:allow: accepted", v)
 		}
-	}
-	flagged := 0
-	for _, s := range texts {
-		got, want := g.secretRule(s), ungated.secretRule(s)
-		if got != want {
-			t.Errorf("%q: gated %q, detector %q", s, got, want)
+		body := `{"focus":` + js(v) + `}`
+		if _, err := g.DecodeCheckpoint([]byte(body)); err == nil {
+			t.Errorf("a checkpoint with %.8s… and gitleaks:allow in its focus: accepted", v)
 		}
-		if want != "" {
-			flagged++
-		}
-	}
-	if flagged < 100 {
-		t.Fatalf("only %d of %d strings flagged: the comparison proves little", flagged, len(texts))
 	}
 }

@@ -410,7 +410,7 @@ func orNone(s string) string {
 
 // TestReadmeDependencies: every direct require of go.mod is named in the
 // README's Dependencies list with a reason after " — ", and every module
-// the list names is required by go.mod. A package path (golang.org/x/time/rate)
+// the list names is required by go.mod directly. A package path (golang.org/x/time/rate)
 // names its module.
 func TestReadmeDependencies(t *testing.T) {
 	cmd := exec.Command("go", "mod", "edit", "-json")
@@ -458,6 +458,11 @@ func TestReadmeDependencies(t *testing.T) {
 			if mod == "" {
 				t.Errorf("README Dependencies names `%s`, which go.mod does not require: remove it from the list", m[1])
 				continue
+			}
+			if !required[mod] {
+				// Only what the module imports itself belongs in the list;
+				// a dependency of a dependency has no reason of ours.
+				t.Errorf("README Dependencies names `%s`, which go.mod requires only indirectly: remove it from the list", m[1])
 			}
 			covered[mod] = true
 		}
