@@ -1,12 +1,11 @@
 package capsule
 
-import (
-	"fmt"
-	"net/http"
-)
+import "fmt"
 
 // Codes of refusals. The first group is the Q-Day seed's own (same names,
 // same statuses); the rest are continuityd's, for input the seed leaves open.
+// StatusOf is the one table of the HTTP status each travels with (the
+// README's error table is checked against it).
 const (
 	CodeInvalidPublicStatus = "INVALID_PUBLIC_STATUS" // 400
 	CodeInvalidWorkingState = "INVALID_WORKING_STATE" // 400
@@ -69,12 +68,44 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
 }
 
-// Refuse builds a 400 Error for field with a formatted message.
-func Refuse(code, field, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+// StatusOf is the HTTP status a refusal with code travels with; 0 for a
+// code this package does not define.
+func StatusOf(code string) int {
+	switch code {
+	case CodeInvalidPublicStatus, CodeInvalidWorkingState, CodeMotiveRequired, CodeTooManyOpenLoops,
+		CodeEvidenceRequired, CodeInvalidCapsule, CodeSecretDetected, CodeInvalidJSON, CodeInvalidUTF8,
+		CodeUnknownField, CodeInvalidField, CodeInvalidFocus, CodeInvalidDecision, CodeInvalidCommitment,
+		CodeUnknownCommitment, CodeInvalidStop, CodeEmptyCheckpoint, CodeInvalidSignal, CodeAgentRequired,
+		CodeInvalidQuery, CodeInvalidMCPRequest:
+		return 400
+	case CodeUnauthorized:
+		return 401
+	case CodeForbiddenOrigin, CodeForbiddenHost:
+		return 403
+	case CodeNoCapsule, CodeNotFound, CodeUnknownAgent:
+		return 404
+	case CodeMethodNotAllowed:
+		return 405
+	case CodeRequestTimeout:
+		return 408
+	case CodeResidencyStopped:
+		return 409
+	case CodeBodyTooLarge:
+		return 413
+	case CodeUnsupportedMedia:
+		return 415
+	case CodeInternal:
+		return 500
+	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull:
+		return 503
+	case CodeSpoolFull, CodeDiskFull:
+		return 507
+	}
+	return 0
 }
 
-// RefuseStatus builds an Error with an explicit HTTP status.
-func RefuseStatus(status int, code, field, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+// Refuse builds the Error for code (with its status from StatusOf) and
+// field, with a formatted message.
+func Refuse(code, field, format string, args ...any) *Error {
+	return &Error{Status: StatusOf(code), Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }

@@ -215,60 +215,66 @@ func TestGitCommitBecomesReceipt(t *testing.T) {
 // TodoWrite calls state reaches resume, with the step in progress as the
 // next action the agent had not written itself.
 func TestTranscriptPlanAndNewSession(t *testing.T) {
-	const sample = "claude-todowrite-v2.0.14-jnarowski-agentcmd" // ends with a step in progress
-	raw, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", sample+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	sample := func(name string) ([]byte, []capsule.PlanStep) {
+		raw, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", name+".golden.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []capsule.PlanStep
+		if err := json.Unmarshal(golden, &plan); err != nil {
+			t.Fatal(err)
+		}
+		return raw, plan
 	}
-	golden, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", sample+".golden.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []capsule.PlanStep
-	if err := json.Unmarshal(golden, &want); err != nil {
-		t.Fatal(err)
-	}
+	oldRaw, oldPlan := sample("claude-todowrite-v2.0.76-entireio-cli")
+	newRaw, newPlan := sample("claude-todowrite-v2.0.14-jnarowski-agentcmd") // ends with a step in progress
 	cfg, wd := captureConfig(t)
 	cfg.Watch.Enabled = false
 	home := filepath.Join(filepath.Dir(cfg.Daemon.StateDir), "claude")
 	cfg.Transcripts = config.Transcripts{Enabled: true, ClaudeHome: home}
 	proj := transcript.ClaudeProjectDir(home, wd)
 	os.MkdirAll(proj, 0o700)
-	old := filepath.Join(proj, "00000000-0000-4000-8000-000000000001.jsonl")
-	os.WriteFile(old, []byte(`{"type":"summary","summary":"an older session"}`+"\n"), 0o600)
+	os.WriteFile(filepath.Join(proj, "00000000-0000-4000-8000-000000000001.jsonl"), oldRaw, 0o600)
 	td := startDaemon(t, cfg)
+	waitPlan := func(want []capsule.PlanStep) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			raw, _ := json.Marshal(td.resume("?peek=1")["plan"])
+			var got []capsule.PlanStep
+			json.Unmarshal(raw, &got)
+			if slices.Equal(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("plan in resume %s, want %v", raw, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The transcript there at the start is followed: its plan is the plan
+	// now, though read from history.
+	waitPlan(oldPlan)
+	if ws, _ := td.resume("?peek=1")["working_state"].(map[string]any); ws != nil {
+		t.Fatalf("a plan read from history set the working state: %v", ws)
+	}
 
 	// A new session starts after the daemon: no hook names it.
-	fresh := filepath.Join(proj, "00000000-0000-4000-8000-000000000002.jsonl")
-	f, err := os.OpenFile(fresh, os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(proj, "00000000-0000-4000-8000-000000000002.jsonl"), newRaw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.Write(raw)
-	f.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		raw, _ := json.Marshal(td.resume("?peek=1")["plan"])
-		var got []capsule.PlanStep
-		json.Unmarshal(raw, &got)
-		if slices.Equal(got, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("plan in resume %s, want %v", raw, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cur, ok := capsule.CurrentPlanStep(want)
+	waitPlan(newPlan)
+	cur, ok := capsule.CurrentPlanStep(newPlan)
 	if !ok {
 		t.Fatal("the sample's plan has no step in progress")
 	}
-	{
-		// The sample's plan was read as it was written (after following
-		// began), so its step in progress is the next action.
-		waitFor(t, 10*time.Second, func() bool {
-			ws, _ := td.resume("?peek=1")["working_state"].(map[string]any)
-			return ws != nil && ws["next_action"] == cur.Step
-		})
-	}
+	// Written while followed, its step in progress is the next action.
+	waitFor(t, 10*time.Second, func() bool {
+		ws, _ := td.resume("?peek=1")["working_state"].(map[string]any)
+		return ws != nil && ws["next_action"] == cur.Step
+	})
 }

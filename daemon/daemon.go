@@ -329,12 +329,12 @@ func (s *snapshot) agentFor(name, cwd string) (*agent.Agent, *capsule.Error) {
 		}
 	}
 	if err, ok := s.damaged[name]; ok {
-		return nil, capsule.RefuseStatus(http.StatusServiceUnavailable, capsule.CodeAgentDamaged, "agent",
+		return nil, capsule.Refuse(capsule.CodeAgentDamaged, "agent",
 			"agent %q is not served: %v", name, err)
 	}
 	a, ok := s.agents[name]
 	if !ok {
-		return nil, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeUnknownAgent, "agent",
+		return nil, capsule.Refuse(capsule.CodeUnknownAgent, "agent",
 			"no agent %q here; this daemon serves %v", name, s.names)
 	}
 	return a, nil

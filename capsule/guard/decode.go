@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"strconv"
 	"unicode/utf8"
 
@@ -39,7 +38,7 @@ type member struct {
 // checkBody runs steps 1 and 2 on a body of at most limit bytes.
 func checkBody(body []byte, limit int) *capsule.Error {
 	if len(body) > limit {
-		return capsule.RefuseStatus(http.StatusRequestEntityTooLarge, capsule.CodeBodyTooLarge, "",
+		return capsule.Refuse(capsule.CodeBodyTooLarge, "",
 			"the body is %d bytes; the limit is %d", len(body), limit)
 	}
 	if !utf8.Valid(body) {

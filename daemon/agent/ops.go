@@ -81,7 +81,7 @@ func (a *Agent) Checkpoint(ctx context.Context, g *guard.Guard, body []byte, syn
 	// The saved state, from the residency alone: an answer to a write never
 	// waits on an upstream's own view (resume has that).
 	if ans.State, err = a.store.StateJSON(); err != nil {
-		return nil, capsule.RefuseStatus(500, capsule.CodeInternal, "",
+		return nil, capsule.Refuse(capsule.CodeInternal, "",
 			"the write was stored (seq %d) but the answer could not be encoded: %v", seq, err)
 	}
 	return ans, nil
@@ -155,7 +155,7 @@ type CapsuleAnswer struct {
 func (a *Agent) Capsule() (*capsule.CapsuleRecord, error) {
 	rec := a.store.Capsule()
 	if rec == nil {
-		return nil, capsule.RefuseStatus(404, capsule.CodeNoCapsule, "",
+		return nil, capsule.Refuse(capsule.CodeNoCapsule, "",
 			"agent %s has no capsule yet; PUT /v1/capsule stores one, POST /v1/capsule/seal builds one", a.name)
 	}
 	return rec, nil
@@ -263,7 +263,7 @@ func (a *Agent) Signal(ctx context.Context, g *guard.Guard, body []byte) (*Signa
 // upstream's).
 func (a *Agent) DeadLetters(upstream string) ([]residency.DeadLetter, error) {
 	if upstream != "" && a.Shipper(upstream) == nil {
-		return nil, capsule.RefuseStatus(404, capsule.CodeNotFound, "upstream",
+		return nil, capsule.Refuse(capsule.CodeNotFound, "upstream",
 			"agent %s does not ship to an upstream called %q", a.name, upstream)
 	}
 	dl, err := a.store.DeadLetters(upstream)

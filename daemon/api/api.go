@@ -110,11 +110,11 @@ func (a *API) Handler() http.Handler {
 		// without Options.Metrics) is not found, not "use GET".
 		if methods, ok := routes[r.URL.Path]; ok && !slices.Contains(methods, r.Method) {
 			w.Header().Set("Allow", strings.Join(methods, ", "))
-			writeError(w, capsule.RefuseStatus(http.StatusMethodNotAllowed, capsule.CodeMethodNotAllowed, "",
+			writeError(w, capsule.Refuse(capsule.CodeMethodNotAllowed, "",
 				"%s does not take %s; use %s", r.URL.Path, r.Method, strings.Join(methods, " or ")))
 			return
 		}
-		writeError(w, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "",
+		writeError(w, capsule.Refuse(capsule.CodeNotFound, "",
 			"no such path %q; see the local API table in README.md", r.URL.Path))
 	})
 	mux.Handle("/mcp", a.mcpHandler())
@@ -153,7 +153,7 @@ func (a *API) recoverPanics(h http.Handler) http.Handler {
 					panic(v)
 				}
 				a.log.Error("handler panic", "path", r.URL.Path, "panic", v)
-				writeError(w, capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
+				writeError(w, capsule.Refuse(capsule.CodeInternal, "",
 					"internal error; nothing was saved by this request"))
 			}
 		}()
@@ -171,19 +171,19 @@ func (a *API) requireToken(h http.Handler, port string) http.Handler {
 	want := []byte("Bearer " + a.o.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHostPort(r.Host, "80", port) {
-			writeError(w, capsule.RefuseStatus(http.StatusForbidden, capsule.CodeForbiddenHost, "",
+			writeError(w, capsule.Refuse(capsule.CodeForbiddenHost, "",
 				"the loopback listener answers only to Host 127.0.0.1:%s, localhost:%s or [::1]:%s; a request for another host name (a DNS-rebound page) is refused", port, port, port))
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o, port) {
-			writeError(w, capsule.RefuseStatus(http.StatusForbidden, capsule.CodeForbiddenOrigin, "",
+			writeError(w, capsule.Refuse(capsule.CodeForbiddenOrigin, "",
 				"requests from a page on another origin are refused; only http(s)://localhost:%s, 127.0.0.1:%s or [::1]:%s may send an Origin", port, port, port))
 			return
 		}
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="continuityd"`)
-			writeError(w, capsule.RefuseStatus(http.StatusUnauthorized, capsule.CodeUnauthorized, "",
+			writeError(w, capsule.Refuse(capsule.CodeUnauthorized, "",
 				"the loopback listener needs Authorization: Bearer <token from api.token in the state directory>"))
 			return
 		}
@@ -261,10 +261,10 @@ func bodyRefusal(err error, limit int64) *capsule.Error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return capsule.RefuseStatus(http.StatusRequestEntityTooLarge, capsule.CodeBodyTooLarge, "",
+		return capsule.Refuse(capsule.CodeBodyTooLarge, "",
 			"the body is over %d bytes (%d KiB); nothing was saved", limit, limit>>10)
 	case isTimeout(err):
-		return capsule.RefuseStatus(http.StatusRequestTimeout, capsule.CodeRequestTimeout, "",
+		return capsule.Refuse(capsule.CodeRequestTimeout, "",
 			"the body did not arrive within %s; nothing was saved", bodyTimeout)
 	default:
 		return capsule.Refuse(capsule.CodeInvalidJSON, "", "could not read the body: %v", err)
@@ -281,10 +281,10 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.As(err, &ce):
 	case errors.Is(err, residency.ErrClosed):
-		ce = capsule.RefuseStatus(http.StatusServiceUnavailable, capsule.CodeShuttingDown, "",
+		ce = capsule.Refuse(capsule.CodeShuttingDown, "",
 			"the agent is stopping (shutdown or reload); nothing was saved: retry in a moment")
 	default:
-		ce = capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "", "%v", err)
+		ce = capsule.Refuse(capsule.CodeInternal, "", "%v", err)
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.code = ce.Code

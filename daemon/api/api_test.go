@@ -37,7 +37,7 @@ func (r runtime) Agent(name, cwd string) (*agent.Agent, *guard.Guard, error) {
 	if name == "" || name == r.ag.Name() {
 		return r.ag, r.g, nil
 	}
-	return nil, nil, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeUnknownAgent, "agent", "no agent of that name; this daemon serves %s", r.ag.Name())
+	return nil, nil, capsule.Refuse(capsule.CodeUnknownAgent, "agent", "no agent of that name; this daemon serves %s", r.ag.Name())
 }
 
 func (r runtime) Status() api.Status {

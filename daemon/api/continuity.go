@@ -40,7 +40,7 @@ func (a *API) handleCheckpoint(w http.ResponseWriter, r *http.Request, ag *agent
 	}
 	out, err := ans.AppendJSON(make([]byte, 0, len(ans.State)+64))
 	if err != nil {
-		writeError(w, capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
+		writeError(w, capsule.Refuse(capsule.CodeInternal, "",
 			"the write was stored (seq %d) but the answer could not be encoded: %v", ans.Seq, err))
 		return
 	}

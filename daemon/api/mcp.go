@@ -73,7 +73,7 @@ func (a *API) mcpHandler() http.Handler {
 		// On the loopback listener requireToken has already held Host and
 		// Origin to loopback; this is the Unix socket's rule.
 		if o := r.Header.Get("Origin"); o != "" && !socketOrigin(o, r.Host) {
-			writeError(w, capsule.RefuseStatus(http.StatusForbidden, capsule.CodeForbiddenOrigin, "",
+			writeError(w, capsule.Refuse(capsule.CodeForbiddenOrigin, "",
 				"MCP requests from a page on another origin (%s) are refused", o))
 			return
 		}
@@ -102,7 +102,7 @@ func (a *API) mcpHandler() http.Handler {
 		// No session id: this request opens a session.
 		if !sessions.reserve() {
 			w.Header().Set("Retry-After", "60")
-			writeError(w, capsule.RefuseStatus(http.StatusServiceUnavailable, capsule.CodeMCPSessionsFull, "",
+			writeError(w, capsule.Refuse(capsule.CodeMCPSessionsFull, "",
 				"%d MCP sessions are open, the most daemon.mcp_max_sessions allows; an idle one closes after %s "+
 					"(a client ends its own with DELETE /mcp): retry later", sessions.max, idle))
 			return
@@ -287,7 +287,7 @@ func (e *mcpErrorWriter) finish() {
 	}
 	h := e.Header()
 	h.Del("X-Content-Type-Options")
-	writeError(e.ResponseWriter, capsule.RefuseStatus(e.status, code, "", "MCP: %s", msg))
+	writeError(e.ResponseWriter, capsule.Refuse(code, "", "MCP: %s", msg))
 }
 
 // inProcess is the Backend of /mcp's tools: each tool is the agent's

@@ -271,7 +271,7 @@ func TestRefusalIsToolError(t *testing.T) {
 		{capsule.Refuse(capsule.CodeMotiveRequired, "decide.because", "say why in 24 characters"),
 			"MOTIVE_REQUIRED (decide.because): say why in 24 characters",
 			`{"error":{"code":"MOTIVE_REQUIRED","field":"decide.because","message":"say why in 24 characters"}}`},
-		{fmt.Errorf("wrapped: %w", capsule.RefuseStatus(404, capsule.CodeNoCapsule, "", "no capsule yet")),
+		{fmt.Errorf("wrapped: %w", capsule.Refuse(capsule.CodeNoCapsule, "", "no capsule yet")),
 			"NO_CAPSULE: no capsule yet", `{"error":{"code":"NO_CAPSULE","message":"no capsule yet"}}`},
 		{&client.APIError{Status: 409, Code: capsule.CodeResidencyStopped, Field: "stop", Message: "stopped"},
 			"RESIDENCY_STOPPED (stop): stopped", `{"error":{"code":"RESIDENCY_STOPPED","field":"stop","message":"stopped"}}`},

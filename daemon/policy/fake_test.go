@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -87,7 +86,7 @@ func (s *fakeStore) CheckpointIf(ctx context.Context, cp *capsule.Checkpoint, or
 		return 0, capsule.ErrStaleState
 	}
 	if s.st.Stopped != nil && !cp.ResumeResidency {
-		return 0, capsule.RefuseStatus(http.StatusConflict, capsule.CodeResidencyStopped, "", "stopped")
+		return 0, capsule.Refuse(capsule.CodeResidencyStopped, "", "stopped")
 	}
 	if cp.IsEmpty() {
 		s.t.Errorf("the policy sent an empty checkpoint")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -594,7 +593,7 @@ func TestStoreErrorsRecordedAndLoggedOnce(t *testing.T) {
 	store := newFakeStore(t, clk)
 	logs := &countingHandler{}
 	p := New("builder", DefaultConfig(), store, nil, slog.New(logs), clk.Now)
-	full := capsule.RefuseStatus(http.StatusInsufficientStorage, capsule.CodeSpoolFull, "", "full")
+	full := capsule.Refuse(capsule.CodeSpoolFull, "", "full")
 	store.err = full
 	ctx := context.Background()
 	p.Handle(ctx, Input{Kind: KindActivity})
@@ -619,7 +618,7 @@ func TestStoreErrorsRecordedAndLoggedOnce(t *testing.T) {
 		t.Errorf("%d warnings for one kind of error, want 1", n)
 	}
 	// A stopped residency answers 409: the policy stops sending.
-	store.err = capsule.RefuseStatus(http.StatusConflict, capsule.CodeResidencyStopped, "", "stopped")
+	store.err = capsule.Refuse(capsule.CodeResidencyStopped, "", "stopped")
 	f := 0.3
 	p.Handle(ctx, Input{Kind: KindSignal, Signal: &capsule.Signal{Kind: capsule.SignalContext, UsedFraction: &f}})
 	f = 0.9

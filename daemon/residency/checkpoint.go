@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -48,7 +47,7 @@ func (s *Store) checkpointIf(ctx context.Context, cp *capsule.Checkpoint, origin
 func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin, cpJSON []byte) (uint64, error) {
 	d := t.d
 	if d.Stopped != nil && !cp.ResumeResidency {
-		return 0, capsule.RefuseStatus(http.StatusConflict, capsule.CodeResidencyStopped, "",
+		return 0, capsule.Refuse(capsule.CodeResidencyStopped, "",
 			"the residency was stopped (%q); only a checkpoint with resume_residency: true lifts it", d.Stopped.Reason)
 	}
 	if err := checkCommitmentOps(d, cp.Commitments); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -117,7 +116,7 @@ func (s *Store) editDead(ctx context.Context, upstream string, seq uint64, edit 
 		var keys [][]byte
 		if seq != 0 {
 			if b.Get(deadKey(upstream, seq)) == nil {
-				return 0, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "seq",
+				return 0, capsule.Refuse(capsule.CodeNotFound, "seq",
 					"upstream %s has no dead letter with seq %d", upstream, seq)
 			}
 			keys = append(keys, deadKey(upstream, seq))

@@ -2,7 +2,6 @@ package residency
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"syscall"
 
@@ -15,11 +14,11 @@ import (
 // else is 500 INTERNAL. Either way nothing of the batch was kept.
 func commitError(dir string, err error) *capsule.Error {
 	if diskFull(err) {
-		return capsule.RefuseStatus(http.StatusInsufficientStorage, capsule.CodeDiskFull, "",
+		return capsule.Refuse(capsule.CodeDiskFull, "",
 			"the disk holding the state directory %s is full (%v); nothing was saved. "+
 				"Free space on that disk (or raise the quota), then retry the write", dir, err)
 	}
-	return capsule.RefuseStatus(http.StatusInternalServerError, capsule.CodeInternal, "",
+	return capsule.Refuse(capsule.CodeInternal, "",
 		"the write could not be stored: %v; nothing was saved", err)
 }
 

@@ -27,7 +27,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -911,7 +910,7 @@ func (t *txn) spoolFull() bool {
 }
 
 func spoolFullError(max int) error {
-	return capsule.RefuseStatus(http.StatusInsufficientStorage, capsule.CodeSpoolFull, "",
+	return capsule.Refuse(capsule.CodeSpoolFull, "",
 		"the outbox holds %d writes no upstream has taken yet (its bound); nothing was saved. The upstreams are behind or down: see `continuityd status`; retry later", max)
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -172,7 +171,7 @@ func (s *Store) Diff(ctx context.Context, id, against string, maxBytes int) (str
 	if against == "" {
 		var ok bool
 		if from, ok = parentTree(snap, all); !ok {
-			return "", false, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "against",
+			return "", false, capsule.Refuse(capsule.CodeNotFound, "against",
 				"snapshot %s's parent %s was dropped by retention; diff against a snapshot that is kept", short(snap.ID), short(snap.Parent))
 		}
 	} else {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -525,7 +524,7 @@ func (s *Store) resolve(ctx context.Context, id, field string) (Snapshot, []Snap
 	}
 	switch len(found) {
 	case 0:
-		return Snapshot{}, all, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, field,
+		return Snapshot{}, all, capsule.Refuse(capsule.CodeNotFound, field,
 			"no snapshot %s: it never existed or retention dropped it; `continuityd snapshot list` shows those kept", id)
 	case 1:
 		return found[0], all, nil

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/policy"
 )
@@ -489,10 +490,10 @@ func moduleOf(path string, required map[string]bool) string {
 // ---------------------------------------------------------------------------
 // 4. The error table is capsule's codes and statuses.
 
-// codeStatuses returns every refusal code capsule defines and the HTTP
-// status it travels with. Today it reads capsule/errors.go: each
-// `CodeX = "X" // NNN…` constant, the status in its comment. When capsule
-// holds one table of codes and statuses, read that table here instead.
+// codeStatuses returns every refusal code capsule defines (each
+// `CodeX = "X"` constant of capsule/errors.go) and the HTTP status it
+// travels with: capsule.StatusOf, the one table every refusal takes its
+// status from.
 func codeStatuses(t *testing.T) map[string]int {
 	t.Helper()
 	file := filepath.Join(root, "capsule", "errors.go")
@@ -500,7 +501,6 @@ func codeStatuses(t *testing.T) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := regexp.MustCompile(`^\s*(\d{3})\b`)
 	codes := map[string]int{}
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
@@ -518,14 +518,11 @@ func codeStatuses(t *testing.T) map[string]int {
 					t.Fatalf("%s: %s is not a string literal", file, n.Name)
 				}
 				code, _ := strconv.Unquote(lit.Value)
-				var m []string
-				if vs.Comment != nil {
-					m = status.FindStringSubmatch(vs.Comment.Text())
+				st := capsule.StatusOf(code)
+				if st == 0 {
+					t.Fatalf("%s: %s has no status in capsule.StatusOf", file, n.Name)
 				}
-				if m == nil {
-					t.Fatalf("%s: %s has no \"// NNN\" status comment", file, n.Name)
-				}
-				codes[code], _ = strconv.Atoi(m[1])
+				codes[code] = st
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package qdaytest
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -58,7 +57,7 @@ type publicStatus struct {
 // stateful rules are checked on the side before anything changes.
 func (rz *residency) apply(cp *capsule.Checkpoint, now time.Time, nextID *int) *capsule.Error {
 	if rz.stopped && !cp.ResumeResidency {
-		return capsule.RefuseStatus(http.StatusConflict, capsule.CodeResidencyStopped, "",
+		return capsule.Refuse(capsule.CodeResidencyStopped, "",
 			"the residency is stopped; only a checkpoint with resume_residency: true lifts it")
 	}
 	if cp.Stop != nil { // a stop ignores every other field
