@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -152,38 +153,13 @@ type streamWrite struct {
 
 func streamWrites(t *testing.T, url, agent string) []streamWrite {
 	t.Helper()
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, "CONTINUITYD", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"continuityd.writes." + agent + ".>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := js.Stream(ctx, "CONTINUITYD")
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := info.CachedInfo().State.LastSeq
 	var out []streamWrite
-	for {
-		msg, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
-		if err != nil {
-			break
-		}
-		md, _ := msg.Metadata()
+	readFleetStream(t, url, "continuityd.writes."+agent+".>", func(msg jetstream.Msg) {
 		seq, _ := strconv.ParseUint(msg.Headers().Get("Continuityd-Seq"), 10, 64)
 		var body map[string]any
 		json.Unmarshal(msg.Data(), &body)
 		out = append(out, streamWrite{seq: seq, key: msg.Headers().Get("Nats-Msg-Id"), body: body})
-		if md != nil && md.Sequence.Stream >= last {
-			break
-		}
-	}
+	})
 	return out
 }
 
@@ -499,4 +475,226 @@ func fleetCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	code, out, errOut := runCLI(t, nil, args...)
 	return out + errOut, code
+}
+
+
+// readFleetStream calls fn with every message of the stream on filter, in
+// stream order, retrying through a cluster's leader elections.
+func readFleetStream(t *testing.T, url, filter string, fn func(jetstream.Msg)) {
+	t.Helper()
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	deadline := time.Now().Add(30 * time.Second)
+	var next, last uint64 = 1, 0
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if last == 0 {
+			info, err := js.Stream(ctx, "CONTINUITYD")
+			if err != nil {
+				cancel()
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			last = info.CachedInfo().State.LastSeq
+		}
+		cons, err := js.OrderedConsumer(ctx, "CONTINUITYD", jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next})
+		cancel()
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		for {
+			msg, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
+			if err != nil {
+				if next > last || errors.Is(err, natsgo.ErrTimeout) {
+					return // nothing more on the filter
+				}
+				break // a leader election: read on from next
+			}
+			md, _ := msg.Metadata()
+			next = md.Sequence.Stream + 1
+			fn(msg)
+			if next > last {
+				return
+			}
+		}
+	}
+	if next <= last {
+		t.Fatalf("could not read the stream up to %d (at %d)", last, next)
+	}
+}
+
+// fleetCluster is a three-node JetStream cluster on loopback.
+type fleetCluster struct {
+	t       *testing.T
+	opts    []*server.Options
+	servers []*server.Server
+}
+
+func startFleetCluster(t *testing.T) *fleetCluster {
+	t.Helper()
+	cl := &fleetCluster{t: t}
+	var routes []string
+	clientPorts, routePorts := make([]int, 3), make([]int, 3)
+	for i := range 3 {
+		clientPorts[i], routePorts[i] = loopbackPort(t), loopbackPort(t)
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", routePorts[i]))
+	}
+	for i := range 3 {
+		o := natsOpts(t.TempDir(), clientPorts[i])
+		o.ServerName = fmt.Sprintf("n%d", i+1)
+		o.Cluster = server.ClusterOpts{Name: "fleet", Host: "127.0.0.1", Port: routePorts[i]}
+		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		cl.opts = append(cl.opts, o)
+	}
+	cl.servers = make([]*server.Server, 3)
+	for i := range 3 {
+		cl.start(i)
+	}
+	t.Cleanup(func() {
+		for _, s := range cl.servers {
+			if s != nil {
+				stopNATS(s)
+			}
+		}
+	})
+	nc, err := natsgo.Connect(cl.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	fleetWait(t, 30*time.Second, "the cluster's JetStream", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := js.AccountInfo(ctx)
+		return err == nil
+	})
+	return cl
+}
+
+func (cl *fleetCluster) start(i int) {
+	s, err := server.NewServer(cl.opts[i].Clone())
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		cl.t.Fatalf("node %d not ready", i)
+	}
+	cl.servers[i] = s
+}
+
+func (cl *fleetCluster) stop(i int) { stopNATS(cl.servers[i]); cl.servers[i] = nil }
+
+func (cl *fleetCluster) url() string {
+	var out []string
+	for _, o := range cl.opts {
+		out = append(out, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
+	}
+	return strings.Join(out, ",")
+}
+
+// TestFleetConservation: 2,000 writes through a daemon SIGKILLed 5 times,
+// shipping to a three-node cluster (replicas 3) one node of which is
+// stopped and restarted mid-stream. The stream holds every acknowledged
+// write, once per Idempotency-Key, in order, never faster than the limit.
+func TestFleetConservation(t *testing.T) {
+	const (
+		total    = 2000
+		segments = 6 // 5 SIGKILLs between them
+		rate     = 400.0
+		burst    = 40
+	)
+	cl := startFleetCluster(t)
+	w := fleetWorkspace(t, cl.url(), fmt.Sprintf("replicas = 3\nrate = %v\nburst = %d\n", rate, burst))
+	acked := map[uint64]string{}
+	n := 0
+	for seg := range segments {
+		p := startProc(t, w.socket, nil, "run", "--config", w.config)
+		c := p.client()
+		per := total / segments
+		if seg == segments-1 {
+			per = total - n
+		}
+		for i := range per {
+			if seg == 2 && i == per/2 {
+				cl.stop(1) // a node goes away mid-stream...
+			}
+			if seg == 4 && i == per/2 {
+				cl.start(1) // ...and comes back
+			}
+			focus := fmt.Sprintf("write %d", n)
+			code, m, err := post(c, "/v1/continuity/checkpoint", map[string]any{"focus": focus})
+			if err != nil || code != 200 {
+				t.Fatalf("write %d: %d %v %v", n, code, m, err)
+			}
+			acked[uint64(m["seq"].(float64))] = focus
+			n++
+		}
+		c.CloseIdleConnections()
+		if seg < segments-1 {
+			p.kill()
+			continue
+		}
+		fleetWait(t, 40*time.Second, "every write delivered", func() bool {
+			st := get(t, p.client(), "/v1/status")
+			ups := st["agents"].([]any)[0].(map[string]any)["upstreams"].([]any)
+			return ups[0].(map[string]any)["pending"].(float64) == 0
+		})
+		p.terminate(t)
+	}
+
+	var seqs []uint64
+	var times []time.Time
+	keys := map[string]bool{}
+	readFleetStream(t, cl.url(), "continuityd.writes.builder.>", func(msg jetstream.Msg) {
+		md, _ := msg.Metadata()
+		key := msg.Headers().Get("Nats-Msg-Id")
+		if keys[key] {
+			t.Fatalf("Idempotency-Key %s stored twice", key)
+		}
+		keys[key] = true
+		seq, _ := strconv.ParseUint(msg.Headers().Get("Continuityd-Seq"), 10, 64)
+		var body struct {
+			Checkpoint struct{ Focus string } `json:"checkpoint"`
+		}
+		json.Unmarshal(msg.Data(), &body)
+		if want, ok := acked[seq]; ok && body.Checkpoint.Focus != want {
+			t.Fatalf("seq %d holds %q, the daemon acknowledged %q", seq, body.Checkpoint.Focus, want)
+		}
+		if len(seqs) > 0 && seq <= seqs[len(seqs)-1] {
+			t.Fatalf("out of order: seq %d after %d", seq, seqs[len(seqs)-1])
+		}
+		seqs = append(seqs, seq)
+		times = append(times, md.Timestamp)
+	})
+	got := map[uint64]bool{}
+	for _, s := range seqs {
+		got[s] = true
+	}
+	for s := range acked {
+		if !got[s] {
+			t.Errorf("acknowledged seq %d is not in the stream", s)
+		}
+	}
+	if len(acked) != total {
+		t.Fatalf("%d writes acknowledged, want %d", len(acked), total)
+	}
+	// Never faster than the limit: any run of k stored writes spans at
+	// least (k - burst) / rate (50 ms of slack for the server's clock).
+	for i := range times {
+		for j := i + burst; j < len(times); j++ {
+			k := float64(j - i + 1)
+			if span := times[j].Sub(times[i]).Seconds() + 0.05; k > rate*span+burst {
+				t.Fatalf("writes %d..%d: %v in %.3fs, over rate %v burst %d", i, j, k, span, rate, burst)
+			}
+		}
+	}
+	t.Logf("%d writes, %d in the stream, 5 SIGKILLs, node n2 stopped and restarted", len(acked), len(seqs))
 }
