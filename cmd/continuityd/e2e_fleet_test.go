@@ -477,7 +477,6 @@ func fleetCLI(t *testing.T, args ...string) (string, int) {
 	return out + errOut, code
 }
 
-
 // readFleetStream calls fn with every message of the stream on filter, in
 // stream order, retrying through a cluster's leader elections.
 func readFleetStream(t *testing.T, url, filter string, fn func(jetstream.Msg)) {
