@@ -131,23 +131,16 @@ type Upstream struct {
 	// RegistrationURL (delx only) is where `continuityd delx register`
 	// posts; "" derives it from URL's host (/api/v1/agents/register).
 	RegistrationURL string `toml:"registration_url"`
-	// NATS holds the keys only a nats (fleet) upstream takes.
-	NATS NATS `toml:"-"`
-}
-
-// NATS is what a `kind = "nats"` upstream adds to Upstream: the
-// credentials (at most one of CredsFile, NKeyFile and the token), where its
-// writes, directions and states go, and how conflicts are judged. URL then
-// holds one or more servers separated by commas.
-type NATS struct {
-	CredsFile      string   // a NATS credentials file (JWT + NKey seed)
-	NKeyFile       string   // a file holding an NKey seed
-	CAFile         string   // PEM CAs trusted for TLS; "" the system's
-	Stream         string   // default "CONTINUITYD"
-	Bucket         string   // default "continuityd"
-	SubjectPrefix  string   // default "continuityd"
-	Replicas       int      // of a stream or bucket it creates; default 1
-	ConflictWindow Duration // default 10m
+	// A nats (fleet) upstream's keys. URL then holds one or more servers
+	// separated by commas; at most one of CredsFile, NKeyFile and the token.
+	CredsFile      string   `toml:"creds_file"`      // a NATS credentials file (JWT + NKey seed)
+	NKeyFile       string   `toml:"nkey_file"`       // a file holding an NKey seed
+	CAFile         string   `toml:"ca_file"`         // PEM CAs trusted for TLS; "" the system's
+	Stream         string   `toml:"stream"`          // default "CONTINUITYD"
+	Bucket         string   `toml:"bucket"`          // default "continuityd"
+	SubjectPrefix  string   `toml:"subject_prefix"`  // default "continuityd"
+	Replicas       int      `toml:"replicas"`        // of a stream or bucket it creates; default 1
+	ConflictWindow Duration `toml:"conflict_window"` // default 10m
 }
 
 // URLs are a nats upstream's servers, split on commas.

@@ -54,8 +54,8 @@ func kindDefaults(kind string) Upstream {
 		// A JetStream publish is cheap for the server; the limit keeps a
 		// runaway agent from flooding a shared fleet.
 		u.Rate, u.Burst, u.Timeout = 50, 100, Duration{10 * time.Second}
-		u.NATS = NATS{Stream: "CONTINUITYD", Bucket: "continuityd", SubjectPrefix: "continuityd", Replicas: 1,
-			ConflictWindow: Duration{10 * time.Minute}}
+		u.Stream, u.Bucket, u.SubjectPrefix, u.Replicas = "CONTINUITYD", "continuityd", "continuityd", 1
+		u.ConflictWindow = Duration{10 * time.Minute}
 	default:
 		// Delx allows 60 requests per 60 s per client, and Q-Day's
 		// published design defaults to 60 a minute per agent.

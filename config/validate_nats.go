@@ -67,28 +67,28 @@ func (c *checker) nats(p string, r rawUpstream, u *Upstream) {
 		c.token(p, KindNATS, u)
 	}
 	if r.CredsFile != "" {
-		u.NATS.CredsFile, _ = c.absPath(joinKey(p, "creds_file"), r.CredsFile)
+		u.CredsFile, _ = c.absPath(joinKey(p, "creds_file"), r.CredsFile)
 	}
 	if r.NKeyFile != "" {
-		u.NATS.NKeyFile, _ = c.absPath(joinKey(p, "nkey_file"), r.NKeyFile)
+		u.NKeyFile, _ = c.absPath(joinKey(p, "nkey_file"), r.NKeyFile)
 	}
 	if r.CAFile != "" {
-		u.NATS.CAFile, _ = c.absPath(joinKey(p, "ca_file"), r.CAFile)
+		u.CAFile, _ = c.absPath(joinKey(p, "ca_file"), r.CAFile)
 	}
 	if r.Stream != "" {
-		u.NATS.Stream = r.Stream
+		u.Stream = r.Stream
 		if !natsName.MatchString(r.Stream) {
 			c.failGot(joinKey(p, "stream"), "must be 1 to 64 letters, digits, '-' or '_' (a JetStream stream name)", r.Stream)
 		}
 	}
 	if r.Bucket != "" {
-		u.NATS.Bucket = r.Bucket
+		u.Bucket = r.Bucket
 		if !natsName.MatchString(r.Bucket) {
 			c.failGot(joinKey(p, "bucket"), "must be 1 to 64 letters, digits, '-' or '_' (a key-value bucket name)", r.Bucket)
 		}
 	}
 	if r.SubjectPrefix != "" {
-		u.NATS.SubjectPrefix = r.SubjectPrefix
+		u.SubjectPrefix = r.SubjectPrefix
 		if !natsPrefix.MatchString(r.SubjectPrefix) {
 			c.failGot(joinKey(p, "subject_prefix"), "must be dot-separated tokens of letters, digits, '-' or '_' (no wildcards)", r.SubjectPrefix)
 		}
@@ -97,10 +97,10 @@ func (c *checker) nats(p string, r rawUpstream, u *Upstream) {
 		if *r.Replicas < 1 || *r.Replicas > 5 {
 			c.failGot(joinKey(p, "replicas"), "must be 1 to 5 (3 for a three-node cluster)", *r.Replicas)
 		} else {
-			u.NATS.Replicas = int(*r.Replicas)
+			u.Replicas = int(*r.Replicas)
 		}
 	}
-	u.NATS.ConflictWindow = c.timeout(joinKey(p, "conflict_window"), r.ConflictWindow, u.NATS.ConflictWindow.Duration)
+	u.ConflictWindow = c.timeout(joinKey(p, "conflict_window"), r.ConflictWindow, u.ConflictWindow.Duration)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

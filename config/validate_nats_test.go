@@ -29,8 +29,8 @@ func TestValidateNATS(t *testing.T) {
 	if got := u.URLs(); len(got) != 2 || got[1] != "nats://b:4222" {
 		t.Errorf("URLs = %q", got)
 	}
-	want := NATS{CredsFile: "/etc/f.creds", Stream: "CONTINUITYD", Bucket: "continuityd", SubjectPrefix: "continuityd", Replicas: 3, ConflictWindow: Duration{time.Minute}}
-	if u.NATS != want || u.Rate != 50 || u.Burst != 100 || u.Timeout.Duration != 10*time.Second {
+	if u.CredsFile != "/etc/f.creds" || u.Stream != "CONTINUITYD" || u.Bucket != "continuityd" || u.SubjectPrefix != "continuityd" ||
+		u.Replicas != 3 || u.ConflictWindow.Duration != time.Minute || u.Rate != 50 || u.Burst != 100 || u.Timeout.Duration != 10*time.Second {
 		t.Errorf("nats upstream = %+v", u)
 	}
 }

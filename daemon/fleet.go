@@ -25,10 +25,10 @@ func (d *Daemon) newFleet(name string, uc config.Upstream, cfg *config.Config) (
 		host = "unknown-host"
 	}
 	c, err := fleet.New(fleet.Options{
-		Name: name, URLs: uc.URLs(), CredsFile: uc.NATS.CredsFile, NKeyFile: uc.NATS.NKeyFile, Token: token,
-		CAFile: uc.NATS.CAFile, Stream: uc.NATS.Stream, Bucket: uc.NATS.Bucket, SubjectPrefix: uc.NATS.SubjectPrefix,
-		Replicas: uc.NATS.Replicas, Machine: host, Instance: agent.FleetInstance(cfg.Daemon.StateDir),
-		Timeout: uc.Timeout.Duration, ConflictWindow: uc.NATS.ConflictWindow.Duration, Logger: d.log,
+		Name: name, URLs: uc.URLs(), CredsFile: uc.CredsFile, NKeyFile: uc.NKeyFile, Token: token,
+		CAFile: uc.CAFile, Stream: uc.Stream, Bucket: uc.Bucket, SubjectPrefix: uc.SubjectPrefix,
+		Replicas: uc.Replicas, Machine: host, Instance: agent.FleetInstance(cfg.Daemon.StateDir),
+		Timeout: uc.Timeout.Duration, ConflictWindow: uc.ConflictWindow.Duration, Logger: d.log,
 		OnConflict: func(ce fleet.ConflictError) { d.onFleetConflict(name, ce) },
 	})
 	if err != nil {
