@@ -133,14 +133,14 @@ type Upstream struct {
 	RegistrationURL string `toml:"registration_url"`
 	// A nats (fleet) upstream's keys. URL then holds one or more servers
 	// separated by commas; at most one of CredsFile, NKeyFile and the token.
-	CredsFile      string   `toml:"creds_file"`      // a NATS credentials file (JWT + NKey seed)
-	NKeyFile       string   `toml:"nkey_file"`       // a file holding an NKey seed
-	CAFile         string   `toml:"ca_file"`         // PEM CAs trusted for TLS; "" the system's
-	Stream         string   `toml:"stream"`          // default "CONTINUITYD"
-	Bucket         string   `toml:"bucket"`          // default "continuityd"
-	SubjectPrefix  string   `toml:"subject_prefix"`  // default "continuityd"
-	Replicas       int      `toml:"replicas"`        // of a stream or bucket it creates; default 1
-	ConflictWindow Duration `toml:"conflict_window"` // default 10m
+	CredsFile      string   `toml:"creds_file,omitempty"`      // a NATS credentials file (JWT + NKey seed)
+	NKeyFile       string   `toml:"nkey_file,omitempty"`       // a file holding an NKey seed
+	CAFile         string   `toml:"ca_file,omitempty"`         // PEM CAs trusted for TLS; "" the system's
+	Stream         string   `toml:"stream,omitempty"`          // default "CONTINUITYD"
+	Bucket         string   `toml:"bucket,omitempty"`          // default "continuityd"
+	SubjectPrefix  string   `toml:"subject_prefix,omitempty"`  // default "continuityd"
+	Replicas       int      `toml:"replicas,omitempty"`        // of a stream or bucket it creates; default 1
+	ConflictWindow Duration `toml:"conflict_window,omitempty"` // default 10m
 }
 
 // URLs are a nats upstream's servers, split on commas.
