@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -47,6 +49,7 @@ type fleetLink struct {
 	c       *fleet.Client
 	ship    *outbox.Shipper // held (not run) until a pending restore is done
 	timeout time.Duration
+	window  time.Duration // conflict_window
 	dirty   chan struct{} // buffered 1: the state changed since the last put
 
 	mu        sync.Mutex
@@ -80,7 +83,8 @@ func (a *Agent) openFleets() {
 		if !ok {
 			continue
 		}
-		fl := &fleetLink{name: ur.Client.Name(), c: c, ship: a.shippers[i], timeout: ur.Cfg.Timeout.Duration, dirty: make(chan struct{}, 1)}
+		fl := &fleetLink{name: ur.Client.Name(), c: c, ship: a.shippers[i], timeout: ur.Cfg.Timeout.Duration,
+			window: cmp.Or(ur.Cfg.ConflictWindow.Duration, fleet.DefaultConflictWindow), dirty: make(chan struct{}, 1)}
 		if fl.timeout <= 0 {
 			fl.timeout = fleet.DefaultTimeout
 		}
@@ -161,7 +165,9 @@ func (a *Agent) restoreFrom(ctx context.Context, fl *fleetLink) error {
 		from = &capsule.RestoredFrom{Upstream: fl.name, Machine: r.Machine, Instance: r.Instance, At: r.At,
 			AgeSeconds: int64(r.Age / time.Second), Revision: r.Revision, Seq: r.Seq, LastSeq: r.LastSeq,
 			Replayed: res.Applied, Merged: res.Merged, RestoredAt: time.Now().UTC()}
-		if r.Found && r.Instance != FleetInstance(filepath.Dir(filepath.Dir(a.dir))) && r.Age < fleet.DefaultConflictWindow {
+		host, _ := os.Hostname()
+		other := r.Machine != host || r.Instance != FleetInstance(filepath.Dir(filepath.Dir(a.dir)))
+		if r.Found && other && r.Age < fl.window {
 			from.PreviousWriterRecent = true
 		}
 		a.log.Info("agent restored from the fleet", "upstream", fl.name, "machine", r.Machine, "state_seq", r.Seq,
