@@ -48,6 +48,9 @@ const (
 	CodeMCPSessionsFull   = "MCP_SESSIONS_FULL"   // 503: /mcp is at daemon.mcp_max_sessions
 	CodeInvalidMCPRequest = "INVALID_MCP_REQUEST" // 400: a request the MCP transport refuses
 	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"   // 415: an MCP request whose body is not JSON
+
+	// The fleet (issue 15).
+	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream did not answer `continuityd fleet`
 )
 
 // Error is a refusal: a stable code, the HTTP status it travels with, the

@@ -32,6 +32,9 @@ type Resume struct {
 	Degraded       []string              `json:"degraded"`
 	Directions     []json.RawMessage     `json:"directions"`
 	Remote         map[string]RemoteView `json:"remote,omitempty"`
+	// RestoredFrom and FleetConflict: see capsule/fleet.go.
+	RestoredFrom  *RestoredFrom   `json:"restored_from,omitempty"`
+	FleetConflict []FleetConflict `json:"fleet_conflict,omitempty"`
 }
 
 // WorkingStateRecord is the stored private note with its timestamp.

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Config is the whole daemon configuration after defaults.
@@ -120,7 +121,7 @@ type DelxIdentity struct {
 // Upstream is one [upstream.NAME] table: a service the agents' checkpoints
 // are delivered to.
 type Upstream struct {
-	Kind      string   `toml:"kind"` // qday | delx | local
+	Kind      string   `toml:"kind"` // qday | delx | local | nats
 	URL       string   `toml:"url"`
 	TokenEnv  string   `toml:"token_env"`
 	TokenFile string   `toml:"token_file"`
@@ -130,6 +131,27 @@ type Upstream struct {
 	// RegistrationURL (delx only) is where `continuityd delx register`
 	// posts; "" derives it from URL's host (/api/v1/agents/register).
 	RegistrationURL string `toml:"registration_url"`
+	// A nats (fleet) upstream's keys. URL then holds one or more servers
+	// separated by commas; at most one of CredsFile, NKeyFile and the token.
+	CredsFile      string   `toml:"creds_file,omitempty"`      // a NATS credentials file (JWT + NKey seed)
+	NKeyFile       string   `toml:"nkey_file,omitempty"`       // a file holding an NKey seed
+	CAFile         string   `toml:"ca_file,omitempty"`         // PEM CAs trusted for TLS; "" the system's
+	Stream         string   `toml:"stream,omitempty"`          // default "CONTINUITYD"
+	Bucket         string   `toml:"bucket,omitempty"`          // default "continuityd"
+	SubjectPrefix  string   `toml:"subject_prefix,omitempty"`  // default "continuityd"
+	Replicas       int      `toml:"replicas,omitempty"`        // of a stream or bucket it creates; default 1
+	ConflictWindow Duration `toml:"conflict_window,omitempty"` // default 10m
+}
+
+// URLs are a nats upstream's servers, split on commas.
+func (u Upstream) URLs() []string {
+	var out []string
+	for _, s := range strings.Split(u.URL, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Guard is the [guard] table: the local checks applied to what agents write

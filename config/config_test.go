@@ -155,7 +155,7 @@ func TestDefaultTOMLExamplesDecode(t *testing.T) {
 	example := regexp.MustCompile(`(?m)^# (\[|[a-z_]+ = )`)
 	doc := example.ReplaceAllString(string(DefaultTOML()), "$1")
 	c := mustDecode(t, doc)
-	if len(c.Agents) != 1 || c.Agents[0].Name != "builder" || len(c.Upstreams) != 3 {
+	if len(c.Agents) != 1 || c.Agents[0].Name != "builder" || len(c.Upstreams) != 4 {
 		t.Errorf("uncommented examples gave %+v", c)
 	}
 }

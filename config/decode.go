@@ -154,6 +154,15 @@ type rawUpstream struct {
 	Timeout   *string  `toml:"timeout"`
 	// RegistrationURL is delx only: where `delx register` posts.
 	RegistrationURL string `toml:"registration_url"`
+	// nats only.
+	CredsFile      string  `toml:"creds_file"`
+	NKeyFile       string  `toml:"nkey_file"`
+	CAFile         string  `toml:"ca_file"`
+	Stream         string  `toml:"stream"`
+	Bucket         string  `toml:"bucket"`
+	SubjectPrefix  string  `toml:"subject_prefix"`
+	Replicas       *int64  `toml:"replicas"`
+	ConflictWindow *string `toml:"conflict_window"`
 }
 
 type rawGuard struct {

@@ -11,6 +11,7 @@ const (
 	KindQDay  = "qday"  // the Q-Day continuity API
 	KindDelx  = "delx"  // Delx Continuity Capsules over MCP
 	KindLocal = "local" // the local archive, in the state directory
+	KindNATS  = "nats"  // a fleet of daemons sharing agents through NATS JetStream
 )
 
 // LocalUpstream is the upstream every agent may name without declaring it.
@@ -49,6 +50,12 @@ func kindDefaults(kind string) Upstream {
 	case KindLocal:
 		// A local write costs a file append; the limit only stops a runaway.
 		u.Rate, u.Burst = 1000, 1000
+	case KindNATS:
+		// A JetStream publish is cheap for the server; the limit keeps a
+		// runaway agent from flooding a shared fleet.
+		u.Rate, u.Burst, u.Timeout = 50, 100, Duration{10 * time.Second}
+		u.Stream, u.Bucket, u.SubjectPrefix, u.Replicas = "CONTINUITYD", "continuityd", "continuityd", 1
+		u.ConflictWindow = Duration{10 * time.Minute}
 	default:
 		// Delx allows 60 requests per 60 s per client, and Q-Day's
 		// published design defaults to 60 a minute per agent.

@@ -389,7 +389,7 @@ func (c *checker) upstreams(raw map[string]rawUpstream) map[string]Upstream {
 }
 
 func isKind(s string) bool {
-	return s == KindQDay || s == KindDelx || s == KindLocal
+	return s == KindQDay || s == KindDelx || s == KindLocal || s == KindNATS
 }
 
 func (c *checker) upstream(p, name string, r rawUpstream) Upstream {
@@ -399,9 +399,9 @@ func (c *checker) upstream(p, name string, r rawUpstream) Upstream {
 	case kind == "" && isKind(name):
 		kind = name // [upstream.qday] is a qday upstream unless it says otherwise
 	case kind == "":
-		c.fail(kindKey, "is required: qday, delx or local")
+		c.fail(kindKey, "is required: qday, delx, local or nats")
 	case !isKind(kind):
-		c.failGot(kindKey, "must be one of qday, delx, local", kind)
+		c.failGot(kindKey, "must be one of qday, delx, local, nats", kind)
 	case name == LocalUpstream && kind != KindLocal:
 		c.failGot(kindKey, `the upstream named "local" must be of kind "local"`, kind)
 	}
@@ -415,7 +415,12 @@ func (c *checker) upstream(p, name string, r rawUpstream) Upstream {
 			c.fail(joinKey(p, "registration_url"), "only a delx upstream takes a registration_url")
 		}
 	}
+	if kind != KindNATS {
+		c.notNATS(p, r)
+	}
 	switch kind {
+	case KindNATS:
+		c.nats(p, r, &u)
 	case KindQDay:
 		c.remoteURL(joinKey(p, "url"), kind, r.URL)
 		c.token(p, kind, &u)

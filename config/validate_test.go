@@ -153,8 +153,8 @@ func TestValidateUpstreams(t *testing.T) {
 		return src(append([]string{`[[agent]]`, `name = "a"`, ``, `[upstream.qday]`}, lines...)...)
 	}
 	runErrCases(t, []errCase{
-		{"kind required", src(`[upstream.main]`, `url = "https://x.example"`), "upstream.main.kind", 1, 2, "is required: qday, delx or local"},
-		{"kind unknown", qday(`kind = "ftp"`), "upstream.qday.kind", 5, 1, `must be one of qday, delx, local (got "ftp")`},
+		{"kind required", src(`[upstream.main]`, `url = "https://x.example"`), "upstream.main.kind", 1, 2, "is required: qday, delx, local or nats"},
+		{"kind unknown", qday(`kind = "ftp"`), "upstream.qday.kind", 5, 1, `must be one of qday, delx, local, nats (got "ftp")`},
 		{"local of another kind", src(`[upstream.local]`, `kind = "qday"`), "upstream.local.kind", 2, 1, `must be of kind "local"`},
 		{"bad upstream name", src(`[upstream.Main]`, `kind = "local"`), "upstream.Main", 1, 2, "lowercase"},
 		{"url missing", qday(`token_env = "T"`), "upstream.qday.url", 4, 2, `is required for kind "qday"`},

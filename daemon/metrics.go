@@ -93,6 +93,7 @@ var (
 	descCWrites = prometheus.NewDesc("continuityd_committed_writes_total", "Writes those commits held (background updates included).", []string{"agent"}, nil)
 	descCBusy   = prometheus.NewDesc("continuityd_commit_seconds_total", "Time spent committing, syncs included.", []string{"agent"}, nil)
 	descCkpts   = prometheus.NewDesc("continuityd_checkpoints_total", "bbolt commits that caught up with the write-ahead log.", []string{"agent"}, nil)
+	descFleetC  = prometheus.NewDesc("continuityd_fleet_conflict", "1 while another daemon is seen writing the agent through the fleet upstream (see `continuityd fleet`), else 0.", []string{"agent", "upstream"}, nil)
 	descDamaged = prometheus.NewDesc("continuityd_agent_damaged", "1 for an agent refused because its files are damaged (see `continuityd recover`).", []string{"agent"}, nil)
 )
 
@@ -110,6 +111,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCBusy
 	ch <- descCkpts
 	ch <- descDamaged
+	ch <- descFleetC
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -134,6 +136,19 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				ok = 1
 			}
 			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, ok, name, u.Name, u.State)
+		}
+		if fl := a.FleetUpstreams(); len(fl) > 0 {
+			in := map[string]bool{}
+			for _, c := range a.FleetConflicts() {
+				in[c.Upstream] = true
+			}
+			for _, u := range fl {
+				v := 0.0
+				if in[u] {
+					v = 1
+				}
+				ch <- prometheus.MustNewConstMetric(descFleetC, prometheus.GaugeValue, v, name, u)
+			}
 		}
 		if w := a.Capture().Watching(); w != nil {
 			ws := w.Stats()

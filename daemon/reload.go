@@ -71,6 +71,7 @@ func (d *Daemon) Reload() error {
 			ur.Close()
 		}
 	}
+	releaseFleets(old, next, removed)
 	if err != nil {
 		d.metrics.reloads.WithLabelValues("partial").Inc()
 		d.log.Error("config reloaded with errors", "err", err, "started", added, "stopped", removed, "kept", kept)
@@ -196,6 +197,8 @@ func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config
 	case config.KindDelx:
 		c, err := delx.New(delx.Options{Name: name, URL: uc.URL, Identity: d.delxIdentity(name, cfg), Timeout: uc.Timeout.Duration})
 		return c, false, err
+	case config.KindNATS:
+		return d.newFleet(name, uc, cfg)
 	case config.KindQDay:
 		c, err := qday.New(qday.Options{Name: name, URL: uc.URL, Token: uc.Token, Timeout: uc.Timeout.Duration,
 			UserAgent: "continuityd/" + d.version})

@@ -46,10 +46,11 @@ func (d *Daemon) Status() api.Status {
 		}
 		res := a.Store().Resume(false)
 		res.Upstreams = a.UpstreamStates()
+		a.FleetStatus(&res)
 		st.Agents = append(st.Agents, api.AgentStatus{
 			Name: name, Workdir: a.Config().Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
 			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,
-			Degraded: res.Degraded, Refused: res.Refused,
+			Degraded: res.Degraded, Refused: res.Refused, FleetConflict: res.FleetConflict, RestoredFrom: res.RestoredFrom,
 		})
 	}
 	return st

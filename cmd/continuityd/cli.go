@@ -74,6 +74,7 @@ func commands() []command {
 		{"mcp", "MCP server on stdio, backed by the daemon", cmdMCP},
 		{"status", "the daemon's state (--json)", cmdStatus},
 		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
+		{"fleet", "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", cmdFleet},
 		{"recover", "an agent refused for damaged files: what was found; --accept-loss to go on", cmdRecover},
 		{"delx", "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", cmdDelx},
 		{"config", "check [FILE] | default", cmdConfig},

@@ -81,6 +81,7 @@ type Agent struct {
 	modes statefiles.Modes // of its directory and last-resume file
 
 	capture *capture.Capture // the automatic side: watcher, handoff files, policy
+	fleets  []*fleetLink     // its fleet upstreams (fleet.go)
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -141,6 +142,7 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 			},
 		}))
 	}
+	a.openFleets()
 	return a, nil
 }
 
@@ -171,6 +173,7 @@ func (a *Agent) onCommit(evs []residency.Event) {
 			s.Notify()
 		}
 	}
+	a.fleetTouch()
 	select {
 	case a.dirty <- struct{}{}:
 	default:
@@ -210,12 +213,15 @@ func (a *Agent) Start(ctx context.Context) {
 		a.keepLastResume(ctx)
 	}()
 	a.capture.Start(ctx, &a.wg)
+	a.startFleets(ctx)
 	for i, s := range a.shippers {
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			s.Run(ctx)
-		}()
+		if !a.shipperHeld(s) {
+			a.wg.Add(1)
+			go func() {
+				defer a.wg.Done()
+				s.Run(ctx)
+			}()
+		}
 		if w, ok := a.ups[i].Client.(upstream.Waiter); ok {
 			a.wg.Add(1)
 			go func() {
@@ -269,6 +275,7 @@ func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
 	r := a.store.Resume(visit)
 	r.Upstreams = a.UpstreamStates()
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
+	a.fleetResume(&r)
 	var resumers []int
 	for i, ur := range a.ups {
 		if _, ok := ur.Client.(upstream.Resumer); ok {

@@ -36,6 +36,7 @@ var routes = map[string][]string{
 	"/v1/deadletter/retry":      {http.MethodPost},
 	"/v1/deadletter/discard":    {http.MethodPost},
 	"/v1/status":                {http.MethodGet},
+	"/v1/fleet":                 {http.MethodGet},
 	"/healthz":                  {http.MethodGet},
 	"/metrics":                  {http.MethodGet},
 	"/mcp":                      {http.MethodGet, http.MethodPost, http.MethodDelete},
@@ -99,6 +100,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/deadletter/retry", a.withAgent(a.handleDeadLetterAction(true)))
 	mux.HandleFunc("POST /v1/deadletter/discard", a.withAgent(a.handleDeadLetterAction(false)))
 	mux.HandleFunc("GET /v1/status", a.handleStatus)
+	mux.HandleFunc("GET /v1/fleet", a.handleFleet)
 	if a.o.Metrics != nil {
 		mux.Handle("GET /metrics", a.o.Metrics)
 	}

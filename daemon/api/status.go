@@ -34,6 +34,10 @@ type AgentStatus struct {
 	// Damaged is set for an agent refused because its files are damaged:
 	// what was found and the way out. Such an agent is not served.
 	Damaged string `json:"damaged,omitempty"`
+	// FleetConflict lists other daemons writing this agent through a fleet
+	// upstream; RestoredFrom says where its state came from when it was.
+	FleetConflict []capsule.FleetConflict `json:"fleet_conflict,omitempty"`
+	RestoredFrom  *capsule.RestoredFrom   `json:"restored_from,omitempty"`
 }
 
 func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {

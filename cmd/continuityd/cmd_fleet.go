@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/continuityd/continuityd/daemon/api"
+)
+
+// cmdFleet lists the agents a fleet (nats) upstream's bucket knows: which
+// machine writes each, its last write, context used, public status phase,
+// and the health of its upstreams as its daemon reported them.
+func cmdFleet(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "fleet", "[--upstream NAME] [--json]")
+	var cf clientFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	up := fs.String("upstream", "", "the nats upstream (needed when the daemon has several)")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return exitUsage
+	}
+	c, err := cf.client(e)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer c.Close()
+	q := url.Values{}
+	if *up != "" {
+		q.Set("upstream", *up)
+	}
+	out, err := c.Do(ctx, http.MethodGet, "/v1/fleet", q, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	if *asJSON {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var ans api.FleetAnswer
+	if err := json.Unmarshal(out, &ans); err != nil {
+		return fail(e, err)
+	}
+	h := ans.Health.State
+	if ans.Health.Server != "" {
+		h += " to " + ans.Health.Server
+	}
+	if ans.Health.LastError != "" {
+		h += " (last error: " + ans.Health.LastError + ")"
+	}
+	fmt.Fprintf(e.stdout, "fleet %s: stream %s, bucket %s, %s\n\n", ans.Upstream, ans.Stream, ans.Bucket, h)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tMACHINE\tSEQ\tLAST WRITE\tCONTEXT\tPHASE\tUPSTREAMS\tCONFLICT")
+	now := time.Now()
+	for _, a := range ans.Agents {
+		last := "never"
+		if a.LastWrite != nil {
+			last = now.Sub(*a.LastWrite).Round(time.Second).String() + " ago"
+		}
+		ctxUsed := "-"
+		if a.ContextFraction != nil {
+			ctxUsed = fmt.Sprintf("%.0f%%", *a.ContextFraction*100)
+		}
+		phase := a.PublicPhase
+		if phase == "" {
+			phase = "-"
+		}
+		conflict := "-"
+		if len(a.ConflictWith) > 0 {
+			conflict = strings.Join(a.ConflictWith, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Agent, a.Machine, a.Seq, last, ctxUsed, phase, upstreamHealth(a.Upstreams), conflict)
+	}
+	tw.Flush()
+	if len(ans.Agents) == 0 {
+		fmt.Fprintln(e.stdout, "(the bucket knows no agent yet)")
+	}
+	return exitOK
+}
+
+// upstreamHealth is "name:state" for each upstream a writer reported.
+func upstreamHealth(raw json.RawMessage) string {
+	var ups []struct {
+		Name  string `json:"name"`
+		State string `json:"state"`
+	}
+	if json.Unmarshal(raw, &ups) != nil || len(ups) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(ups))
+	for i, u := range ups {
+		parts[i] = u.Name + ":" + u.State
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,36 @@
+package config
+
+import (
+	"testing"
+	"time"
+)
+
+func TestValidateNATS(t *testing.T) {
+	runErrCases(t, []errCase{
+		{"url missing", src(`[upstream.fleet]`, `kind = "nats"`), "upstream.fleet.url", 1, 2, `is required for kind "nats"`},
+		{"https url", src(`[upstream.fleet]`, `kind = "nats"`, `url = "https://nats.example"`), "upstream.fleet.url", 3, 1, "must be a nats://, tls://, ws:// or wss:// URL"},
+		{"second url bad", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222,http://b"`), "upstream.fleet.url", 3, 1, "server 2 must be"},
+		{"user in url", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://u:secretpw@a:4222"`), "upstream.fleet.url", 3, 1, "credentials in the url are not allowed"},
+		{"two credentials", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `creds_file = "/etc/f.creds"`, `token_env = "T"`), "upstream.fleet.creds_file", 4, 1, "at most one of creds_file, nkey_file and token_env/token_file"},
+		{"relative creds", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `creds_file = "f.creds"`), "upstream.fleet.creds_file", 4, 1, "must be an absolute path"},
+		{"replicas 7", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `replicas = 7`), "upstream.fleet.replicas", 4, 1, "must be 1 to 5"},
+		{"stream with dot", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `stream = "A.B"`), "upstream.fleet.stream", 4, 1, "JetStream stream name"},
+		{"prefix wildcard", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `subject_prefix = "cd.*"`), "upstream.fleet.subject_prefix", 4, 1, "no wildcards"},
+		{"bad window", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `conflict_window = "soon"`), "upstream.fleet.conflict_window", 4, 1, "duration"},
+		{"stream on qday", src(`[upstream.qday]`, `url = "https://q.example"`, `token_env = "T"`, `stream = "X"`), "upstream.qday.stream", 4, 1, "only a nats upstream takes stream"},
+	})
+	runOKCases(t, map[string]string{
+		"open server": src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://127.0.0.1:4222"`),
+		"cluster tls": src(`[upstream.fleet]`, `kind = "nats"`, `url = "tls://a:4222, tls://b:4222,tls://c:4222"`, `nkey_file = "/etc/f.nk"`, `replicas = 3`),
+		"token":       src(`[upstream.nats]`, `url = "nats://a:4222"`, `token_file = "/etc/t"`),
+	})
+	c := mustDecode(t, src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222,nats://b:4222"`, `creds_file = "/etc/f.creds"`, `replicas = 3`, `conflict_window = "1m"`))
+	u := c.Upstreams["fleet"]
+	if got := u.URLs(); len(got) != 2 || got[1] != "nats://b:4222" {
+		t.Errorf("URLs = %q", got)
+	}
+	if u.CredsFile != "/etc/f.creds" || u.Stream != "CONTINUITYD" || u.Bucket != "continuityd" || u.SubjectPrefix != "continuityd" ||
+		u.Replicas != 3 || u.ConflictWindow.Duration != time.Minute || u.Rate != 50 || u.Burst != 100 || u.Timeout.Duration != 10*time.Second {
+		t.Errorf("nats upstream = %+v", u)
+	}
+}

@@ -1,0 +1,429 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/events"
+	"github.com/continuityd/continuityd/daemon/outbox"
+	"github.com/continuityd/continuityd/daemon/residency"
+	fleet "github.com/continuityd/continuityd/upstream/nats"
+)
+
+// The agent's side of its fleet upstreams (kind "nats"): its latest state is
+// published to the fleet's bucket after writes; an agent whose residency is
+// empty is restored from the fleet before it is served; another daemon
+// writing the same agent is reported.
+
+// publishEvery bounds how often the state is put to the fleet's bucket.
+const publishEvery = time.Second
+
+// restoreRetryMax bounds the wait between restore attempts while the fleet
+// is unreachable.
+const restoreRetryMax = 30 * time.Second
+
+// FleetInstance tells apart two daemons on one machine and stays the same
+// across restarts of one: a short hash of its absolute state directory.
+func FleetInstance(stateDir string) string {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		abs = stateDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hex.EncodeToString(sum[:6])
+}
+
+// fleetLink is one fleet upstream of the agent.
+type fleetLink struct {
+	name    string
+	c       *fleet.Client
+	ship    *outbox.Shipper // held (not run) until a pending restore is done
+	timeout time.Duration
+	window  time.Duration // conflict_window
+	dirty   chan struct{} // buffered 1: the state changed since the last put
+
+	mu        sync.Mutex
+	rev       uint64 // the agent key's revision this daemon last wrote (or restored)
+	pending   bool   // the residency was empty and the fleet has not answered yet
+	restored  *capsule.RestoredFrom
+	putSeq    uint64 // the seq of the last state put
+	conflict  bool   // a conflict episode is being reported
+	lastPutOK bool
+}
+
+func (fl *fleetLink) isPending() bool {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.pending
+}
+
+func (fl *fleetLink) touch() {
+	select {
+	case fl.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// openFleets finds the agent's fleet upstreams and, when its residency is
+// empty, restores it from the first that answers within its timeout. An
+// unanswered restore leaves the agent empty and degraded; Start retries it.
+func (a *Agent) openFleets() {
+	for i, ur := range a.ups {
+		c, ok := ur.Client.(*fleet.Client)
+		if !ok {
+			continue
+		}
+		fl := &fleetLink{name: ur.Client.Name(), c: c, ship: a.shippers[i], timeout: ur.Cfg.Timeout.Duration,
+			window: cmp.Or(ur.Cfg.ConflictWindow.Duration, fleet.DefaultConflictWindow), dirty: make(chan struct{}, 1)}
+		if fl.timeout <= 0 {
+			fl.timeout = fleet.DefaultTimeout
+		}
+		a.fleets = append(a.fleets, fl)
+	}
+	if len(a.fleets) == 0 || !a.residencyEmpty() {
+		return
+	}
+	for _, fl := range a.fleets {
+		fl.pending = true
+	}
+	fl := a.fleets[0] // one fleet restores; the others hold the same writes
+	ctx, cancel := context.WithTimeout(context.Background(), fl.timeout)
+	defer cancel()
+	if err := a.restoreUntil(ctx, fl); err != nil {
+		a.log.Warn("the residency is empty and the fleet did not answer in time: starting empty (degraded); the state is restored when the fleet answers, keeping what is written meanwhile",
+			"upstream", fl.name, "waited", fl.timeout, "err", err)
+	}
+}
+
+// residencyEmpty: nothing was ever written here (a new machine, a new pod,
+// a wiped state directory).
+func (a *Agent) residencyEmpty() bool {
+	r := a.store.Resume(false)
+	return r.Seq == 0 && a.store.LogHead() == 0 && a.store.Capsule() == nil
+}
+
+// restoreUntil tries to restore from fl until it succeeds or ctx ends.
+func (a *Agent) restoreUntil(ctx context.Context, fl *fleetLink) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := a.restoreFrom(ctx, fl)
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
+// restoreFrom reads the agent from the fleet and imports it. On success
+// every fleet link of the agent stops being pending.
+func (a *Agent) restoreFrom(ctx context.Context, fl *fleetLink) error {
+	r, err := fl.c.Restore(ctx, a.name)
+	if err != nil {
+		return err
+	}
+	var from *capsule.RestoredFrom
+	if r.Found || r.LastSeq > 0 {
+		var st *capsule.Resume
+		if r.Found && len(r.State) > 0 {
+			st = &capsule.Resume{}
+			if err := json.Unmarshal(r.State, st); err != nil {
+				a.log.Error("the fleet's state of the agent is not a resume document; only its writes are replayed", "upstream", fl.name, "revision", r.Revision, "err", err)
+				st = nil
+			}
+		}
+		var writes []capsule.Write
+		if r.LastSeq > r.Seq {
+			err := fl.c.Replay(ctx, a.name, r.Seq+1, func(w capsule.Write) error {
+				writes = append(writes, w)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		res, err := a.store.Import(ctx, residency.Import{State: st, Writes: writes, SeqFloor: max(r.LastSeq, r.Seq)})
+		if err != nil {
+			return err
+		}
+		from = &capsule.RestoredFrom{Upstream: fl.name, Machine: r.Machine, Instance: r.Instance, At: r.At,
+			AgeSeconds: int64(r.Age / time.Second), Revision: r.Revision, Seq: r.Seq, LastSeq: r.LastSeq,
+			Replayed: res.Applied, Merged: res.Merged, RestoredAt: time.Now().UTC()}
+		host, _ := os.Hostname()
+		other := r.Machine != host || r.Instance != FleetInstance(filepath.Dir(filepath.Dir(a.dir)))
+		if r.Found && other && r.Age < fl.window {
+			from.PreviousWriterRecent = true
+		}
+		a.log.Info("agent restored from the fleet", "upstream", fl.name, "machine", r.Machine, "state_seq", r.Seq,
+			"last_seq", r.LastSeq, "replayed", res.Applied, "skipped", res.Skipped, "age", r.Age.Round(time.Second), "merged", res.Merged, "seq", res.Seq)
+		if res.Merged {
+			a.log.Warn("the fleet came back after writes were made here: they were kept, and the fleet filled in only what they had not set", "upstream", fl.name)
+		}
+		if from.PreviousWriterRecent || len(r.Conflicts) > 0 {
+			a.log.Warn("the daemon that wrote this agent before may still be running; two daemons writing one agent are reported as a conflict",
+				"upstream", fl.name, "machine", r.Machine, "age", r.Age.Round(time.Second))
+		}
+		a.feed.Publish(events.Event{Kind: "restored", Seq: res.Seq, Summary: "state restored from the fleet (upstream " + fl.name + ", machine " + r.Machine + ")",
+			Data: from})
+	} else {
+		a.log.Info("the fleet has no state for this agent: starting new", "upstream", fl.name)
+	}
+	for _, f := range a.fleets {
+		f.mu.Lock()
+		f.pending = false
+		if f == fl {
+			f.restored = from
+			if r.Found {
+				f.rev = r.Revision
+			}
+		}
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+// startFleets runs, per fleet upstream, the state publisher and, for a
+// restore still pending, its retries; the held shippers start once the
+// restore is done. Called by Start with the agent's context.
+func (a *Agent) startFleets(ctx context.Context) {
+	for _, fl := range a.fleets {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if fl.isPending() {
+				if !a.retryRestore(ctx, fl) {
+					return
+				}
+			}
+			a.wg.Add(1)
+			go func() {
+				defer a.wg.Done()
+				fl.ship.Run(ctx)
+			}()
+			a.publish(ctx, fl)
+		}()
+	}
+}
+
+// shipperHeld reports whether s waits for a fleet restore (Start skips it).
+func (a *Agent) shipperHeld(s *outbox.Shipper) bool {
+	for _, fl := range a.fleets {
+		if fl.ship == s {
+			return true
+		}
+	}
+	return false
+}
+
+// retryRestore retries a pending restore with backoff until it is done (or
+// another link did it) or ctx ends.
+func (a *Agent) retryRestore(ctx context.Context, fl *fleetLink) bool {
+	wait := time.Second
+	for fl.isPending() {
+		t := time.NewTimer(wait/2 + rand.N(wait/2))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		if a.fleets[0] == fl {
+			rctx, cancel := context.WithTimeout(ctx, fl.timeout)
+			err := a.restoreFrom(rctx, fl)
+			cancel()
+			if err == nil {
+				break
+			}
+		}
+		wait = min(wait*2, restoreRetryMax)
+	}
+	return ctx.Err() == nil
+}
+
+// publish puts the agent's state to the fleet after changes, at most once
+// per publishEvery, and once more on the way out.
+func (a *Agent) publish(ctx context.Context, fl *fleetLink) {
+	fl.touch() // the fleet learns of the agent at start
+	for {
+		select {
+		case <-ctx.Done():
+			// The last state, bounded: shutdown must not wait on a dead fleet.
+			pctx, cancel := context.WithTimeout(context.Background(), min(fl.timeout, 2*time.Second))
+			a.putState(pctx, fl, false)
+			cancel()
+			return
+		case <-fl.dirty:
+		}
+		if !a.putState(ctx, fl, false) {
+			// The fleet did not take it: try again later.
+			time.AfterFunc(2*time.Second, fl.touch)
+		}
+		t := time.NewTimer(publishEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// putState writes the agent's resume document to the fleet's bucket. It
+// reports whether the fleet has this daemon's latest state (or its conflict
+// key does).
+func (a *Agent) putState(ctx context.Context, fl *fleetLink, always bool) bool {
+	r := a.store.Resume(false)
+	fl.mu.Lock()
+	rev, same := fl.rev, fl.putSeq == r.Seq && fl.lastPutOK
+	fl.mu.Unlock()
+	if same && !always {
+		return true
+	}
+	r.Upstreams = a.UpstreamStates()
+	r.RestoredFrom = fl.restoredFrom()
+	doc, err := json.Marshal(r)
+	if err != nil {
+		a.log.Error("fleet: cannot encode the state", "err", err)
+		return true
+	}
+	newRev, err := fl.c.PutState(ctx, a.name, doc, rev)
+	var ce *fleet.ConflictError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce):
+		a.FleetConflict(fl.name, *ce)
+	default:
+		if ctx.Err() == nil {
+			a.log.Debug("fleet: state not put; retrying", "upstream", fl.name, "err", err)
+		}
+		fl.mu.Lock()
+		fl.lastPutOK = false
+		fl.mu.Unlock()
+		return false
+	}
+	fl.mu.Lock()
+	if newRev != 0 {
+		fl.rev = newRev
+	}
+	fl.putSeq, fl.lastPutOK = r.Seq, true
+	fl.mu.Unlock()
+	return true
+}
+
+func (fl *fleetLink) restoredFrom() *capsule.RestoredFrom {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.restored == nil {
+		return nil
+	}
+	c := *fl.restored
+	return &c
+}
+
+// fleetTouch marks the state changed for the fleet publishers (onCommit).
+func (a *Agent) fleetTouch() {
+	for _, fl := range a.fleets {
+		fl.touch()
+	}
+}
+
+// FleetConflict reports another daemon writing this agent through the
+// fleet upstream: a WARN log and a fleet_conflict event, once per episode
+// (an episode ends when the fleet's conflict list no longer has the agent).
+// Called from the fleet client's goroutine; it never blocks.
+func (a *Agent) FleetConflict(upstream string, ce fleet.ConflictError) {
+	for _, fl := range a.fleets {
+		if fl.name != upstream {
+			continue
+		}
+		fl.mu.Lock()
+		first := !fl.conflict
+		fl.conflict = true
+		fl.mu.Unlock()
+		if !first {
+			return
+		}
+		a.log.Warn("another daemon is writing this agent: neither overwrites the other's state; stop one of them",
+			"upstream", upstream, "other_machine", ce.Machine, "other_instance", ce.Instance, "other_seq", ce.Seq, "held", ce.Held)
+		a.feed.Publish(events.Event{Kind: "fleet_conflict", Seq: ce.Seq,
+			Summary: "another daemon (machine " + ce.Machine + ") is writing this agent through upstream " + upstream,
+			Data:    ce})
+	}
+}
+
+// FleetConflicts are the other writers of this agent the fleet upstreams
+// see now (for resume, status and the metric).
+func (a *Agent) FleetConflicts() []capsule.FleetConflict {
+	var out []capsule.FleetConflict
+	for _, fl := range a.fleets {
+		found := false
+		for _, ce := range fl.c.Conflicts() {
+			if ce.Agent != a.name {
+				continue
+			}
+			found = true
+			out = append(out, capsule.FleetConflict{Upstream: fl.name, Machine: ce.Machine, Instance: ce.Instance,
+				Held: ce.Held, Seq: ce.Seq, At: ce.At})
+		}
+		if !found {
+			fl.mu.Lock()
+			fl.conflict = false // the episode is over; the next one is reported again
+			fl.mu.Unlock()
+		}
+	}
+	return out
+}
+
+// FleetDegraded names the fleet upstreams whose restore is still pending.
+func (a *Agent) FleetDegraded() []string {
+	var out []string
+	for _, fl := range a.fleets {
+		if fl.isPending() {
+			out = append(out, fl.name)
+		}
+	}
+	return out
+}
+
+// FleetStatus adds what the fleet says to a residency's resume document
+// (status: restored_from, fleet_conflict, degraded).
+func (a *Agent) FleetStatus(r *capsule.Resume) { a.fleetResume(r) }
+
+// FleetUpstreams names the agent's fleet upstreams.
+func (a *Agent) FleetUpstreams() []string {
+	var out []string
+	for _, fl := range a.fleets {
+		out = append(out, fl.name)
+	}
+	return out
+}
+
+// fleetResume adds what the fleet says to a resume document.
+func (a *Agent) fleetResume(r *capsule.Resume) {
+	if len(a.fleets) == 0 {
+		return
+	}
+	r.Degraded = append(r.Degraded, a.FleetDegraded()...)
+	r.FleetConflict = a.FleetConflicts()
+	for _, fl := range a.fleets {
+		if from := fl.restoredFrom(); from != nil {
+			r.RestoredFrom = from
+			break
+		}
+	}
+}

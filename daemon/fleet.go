@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"slices"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/upstream"
+	fleet "github.com/continuityd/continuityd/upstream/nats"
+)
+
+// newFleet builds a nats (fleet) upstream. Its outbox never coalesces: the
+// fleet keeps every write, and a restore replays them.
+func (d *Daemon) newFleet(name string, uc config.Upstream, cfg *config.Config) (upstream.Upstream, bool, error) {
+	var token func() (string, error)
+	if uc.HasToken() {
+		token = uc.Token
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	c, err := fleet.New(fleet.Options{
+		Name: name, URLs: uc.URLs(), CredsFile: uc.CredsFile, NKeyFile: uc.NKeyFile, Token: token,
+		CAFile: uc.CAFile, Stream: uc.Stream, Bucket: uc.Bucket, SubjectPrefix: uc.SubjectPrefix,
+		Replicas: uc.Replicas, Machine: host, Instance: agent.FleetInstance(cfg.Daemon.StateDir),
+		Timeout: uc.Timeout.Duration, ConflictWindow: uc.ConflictWindow.Duration, Logger: d.log,
+		OnConflict: func(ce fleet.ConflictError) { d.onFleetConflict(name, ce) },
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return c, false, nil
+}
+
+// onFleetConflict tells the agent another daemon writes it (from the
+// client's goroutine; never blocks).
+func (d *Daemon) onFleetConflict(upstreamName string, ce fleet.ConflictError) {
+	st := d.snap()
+	if st == nil {
+		return
+	}
+	if a := st.agents[ce.Agent]; a != nil {
+		a.FleetConflict(upstreamName, ce)
+	}
+}
+
+// releaseFleets stops the fleet watching the agents that left this daemon
+// while their fleet upstream stays: another daemon running them is no
+// conflict of this one's.
+func releaseFleets(old, next *snapshot, removed []string) {
+	for _, name := range removed {
+		oa := old.agents[name]
+		if oa == nil {
+			continue
+		}
+		for _, u := range oa.Config().Upstreams {
+			if ur := next.ups[u]; ur != nil && ur == old.ups[u] {
+				if c, ok := ur.Client.(*fleet.Client); ok {
+					c.Release(name)
+				}
+			}
+		}
+	}
+}
+
+// Fleet lists the agents a fleet upstream's bucket knows, with the
+// upstream's health (GET /v1/fleet). upstreamName "" picks the only one.
+func (d *Daemon) Fleet(ctx context.Context, upstreamName string) (*api.FleetAnswer, error) {
+	st := d.snap()
+	var names []string
+	for name, ur := range st.ups {
+		if _, ok := ur.Client.(*fleet.Client); ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	switch {
+	case len(names) == 0:
+		return nil, capsule.RefuseStatus(404, capsule.CodeNotFound, "upstream",
+			"no agent of this daemon ships to a nats upstream; configure one (kind = \"nats\") to see the fleet")
+	case upstreamName == "" && len(names) > 1:
+		return nil, capsule.Refuse(capsule.CodeInvalidQuery, "upstream",
+			"this daemon has several nats upstreams (%v); pick one with ?upstream=NAME (--upstream NAME)", names)
+	case upstreamName == "":
+		upstreamName = names[0]
+	case !slices.Contains(names, upstreamName):
+		return nil, capsule.RefuseStatus(404, capsule.CodeNotFound, "upstream",
+			"no nats upstream of that name is in use; the nats upstreams are %v", names)
+	}
+	c := st.ups[upstreamName].Client.(*fleet.Client)
+	ans := &api.FleetAnswer{Upstream: upstreamName, Stream: c.Stream(), Bucket: c.Bucket(), Health: c.Health()}
+	entries, err := c.Fleet(ctx)
+	if err != nil {
+		return nil, capsule.RefuseStatus(503, capsule.CodeFleetUnavailable, "upstream",
+			"the fleet (upstream %s) did not answer: %v; its health: %s", upstreamName, err, ans.Health.State)
+	}
+	ans.Agents = entries
+	if ans.Agents == nil {
+		ans.Agents = []fleet.FleetEntry{}
+	}
+	return ans, nil
+}
