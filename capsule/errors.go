@@ -99,7 +99,7 @@ func StatusOf(code string) int {
 		return 415
 	case CodeInternal:
 		return 500
-	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull:
+	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull, CodeFleetUnavailable:
 		return 503
 	case CodeSpoolFull, CodeDiskFull:
 		return 507

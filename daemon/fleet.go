@@ -81,7 +81,7 @@ func (d *Daemon) Fleet(ctx context.Context, upstreamName string) (*api.FleetAnsw
 	slices.Sort(names)
 	switch {
 	case len(names) == 0:
-		return nil, capsule.RefuseStatus(404, capsule.CodeNotFound, "upstream",
+		return nil, capsule.Refuse(capsule.CodeNotFound, "upstream",
 			"no agent of this daemon ships to a nats upstream; configure one (kind = \"nats\") to see the fleet")
 	case upstreamName == "" && len(names) > 1:
 		return nil, capsule.Refuse(capsule.CodeInvalidQuery, "upstream",
@@ -89,14 +89,14 @@ func (d *Daemon) Fleet(ctx context.Context, upstreamName string) (*api.FleetAnsw
 	case upstreamName == "":
 		upstreamName = names[0]
 	case !slices.Contains(names, upstreamName):
-		return nil, capsule.RefuseStatus(404, capsule.CodeNotFound, "upstream",
+		return nil, capsule.Refuse(capsule.CodeNotFound, "upstream",
 			"no nats upstream of that name is in use; the nats upstreams are %v", names)
 	}
 	c := st.ups[upstreamName].Client.(*fleet.Client)
 	ans := &api.FleetAnswer{Upstream: upstreamName, Stream: c.Stream(), Bucket: c.Bucket(), Health: c.Health()}
 	entries, err := c.Fleet(ctx)
 	if err != nil {
-		return nil, capsule.RefuseStatus(503, capsule.CodeFleetUnavailable, "upstream",
+		return nil, capsule.Refuse(capsule.CodeFleetUnavailable, "upstream",
 			"the fleet (upstream %s) did not answer: %v; its health: %s", upstreamName, err, ans.Health.State)
 	}
 	ans.Agents = entries

@@ -32,7 +32,7 @@ const fleetTimeout = 8 * time.Second
 func (a *API) handleFleet(w http.ResponseWriter, r *http.Request) {
 	fr, ok := a.o.Runtime.(FleetRuntime)
 	if !ok {
-		writeError(w, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "", "this daemon has no fleet"))
+		writeError(w, capsule.Refuse(capsule.CodeNotFound, "", "this daemon has no fleet"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), fleetTimeout)
