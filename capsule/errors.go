@@ -78,3 +78,8 @@ func Refuse(code, field, format string, args ...any) *Error {
 func RefuseStatus(status int, code, field, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
+
+// Work snapshots (issue 14).
+const (
+	CodeSnapshotsOff = "SNAPSHOTS_UNAVAILABLE" // 503: work snapshots are off, or git is missing or failing; the message says why
+)
