@@ -74,6 +74,7 @@ func commands() []command {
 		{"mcp", "MCP server on stdio, backed by the daemon", cmdMCP},
 		{"status", "the daemon's state (--json)", cmdStatus},
 		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
+		{"snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--dry-run]: the work snapshots, and rewinding", cmdSnapshot},
 		{"recover", "an agent refused for damaged files: what was found; --accept-loss to go on", cmdRecover},
 		{"delx", "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", cmdDelx},
 		{"config", "check [FILE] | default", cmdConfig},

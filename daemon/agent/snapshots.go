@@ -134,11 +134,22 @@ func (a *Agent) SnapshotList(ctx context.Context) ([]snapshot.Snapshot, error) {
 	return l, snapErr(err)
 }
 
-// SnapshotShow answers GET /v1/snapshots/{id}: one snapshot with its files.
+// Latest names the newest snapshot where an id is asked for.
+const Latest = "latest"
+
+// SnapshotShow answers GET /v1/snapshots/{id}: one snapshot with its files
+// (id "latest": the newest).
 func (a *Agent) SnapshotShow(ctx context.Context, id string) (snapshot.Detail, error) {
 	st, err := a.snapStore()
 	if err != nil {
 		return snapshot.Detail{}, err
+	}
+	if id == Latest {
+		n, ok := st.Newest()
+		if !ok {
+			return snapshot.Detail{}, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "id", "agent %s has no snapshot yet", a.name)
+		}
+		id = n.ID
 	}
 	d, err := st.Show(ctx, id)
 	return d, snapErr(err)
@@ -154,13 +165,13 @@ type DiffAnswer struct {
 
 // SnapshotDiff answers GET /v1/snapshots/{id}?diff=1: the unified diff of
 // id against its parent (or against), at most maxBytes (0: the default).
-// An empty id is the newest snapshot.
+// An empty id, or "latest", is the newest snapshot.
 func (a *Agent) SnapshotDiff(ctx context.Context, id, against string, maxBytes int) (DiffAnswer, error) {
 	st, err := a.snapStore()
 	if err != nil {
 		return DiffAnswer{}, err
 	}
-	if id == "" {
+	if id == "" || id == Latest {
 		n, ok := st.Newest()
 		if !ok {
 			return DiffAnswer{}, capsule.RefuseStatus(http.StatusNotFound, capsule.CodeNotFound, "id", "agent %s has no snapshot yet", a.name)

@@ -34,6 +34,7 @@ var routes = map[string][]string{
 	"/v1/deadletter":            {http.MethodGet},
 	"/v1/deadletter/retry":      {http.MethodPost},
 	"/v1/deadletter/discard":    {http.MethodPost},
+	"/v1/snapshots":             {http.MethodGet},
 	"/v1/status":                {http.MethodGet},
 	"/healthz":                  {http.MethodGet},
 	"/metrics":                  {http.MethodGet},
@@ -97,6 +98,9 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/deadletter", a.withAgent(a.handleDeadLetters))
 	mux.HandleFunc("POST /v1/deadletter/retry", a.withAgent(a.handleDeadLetterAction(true)))
 	mux.HandleFunc("POST /v1/deadletter/discard", a.withAgent(a.handleDeadLetterAction(false)))
+	mux.HandleFunc("GET /v1/snapshots", a.withAgent(a.handleSnapshots))
+	mux.HandleFunc("GET /v1/snapshots/{id}", a.withAgent(a.handleSnapshot))
+	mux.HandleFunc("POST /v1/snapshots/{id}/restore", a.withAgent(a.handleSnapshotRestore))
 	mux.HandleFunc("GET /v1/status", a.handleStatus)
 	if a.o.Metrics != nil {
 		mux.Handle("GET /metrics", a.o.Metrics)
