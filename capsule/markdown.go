@@ -165,8 +165,8 @@ func (r *Resume) snapshotText(now time.Time) string {
 	if s == nil {
 		return ""
 	}
-	return fmt.Sprintf("last snapshot %s: %d %s; `continuityd snapshot diff %s`\n",
-		age(now, s.At), s.Files, plural(s.Files, "file", "files"), shortID(s.ID))
+	return fmt.Sprintf("last snapshot %s: %d %s; `continuityd snapshot diff`\n",
+		age(now, s.At), s.Files, plural(s.Files, "file", "files"))
 }
 
 func (r *Resume) contextText() string {
