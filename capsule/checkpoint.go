@@ -169,6 +169,9 @@ type Write struct {
 	IdempotencyKey string      `json:"idempotency_key"`
 	Checkpoint     *Checkpoint `json:"checkpoint,omitempty"`
 	Capsule        *Capsule    `json:"capsule,omitempty"`
+	// Work is what a work record (WriteWork) carries; its Checkpoint, when
+	// set, is the part Q-Day may take.
+	Work *Work `json:"work,omitempty"`
 	// CoveredFrom is set on a call the outbox merged from a run of
 	// state-only checkpoints: the run's first seq (Seq is its last, and the
 	// IdempotencyKey is the last write's).

@@ -99,7 +99,7 @@ func StatusOf(code string) int {
 		return 415
 	case CodeInternal:
 		return 500
-	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull, CodeFleetUnavailable:
+	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull, CodeFleetUnavailable, CodeSnapshotsOff:
 		return 503
 	case CodeSpoolFull, CodeDiskFull:
 		return 507
@@ -112,3 +112,8 @@ func StatusOf(code string) int {
 func Refuse(code, field, format string, args ...any) *Error {
 	return &Error{Status: StatusOf(code), Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
+
+// Work snapshots (issue 14).
+const (
+	CodeSnapshotsOff = "SNAPSHOTS_UNAVAILABLE" // 503: work snapshots are off, or git is missing or failing; the message says why
+)

@@ -40,6 +40,7 @@ func (r *Resume) Markdown(limit int) string {
 	add("Open commitments", r.openCommitmentsText(now))
 	add("Recent decisions", r.decisionsText())
 	add("Receipts", r.receiptsText())
+	add("Snapshot", r.snapshotText(now))
 	if slv := r.sinceLastVisitText(now); slv != "" {
 		add(fmt.Sprintf("Since last visit (%s)", age(now, r.SinceLastVisit.Since)), slv)
 	}
@@ -157,6 +158,16 @@ func (r *Resume) sinceLastVisitText(now time.Time) string {
 		fmt.Fprintf(&slv, "- %s (%s)\n", sg.Summary, age(now, sg.At))
 	}
 	return slv.String()
+}
+
+// snapshotText is the one line about the latest work snapshot.
+func (r *Resume) snapshotText(now time.Time) string {
+	s := r.Snapshot
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf("last snapshot %s: %d %s; `continuityd snapshot diff`\n",
+		age(now, s.At), s.Files, plural(s.Files, "file", "files"))
 }
 
 func (r *Resume) contextText() string {

@@ -22,8 +22,11 @@ type Resume struct {
 	Receipts       []string            `json:"receipts"`
 	// Plan is the agent's own plan, as its transcript states it (Claude
 	// Code's TodoWrite and task tools, Codex's update_plan).
-	Plan           []PlanStep            `json:"plan"`
-	PlanUpdatedAt  *time.Time            `json:"plan_updated_at,omitempty"`
+	Plan          []PlanStep `json:"plan"`
+	PlanUpdatedAt *time.Time `json:"plan_updated_at,omitempty"`
+	// Snapshot is the latest work snapshot (the daemon fills it at read
+	// time); null before the first or with snapshots off.
+	Snapshot       *SnapshotRef          `json:"snapshot"`
 	SinceLastVisit SinceLastVisit        `json:"since_last_visit"`
 	Context        ContextState          `json:"context"`
 	LastWriteAt    *time.Time            `json:"last_write_at"`

@@ -25,6 +25,7 @@ type Config struct {
 	Watch       Watch               `toml:"watch"`
 	Policy      Policy              `toml:"policy"`
 	Transcripts Transcripts         `toml:"transcripts"`
+	Snapshots   Snapshots           `toml:"snapshots"`
 	Path        string              `toml:"-"` // file it was loaded from; "" for the embedded default
 }
 
@@ -58,6 +59,17 @@ type Transcripts struct {
 	Enabled    bool   `toml:"enabled"`     // default true
 	ClaudeHome string `toml:"claude_home"` // default ~/.claude
 	CodexHome  string `toml:"codex_home"`  // default ~/.codex
+}
+
+// Snapshots is the [snapshots] table: the work snapshots each agent's
+// automatic checkpoints take of its workdir (a shadow store in the agent's
+// state directory, never the agent's own repository).
+type Snapshots struct {
+	Enabled              bool  `toml:"enabled"`                // default true
+	MaxFileSize          int64 `toml:"max_file_size"`          // bytes; a larger file is skipped and listed; 0 = no limit (default 8 MiB)
+	Keep                 int   `toml:"keep"`                   // snapshots kept per agent (default 200)
+	KeepBytes            int64 `toml:"keep_bytes"`             // store size kept per agent, bytes (default 512 MiB)
+	OnExplicitCheckpoint bool  `toml:"on_explicit_checkpoint"` // also snapshot after each of the agent's own checkpoints (default false)
 }
 
 // Outbox is the [outbox] table: how accepted writes wait for and are retried

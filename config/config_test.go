@@ -74,6 +74,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 		Guard:     Guard{AllowedLinkDomains: []string{"qdaybunker.fun", "dexscreener.com"}},
 		Outbox:    defaultOutbox(),
 		Watch:     defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex"},
+		Snapshots: defaultSnapshots(),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -136,6 +137,7 @@ func TestDecodeFullConfig(t *testing.T) {
 		Guard:  Guard{AllowedLinkDomains: []string{}},
 		Outbox: defaultOutbox(),
 		Watch:  defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex"},
+		Snapshots: defaultSnapshots(),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -369,5 +371,31 @@ func TestDefaultTOMLIgnoreDirsAreTheWatchersDefault(t *testing.T) {
 	}
 	if !slices.Equal(cfg.Watch.IgnoreDirs, DefaultIgnoreDirs()) {
 		t.Fatalf("default.toml ignore_dirs %v, watcher default %v", cfg.Watch.IgnoreDirs, DefaultIgnoreDirs())
+	}
+}
+
+func defaultSnapshots() Snapshots {
+	return Snapshots{Enabled: true, MaxFileSize: DefaultSnapshotMaxFileSize, Keep: DefaultSnapshotKeep, KeepBytes: DefaultSnapshotKeepBytes}
+}
+
+func TestSnapshotsTableIsStrict(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"[snapshots]\nkeep = 0\n", "snapshots.keep"},
+		{"[snapshots]\nkeep_bytes = 10\n", "snapshots.keep_bytes"},
+		{"[snapshots]\nmax_file_size = -1\n", "snapshots.max_file_size"},
+		{"[snapshots]\nenabled = \"yes\"\n", "snapshots.enabled"},
+		{"[snapshots]\nkeep_count = 3\n", "keep_count"},
+	} {
+		_, err := Decode([]byte(tc.body), "x.toml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error naming %s", tc.body, err, tc.want)
+		}
+	}
+	cfg, err := Decode([]byte("[snapshots]\nenabled = false\nmax_file_size = 0\nkeep = 5\nkeep_bytes = 2097152\non_explicit_checkpoint = true\n"), "x.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Snapshots{MaxFileSize: 0, Keep: 5, KeepBytes: 2 << 20, OnExplicitCheckpoint: true}); cfg.Snapshots != want {
+		t.Errorf("got %+v, want %+v", cfg.Snapshots, want)
 	}
 }

@@ -78,6 +78,15 @@ type rawConfig struct {
 	Watch       rawWatch               `toml:"watch"`
 	Policy      rawPolicy              `toml:"policy"`
 	Transcripts rawTranscripts         `toml:"transcripts"`
+	Snapshots   rawSnapshots           `toml:"snapshots"`
+}
+
+type rawSnapshots struct {
+	Enabled              *bool  `toml:"enabled"`
+	MaxFileSize          *int64 `toml:"max_file_size"`
+	Keep                 *int64 `toml:"keep"`
+	KeepBytes            *int64 `toml:"keep_bytes"`
+	OnExplicitCheckpoint *bool  `toml:"on_explicit_checkpoint"`
 }
 
 type rawWatch struct {

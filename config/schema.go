@@ -105,6 +105,12 @@ var keySpecs = []keySpec{
 	{"transcripts.enabled", "true or false", boolKinds},
 	{"transcripts.claude_home", "a string", stringKinds},
 	{"transcripts.codex_home", "a string", stringKinds},
+	{"snapshots", "a table ([snapshots])", tableKinds},
+	{"snapshots.enabled", "true or false", boolKinds},
+	{"snapshots.max_file_size", "an integer (bytes)", integerKinds},
+	{"snapshots.keep", "an integer", integerKinds},
+	{"snapshots.keep_bytes", "an integer (bytes)", integerKinds},
+	{"snapshots.on_explicit_checkpoint", "true or false", boolKinds},
 }
 
 func specOf(path string) (keySpec, bool) {

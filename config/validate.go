@@ -65,6 +65,7 @@ func (c *checker) build(raw *rawConfig) *Config {
 		Watch:       c.watch(raw.Watch),
 		Policy:      c.policy(raw.Policy),
 		Transcripts: c.transcripts(raw.Transcripts),
+		Snapshots:   c.snapshots(raw.Snapshots),
 	}
 	cfg.Agents = c.agents(raw.Agents, cfg.Upstreams)
 	return cfg
@@ -665,4 +666,38 @@ func (c *checker) transcripts(r rawTranscripts) Transcripts {
 		t.CodexHome, _ = c.absPath("transcripts.codex_home", r.CodexHome)
 	}
 	return t
+}
+
+// Snapshot defaults: they fit a laptop (the snapshot package's own).
+const (
+	DefaultSnapshotMaxFileSize = 8 << 20
+	DefaultSnapshotKeep        = 200
+	DefaultSnapshotKeepBytes   = 512 << 20
+)
+
+func (c *checker) snapshots(r rawSnapshots) Snapshots {
+	s := Snapshots{Enabled: boolOr(r.Enabled, true), MaxFileSize: DefaultSnapshotMaxFileSize,
+		Keep: DefaultSnapshotKeep, KeepBytes: DefaultSnapshotKeepBytes, OnExplicitCheckpoint: boolOr(r.OnExplicitCheckpoint, false)}
+	if n := r.MaxFileSize; n != nil {
+		if *n < 0 {
+			c.failGot("snapshots.max_file_size", "must be a size in bytes, 0 for no limit", *n)
+		} else {
+			s.MaxFileSize = *n
+		}
+	}
+	if n := r.Keep; n != nil {
+		if *n < 1 || *n > 100_000 {
+			c.failGot("snapshots.keep", "must be from 1 to 100000", *n)
+		} else {
+			s.Keep = int(*n)
+		}
+	}
+	if n := r.KeepBytes; n != nil {
+		if *n < 1<<20 {
+			c.failGot("snapshots.keep_bytes", "must be at least 1048576 (1 MiB)", *n)
+		} else {
+			s.KeepBytes = *n
+		}
+	}
+	return s
 }

@@ -27,7 +27,7 @@ func TestMCPOverStdio(t *testing.T) {
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 7 {
+	if err != nil || len(tools.Tools) != 9 {
 		t.Fatalf("tools: %v %v", tools, err)
 	}
 	call := func(name string, args any) (string, bool) {

@@ -25,6 +25,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/upstream"
 )
@@ -83,6 +84,11 @@ type Agent struct {
 	capture *capture.Capture // the automatic side: watcher, handoff files, policy
 	fleets  []*fleetLink     // its fleet upstreams (fleet.go)
 
+	// Work snapshots (snapshots.go): the store, or why there is none.
+	snaps   *snapshot.Store
+	snapErr error
+	gcDue   chan struct{} // buffered 1: a GC is due
+
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
@@ -123,6 +129,7 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 		return nil, err
 	}
 	a.capture = capture.New(ac, a.dir, store, cfg, g, log)
+	a.openSnapshots(cfg, ac)
 	for _, name := range ac.Upstreams {
 		ur := ups[name]
 		a.ups = append(a.ups, ur)
@@ -153,6 +160,9 @@ func (a *Agent) onCommit(evs []residency.Event) {
 	out := make([]events.Event, 0, len(evs))
 	for _, e := range evs {
 		logged = logged || e.Logged
+		if e.Origin == capsule.OriginExplicit && e.Kind == string(capsule.WriteCheckpoint) && a.capture != nil {
+			a.capture.ExplicitCheckpoint()
+		}
 		switch {
 		case e.Kind == "signal" && e.Signal != nil:
 			a.obs.Signal(a.name, e.Signal.Kind)
@@ -212,6 +222,13 @@ func (a *Agent) Start(ctx context.Context) {
 		defer a.wg.Done()
 		a.keepLastResume(ctx)
 	}()
+	if a.snaps != nil {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.collectGarbage(ctx)
+		}()
+	}
 	a.capture.Start(ctx, &a.wg)
 	a.startFleets(ctx)
 	for i, s := range a.shippers {
@@ -238,6 +255,9 @@ func (a *Agent) Stop() error {
 		a.cancel()
 	}
 	a.wg.Wait()
+	if a.snaps != nil {
+		a.snaps.Close()
+	}
 	return a.store.Close() // idempotent
 }
 
@@ -276,6 +296,7 @@ func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
 	r.Upstreams = a.UpstreamStates()
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
 	a.fleetResume(&r)
+	a.fillSnapshot(&r)
 	var resumers []int
 	for i, ur := range a.ups {
 		if _, ok := ur.Client.(upstream.Resumer); ok {

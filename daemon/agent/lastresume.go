@@ -14,6 +14,7 @@ import (
 func (a *Agent) writeLastResume() {
 	r := a.store.Resume(false)
 	r.Upstreams = a.UpstreamStates()
+	a.fillSnapshot(&r)
 	raw, err := json.Marshal(statefiles.LastResume{Agent: a.name, Workdir: a.cfg.Workdir, At: time.Now().UTC(), Markdown: r.Markdown(statefiles.ResumeMarkdownLimit)})
 	if err != nil {
 		return

@@ -35,6 +35,7 @@ var routes = map[string][]string{
 	"/v1/deadletter":            {http.MethodGet},
 	"/v1/deadletter/retry":      {http.MethodPost},
 	"/v1/deadletter/discard":    {http.MethodPost},
+	"/v1/snapshots":             {http.MethodGet},
 	"/v1/status":                {http.MethodGet},
 	"/v1/fleet":                 {http.MethodGet},
 	"/healthz":                  {http.MethodGet},
@@ -99,6 +100,9 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/deadletter", a.withAgent(a.handleDeadLetters))
 	mux.HandleFunc("POST /v1/deadletter/retry", a.withAgent(a.handleDeadLetterAction(true)))
 	mux.HandleFunc("POST /v1/deadletter/discard", a.withAgent(a.handleDeadLetterAction(false)))
+	mux.HandleFunc("GET /v1/snapshots", a.withAgent(a.handleSnapshots))
+	mux.HandleFunc("GET /v1/snapshots/{id}", a.withAgent(a.handleSnapshot))
+	mux.HandleFunc("POST /v1/snapshots/{id}/restore", a.withAgent(a.handleSnapshotRestore))
 	mux.HandleFunc("GET /v1/status", a.handleStatus)
 	mux.HandleFunc("GET /v1/fleet", a.handleFleet)
 	if a.o.Metrics != nil {

@@ -359,3 +359,23 @@ func (b inProcess) Signal(ctx context.Context, name string, body []byte) (any, e
 	}
 	return ag.Signal(ctx, g, body)
 }
+
+func (b inProcess) SnapshotList(ctx context.Context, name string) (any, error) {
+	ag, _, err := b.agent(name)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ag.SnapshotList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"snapshots": l}, nil
+}
+
+func (b inProcess) SnapshotDiff(ctx context.Context, name, id, against string) (any, error) {
+	ag, _, err := b.agent(name)
+	if err != nil {
+		return nil, err
+	}
+	return ag.SnapshotDiff(ctx, id, against, 0)
+}

@@ -46,6 +46,7 @@ type Capture struct {
 	mu          sync.Mutex
 	handoffs    map[string]string         // handoff file → its mtime last applied, or the refusal
 	repos       map[string]*gitwatch.Repo // worktree root → repository seen
+	snaps       *snapshots                // work snapshots (snapshots.go); nil when off
 }
 
 // policyInputs buffers what reaches the policy; the store's writer must
@@ -116,6 +117,27 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 		c.policy.Run(ctx, c.inputs)
 	}()
 	wd := c.workdir
+	// The tree as the daemon finds it is the first snapshot; Start returns
+	// once it is taken (as it does once the tree is watched), so a change
+	// made after start is in the first work record.
+	var snapped chan struct{}
+	if s := c.snapshotter(); s != nil {
+		snapped = make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(snapped)
+			s.start(ctx)
+		}()
+		defer func() {
+			select {
+			case <-snapped:
+			case <-ctx.Done():
+			case <-time.After(30 * time.Second):
+				c.log.Warn("the first work snapshot is slow; going on", "workdir", wd)
+			}
+		}()
+	}
 	if wd != "" && c.cfg.Transcripts.Enabled {
 		wg.Add(1)
 		go func() {
@@ -179,10 +201,14 @@ func (c *Capture) DegradedSources() []string {
 	c.mu.Lock()
 	w := c.watcher
 	c.mu.Unlock()
+	var out []string
 	if w != nil && w.Degraded() != "" {
-		return []string{"watch"}
+		out = append(out, "watch")
 	}
-	return nil
+	if c.SnapshotError() != nil {
+		out = append(out, "snapshots")
+	}
+	return out
 }
 
 // activity records a burst of file changes (paths redacted) and tells the

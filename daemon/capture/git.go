@@ -41,6 +41,9 @@ func (c *Capture) gitCheck(ctx context.Context, dir string) {
 			continue
 		}
 		ch.Subject = c.guard.Redact(ch.Subject)
+		if ch.Kind == gitwatch.KindCommit {
+			c.noteCommit(ch.Receipt())
+		}
 		if _, err := c.store.AddReceipt(ctx, ch.Receipt(), ch.Kind == gitwatch.KindCommit); err != nil && ctx.Err() == nil {
 			c.log.Warn("cannot record a git receipt", "err", err)
 		}

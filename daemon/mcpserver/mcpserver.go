@@ -33,6 +33,11 @@ type Backend interface {
 	PutCapsule(ctx context.Context, agent string, body []byte) (any, error)
 	Seal(ctx context.Context, agent string, body []byte) (any, error)
 	Signal(ctx context.Context, agent string, body []byte) (any, error)
+	// SnapshotList lists the agent's work snapshots, newest first;
+	// SnapshotDiff is one's unified diff against its parent (or against),
+	// id "" meaning the newest. Both read only.
+	SnapshotList(ctx context.Context, agent string) (any, error)
+	SnapshotDiff(ctx context.Context, agent, id, against string) (any, error)
 }
 
 // Options configures a server.
@@ -80,6 +85,8 @@ func (t *tools) handlers() map[string]mcp.ToolHandler {
 		"capsule_write":  t.capsuleWrite,
 		"capsule_seal":   t.capsuleSeal,
 		"signal":         t.signal,
+		"snapshot_list":  t.snapshotList,
+		"snapshot_diff":  t.snapshotDiff,
 	}
 }
 

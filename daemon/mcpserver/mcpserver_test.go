@@ -82,6 +82,14 @@ func (f *fake) Signal(ctx context.Context, agent string, body []byte) (any, erro
 	return f.record(call{op: "signal", agent: agent, body: string(body)})
 }
 
+func (f *fake) SnapshotList(ctx context.Context, agent string) (any, error) {
+	return f.record(call{op: "snapshot_list", agent: agent})
+}
+
+func (f *fake) SnapshotDiff(ctx context.Context, agent, id, against string) (any, error) {
+	return f.record(call{op: "snapshot_diff", agent: agent, body: id + ".." + against})
+}
+
 // connect serves mcpserver.New(o) to an in-memory MCP client session.
 func connect(t *testing.T, o mcpserver.Options) *mcp.ClientSession {
 	t.Helper()
@@ -162,7 +170,7 @@ func TestToolsListed(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"capsule_read", "capsule_seal", "capsule_write", "checkpoint", "resume", "signal", "wait_for_event"}; !slices.Equal(names, want) {
+	if want := []string{"capsule_read", "capsule_seal", "capsule_write", "checkpoint", "resume", "signal", "snapshot_diff", "snapshot_list", "wait_for_event"}; !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
 }
@@ -340,5 +348,35 @@ func TestResumeMarkdownAndDocument(t *testing.T) {
 		if err := json.Unmarshal(doc, &back); err != nil || back.Agent != "builder" || back.Seq != 9 || back.Focus != r.Focus || len(back.Receipts) != 2 {
 			t.Errorf("structured content %s (%v), want the resume document", doc, err)
 		}
+	}
+}
+
+// The snapshot tools pass the agent and the ids on, and refuse anything else.
+func TestSnapshotTools(t *testing.T) {
+	f := &fake{answer: map[string]any{"ok": true}}
+	s := connect(t, mcpserver.Options{Backend: f, Agent: "builder"})
+	ctx := context.Background()
+	if res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "snapshot_list"}); err != nil || res.IsError {
+		t.Fatalf("snapshot_list: %v %+v", err, res)
+	}
+	if res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "snapshot_diff", Arguments: map[string]any{"id": "a1", "against": "b2", "agent": "other"}}); err != nil || res.IsError {
+		t.Fatalf("snapshot_diff: %v %+v", err, res)
+	}
+	got := f.took()
+	if len(got) != 2 || got[0].op != "snapshot_list" || got[0].agent != "builder" ||
+		got[1].op != "snapshot_diff" || got[1].agent != "other" || got[1].body != "a1..b2" {
+		t.Fatalf("calls %+v", got)
+	}
+	for _, bad := range []map[string]any{{"id": 3}, {"path": "x"}} {
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "snapshot_diff", Arguments: bad})
+		if err != nil || !res.IsError {
+			t.Fatalf("snapshot_diff %v accepted: %v %+v", bad, err, res)
+		}
+	}
+	if res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "snapshot_list", Arguments: map[string]any{"x": 1}}); err != nil || !res.IsError {
+		t.Fatalf("snapshot_list with an unknown argument: %v %+v", err, res)
+	}
+	if len(f.took()) != 0 {
+		t.Fatal("a refused call reached the backend")
 	}
 }

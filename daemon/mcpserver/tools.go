@@ -95,4 +95,6 @@ var definitions = []definition{
   "phase": {"enum": ["pre", "post"]}, "trigger": {"enum": ["manual", "auto"]}, "event": {"type": "string"},
   "source": {"type": "string"}, "reason": {"type": "string"}, "session_id": {"type": "string"}, "transcript_path": {"type": "string"}}}`,
 	},
+	snapshotListDef,
+	snapshotDiffDef,
 }

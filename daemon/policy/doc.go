@@ -44,6 +44,12 @@
 //     lapsed is refreshed at once.
 //   - derived: a capsule draft from the handoff file (.continuity/capsule.json)
 //     is stored, unsealed, with the next checkpoint the policy sends.
+//   - work: with a Snapshotter (work.go), quiet, threshold, pre_compaction,
+//     session_end and, when the daemon feeds KindCheckpoint, the agent's own
+//     checkpoints first snapshot the workdir and, when something is new,
+//     write one work record (capsule.WriteWork) before their checkpoint, so
+//     a capsule sealed with them carries its receipt. It counts in the
+//     hourly cap; a quiet one moves MinInterval like a quiet checkpoint.
 //
 // # What an automatic checkpoint carries
 //
@@ -92,7 +98,8 @@ const Table = `| trigger | default | what is sent |
 | ` + "`session_end`" + ` | on (` + "`seal_on_session_end`" + `) | a checkpoint with the public status ` + "`resting`" + ` ("session ended") and pending handoff fields, then a sealed capsule; refreshes stop |
 | ` + "`idle`" + ` | 10m without activity | the public status ` + "`waiting`" + ` ("waiting for the next instruction"), only when it changes |
 | ` + "`refresh`" + ` | every 45m while the agent is alive (session not ended, active within 24h) | the current public status re-sent (45m after the last saved one, the agent's own included), so the Q-Day office (one hour) keeps listing the agent |
-| hourly cap | 3600 / ` + "`min_interval`" + ` + 10 = 70 | hard ceiling on automatic writes (checkpoints and capsules) in any sliding hour, the last 4 kept for compaction and session end; a trigger over it is retried when a slot frees, with only what is still pending |
+| ` + "`work`" + ` (the work itself) | on (` + "`[snapshots] enabled`" + `): with each quiet, threshold, pre-compaction and session-end trigger, before its checkpoint; after the agent's own checkpoints too with ` + "`on_explicit_checkpoint`" + ` | a snapshot of the workdir, and one work record when something is new: the snapshot id, files added/modified/deleted with line counts, the commits since the last one, the context used fraction, the plan. The local archive keeps it whole; its receipt reaches Delx in the next capsule; Q-Day gets only a private ` + "`working_state.last_result`" + ` summary ("3 files changed (+120 −8); commit a1b2c3d …") with ` + "`result_ref`" + ` the snapshot id, left out when the agent wrote its own working state since the last record; never the public status |
+| hourly cap | 3600 / ` + "`min_interval`" + ` + 10 = 70 | hard ceiling on automatic writes (checkpoints, work records and capsules) in any sliding hour, the last 4 kept for compaction and session end; a trigger over it is retried when a slot frees, with only what is still pending |
 
 Automatic checkpoints never invent content. They carry only fields derived from the agent's own handoff file (goal → focus, next → next_action, done → last_result, blockers → waiting_for), each only when the file changed after the agent last wrote that part itself, and the public status: the observed phase with a fixed neutral text, or the agent's own next_action/reason/until for that phase, keeping its tool/route/experiment. Private fields never reach the public status. Nothing is sent while the residency is stopped, and everything goes through the outbox and its rate limits.
 `

@@ -60,6 +60,7 @@ type fakeStore struct {
 	err      error // returned by every write when set
 	cps      []cpCall
 	caps     []capCall
+	works    []workCall
 	calls    int // every write attempted, refused ones included
 	resumeCt int
 	// beforeWrite, when set, runs once just before the next conditional
@@ -148,6 +149,33 @@ func (s *fakeStore) PutCapsule(ctx context.Context, c *capsule.Capsule, sealed b
 	s.seq++
 	s.st.Capsule = &capsule.CapsuleRecord{Capsule: *c, StoredAt: now, Sealed: sealed, Seq: s.seq}
 	s.caps = append(s.caps, capCall{At: now, Seq: s.seq, C: *c, Sealed: sealed, Origin: origin})
+	return s.seq, nil
+}
+
+type workCall struct {
+	At    time.Time
+	Seq   uint64
+	W     capsule.Work
+	QDay  *capsule.Checkpoint
+	Since time.Time
+}
+
+func (s *fakeStore) Work(ctx context.Context, w *capsule.Work, qday *capsule.Checkpoint, since time.Time) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.st.Stopped != nil {
+		return 0, nil
+	}
+	if ws := s.st.WorkingState; ws != nil && ws.Origin == capsule.OriginExplicit && ws.UpdatedAt.After(since) {
+		qday = nil
+	}
+	s.seq++
+	s.st.Seq = s.seq
+	s.works = append(s.works, workCall{At: s.clk.Now(), Seq: s.seq, W: *w, QDay: qday, Since: since})
 	return s.seq, nil
 }
 

@@ -19,6 +19,10 @@ type Store interface {
 	PutCapsule(ctx context.Context, c *capsule.Capsule, sealed bool, origin capsule.Origin) (uint64, error)
 	Resume(visit bool) capsule.Resume
 	Capsule() *capsule.CapsuleRecord
+	// Work stores a work record (see Snapshotter); qday is the part Q-Day
+	// may take, dropped by the store when the agent wrote its own working
+	// state after since. Seq 0: nothing stored (the residency is stopped).
+	Work(ctx context.Context, w *capsule.Work, qday *capsule.Checkpoint, since time.Time) (uint64, error)
 }
 
 // Sealer builds the capsule to seal from the state (the daemon passes its
@@ -42,6 +46,9 @@ const (
 	// KindDerived: content parsed from the agent's handoff file
 	// (Input.Derived), already guarded.
 	KindDerived
+	// KindCheckpoint: the agent stored a checkpoint of its own; with a
+	// Snapshotter, a work record follows (snapshots.on_explicit_checkpoint).
+	KindCheckpoint
 )
 
 func (k InputKind) String() string {
@@ -54,6 +61,8 @@ func (k InputKind) String() string {
 		return "signal"
 	case KindDerived:
 		return "derived"
+	case KindCheckpoint:
+		return "checkpoint"
 	}
 	return "unknown"
 }
@@ -116,6 +125,7 @@ type Action struct {
 	Seq     uint64
 	Sealed  bool
 	Capsule bool // a capsule write (PutCapsule), not a checkpoint
+	Work    bool // a work record (Store.Work)
 	Err     error
 }
 
@@ -189,6 +199,10 @@ type Policy struct {
 	owedSeal bool
 
 	errLogged map[string]bool
+
+	// Work snapshots (work.go).
+	snap      Snapshotter
+	workSince time.Time // the last work record, or when snapshots began
 }
 
 // New builds the policy of one agent; it reads the store's current state
@@ -261,6 +275,10 @@ func (p *Policy) Handle(ctx context.Context, in Input) []Action {
 	case KindDerived:
 		if in.Derived != nil {
 			p.derived(in.Derived, at)
+		}
+	case KindCheckpoint:
+		if p.snap != nil {
+			acts = p.fire(ctx, plan{trigger: TriggerCheckpoint, status: statusIfChanged, workOnly: true}, now)
 		}
 	}
 	return append(acts, p.fireDue(ctx, now)...)
@@ -480,7 +498,7 @@ func (p *Policy) fireDue(ctx context.Context, now time.Time) []Action {
 		case timerOwed:
 			trig, seal := p.owed, p.owedSeal
 			p.owed, p.owedSeal = "", false
-			acts = append(acts, p.fire(ctx, plan{trigger: trig, status: statusIfChanged, seal: seal}, now)...)
+			acts = append(acts, p.fire(ctx, plan{trigger: trig, status: statusIfChanged, seal: seal, workOnly: trig == TriggerCheckpoint}, now)...)
 		}
 	}
 	return acts
@@ -513,6 +531,8 @@ type plan struct {
 	status  statusMode
 	seal    bool
 	quiet   bool // a quiet-period checkpoint (MinInterval applies)
+	// workOnly: only the snapshot step (after the agent's own checkpoint).
+	workOnly bool
 }
 
 func (p *Policy) fire(ctx context.Context, pl plan, now time.Time) []Action {
@@ -531,16 +551,25 @@ const staleRetries = 3
 // so what it derived from st never overwrites a newer write; if st went
 // stale, it reads the state again and decides afresh.
 func (p *Policy) fireWith(ctx context.Context, pl plan, st capsule.Resume, now time.Time) []Action {
+	// The work record first, so that a capsule sealed below carries its
+	// receipt.
+	work, wrote := p.work(ctx, pl, st, now)
+	if pl.workOnly {
+		return work
+	}
+	if wrote {
+		st = p.store.Resume(false)
+	}
 	for range staleRetries {
 		acts, stale := p.fireOnce(ctx, pl, st, now)
 		if !stale {
-			return acts
+			return append(work, acts...)
 		}
 		st = p.store.Resume(false)
 		p.observe(st)
 	}
 	p.log.Debug("the state kept changing under the policy; it tries again at the next trigger", "trigger", pl.trigger)
-	return nil
+	return work
 }
 
 // fireOnce is one attempt of fireWith; stale reports that st was no longer

@@ -203,8 +203,11 @@ func (c *Client) Name() string { return c.name }
 // Kind implements upstream.Upstream.
 func (c *Client) Kind() string { return Kind }
 
-// Accepts implements upstream.Upstream: Q-Day takes checkpoints only.
-func (c *Client) Accepts(k capsule.WriteKind) bool { return k == capsule.WriteCheckpoint }
+// Accepts implements upstream.Upstream: Q-Day takes checkpoints, and of a
+// work record only the private working_state summary it carries.
+func (c *Client) Accepts(k capsule.WriteKind) bool {
+	return k == capsule.WriteCheckpoint || k == capsule.WriteWork
+}
 
 // CloseIdleConnections closes the connections the client keeps for reuse
 // (at shutdown, or when the configuration changes).
@@ -214,6 +217,15 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 // Idempotency-Key. The agent is the one the token belongs to; Q-Day knows
 // it from the token, so agent is not sent.
 func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) error {
+	if w.Kind == capsule.WriteWork {
+		// A work record goes to Q-Day only as the summary its contract
+		// allows (working_state.last_result and result_ref), which the
+		// record leaves out when the agent described the work itself.
+		if w.Checkpoint == nil {
+			return nil
+		}
+		w.Kind = capsule.WriteCheckpoint
+	}
 	if w.Kind != capsule.WriteCheckpoint {
 		return &upstream.Error{Outcome: upstream.Rejected,
 			Err: fmt.Errorf("qday takes checkpoints, not %s writes", w.Kind)}

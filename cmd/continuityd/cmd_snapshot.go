@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/client"
+)
+
+// pathList is a repeatable --path flag.
+type pathList []string
+
+func (p *pathList) String() string     { return strings.Join(*p, ",") }
+func (p *pathList) Set(v string) error { *p = append(*p, v); return nil }
+
+// cmdSnapshot is `snapshot list|show ID|diff [ID [ID2]]|restore ID`: the
+// agent's work snapshots, and rewinding the workdir to one.
+func cmdSnapshot(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--dry-run] [--agent A] [--json]")
+	var cf clientFlags
+	cf.register(fs)
+	var paths pathList
+	fs.Var(&paths, "path", "restore: only this path (a file or directory, relative to the workdir); repeat for more")
+	dry := fs.Bool("dry-run", false, "restore: list what would change, change nothing")
+	asJSON := fs.Bool("json", false, "the daemon's JSON answer")
+	pos, err := parse(fs, args)
+	if err != nil || len(pos) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	sub, rest := pos[0], pos[1:]
+	nargs := map[string][2]int{"list": {0, 0}, "show": {1, 1}, "diff": {0, 2}, "restore": {1, 1}}
+	n, ok := nargs[sub]
+	if !ok || len(rest) < n[0] || len(rest) > n[1] {
+		fs.Usage()
+		return exitUsage
+	}
+	if sub != "restore" && (len(paths) > 0 || *dry) {
+		fmt.Fprintf(e.stderr, "continuityd snapshot %s: --path and --dry-run go with restore\n", sub)
+		return exitUsage
+	}
+	c, err := cf.client(e)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer c.Close()
+	switch sub {
+	case "list":
+		return snapshotList(ctx, e, c, *asJSON)
+	case "show":
+		return snapshotShow(ctx, e, c, rest[0], *asJSON)
+	case "diff":
+		return snapshotDiff(ctx, e, c, rest, *asJSON)
+	default:
+		return snapshotRestore(ctx, e, c, rest[0], paths, *dry, *asJSON)
+	}
+}
+
+func snapshotList(ctx context.Context, e *env, c *client.Client, asJSON bool) int {
+	out, err := c.Do(ctx, http.MethodGet, "/v1/snapshots", nil, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	if asJSON {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var ans struct {
+		Snapshots []snapshot.Snapshot `json:"snapshots"`
+	}
+	if err := json.Unmarshal(out, &ans); err != nil {
+		return fail(e, err)
+	}
+	if len(ans.Snapshots) == 0 {
+		fmt.Fprintln(e.stdout, "no snapshots yet")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAT\tTRIGGER\tSEQ\tADDED\tMODIFIED\tDELETED\tSKIPPED")
+	for _, s := range ans.Snapshots {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", short(s.ID), s.Time.Local().Format(time.DateTime), s.Trigger, s.Seq, s.Added, s.Modified, s.Deleted, s.Skipped)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJSON bool) int {
+	out, err := c.Do(ctx, http.MethodGet, "/v1/snapshots/"+url.PathEscape(id), nil, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	if asJSON {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var d snapshot.Detail
+	if err := json.Unmarshal(out, &d); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.stdout, "snapshot %s (%s, seq %d) at %s\n", d.ID, d.Trigger, d.Seq, d.Time.Local().Format(time.DateTime))
+	if d.Parent != "" {
+		fmt.Fprintf(e.stdout, "parent %s\n", d.Parent)
+	}
+	if d.ParentGone {
+		fmt.Fprintf(e.stdout, "its parent was dropped by retention: %d added, %d modified, %d deleted\n", d.Added, d.Modified, d.Deleted)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	for _, f := range d.Files {
+		lines := fmt.Sprintf("+%d -%d", f.LinesAdded, f.LinesDeleted)
+		if f.Binary {
+			lines = "binary"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Status, lines, f.Path)
+	}
+	tw.Flush()
+	if d.FilesCut {
+		fmt.Fprintln(e.stdout, "(more files than listed)")
+	}
+	for _, s := range d.SkippedFiles {
+		fmt.Fprintf(e.stdout, "skipped (%s, %d bytes): %s\n", s.Reason, s.Size, s.Path)
+	}
+	if d.SkippedMore > 0 {
+		fmt.Fprintf(e.stdout, "skipped: %d more\n", d.SkippedMore)
+	}
+	return exitOK
+}
+
+// snapshotDiff prints the diff of ID against its parent, or, with two ids,
+// what changed from ID to ID2; with none, the newest against its parent.
+func snapshotDiff(ctx context.Context, e *env, c *client.Client, ids []string, asJSON bool) int {
+	id, q := "latest", url.Values{"diff": {"1"}}
+	switch len(ids) {
+	case 1:
+		id = ids[0]
+	case 2:
+		id = ids[1]
+		q.Set("against", ids[0])
+	}
+	out, err := c.Do(ctx, http.MethodGet, "/v1/snapshots/"+url.PathEscape(id), q, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	if asJSON {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var d struct {
+		Diff string `json:"diff"`
+		Cut  bool   `json:"cut"`
+	}
+	if err := json.Unmarshal(out, &d); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprint(e.stdout, d.Diff)
+	if d.Cut {
+		fmt.Fprintln(e.stderr, "continuityd snapshot diff: the diff was cut at its bound (1 MiB); give fewer changes or compare nearer snapshots")
+	}
+	return exitOK
+}
+
+func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, paths []string, dry, asJSON bool) int {
+	body, _ := json.Marshal(map[string]any{"paths": paths, "dry_run": dry})
+	out, err := c.Do(ctx, http.MethodPost, "/v1/snapshots/"+url.PathEscape(id)+"/restore", nil, body)
+	if err != nil {
+		return fail(e, err)
+	}
+	if asJSON {
+		e.stdout.Write(out)
+		return exitOK
+	}
+	var r snapshot.RestoreResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		return fail(e, err)
+	}
+	verb := map[string]string{snapshot.StatusAdded: "restore", snapshot.StatusModified: "restore", snapshot.StatusDeleted: "remove"}
+	if len(r.Changes) == 0 {
+		fmt.Fprintln(e.stdout, "nothing to change: the files already match the snapshot")
+	}
+	for _, ch := range r.Changes {
+		fmt.Fprintf(e.stdout, "%s %s\n", verb[ch.Status], ch.Path)
+	}
+	for _, rf := range r.Refused {
+		fmt.Fprintf(e.stdout, "left alone %s: %s\n", rf.Path, rf.Reason)
+	}
+	switch {
+	case r.DryRun:
+		fmt.Fprintln(e.stdout, "(dry run: nothing changed)")
+	case r.Safety != "":
+		fmt.Fprintf(e.stdout, "the tree as it was is snapshot %s; undo with: continuityd snapshot restore %s\n", short(r.Safety), short(r.Safety))
+	}
+	return exitOK
+}
+
+// short is a snapshot id as people read it.
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+var _ flag.Value = (*pathList)(nil)

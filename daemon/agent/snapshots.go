@@ -1,0 +1,240 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/snapshot"
+)
+
+// StoreDir is the agent's snapshot store in its state directory.
+const StoreDir = "snapshots.git"
+
+// snapOpenTimeout bounds opening (or making) the store: a few git runs.
+const snapOpenTimeout = 30 * time.Second
+
+// openSnapshots opens the agent's work snapshot store when snapshots are
+// on and the agent has a workdir. A failure (git missing, too old, or
+// failing) leaves the agent running with degraded ["snapshots"] and the
+// reason logged and given by the snapshot calls.
+func (a *Agent) openSnapshots(cfg *config.Config, ac config.Agent) {
+	if !cfg.Snapshots.Enabled || ac.Workdir == "" {
+		return
+	}
+	maxFile := cfg.Snapshots.MaxFileSize
+	if maxFile == 0 {
+		maxFile = -1 // no limit
+	}
+	var exclude []string
+	for _, own := range []string{cfg.Daemon.StateDir, filepath.Dir(cfg.Daemon.Socket)} {
+		if own != "" && own != "." {
+			exclude = append(exclude, own)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), snapOpenTimeout)
+	defer cancel()
+	st, err := snapshot.Open(ctx, snapshot.Options{
+		Dir: filepath.Join(a.dir, StoreDir), Workdir: ac.Workdir,
+		Ignore: cfg.Watch.Ignore, IgnoreDirs: cfg.Watch.IgnoreDirs, Exclude: exclude,
+		MaxFileBytes: maxFile, KeepCount: cfg.Snapshots.Keep, KeepBytes: cfg.Snapshots.KeepBytes,
+		Logger: a.log,
+	})
+	if err != nil {
+		a.snapErr = err
+		a.log.Warn("work snapshots are unavailable for this agent; it runs on, degraded [\"snapshots\"]", "workdir", ac.Workdir, "err", err)
+		return
+	}
+	a.snaps = st
+	a.gcDue = make(chan struct{}, 1)
+	a.capture.UseSnapshots(st, func() {
+		if st.NeedsGC() {
+			select {
+			case a.gcDue <- struct{}{}:
+			default:
+			}
+		}
+	})
+}
+
+// collectGarbage runs the store's GC off the hot path, when a snapshot
+// said one is due, until ctx is done.
+func (a *Agent) collectGarbage(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.gcDue:
+		}
+		res, err := a.snaps.GC(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed):
+			a.log.Warn("work snapshot garbage collection failed; retried after the next snapshot", "err", err)
+		case err == nil:
+			a.log.Debug("work snapshots collected", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes, "took", res.Took)
+			if res.OverBytes {
+				a.log.Warn("the newest work snapshot alone is over snapshots.keep_bytes; raise it or ignore more of the workdir", "bytes", res.Bytes)
+			}
+		}
+	}
+}
+
+// snapshotDegraded reports whether snapshots are on but not working.
+func (a *Agent) snapshotDegraded() bool {
+	return a.snapErr != nil || a.capture.SnapshotError() != nil
+}
+
+// fillSnapshot sets resume's snapshot key and names snapshots degraded.
+func (a *Agent) fillSnapshot(r *capsule.Resume) {
+	if a.snapErr != nil {
+		r.Degraded = append(r.Degraded, "snapshots")
+	}
+	if a.snaps == nil {
+		return
+	}
+	if s, ok := a.snaps.Newest(); ok {
+		r.Snapshot = &capsule.SnapshotRef{ID: s.ID, At: s.Time, Trigger: s.Trigger, Files: s.Files()}
+	}
+}
+
+// snapStore is the store, or the refusal that says why there is none.
+func (a *Agent) snapStore() (*snapshot.Store, error) {
+	if a.snaps != nil {
+		return a.snaps, nil
+	}
+	why := "work snapshots are off ([snapshots] enabled = false)"
+	switch {
+	case a.snapErr != nil:
+		why = "work snapshots are unavailable: " + a.snapErr.Error()
+	case a.cfg.Workdir == "":
+		why = "agent " + a.name + " has no workdir to snapshot"
+	}
+	return nil, capsule.Refuse(capsule.CodeSnapshotsOff, "", "%s", why)
+}
+
+// SnapshotList answers GET /v1/snapshots: the agent's snapshots, newest
+// first.
+func (a *Agent) SnapshotList(ctx context.Context) ([]snapshot.Snapshot, error) {
+	st, err := a.snapStore()
+	if err != nil {
+		return nil, err
+	}
+	l, err := st.List(ctx)
+	if l == nil && err == nil {
+		l = []snapshot.Snapshot{}
+	}
+	return l, snapErr(err)
+}
+
+// Latest names the newest snapshot where an id is asked for.
+const Latest = "latest"
+
+// SnapshotShow answers GET /v1/snapshots/{id}: one snapshot with its files
+// (id "latest": the newest).
+func (a *Agent) SnapshotShow(ctx context.Context, id string) (snapshot.Detail, error) {
+	st, err := a.snapStore()
+	if err != nil {
+		return snapshot.Detail{}, err
+	}
+	if id == Latest {
+		n, ok := st.Newest()
+		if !ok {
+			return snapshot.Detail{}, capsule.Refuse(capsule.CodeNotFound, "id", "agent %s has no snapshot yet", a.name)
+		}
+		id = n.ID
+	}
+	d, err := st.Show(ctx, id)
+	return d, snapErr(err)
+}
+
+// DiffAnswer is a snapshot's unified diff.
+type DiffAnswer struct {
+	ID      string `json:"id"`
+	Against string `json:"against,omitempty"` // "" : its parent
+	Diff    string `json:"diff"`
+	Cut     bool   `json:"cut"` // the diff was longer than the bound
+}
+
+// SnapshotDiff answers GET /v1/snapshots/{id}?diff=1: the unified diff of
+// id against its parent (or against), at most maxBytes (0: the default).
+// An empty id, or "latest", is the newest snapshot.
+func (a *Agent) SnapshotDiff(ctx context.Context, id, against string, maxBytes int) (DiffAnswer, error) {
+	st, err := a.snapStore()
+	if err != nil {
+		return DiffAnswer{}, err
+	}
+	if id == "" || id == Latest {
+		n, ok := st.Newest()
+		if !ok {
+			return DiffAnswer{}, capsule.Refuse(capsule.CodeNotFound, "id", "agent %s has no snapshot yet", a.name)
+		}
+		id = n.ID
+	}
+	diff, cut, err := st.Diff(ctx, id, against, maxBytes)
+	if err != nil {
+		return DiffAnswer{}, snapErr(err)
+	}
+	return DiffAnswer{ID: id, Against: against, Diff: diff, Cut: cut}, nil
+}
+
+// restoreRequest is the body of POST /v1/snapshots/{id}/restore.
+type restoreRequest struct {
+	Paths  []string `json:"paths"`
+	DryRun bool     `json:"dry_run"`
+}
+
+// SnapshotRestore answers POST /v1/snapshots/{id}/restore: body (strict
+// JSON, may be empty) names the paths and asks for a dry run. A restore
+// first snapshots the tree as it is, so it can be undone.
+func (a *Agent) SnapshotRestore(ctx context.Context, id string, body []byte) (snapshot.RestoreResult, error) {
+	var req restoreRequest
+	if len(bytes.TrimSpace(body)) > 0 {
+		if !utf8.Valid(body) {
+			return snapshot.RestoreResult{}, capsule.Refuse(capsule.CodeInvalidUTF8, "", "the body is not valid UTF-8")
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+				return snapshot.RestoreResult{}, capsule.Refuse(capsule.CodeUnknownField, strings.Trim(f, `"`),
+					"a restore takes only \"paths\" and \"dry_run\"")
+			}
+			return snapshot.RestoreResult{}, capsule.Refuse(capsule.CodeInvalidJSON, "", "restore body: %v", err)
+		}
+		if dec.More() {
+			return snapshot.RestoreResult{}, capsule.Refuse(capsule.CodeInvalidJSON, "", "restore body: data after the JSON object")
+		}
+	}
+	st, err := a.snapStore()
+	if err != nil {
+		return snapshot.RestoreResult{}, err
+	}
+	res, err := st.Restore(ctx, id, req.Paths, req.DryRun)
+	if err != nil {
+		return res, snapErr(err)
+	}
+	if res.Changes == nil {
+		res.Changes = []snapshot.FileChange{}
+	}
+	return res, nil
+}
+
+// snapErr passes refusals (*capsule.Error) through and names anything else
+// as the store failing.
+func snapErr(err error) error {
+	var ce *capsule.Error
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	if errors.Is(err, snapshot.ErrClosed) {
+		return capsule.Refuse(capsule.CodeShuttingDown, "", "the agent is stopping; retry in a moment")
+	}
+	return capsule.Refuse(capsule.CodeSnapshotsOff, "", "the snapshot store failed: %v", err)
+}

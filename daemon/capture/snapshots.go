@@ -1,0 +1,169 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/policy"
+	"github.com/continuityd/continuityd/daemon/snapshot"
+)
+
+// TriggerStart is the snapshot of the tree as it stands when the daemon
+// starts watching it, so the first burst of changes can be rewound too.
+const TriggerStart = "start"
+
+// snapshots is the capture's side of the work snapshots: the policy's
+// Snapshotter over the agent's store (which the agent owns), the commits
+// seen since the last work record, and the last snapshot error.
+type snapshots struct {
+	c     *Capture
+	store *snapshot.Store
+	taken func() // after each snapshot (the agent's GC check)
+
+	mu       sync.Mutex
+	recorded string   // the snapshot the last work record carried
+	commits  []string // commit receipts since the last work record
+	err      error    // the last snapshot failure, nil after a success
+}
+
+// UseSnapshots makes the policy's triggers that follow changes snapshot
+// the workdir into store and write work records; taken runs after each
+// snapshot. Call it before Start.
+func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
+	s := &snapshots{c: c, store: store, taken: taken}
+	c.mu.Lock()
+	c.snaps = s
+	c.mu.Unlock()
+	c.policy.SetSnapshotter(s)
+}
+
+// ExplicitCheckpoint tells the policy the agent saved a checkpoint of its
+// own (snapshots.on_explicit_checkpoint): a work record may follow.
+func (c *Capture) ExplicitCheckpoint() {
+	if c.cfg.Snapshots.OnExplicitCheckpoint && c.snapshotter() != nil {
+		c.feed(policy.Input{Kind: policy.KindCheckpoint})
+	}
+}
+
+func (c *Capture) snapshotter() *snapshots {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snaps
+}
+
+// SnapshotError is the last snapshot failure (the reason the agent shows
+// degraded ["snapshots"]), nil when the last snapshot worked.
+func (c *Capture) SnapshotError() error {
+	s := c.snapshotter()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// noteCommit keeps a commit receipt for the next work record.
+func (c *Capture) noteCommit(receipt string) {
+	s := c.snapshotter()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commits = append(s.commits, receipt)
+	if n := len(s.commits) - capsule.MaxWorkCommits; n > 0 {
+		s.commits = s.commits[n:]
+	}
+}
+
+// start takes the snapshot of the tree as the daemon finds it (no record:
+// nothing happened yet); the first work record reports changes against it.
+func (s *snapshots) start(ctx context.Context) {
+	snap, _, err := s.take(ctx, TriggerStart, s.c.store.Resume(false).Seq)
+	if err == nil {
+		s.mu.Lock()
+		s.recorded = snap.ID
+		s.mu.Unlock()
+	}
+}
+
+func (s *snapshots) take(ctx context.Context, trigger string, seq uint64) (snapshot.Snapshot, bool, error) {
+	snap, isNew, err := s.store.Take(ctx, trigger, seq)
+	s.mu.Lock()
+	prev := s.err
+	if err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed) {
+		s.err = err
+	} else if err == nil {
+		s.err = nil
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed):
+		if prev == nil {
+			s.c.log.Warn("work snapshot failed; the agent shows degraded [\"snapshots\"] until one works", "trigger", trigger, "err", err)
+		}
+	case err == nil:
+		if prev != nil {
+			s.c.log.Info("work snapshots work again", "snapshot", snap.ID)
+		}
+		if s.taken != nil {
+			s.taken()
+		}
+	}
+	return snap, isNew, err
+}
+
+// Work implements policy.Snapshotter.
+func (s *snapshots) Work(ctx context.Context, trigger string, seq uint64) (*capsule.Work, error) {
+	snap, _, err := s.take(ctx, trigger, seq)
+	s.mu.Lock()
+	recorded := s.recorded
+	commits := append([]string(nil), s.commits...)
+	s.mu.Unlock()
+	newSnap := err == nil && snap.ID != "" && snap.ID != recorded
+	if !newSnap && len(commits) == 0 {
+		return nil, err
+	}
+	w := &capsule.Work{Trigger: trigger, Commits: commits, Files: []capsule.WorkFile{}}
+	if newSnap {
+		ws := &capsule.WorkSnapshot{ID: snap.ID, Parent: snap.Parent, At: snap.Time, Seq: snap.Seq,
+			Added: snap.Added, Modified: snap.Modified, Deleted: snap.Deleted}
+		w.Snapshot = ws
+		if d, derr := s.store.Show(ctx, snap.ID); derr == nil {
+			for i, f := range d.Files {
+				if i == capsule.MaxWorkFiles {
+					w.FilesMore = len(d.Files) - i
+					break
+				}
+				w.Files = append(w.Files, capsule.WorkFile{Path: s.c.guard.Redact(f.Path), Status: f.Status,
+					LinesAdded: f.LinesAdded, LinesDeleted: f.LinesDeleted, Binary: f.Binary})
+			}
+			if d.FilesCut {
+				w.FilesMore = max(w.FilesMore, ws.Added+ws.Modified+ws.Deleted-len(w.Files))
+			}
+			ws.SkippedCount = len(d.SkippedFiles) + d.SkippedMore
+			for i, k := range d.SkippedFiles {
+				if i == capsule.MaxWorkSkipped {
+					break
+				}
+				ws.Skipped = append(ws.Skipped, s.c.guard.Redact(k.Path))
+			}
+		}
+	}
+	return w, nil
+}
+
+// Written implements policy.Snapshotter.
+func (s *snapshots) Written(w *capsule.Work) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.Snapshot != nil {
+		s.recorded = w.Snapshot.ID
+	}
+	// The commits it carried (more may have come meanwhile).
+	n := min(len(w.Commits), len(s.commits))
+	s.commits = s.commits[n:]
+}
