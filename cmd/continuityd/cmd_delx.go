@@ -41,14 +41,9 @@ func cmdDelx(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "continuityd delx register: %v\n", err)
 		return exitUsage
 	}
-	cfg, err := loadConfig(e, cf.config)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
-		return exitUsage
-	}
-	name, err := recoverAgent(cfg, cf.agent)
-	if err != nil {
-		return usageErr(err)
+	cfg, name, code := configAgent(e, cf, "delx register")
+	if code != exitOK {
+		return code
 	}
 	ac, _ := cfg.Agent(name)
 	up, uc, err := delxUpstream(cfg, ac, *upName)

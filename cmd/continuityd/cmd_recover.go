@@ -26,15 +26,9 @@ func cmdRecover(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	cfg, err := loadConfig(e, cf.config)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
-		return exitUsage
-	}
-	name, err := recoverAgent(cfg, cf.agent)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd recover: %v\n", err)
-		return exitUsage
+	cfg, name, code := configAgent(e, cf, "recover")
+	if code != exitOK {
+		return code
 	}
 	dir := cfg.AgentDir(name)
 	if !*accept {
@@ -61,8 +55,24 @@ func cmdRecover(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-// recoverAgent picks the agent: the one named, or the only one.
-func recoverAgent(cfg *config.Config, name string) (string, error) {
+// configAgent loads the configuration the flags name (or the embedded
+// default) and picks the agent: the one named, or the only one. code is
+// exitUsage, said on stderr, when either fails.
+func configAgent(e *env, cf clientFlags, command string) (cfg *config.Config, name string, code int) {
+	cfg, err := loadConfig(e, cf.config)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
+		return nil, "", exitUsage
+	}
+	if name, err = pickAgent(cfg, cf.agent); err != nil {
+		fmt.Fprintf(e.stderr, "continuityd %s: %v\n", command, err)
+		return nil, "", exitUsage
+	}
+	return cfg, name, exitOK
+}
+
+// pickAgent picks the agent: the one named, or the only one.
+func pickAgent(cfg *config.Config, name string) (string, error) {
 	if name != "" {
 		if _, ok := cfg.Agent(name); !ok {
 			return "", fmt.Errorf("no agent %q in %s", name, configName(cfg))

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/continuityd/continuityd/capsule/guard"
@@ -17,50 +18,22 @@ func (a *API) handleCapsuleGet(w http.ResponseWriter, r *http.Request, ag *agent
 	writeJSON(w, http.StatusOK, rec)
 }
 
-// handleCapsulePut is PUT /v1/capsule: the published schema, then the
-// secret guard, then disk.
-func (a *API) handleCapsulePut(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
-	body, berr := readBody(w, r)
-	if berr != nil {
-		writeError(w, berr)
-		return
+// bodyDoor is the door of an operation that takes the request body (and
+// the guard it must pass): read the body within its limits, call the
+// operation, answer with what it returns or its refusal. PUT /v1/capsule,
+// POST /v1/capsule/seal and POST /v1/signals are such doors.
+func bodyDoor[T any](op func(ag *agent.Agent, ctx context.Context, g *guard.Guard, body []byte) (T, error)) agentHandler {
+	return func(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
+		body, berr := readBody(w, r)
+		if berr != nil {
+			writeError(w, berr)
+			return
+		}
+		ans, err := op(ag, r.Context(), g, body)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ans)
 	}
-	ans, err := ag.PutCapsule(r.Context(), g, body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ans)
-}
-
-// handleCapsuleSeal is POST /v1/capsule/seal: build a capsule from the
-// current state and receipts (optionally overridden by the body), check it
-// like any capsule, and store it sealed.
-func (a *API) handleCapsuleSeal(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
-	body, berr := readBody(w, r)
-	if berr != nil {
-		writeError(w, berr)
-		return
-	}
-	ans, err := ag.Seal(r.Context(), g, body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ans)
-}
-
-// handleSignal is POST /v1/signals.
-func (a *API) handleSignal(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
-	body, berr := readBody(w, r)
-	if berr != nil {
-		writeError(w, berr)
-		return
-	}
-	ans, err := ag.Signal(r.Context(), g, body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ans)
 }
