@@ -65,10 +65,13 @@ func TestClusterConservation(t *testing.T) {
 	)
 	// call takes a token as rate.Limiter.Wait does, noting when it was due.
 	call := func() error {
+		// Under mu, so the limiter sees the callers' clocks in order (a
+		// reservation made with an earlier now after a later one would
+		// be measured against the wrong instant).
+		mu.Lock()
 		now := time.Now()
 		r := lim.ReserveN(now, 1)
 		d := r.DelayFrom(now)
-		mu.Lock()
 		allowed = append(allowed, now.Add(d))
 		mu.Unlock()
 		t := time.NewTimer(d)
