@@ -18,7 +18,8 @@
 //
 // A Shipper remembers the names it has seen in the bucket, so after the
 // first snapshot only the changed files and the trees above them are
-// looked up and sent. Fetch asks the store which objects it lacks and
+// looked up and sent; a snapshot whose manifest is there already (a
+// restarted daemon) costs one lookup. Fetch asks the store which objects it lacks and
 // reads only those.
 package fleetsnap
 
@@ -109,6 +110,20 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 	}
 	st := Stats{Objects: len(objs)}
 	mname := manifestName(s.agent, snap.ID)
+	if !s.known[mname] {
+		// A manifest is written after its objects: when it is there (a
+		// restarted daemon, a snapshot shipped before), so are they.
+		has, err := s.bucket.HasObject(ctx, mname)
+		if err != nil {
+			return st, fmt.Errorf("fleet snapshots: looking up %s: %w", mname, err)
+		}
+		if has {
+			for _, o := range objs {
+				s.remember(objectName(o.ID))
+			}
+			s.remember(mname)
+		}
+	}
 	if s.known[mname] {
 		st.Already = true
 		return st, nil

@@ -19,7 +19,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// nats.go v1.55.0's ObjectStore.Put starts resetPendingAcksOnReconnect
+	// and, when its deferred cleanupReplySub runs first, leaves it waiting
+	// on a nil channel for ever (about 3 in 1000 puts here): the library's
+	// goroutine, not one of ours.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
 }
 
 // startFleet runs an embedded JetStream server and returns a client of it.
@@ -182,13 +186,29 @@ func TestShipAndRestoreOnAnotherMachine(t *testing.T) {
 	if st.Sent != 5 || len(puts) != 6 {
 		t.Fatalf("second ship sent %d objects (%q), want 5 and the manifest", st.Sent, puts)
 	}
-	// A new shipper (a restarted daemon) asks the bucket rather than resending.
-	st, err = NewShipper(a.store, bucket, "builder", "machine-a", nil).Ship(ctx, s2.ID)
+	// A new shipper (a restarted daemon) asks the bucket rather than
+	// resending: a snapshot shipped before costs nothing, and the next one
+	// sends only what changed.
+	fresh := NewShipper(a.store, bucket, "builder", "machine-a", nil)
+	st, err = fresh.Ship(ctx, s2.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if puts := bucket.take(); st.Sent != 0 || len(puts) != 1 {
-		t.Fatalf("a fresh shipper resent %d objects (%q), want none and the manifest", st.Sent, puts)
+	if puts := bucket.take(); !st.Already || len(puts) != 0 {
+		t.Fatalf("a fresh shipper of a shipped snapshot: %+v, put %q; want nothing", st, puts)
+	}
+	a.write(t, "docs/guide.md", "guide, longer\n")
+	s3, _, err := a.store.Take(ctx, "quiet", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err = NewShipper(a.store, bucket, "builder", "machine-a", nil).Ship(ctx, s3.ID); err != nil {
+		t.Fatal(err)
+	}
+	// docs/guide.md, docs/, the root tree and the commit (each looked up,
+	// the rest found in the bucket), then the manifest.
+	if puts := bucket.take(); st.Sent != 4 || len(puts) != 5 {
+		t.Fatalf("a fresh shipper of a new snapshot sent %d (%q), want 4 and the manifest", st.Sent, puts)
 	}
 
 	// B fetches the second: only the changed objects are read, and the
