@@ -153,6 +153,10 @@ type Upstream struct {
 	SubjectPrefix  string   `toml:"subject_prefix,omitempty"`  // default "continuityd"
 	Replicas       int      `toml:"replicas,omitempty"`        // of a stream or bucket it creates; default 1
 	ConflictWindow Duration `toml:"conflict_window,omitempty"` // default 10m
+	// Snapshots ships the agents' work snapshots to the fleet's object
+	// store (bucket BUCKET-snapshots), so a restore works on another
+	// machine. Off by default: snapshot content then stays on the machine.
+	Snapshots bool `toml:"snapshots,omitempty"`
 }
 
 // URLs are a nats upstream's servers, split on commas.

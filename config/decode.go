@@ -172,6 +172,7 @@ type rawUpstream struct {
 	SubjectPrefix  string  `toml:"subject_prefix"`
 	Replicas       *int64  `toml:"replicas"`
 	ConflictWindow *string `toml:"conflict_window"`
+	Snapshots      *bool   `toml:"snapshots"`
 }
 
 type rawGuard struct {

@@ -70,6 +70,7 @@ var keySpecs = []keySpec{
 	{"upstream.*.subject_prefix", "a string", stringKinds},
 	{"upstream.*.replicas", "an integer", integerKinds},
 	{"upstream.*.conflict_window", wantDuration, stringKinds},
+	{"upstream.*.snapshots", "true or false", boolKinds},
 	{"guard", "a table ([guard])", tableKinds},
 	{"guard.allowed_link_domains", "an array of strings", arrayKinds},
 	{"guard.allowed_link_domains[]", "a string", stringKinds},

@@ -24,6 +24,7 @@ func (c *checker) notNATS(p string, r rawUpstream) {
 		{"creds_file", r.CredsFile != ""}, {"nkey_file", r.NKeyFile != ""}, {"ca_file", r.CAFile != ""},
 		{"stream", r.Stream != ""}, {"bucket", r.Bucket != ""}, {"subject_prefix", r.SubjectPrefix != ""},
 		{"replicas", r.Replicas != nil}, {"conflict_window", r.ConflictWindow != nil},
+		{"snapshots", r.Snapshots != nil},
 	} {
 		if k.set {
 			c.fail(joinKey(p, k.key), `only a nats upstream takes `+k.key)
@@ -99,6 +100,9 @@ func (c *checker) nats(p string, r rawUpstream, u *Upstream) {
 		} else {
 			u.Replicas = int(*r.Replicas)
 		}
+	}
+	if r.Snapshots != nil {
+		u.Snapshots = *r.Snapshots
 	}
 	u.ConflictWindow = c.timeout(joinKey(p, "conflict_window"), r.ConflictWindow, u.ConflictWindow.Duration)
 }

@@ -17,6 +17,8 @@ func TestValidateNATS(t *testing.T) {
 		{"stream with dot", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `stream = "A.B"`), "upstream.fleet.stream", 4, 1, "JetStream stream name"},
 		{"prefix wildcard", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `subject_prefix = "cd.*"`), "upstream.fleet.subject_prefix", 4, 1, "no wildcards"},
 		{"bad window", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `conflict_window = "soon"`), "upstream.fleet.conflict_window", 4, 1, "duration"},
+		{"snapshots not a bool", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `snapshots = "yes"`), "upstream.fleet.snapshots", 4, 1, "true or false"},
+		{"snapshots on qday", src(`[upstream.qday]`, `url = "https://q.example"`, `token_env = "T"`, `snapshots = true`), "upstream.qday.snapshots", 4, 1, "only a nats upstream takes snapshots"},
 		{"stream on qday", src(`[upstream.qday]`, `url = "https://q.example"`, `token_env = "T"`, `stream = "X"`), "upstream.qday.stream", 4, 1, "only a nats upstream takes stream"},
 	})
 	runOKCases(t, map[string]string{
@@ -32,5 +34,11 @@ func TestValidateNATS(t *testing.T) {
 	if u.CredsFile != "/etc/f.creds" || u.Stream != "CONTINUITYD" || u.Bucket != "continuityd" || u.SubjectPrefix != "continuityd" ||
 		u.Replicas != 3 || u.ConflictWindow.Duration != time.Minute || u.Rate != 50 || u.Burst != 100 || u.Timeout.Duration != 10*time.Second {
 		t.Errorf("nats upstream = %+v", u)
+	}
+	if u.Snapshots {
+		t.Errorf("snapshots is on without being asked for")
+	}
+	if u := mustDecode(t, src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `snapshots = true`)).Upstreams["fleet"]; !u.Snapshots {
+		t.Errorf("snapshots = true did not turn it on: %+v", u)
 	}
 }

@@ -88,6 +88,7 @@ type Agent struct {
 	snaps   *snapshot.Store
 	snapErr error
 	gcDue   chan struct{} // buffered 1: a GC is due
+	fsnaps  *fleetSnaps   // shipping them to the fleet (fleetsnaps.go); nil: off
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -150,6 +151,7 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 		}))
 	}
 	a.openFleets()
+	a.openFleetSnaps()
 	return a, nil
 }
 
@@ -227,6 +229,13 @@ func (a *Agent) Start(ctx context.Context) {
 		go func() {
 			defer a.wg.Done()
 			a.collectGarbage(ctx)
+		}()
+	}
+	if a.fsnaps != nil {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.shipSnapshots(ctx)
 		}()
 	}
 	a.capture.Start(ctx, &a.wg)

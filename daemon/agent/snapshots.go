@@ -55,6 +55,7 @@ func (a *Agent) openSnapshots(cfg *config.Config, ac config.Agent) {
 	a.snaps = st
 	a.gcDue = make(chan struct{}, 1)
 	a.capture.UseSnapshots(st, func() {
+		a.fsnaps.snapshotTaken() // nil (a no-op) when the fleet does not take snapshots
 		if st.NeedsGC() {
 			select {
 			case a.gcDue <- struct{}{}:
@@ -151,6 +152,11 @@ func (a *Agent) SnapshotShow(ctx context.Context, id string) (snapshot.Detail, e
 		id = n.ID
 	}
 	d, err := st.Show(ctx, id)
+	if ok, ferr := a.fetchFromFleet(ctx, st, id, err); ok {
+		d, err = st.Show(ctx, id)
+	} else {
+		err = ferr
+	}
 	return d, snapErr(err)
 }
 
@@ -178,6 +184,11 @@ func (a *Agent) SnapshotDiff(ctx context.Context, id, against string, maxBytes i
 		id = n.ID
 	}
 	diff, cut, err := st.Diff(ctx, id, against, maxBytes)
+	if ok, ferr := a.fetchFromFleet(ctx, st, id, err); ok {
+		diff, cut, err = st.Diff(ctx, id, against, maxBytes)
+	} else {
+		err = ferr
+	}
 	if err != nil {
 		return DiffAnswer{}, snapErr(err)
 	}
@@ -217,6 +228,11 @@ func (a *Agent) SnapshotRestore(ctx context.Context, id string, body []byte) (sn
 		return snapshot.RestoreResult{}, err
 	}
 	res, err := st.Restore(ctx, id, req.Paths, req.DryRun)
+	if ok, ferr := a.fetchFromFleet(ctx, st, id, err); ok {
+		res, err = st.Restore(ctx, id, req.Paths, req.DryRun)
+	} else {
+		err = ferr
+	}
 	if err != nil {
 		return res, snapErr(err)
 	}

@@ -104,7 +104,13 @@ func (s *Store) drop(ctx context.Context, snaps []Snapshot) error {
 // dry runs, of Takes killed mid-way). The writer lock is held, so no Take
 // is writing objects it has not yet referenced.
 func (s *Store) compact(ctx context.Context) error {
-	if _, err := s.git.run(ctx, call{args: []string{"gc", "--quiet", "--prune=now"}}); err != nil {
+	prune := "--prune=now"
+	if s.holds.Load() > 0 {
+		// An import is writing objects no ref reaches yet (HoldObjects);
+		// WriteObject waits for the writer lock, so none lands mid-gc.
+		prune = "--prune=1.hour.ago"
+	}
+	if _, err := s.git.run(ctx, call{args: []string{"gc", "--quiet", prune}}); err != nil {
 		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 	}
 	return nil

@@ -114,6 +114,7 @@ type Store struct {
 	excludeAbs  []string // absolute paths the size walk leaves out
 
 	closed atomic.Bool
+	holds  atomic.Int32 // HoldObjects callers: GC keeps unreferenced objects
 
 	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
 	newest      Snapshot         // newest.n == 0: no snapshot yet
@@ -521,6 +522,20 @@ func (s *Store) resolve(ctx context.Context, id, field string) (Snapshot, []Snap
 		if strings.HasPrefix(snap.ID, id) {
 			found = append(found, snap)
 		}
+	}
+	if len(found) == 0 {
+		// A snapshot fetched from another machine (Import) is found by
+		// its id too.
+		imp, err := s.imported(ctx)
+		if err != nil {
+			return Snapshot{}, nil, err
+		}
+		for _, snap := range imp {
+			if strings.HasPrefix(snap.ID, id) {
+				found = append(found, snap)
+			}
+		}
+		all = append(all, imp...)
 	}
 	switch len(found) {
 	case 0:

@@ -171,6 +171,7 @@ type Client struct {
 	ensureMu sync.Mutex
 	ready    atomic.Bool
 	kv       jetstream.KeyValue
+	obj      jetstream.ObjectStore // the snapshot bucket (objects.go), once found
 
 	permErr atomic.Pointer[permissionError]
 

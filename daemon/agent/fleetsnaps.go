@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/fleetsnap"
+	"github.com/continuityd/continuityd/daemon/snapshot"
+	fleet "github.com/continuityd/continuityd/upstream/nats"
+)
+
+// Work snapshots across machines: with a nats upstream's `snapshots =
+// true`, each snapshot the agent takes is shipped to the fleet's object
+// store off the hot path, and a snapshot id the local store lacks is
+// fetched from there before show, diff or restore answer.
+
+// shipTimeout bounds one shipping of a snapshot; fetchTimeout one fetch.
+const (
+	shipTimeout  = 5 * time.Minute
+	fetchTimeout = 2 * time.Minute
+)
+
+// fleetSnaps is the agent's link to the fleet's snapshot bucket.
+type fleetSnaps struct {
+	upstream string
+	bucket   fleetsnap.Bucket
+	ship     *fleetsnap.Shipper // used by the shipping goroutine alone
+	due      chan struct{}      // buffered 1: a snapshot was taken
+}
+
+// openFleetSnaps links the store to the first nats upstream with
+// snapshots on. Called by Open after the store and the fleets are open.
+func (a *Agent) openFleetSnaps() {
+	if a.snaps == nil {
+		return
+	}
+	for _, ur := range a.ups {
+		c, ok := ur.Client.(*fleet.Client)
+		if !ok || !ur.Cfg.Snapshots {
+			continue
+		}
+		host, _ := os.Hostname()
+		a.fsnaps = &fleetSnaps{upstream: c.Name(), bucket: c,
+			ship: fleetsnap.NewShipper(a.snaps, c, a.name, host, a.log),
+			due:  make(chan struct{}, 1)}
+		return
+	}
+}
+
+// snapshotTaken tells the shipper a snapshot is waiting. It never blocks.
+func (fs *fleetSnaps) snapshotTaken() {
+	if fs == nil {
+		return
+	}
+	select {
+	case fs.due <- struct{}{}:
+	default:
+	}
+}
+
+// shipSnapshots ships the newest snapshot after each one taken (and the
+// newest at start) until ctx is done. A failure is logged and retried at
+// the next snapshot, which ships every object the bucket still lacks.
+func (a *Agent) shipSnapshots(ctx context.Context) {
+	fs := a.fsnaps
+	fs.snapshotTaken()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-fs.due:
+		}
+		newest, ok := a.snaps.Newest()
+		if !ok {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, shipTimeout)
+		st, err := fs.ship.Ship(sctx, newest.ID)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed):
+			a.log.Warn("shipping the work snapshot to the fleet failed; retried after the next snapshot",
+				"upstream", fs.upstream, "snapshot", newest.ID, "err", err)
+		case err == nil && !st.Already:
+			a.log.Debug("work snapshot shipped to the fleet", "upstream", fs.upstream, "snapshot", newest.ID,
+				"objects", st.Objects, "sent", st.Sent, "bytes", st.Bytes)
+		}
+	}
+}
+
+// fetchFromFleet brings snapshot id from the fleet when the local store
+// says NOT_FOUND and the fleet has snapshots on; it reports whether it
+// did, so the caller asks the store again. A fleet that does not answer
+// is 503 FLEET_UNAVAILABLE naming why.
+func (a *Agent) fetchFromFleet(ctx context.Context, st *snapshot.Store, id string, err error) (bool, error) {
+	var ce *capsule.Error
+	if a.fsnaps == nil || id == "" || !errors.As(err, &ce) || ce.Code != capsule.CodeNotFound || ce.Field != "id" {
+		return false, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	snap, ferr := fleetsnap.Fetch(fctx, st, a.fsnaps.bucket, a.name, id)
+	if ferr == nil {
+		a.log.Info("work snapshot fetched from the fleet", "upstream", a.fsnaps.upstream, "snapshot", snap.ID)
+		return true, nil
+	}
+	if errors.As(ferr, &ce) {
+		return false, ferr // the fleet's NOT_FOUND (or a bad id) names both places
+	}
+	a.log.Warn("fetching a work snapshot from the fleet failed", "upstream", a.fsnaps.upstream, "id", id, "err", ferr)
+	return false, capsule.Refuse(capsule.CodeFleetUnavailable, "id",
+		"no snapshot %s here, and the fleet (upstream %s) could not be asked: %v; retry when it answers", id, a.fsnaps.upstream, ferr)
+}

@@ -1,0 +1,268 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Objects, for shipping snapshots to another machine: a snapshot is its
+// commit, its trees and its blobs, each named by its git hash, so a copy
+// elsewhere sends only the objects the other side lacks and a receiver
+// checks every object against its name. Imported snapshots get a ref of
+// their own (refs/imported/<id>): they are found by id (Show, Diff,
+// Restore) but are not numbered among the store's own, so they never
+// change the newest snapshot, the next one's parent or retention's count.
+
+// importPrefix holds the refs of snapshots fetched from another machine.
+const importPrefix = "refs/imported/"
+
+// Object is one git object of a snapshot.
+type Object struct {
+	ID   string `json:"id"`   // its git hash
+	Type string `json:"type"` // "commit", "tree" or "blob"
+}
+
+var objectIDRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// Objects lists the objects snapshot id is made of: its commit first,
+// then its root tree, then every tree and blob the tree reaches (each
+// once). id must name a snapshot of this store (a unique prefix of 7+
+// characters is enough).
+func (s *Store) Objects(ctx context.Context, id string) (Snapshot, []Object, error) {
+	if s.closed.Load() {
+		return Snapshot{}, nil, ErrClosed
+	}
+	snap, _, err := s.resolve(ctx, id, "id")
+	if err != nil {
+		return Snapshot{}, nil, err
+	}
+	out, err := s.git.run(ctx, call{args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.tree}})
+	if err != nil {
+		return Snapshot{}, nil, fmt.Errorf("snapshot store: %w", err)
+	}
+	objs := []Object{{ID: snap.ID, Type: "commit"}, {ID: snap.tree, Type: "tree"}}
+	seen := map[string]bool{snap.ID: true, snap.tree: true}
+	for entry := range bytes.SplitSeq(out, []byte{0}) {
+		// "<mode> SP <type> SP <hash> TAB <path>"
+		meta, _, ok := bytes.Cut(entry, []byte{'\t'})
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(meta))
+		if len(f) != 3 || (f[1] != "tree" && f[1] != "blob") || seen[f[2]] {
+			continue // a gitlink ("commit") names another repository's object
+		}
+		seen[f[2]] = true
+		objs = append(objs, Object{ID: f[2], Type: f[1]})
+	}
+	return snap, objs, nil
+}
+
+// ReadObjects reads the objects named by ids with one `git cat-file
+// --batch` and hands each to fn in order. A missing object is an error
+// naming it.
+func (s *Store) ReadObjects(ctx context.Context, ids []string, fn func(o Object, data []byte) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	for _, id := range ids {
+		if !objectIDRE.MatchString(id) {
+			return fmt.Errorf("snapshot store: %q is not a git object id", id)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.git.run(ctx, call{args: []string{"cat-file", "--batch"},
+			stdin: strings.NewReader(strings.Join(ids, "\n") + "\n"), stdout: pw})
+		pw.CloseWithError(cmp(err, io.EOF))
+		done <- err
+	}()
+	err := readBatch(bufio.NewReader(pr), ids, fn)
+	if err != nil {
+		cancel()
+		pr.CloseWithError(err)
+	}
+	gitErr := <-done
+	if err != nil {
+		return err
+	}
+	if gitErr != nil {
+		return fmt.Errorf("snapshot store: %w", gitErr)
+	}
+	return nil
+}
+
+func cmp(err, or error) error {
+	if err != nil {
+		return err
+	}
+	return or
+}
+
+// readBatch reads `git cat-file --batch` output: per object a header
+// "<id> <type> <size>\n" (or "<id> missing\n"), the content and "\n".
+func readBatch(r *bufio.Reader, ids []string, fn func(Object, []byte) error) error {
+	for _, want := range ids {
+		head, err := r.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("snapshot store: reading object %s: %w", want, err)
+		}
+		f := strings.Fields(head)
+		if len(f) == 2 && f[1] == "missing" {
+			return fmt.Errorf("snapshot store: object %s is missing", want)
+		}
+		if len(f) != 3 || f[0] != want {
+			return fmt.Errorf("snapshot store: cat-file said %q for object %s", strings.TrimSpace(head), want)
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || size < 0 {
+			return fmt.Errorf("snapshot store: cat-file gave a bad size for %s", want)
+		}
+		data := make([]byte, size+1) // and the newline
+		if _, err := io.ReadFull(r, data); err != nil {
+			return fmt.Errorf("snapshot store: reading object %s: %w", want, err)
+		}
+		if err := fn(Object{ID: want, Type: f[1]}, data[:size]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HoldObjects keeps GC from deleting objects no ref reaches yet (those
+// WriteObject writes before Import names them) until release is called.
+func (s *Store) HoldObjects() (release func()) {
+	s.holds.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { s.holds.Add(-1) }) }
+}
+
+// Missing returns those of ids the store does not hold, in order.
+func (s *Store) Missing(ctx context.Context, ids []string) ([]string, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	for _, id := range ids {
+		if !objectIDRE.MatchString(id) {
+			return nil, fmt.Errorf("snapshot store: %q is not a git object id", id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err := s.git.run(ctx, call{args: []string{"cat-file", "--batch-check=%(objectname)"},
+		stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store: %w", err)
+	}
+	var missing []string
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if id, ok := strings.CutSuffix(line, " missing"); ok {
+			missing = append(missing, id)
+		}
+	}
+	return missing, nil
+}
+
+// WriteObject stores one object received from elsewhere and checks that
+// it hashes to o.ID: an object whose content does not match its name is
+// refused and not written. Objects written and not yet imported are
+// garbage to GC: call HoldObjects before the first and release it after
+// Import.
+func (s *Store) WriteObject(ctx context.Context, o Object, data []byte) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if !objectIDRE.MatchString(o.ID) {
+		return fmt.Errorf("snapshot store: %q is not a git object id", o.ID)
+	}
+	switch o.Type {
+	case "commit", "tree", "blob":
+	default:
+		return fmt.Errorf("snapshot store: object %s: type %q is not commit, tree or blob", o.ID, o.Type)
+	}
+	// The hash is checked before anything is written, so a damaged or
+	// forged object never lands in the store (under any name).
+	h := sha1.New()
+	fmt.Fprintf(h, "%s %d\x00", o.Type, len(data))
+	h.Write(data)
+	if got := hex.EncodeToString(h.Sum(nil)); got != o.ID {
+		return fmt.Errorf("snapshot store: the %s received as %s hashes to %s: refused", o.Type, o.ID, got)
+	}
+	// The writer lock keeps GC (which deletes every object no ref reaches)
+	// from removing it before Import names it.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	// hash-object checks a commit's and a tree's format before writing.
+	if _, err := s.git.run(ctx, call{args: []string{"hash-object", "-t", o.Type, "-w", "--stdin"}, stdin: bytes.NewReader(data)}); err != nil {
+		return fmt.Errorf("snapshot store: writing object %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+// Import makes commit id, whose objects are all in the store (written by
+// WriteObject), a snapshot found by its id: it must be a snapshot commit
+// (its metadata line parses) whose tree is present. Importing one the
+// store already has is a no-op.
+func (s *Store) Import(ctx context.Context, id string) (Snapshot, error) {
+	if !objectIDRE.MatchString(id) {
+		return Snapshot{}, fmt.Errorf("snapshot store: %q is not a git object id", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return Snapshot{}, ErrClosed
+	}
+	out, err := s.git.run(ctx, call{args: []string{"log", "-1", "--no-walk", "--format=%T%x00%s", id, "--"}})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot store: importing %s: %w", short(id), err)
+	}
+	tree, subject, _ := strings.Cut(strings.TrimRight(string(out), "\n"), "\x00")
+	snap, ok := parseSubject(id, tree, subject)
+	if !ok {
+		return Snapshot{}, fmt.Errorf("snapshot store: commit %s is not a continuityd snapshot", short(id))
+	}
+	if miss, err := s.Missing(ctx, []string{tree}); err != nil || len(miss) > 0 {
+		return Snapshot{}, errors.Join(fmt.Errorf("snapshot store: the tree of %s is missing", short(id)), err)
+	}
+	if _, err := s.git.run(ctx, call{args: []string{"update-ref", importPrefix + id, id}}); err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot store: %w", err)
+	}
+	return snap, nil
+}
+
+// imported lists the snapshots fetched from elsewhere (Import).
+func (s *Store) imported(ctx context.Context) ([]Snapshot, error) {
+	out, err := s.git.run(ctx, call{args: []string{"for-each-ref",
+		"--format=%(objectname)%00%(tree)%00%(contents:subject)", importPrefix}})
+	if err != nil {
+		return nil, err
+	}
+	var all []Snapshot
+	for line := range strings.SplitSeq(string(out), "\n") {
+		f := strings.SplitN(line, "\x00", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if snap, ok := parseSubject(f[0], f[1], f[2]); ok {
+			all = append(all, snap)
+		}
+	}
+	return all, nil
+}
