@@ -149,7 +149,15 @@ func (r *Resume) sinceLastVisitText(now time.Time) string {
 		fmt.Fprintf(&slv, "- %d writes\n", s.Writes)
 	}
 	if s.PathCount > 0 {
-		fmt.Fprintf(&slv, "- %d paths changed: %s\n", s.PathCount, strings.Join(lastN(s.Paths, 10), ", "))
+		paths := lastN(s.Paths, 10)
+		shown := make([]string, len(paths))
+		for i, p := range paths {
+			shown[i] = p
+			if n := s.PathCounts[p]; n > 1 {
+				shown[i] += fmt.Sprintf(" (×%d)", n)
+			}
+		}
+		fmt.Fprintf(&slv, "- %d paths changed: %s\n", s.PathCount, strings.Join(shown, ", "))
 	}
 	for _, c := range s.Commits {
 		fmt.Fprintf(&slv, "- commit %s\n", c)

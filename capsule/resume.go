@@ -106,12 +106,17 @@ type CapsuleRecord struct {
 // SinceLastVisit accumulates what happened since the agent last read its
 // resume; reading the resume resets it.
 type SinceLastVisit struct {
-	Since     time.Time    `json:"since"`
-	Writes    int          `json:"writes"`
-	Paths     []string     `json:"paths"`
-	PathCount int          `json:"path_count"`
-	Commits   []string     `json:"commits"`
-	Signals   []SignalNote `json:"signals"`
+	Since  time.Time `json:"since"`
+	Writes int       `json:"writes"`
+	// Paths are the changed paths, each once, the most recently changed
+	// last (at most 100); PathCounts says how many times each changed.
+	// PathCount is the total of path changes, listed or not (a path
+	// changed in two bursts of activity counts twice).
+	Paths      []string       `json:"paths"`
+	PathCount  int            `json:"path_count"`
+	PathCounts map[string]int `json:"path_counts"`
+	Commits    []string       `json:"commits"`
+	Signals    []SignalNote   `json:"signals"`
 }
 
 // SignalNote is a signal as since_last_visit shows it.

@@ -47,6 +47,7 @@ type Capture struct {
 	handoffs    map[string]string         // handoff file → its mtime last applied, or the refusal
 	repos       map[string]*gitwatch.Repo // worktree root → repository seen
 	snaps       *snapshots                // work snapshots (snapshots.go); nil when off
+	started     time.Time                 // when Start ran: commits older are not new work
 }
 
 // policyInputs buffers what reaches the policy; the store's writer must
@@ -111,6 +112,7 @@ func (c *Capture) feed(in policy.Input) {
 
 // Start runs the policy, the workdir watcher and the handoff files.
 func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
+	c.started = time.Now()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

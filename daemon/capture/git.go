@@ -10,7 +10,8 @@ import (
 // gitCheck turns what moved in a watched repository (HEAD or a ref, seen by
 // the workdir watcher: no polling) into receipts: a commit becomes
 // "<repo>@<short-sha> <subject>" with the subject secret-redacted, a branch
-// switch is noted.
+// switch is noted. A repository first seen here (not primed at start) is
+// followed from how it was created (gitwatch.Repo.CheckNew).
 func (c *Capture) gitCheck(ctx context.Context, dir string) {
 	c.mu.Lock()
 	if c.repos == nil {
@@ -29,10 +30,11 @@ func (c *Capture) gitCheck(ctx context.Context, dir string) {
 		c.mu.Lock()
 		c.repos[dir] = r
 		c.mu.Unlock()
-		r.Check() // the first check records where the repository stands
-		return
 	}
-	changes, err := r.Check()
+	// A repository not primed at start appeared since (git init, git
+	// clone): its first check reports the commits made since it appeared,
+	// which may already be there when the first event is handled.
+	changes, err := r.CheckNew(c.started)
 	if err != nil {
 		c.log.Debug("git check", "dir", dir, "err", err)
 	}

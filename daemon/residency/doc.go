@@ -65,7 +65,7 @@ type since struct {
 	WritesBase  int         `json:"writes_base"`
 	PathsTotal  int         `json:"paths_total"`
 	PathsBase   int         `json:"paths_base"`
-	Paths       []seqString `json:"paths"`
+	Paths       []seqPath   `json:"paths"`
 	Commits     []seqString `json:"commits"`
 	Signals     []seqSignal `json:"signals"`
 }
@@ -75,23 +75,51 @@ type seqString struct {
 	V   string `json:"v"`
 }
 
+// seqPath is a changed path since the last visit, listed once: Seq is the
+// change that touched it last, N how many changes touched it (a stored
+// entry without n counts one), First the change that listed it first, which
+// tells the entry a visit was shown from one listed again after eviction.
+type seqPath struct {
+	Seq   uint64 `json:"seq"`
+	V     string `json:"v"`
+	N     int    `json:"n,omitempty"`
+	First uint64 `json:"first,omitempty"`
+}
+
+func (p seqPath) count() int { return max(p.N, 1) }
+
 type seqSignal struct {
 	Seq  uint64             `json:"seq"`
 	Note capsule.SignalNote `json:"note"`
 }
 
-// visitMark is what a visit saw: the last sequence number and the running
-// totals at that moment.
+// visitMark is what a visit saw: the last sequence number, the running
+// totals and the changed paths with their counts at that moment (shown is
+// the published document's slice: never written).
 type visitMark struct {
 	seq           uint64
 	writes, paths int
+	shown         []seqPath
 }
 
-// resetTo clears what the visit m was shown.
+// resetTo clears what the visit m was shown. A path changed again after the
+// visit stays, counting only the changes since.
 func (s *since) resetTo(m visitMark, at time.Time) {
 	s.At = at
 	s.WritesBase, s.PathsBase = m.writes, m.paths
-	s.Paths = keepAfter(s.Paths, func(v seqString) bool { return v.Seq > m.seq })
+	shown := make(map[string]seqPath, len(m.shown))
+	for _, p := range m.shown {
+		if q, dup := shown[p.V]; dup { // a document stored before paths were listed once
+			p.N, p.First = p.count()+q.count(), min(p.First, q.First)
+		}
+		shown[p.V] = p
+	}
+	s.Paths = keepAfter(s.Paths, func(v seqPath) bool { return v.Seq > m.seq })
+	for i, p := range s.Paths {
+		if q, ok := shown[p.V]; ok && q.First == p.First {
+			s.Paths[i].N = max(p.count()-q.count(), 1) // changed since m.seq: at least once
+		}
+	}
 	s.Commits = keepAfter(s.Commits, func(v seqString) bool { return v.Seq > m.seq })
 	s.Signals = keepAfter(s.Signals, func(v seqSignal) bool { return v.Seq > m.seq })
 }
@@ -133,6 +161,46 @@ func (d *doc) clone() *doc {
 	return &c
 }
 
+// notePaths lists the paths changed by change seq, each path once: one
+// changed again moves to the end (the most recent) and counts one more
+// change; past keepSincePaths the paths changed longest ago leave the list.
+// paths are most recent first, as the watcher reports them.
+func (s *since) notePaths(seq uint64, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	touched := make(map[string]seqPath, len(paths))
+	for _, p := range paths {
+		e, ok := touched[p]
+		if !ok {
+			e = seqPath{Seq: seq, V: p, First: seq}
+		}
+		e.N++
+		touched[p] = e
+	}
+	// A new slice: the published document shares the old one.
+	out := make([]seqPath, 0, min(len(s.Paths)+len(touched), keepSincePaths+len(touched)))
+	for _, x := range s.Paths {
+		if e, ok := touched[x.V]; ok {
+			e.N += x.count()
+			e.First = x.First
+			touched[x.V] = e
+			continue
+		}
+		out = append(out, x)
+	}
+	for i := len(paths) - 1; i >= 0; i-- {
+		if e, ok := touched[paths[i]]; ok {
+			out = append(out, e)
+			delete(touched, paths[i])
+		}
+	}
+	if len(out) > keepSincePaths {
+		out = out[len(out)-keepSincePaths:]
+	}
+	s.Paths = out
+}
+
 // appendBounded appends v and drops the oldest entries beyond limit.
 func appendBounded[T any](xs []T, limit int, v ...T) []T {
 	xs = append(xs, v...)
@@ -144,15 +212,21 @@ func appendBounded[T any](xs []T, limit int, v ...T) []T {
 
 func (s *since) wire() capsule.SinceLastVisit {
 	out := capsule.SinceLastVisit{
-		Since:     s.At,
-		Writes:    s.WritesTotal - s.WritesBase,
-		PathCount: s.PathsTotal - s.PathsBase,
-		Paths:     []string{},
-		Commits:   []string{},
-		Signals:   []capsule.SignalNote{},
+		Since:      s.At,
+		Writes:     s.WritesTotal - s.WritesBase,
+		PathCount:  s.PathsTotal - s.PathsBase,
+		PathCounts: map[string]int{},
+		Paths:      []string{},
+		Commits:    []string{},
+		Signals:    []capsule.SignalNote{},
 	}
 	for _, p := range s.Paths {
+		if n, dup := out.PathCounts[p.V]; dup { // a document stored before paths were listed once
+			out.Paths = slices.DeleteFunc(out.Paths, func(v string) bool { return v == p.V })
+			p.N = p.count() + n
+		}
 		out.Paths = append(out.Paths, p.V)
+		out.PathCounts[p.V] = p.count()
 	}
 	for _, c := range s.Commits {
 		out.Commits = append(out.Commits, c.V)

@@ -25,7 +25,7 @@ func (s *Store) Resume(visit bool) capsule.Resume {
 	s.mu.RUnlock()
 	r := resumeOf(s.agent, d, rec)
 	if visit {
-		m := visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal}
+		m := visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal, shown: d.Since.Paths}
 		s.lazy(func(t *txn) (uint64, error) {
 			t.d.Since.resetTo(m, t.now)
 			return 0, nil

@@ -95,14 +95,13 @@ func signalSummary(s *capsule.Signal) string {
 }
 
 // NoteActivity records work-directory activity for since_last_visit: a few
-// example paths (already redacted by the caller) and how many changed.
+// example paths (already redacted by the caller, most recent first), each
+// listed once with how many times it changed, and how many changed.
 func (s *Store) NoteActivity(ctx context.Context, paths []string, count int) (uint64, error) {
 	return s.submit(ctx, func(t *txn) (uint64, error) {
 		seq := t.nextSeq()
 		sp := &t.d.Since
-		for _, p := range paths {
-			sp.Paths = appendBounded(sp.Paths, keepSincePaths, seqString{Seq: seq, V: p})
-		}
+		sp.notePaths(seq, paths)
 		sp.PathsTotal += count
 		t.events = append(t.events, Event{Seq: seq, Kind: "activity", Summary: fmt.Sprintf("%d paths changed", count)})
 		return seq, nil

@@ -33,6 +33,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,6 +121,7 @@ type Repo struct {
 	mu    sync.Mutex
 	seen  bool
 	state state
+	since int64 // CheckNew: commits older than this (unix seconds) are not new
 }
 
 type state struct {
@@ -205,7 +207,20 @@ func (r *Repo) Branch() string {
 // and returns what moved: commits on HEAD (oldest first), a branch switch,
 // other local branches moving. The first call records the state and
 // returns nothing.
-func (r *Repo) Check() ([]Change, error) {
+func (r *Repo) Check() ([]Change, error) { return r.check(false, time.Time{}) }
+
+// CheckNew is Check for a repository that appeared while its directory was
+// watched (git init, git clone, a repository moved in): its first call
+// compares with the repository as it was created instead of taking where it
+// stands as the starting point, so commits made before that first call are
+// reported. Which commits are new: those on HEAD's first-parent line after
+// the cloned commit (HEAD's reflog begins "clone: from …" after a clone)
+// and committed at or after since (the watching's start), at most maxWalk;
+// an existing history is never taken for new work. Once the repository has
+// been checked, CheckNew is Check.
+func (r *Repo) CheckNew(since time.Time) ([]Change, error) { return r.check(true, since) }
+
+func (r *Repo) check(fresh bool, since time.Time) ([]Change, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, err := r.read()
@@ -213,14 +228,23 @@ func (r *Repo) Check() ([]Change, error) {
 		return nil, err
 	}
 	if !r.seen {
-		r.seen, r.state = true, st
-		return nil, nil
+		r.seen = true
+		if !fresh {
+			r.state = st
+			return nil, nil
+		}
+		// As created: HEAD names its branch, unborn, no branches.
+		r.state = state{symref: st.symref, heads: map[string]string{}}
+		r.since = since.Unix()
 	}
 	prev := r.state
 	r.state = st
 
 	var out []Change
 	switch {
+	case prev.head == "" && st.head != "" && st.symref != prev.symref && r.clonedAt() == st.head:
+		// A clone completing: git init named a default branch first, the
+		// clone then set HEAD to the remote's. No switch, nothing new.
 	case st.symref != prev.symref:
 		c := r.change(KindBranchSwitch, st.branch(), st.head, prev.head)
 		c.PrevBranch = prev.branch()
@@ -258,6 +282,16 @@ func (r *Repo) headMoved(branch, prev, cur string) []Change {
 	if cur == "" { // the branch was deleted under HEAD
 		return []Change{r.change(KindRefMoved, branch, "", prev)}
 	}
+	if prev == "" {
+		// An unborn HEAD gets commits: a first commit, or a clone, whose
+		// history is not new work.
+		if o := r.clonedAt(); o != "" {
+			if o == cur {
+				return nil
+			}
+			prev = o
+		}
+	}
 	// New commits on top of prev: walk back the first parents.
 	var chain []commit
 	sha := cur
@@ -265,6 +299,10 @@ func (r *Repo) headMoved(branch, prev, cur string) []Change {
 		c, ok := r.commit(sha)
 		if !ok {
 			break
+		}
+		if prev == "" && r.since != 0 && c.when < r.since {
+			// Older than the watching (CheckNew): where the new work starts.
+			return r.commits(branch, c.sha, chain)
 		}
 		chain = append(chain, c)
 		if prev == "" && len(c.parents) == 0 { // the first commit of an unborn branch
@@ -477,6 +515,36 @@ type commit struct {
 	sha     string
 	parents []string
 	subject string
+	when    int64 // committer time, unix seconds (0 if unreadable)
+}
+
+// maxReflogLine bounds what clonedAt reads of HEAD's reflog.
+const maxReflogLine = 64 << 10
+
+// clonedAt is the commit a clone checked out, from the first line of HEAD's
+// reflog ("<zero> <sha> <who> <when>\tclone: from <url>"), or "" when the
+// repository was not cloned or keeps no reflog.
+func (r *Repo) clonedAt() string {
+	f, err := os.Open(filepath.Join(r.gitDir, "logs", "HEAD"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _, _ := bytes.Cut(readUpTo(f, maxReflogLine), []byte("\n"))
+	head, msg, ok := bytes.Cut(line, []byte("\t"))
+	if !ok || !bytes.HasPrefix(msg, []byte("clone: ")) {
+		return ""
+	}
+	fields := strings.Fields(string(head))
+	if len(fields) < 2 || !isSHA(fields[1]) {
+		return ""
+	}
+	return fields[1]
+}
+
+func readUpTo(rd io.Reader, n int64) []byte {
+	b, _ := io.ReadAll(io.LimitReader(rd, n))
+	return b
 }
 
 // commit reads a commit object: loose first, else through git.
@@ -548,6 +616,12 @@ func parseCommit(sha string, body []byte) commit {
 	for _, line := range bytes.Split(hdrs, []byte("\n")) {
 		if p, ok := bytes.CutPrefix(line, []byte("parent ")); ok {
 			c.parents = append(c.parents, string(bytes.TrimSpace(p)))
+		}
+		if p, ok := bytes.CutPrefix(line, []byte("committer ")); ok {
+			// "name <email> <unix seconds> <zone>"
+			if f := strings.Fields(string(p)); len(f) >= 2 {
+				c.when, _ = strconv.ParseInt(f[len(f)-2], 10, 64)
+			}
 		}
 	}
 	var lines []string
