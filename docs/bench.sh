@@ -21,6 +21,7 @@ go test -run '^$' -bench 'DurableAck|Resume$|ConcurrentWriters' -benchtime 2000x
 BENCH_NO_UPSTREAM=1 go test -run '^$' -bench 'DurableAck|ConcurrentWriters' -benchtime 2000x -count 5 ./daemon/ 2>&1 | medians
 go test -run '^$' -bench 'StoreCheckpoint|StoreConcurrentWriters' -benchtime 2000x -count 5 ./daemon/residency/ 2>&1 | medians
 go test -run '^$' -bench 'DrainBacklog|Coalescing' -benchtime 1x -count 1 ./daemon/
+go test -run '^$' -bench SnapshotBurstCPU -benchtime 20x -count 1 ./daemon/
 go test -run '^$' -bench 'HookWallTime|MCPStartupAndResume' -benchtime 200x -count 1 ./cmd/continuityd/
 go test -run '^$' -bench 'EventsCPU|WatchRSS|IdleCPU' -benchtime 1x -count 1 ./daemon/sources/watch/
 go test -run '^$' -bench 'CheckSecret|DecodeCheckpoint' -count 1 ./capsule/

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// killTreeFiles is the size of the tree the kill test snapshots: big
+// enough that git needs seconds to store a rewrite of it (new objects for
+// every file), so a SIGKILL lands while a snapshot is in flight.
+const killTreeFiles = 3000
+
+func killTreeFile(i int) string { return fmt.Sprintf("big/d%02d/f%03d.txt", i/100, i%100) }
+
+// killTreeText is file i's content in round r: a first line naming both,
+// then 8 KiB of text that differs by file and round (git stores a new
+// object for each).
+func killTreeText(r, i int) string {
+	rng := rand.New(rand.NewPCG(uint64(r), uint64(i)))
+	var b strings.Builder
+	fmt.Fprintf(&b, "round %d file %d\n", r, i)
+	const letters = "abcdefghijklmnopqrstuvwxyz      \n"
+	for b.Len() < 8<<10 {
+		b.WriteByte(letters[rng.IntN(len(letters))])
+	}
+	return b.String()
+}
+
+// writeKillTree writes every file of the tree as it is in round r into
+// work/big. The tree is written beside the workdir in stage and moved in
+// with one rename, so that no snapshot (a quiet period can pass during a
+// slow write on a loaded machine) sees half a round.
+func writeKillTree(t *testing.T, work, stage string, r int) {
+	t.Helper()
+	os.RemoveAll(stage)
+	for i := range killTreeFiles {
+		writeFile(t, stage, killTreeFile(i), killTreeText(r, i))
+	}
+	old := stage + ".old"
+	if err := os.Rename(filepath.Join(work, "big"), old); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(stage, "big"), filepath.Join(work, "big")); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(old)
+}
+
+// storeGit runs git on the daemon's snapshot store, read only, with no
+// user or system configuration.
+func storeGit(t *testing.T, store string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"--git-dir=" + store}, args...)...)
+	cmd.Env = userGitEnv(t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s on the store: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// childPIDs lists the processes whose parent is pid.
+func childPIDs(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var kids []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ")".
+		s := string(stat)
+		if k := strings.LastIndexByte(s, ')'); k >= 0 {
+			if f := strings.Fields(s[k+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids
+}
+
+// alive reports whether pid is a process that has not ended (a zombie
+// has ended).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	k := strings.LastIndexByte(s, ')')
+	return k < 0 || !strings.HasPrefix(strings.TrimSpace(s[k+1:]), "Z")
+}
+
+// listedSnapshots is GET /v1/snapshots: the ids, newest first.
+func listedSnapshots(t *testing.T, p *proc) []string {
+	t.Helper()
+	c := p.client()
+	defer c.CloseIdleConnections()
+	var ids []string
+	list, _ := get(t, c, "/v1/snapshots")["snapshots"].([]any)
+	for _, s := range list {
+		ids = append(ids, s.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+// checkWholeSnapshots checks every snapshot the daemon lists: `show`
+// answers, and the store holds the whole tree of one round, every file
+// of it readable (no half snapshot: each listed one is a tree written
+// whole before its ref).
+func checkWholeSnapshots(t *testing.T, p *proc, store string, ids []string, when string) {
+	t.Helper()
+	c := p.client()
+	defer c.CloseIdleConnections()
+	for _, id := range ids {
+		resp, err := c.Get("http://d/v1/snapshots/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: show of listed snapshot %s: %d", when, id, resp.StatusCode)
+		}
+		names := strings.Split(storeGit(t, store, "ls-tree", "-r", "--name-only", id), "\n")
+		if n := len(names); n < killTreeFiles {
+			t.Fatalf("%s: listed snapshot %s holds %d files, want the whole tree (%d)", when, id, n, killTreeFiles)
+		}
+		first := storeGit(t, store, "cat-file", "blob", id+":"+killTreeFile(0))
+		var r int
+		if _, err := fmt.Sscanf(first, "round %d file 0\n", &r); err != nil {
+			t.Fatalf("%s: snapshot %s: %s holds %.40q", when, id, killTreeFile(0), first)
+		}
+		for _, i := range []int{1, killTreeFiles / 2, killTreeFiles - 1} {
+			if got := storeGit(t, store, "cat-file", "blob", id+":"+killTreeFile(i)); got != strings.TrimSpace(killTreeText(r, i)) {
+				t.Fatalf("%s: snapshot %s: %s is not the file of round %d", when, id, killTreeFile(i), r)
+			}
+		}
+	}
+	code, out, errOut := runCLI(t, []string{"CONTINUITYD_SOCKET=" + p.socket}, "snapshot", "list")
+	if code != 0 {
+		t.Fatalf("%s: continuityd snapshot list: exit %d: %s", when, code, errOut)
+	}
+	for _, id := range ids {
+		if !strings.Contains(out, id[:12]) {
+			t.Fatalf("%s: continuityd snapshot list lacks %s:\n%s", when, id, out)
+		}
+	}
+}
+
+// waitSnapshots waits until the daemon lists want snapshots.
+func waitSnapshots(t *testing.T, p *proc, want int, within time.Duration, when string) []string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ids := listedSnapshots(t, p)
+		if len(ids) == want {
+			return ids
+		}
+		if len(ids) > want || time.Now().After(deadline) {
+			t.Fatalf("%s: the daemon lists %d snapshots, want %d; log:\n%s", when, len(ids), want, p.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSnapshotSIGKILLMidSnapshot (issue 14): a daemon taking a work
+// snapshot of a 3,000-file tree is killed with SIGKILL at three points
+// of the snapshot (as git add starts, and later into it); its git runs
+// die with it. Each time the store is whole (git fsck), no snapshot of the
+// interrupted one is listed, and the restarted daemon comes up, lists only
+// whole snapshots (show answers, each holds the whole tree of one round)
+// and takes its start snapshot, which needs the store's locks the killed
+// git left behind cleared. Then a burst of edits gives a new snapshot.
+func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 3,000-file tree several times")
+	}
+	w, work := snapshotWorkspace(t, "")
+	store := filepath.Join(w.state, "agents", "builder", "snapshots.git")
+	lock := filepath.Join(store, "index.lock")
+	stage := filepath.Join(w.dir, "stage")
+	writeKillTree(t, work, stage, 0)
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	ids := waitSnapshots(t, p, 1, 30*time.Second, "first start") // the start snapshot
+
+	for round, delay := range []time.Duration{0, 300 * time.Millisecond, 800 * time.Millisecond} {
+		r := round + 1
+		when := fmt.Sprintf("round %d (kill %s into git add)", r, delay)
+		writeKillTree(t, work, stage, r)
+		// The burst goes quiet, the policy asks for a snapshot: git add
+		// takes the store's index lock while it hashes the new files.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if _, err := os.Stat(lock); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no snapshot started within 20 s; log:\n%s", when, p.stderr)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		// The snapshots whole before the kill (read only; git's refs are
+		// consistent while the daemon writes).
+		before := len(strings.Fields(storeGit(t, store, "for-each-ref", "--format=%(objectname)", "refs/snapshots/")))
+		time.Sleep(delay)
+		kids := childPIDs(p.cmd.Process.Pid)
+		p.kill()
+		killed := time.Now()
+		deadline = killed.Add(time.Second)
+		for _, k := range kids {
+			for alive(k) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the daemon's child %d outlived it by 1 s (no parent-death signal?)", when, k)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		t.Logf("%s: children at the kill %v, gone after %s", when, kids, time.Since(killed))
+
+		// Killed mid-way: no ref was made for the interrupted snapshot,
+		// and what refs there are reach whole objects.
+		refs := storeGit(t, store, "for-each-ref", "--format=%(objectname)", "refs/snapshots/")
+		if n := len(strings.Fields(refs)); n != before {
+			t.Fatalf("%s: the store has %d snapshot refs after the kill, %d before it: the snapshot finished before the kill (make the tree bigger)", when, n, before)
+		}
+		storeGit(t, store, "fsck", "--connectivity-only", "--no-dangling")
+
+		p = startProc(t, w.socket, nil, "run", "--config", w.config)
+		checkWholeSnapshots(t, p, store, listedSnapshots(t, p), when+", at restart")
+		// The restarted daemon snapshots the tree as it is (round r): its
+		// git needs the locks the killed one left gone.
+		ids = waitSnapshots(t, p, before+1, 30*time.Second, when+", the start snapshot after the restart")
+		checkWholeSnapshots(t, p, store, ids, when+", after the start snapshot")
+		if got := storeGit(t, store, "cat-file", "blob", ids[0]+":"+killTreeFile(7)); got != strings.TrimSpace(killTreeText(r, 7)) {
+			t.Fatalf("%s: the start snapshot after the restart is not of round %d", when, r)
+		}
+	}
+
+	// The next burst gives a new snapshot with its record.
+	agentDir := filepath.Join(w.state, "agents", "builder")
+	edited := []string{killTreeFile(11), killTreeFile(1234), killTreeFile(2999)}
+	for _, f := range edited {
+		writeFile(t, work, f, "edited after the kills: "+f+"\n")
+	}
+	rec := waitWork(t, agentDir, 30*time.Second, func(wk *capsule.Work) bool {
+		return wk.Snapshot != nil && !slices.Contains(ids, wk.Snapshot.ID) &&
+			workFile(wk, edited[0]) != nil && workFile(wk, edited[1]) != nil && workFile(wk, edited[2]) != nil
+	})
+	id := rec.Work.Snapshot.ID
+	if got := listedSnapshots(t, p); len(got) == 0 || got[0] != id {
+		t.Fatalf("the burst's snapshot %s is not the newest listed: %v", id, got)
+	}
+	if got := storeGit(t, store, "cat-file", "blob", id+":"+edited[1]); got != strings.TrimSpace("edited after the kills: "+edited[1]) {
+		t.Fatalf("the burst's snapshot holds %q for %s", got, edited[1])
+	}
+	if code := p.terminate(t); code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, p.stderr)
+	}
+}
