@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -185,18 +186,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return exitUsage
 	}
-	c, err := cf.client(e)
-	if err != nil {
-		return fail(e, err)
-	}
-	defer c.Close()
-	out, err := c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
-	if err != nil {
-		return fail(e, err)
-	}
-	if *asJSON {
-		e.stdout.Write(out)
-		return exitOK
+	out, code, ok := getOrPrint(ctx, e, cf, "/v1/status", nil, *asJSON)
+	if !ok {
+		return code
 	}
 	var st api.Status
 	if err := json.Unmarshal(out, &st); err != nil {
@@ -233,4 +225,25 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", a.Name, a.Damaged)
 	}
 	return exitOK
+}
+
+// getOrPrint GETs path from the daemon. With raw set it prints the JSON
+// answer as it came and the command is done (ok false, code exitOK); a
+// failure is reported and ends the command too. Otherwise out is the
+// answer for the command to render.
+func getOrPrint(ctx context.Context, e *env, cf clientFlags, path string, q url.Values, raw bool) (out []byte, code int, ok bool) {
+	c, err := cf.client(e)
+	if err != nil {
+		return nil, fail(e, err), false
+	}
+	defer c.Close()
+	out, err = c.Do(ctx, http.MethodGet, path, q, nil)
+	if err != nil {
+		return nil, fail(e, err), false
+	}
+	if raw {
+		e.stdout.Write(out)
+		return nil, exitOK, false
+	}
+	return out, exitOK, true
 }

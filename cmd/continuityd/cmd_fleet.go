@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
@@ -25,22 +24,13 @@ func cmdFleet(ctx context.Context, e *env, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return exitUsage
 	}
-	c, err := cf.client(e)
-	if err != nil {
-		return fail(e, err)
-	}
-	defer c.Close()
 	q := url.Values{}
 	if *up != "" {
 		q.Set("upstream", *up)
 	}
-	out, err := c.Do(ctx, http.MethodGet, "/v1/fleet", q, nil)
-	if err != nil {
-		return fail(e, err)
-	}
-	if *asJSON {
-		e.stdout.Write(out)
-		return exitOK
+	out, code, ok := getOrPrint(ctx, e, cf, "/v1/fleet", q, *asJSON)
+	if !ok {
+		return code
 	}
 	var ans api.FleetAnswer
 	if err := json.Unmarshal(out, &ans); err != nil {

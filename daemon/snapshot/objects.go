@@ -249,20 +249,5 @@ func (s *Store) Import(ctx context.Context, id string) (Snapshot, error) {
 
 // imported lists the snapshots fetched from elsewhere (Import).
 func (s *Store) imported(ctx context.Context) ([]Snapshot, error) {
-	out, err := s.git.run(ctx, call{args: []string{"for-each-ref",
-		"--format=%(objectname)%00%(tree)%00%(contents:subject)", importPrefix}})
-	if err != nil {
-		return nil, err
-	}
-	var all []Snapshot
-	for line := range strings.SplitSeq(string(out), "\n") {
-		f := strings.SplitN(line, "\x00", 3)
-		if len(f) != 3 {
-			continue
-		}
-		if snap, ok := parseSubject(f[0], f[1], f[2]); ok {
-			all = append(all, snap)
-		}
-	}
-	return all, nil
+	return s.refsUnder(ctx, importPrefix, false)
 }

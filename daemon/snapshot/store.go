@@ -469,8 +469,27 @@ func parseSkipped(msg string) (list []Skipped, more int) {
 // Take wrote without its ref are never listed: the ref is made last, with
 // a lock file and a rename.
 func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
+	all, err := s.refsUnder(ctx, refPrefix, true)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b Snapshot) int {
+		switch {
+		case a.n > b.n:
+			return -1
+		case a.n < b.n:
+			return 1
+		}
+		return 0
+	})
+	return all, nil
+}
+
+// refsUnder reads the snapshots the refs under prefix reach; a ref whose
+// commit is not a snapshot is skipped (and said, when warn is set).
+func (s *Store) refsUnder(ctx context.Context, prefix string, warn bool) ([]Snapshot, error) {
 	out, err := s.git.run(ctx, call{args: []string{"for-each-ref",
-		"--format=%(objectname)%00%(tree)%00%(contents:subject)", refPrefix}})
+		"--format=%(objectname)%00%(tree)%00%(contents:subject)", prefix}})
 	if err != nil {
 		return nil, err
 	}
@@ -482,20 +501,13 @@ func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
 		}
 		snap, ok := parseSubject(f[0], f[1], f[2])
 		if !ok {
-			s.log.Warn("snapshot store: a ref that is not a snapshot", "commit", f[0])
+			if warn {
+				s.log.Warn("snapshot store: a ref that is not a snapshot", "commit", f[0])
+			}
 			continue
 		}
 		all = append(all, snap)
 	}
-	slices.SortFunc(all, func(a, b Snapshot) int {
-		switch {
-		case a.n > b.n:
-			return -1
-		case a.n < b.n:
-			return 1
-		}
-		return 0
-	})
 	return all, nil
 }
 
