@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,24 +16,6 @@ import (
 )
 
 const e2eRegKey = "delx-reg-key-e2e-7f3a9c"
-
-// runCLI runs the continuityd binary as a command (not a daemon) and
-// returns its exit status and output.
-func runCLI(t *testing.T, env []string, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
-}
 
 // TestDelxRegisteredIdentities: agents of one running daemon, registered
 // one by one with `continuityd delx register` against a Delx stand-in that
@@ -177,7 +158,7 @@ token_file = %q
 		{"delx", "register", "--agent", "a1", "--config", w.config},
 		{"delx", "register", "--agent", "a2", "--upstream", "delx", "--agent-id", "delx-a2-custom", "--config", w.config},
 	} {
-		code, out, errOut := runCLI(t, key, reg...)
+		code, out, errOut := cli(t, key, "", reg...)
 		outputs.WriteString(out + errOut)
 		if code != 0 || !strings.Contains(out, "session_id: sess_") || !strings.Contains(out, "delx-identity-delx.json") {
 			t.Fatalf("%v: exit %d\n%s%s", reg, code, out, errOut)
@@ -195,13 +176,13 @@ token_file = %q
 		}
 	}
 	// Registering again is explicit; a missing key is bad usage.
-	if code, _, errOut := runCLI(t, key, "delx", "register", "--agent", "a1", "--config", w.config); code != 1 || !strings.Contains(errOut, "--force") {
+	if code, _, errOut := cli(t, key, "", "delx", "register", "--agent", "a1", "--config", w.config); code != 1 || !strings.Contains(errOut, "--force") {
 		t.Fatalf("second registration without --force: exit %d %s", code, errOut)
 	}
-	if code, _, errOut := runCLI(t, []string{"DELX_REGISTRATION_KEY="}, "delx", "register", "--agent", "a1", "--force", "--config", w.config); code != 2 || !strings.Contains(errOut, "DELX_REGISTRATION_KEY") {
+	if code, _, errOut := cli(t, []string{"DELX_REGISTRATION_KEY="}, "", "delx", "register", "--agent", "a1", "--force", "--config", w.config); code != 2 || !strings.Contains(errOut, "DELX_REGISTRATION_KEY") {
 		t.Fatalf("no key: exit %d %s", code, errOut)
 	}
-	if code, _, errOut := runCLI(t, key, "delx", "register", "--agent", "a3", "--config", w.config); code != 2 || !strings.Contains(errOut, "[agent.identity.delx]") {
+	if code, _, errOut := cli(t, key, "", "delx", "register", "--agent", "a3", "--config", w.config); code != 2 || !strings.Contains(errOut, "[agent.identity.delx]") {
 		t.Fatalf("an agent with its identity in the config: exit %d %s", code, errOut)
 	}
 	if n := len(fake.Registrations()); n != 2 {

@@ -473,7 +473,7 @@ func fleetMetrics(t *testing.T, p *proc) string {
 // fleetCLI runs the continuityd binary as a client command.
 func fleetCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	code, out, errOut := runCLI(t, nil, args...)
+	code, out, errOut := cli(t, nil, "", args...)
 	return out + errOut, code
 }
 

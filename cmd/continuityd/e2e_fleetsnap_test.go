@@ -65,7 +65,7 @@ func TestFleetSnapshotRestoreOnAnotherMachine(t *testing.T) {
 	b := startProc(t, wb.socket, nil, "run", "--config", wb.config)
 	defer b.terminate(t)
 	env := []string{"CONTINUITYD_SOCKET=" + wb.socket}
-	code, out, errOut := runCLI(t, env, "snapshot", "restore", id[:12])
+	code, out, errOut := cli(t, env, "", "snapshot", "restore", id[:12])
 	if code != 0 {
 		t.Fatalf("restore on B: exit %d: %s %s", code, out, errOut)
 	}
@@ -76,11 +76,11 @@ func TestFleetSnapshotRestoreOnAnotherMachine(t *testing.T) {
 		t.Errorf("notes/plan.md on B = %q", got)
 	}
 	// show answers from B's store now.
-	if code, out, errOut := runCLI(t, env, "snapshot", "show", id[:12]); code != 0 || !strings.Contains(out, "main.go") {
+	if code, out, errOut := cli(t, env, "", "snapshot", "show", id[:12]); code != 0 || !strings.Contains(out, "main.go") {
 		t.Errorf("show on B: exit %d: %s %s", code, out, errOut)
 	}
 	// An id neither B nor the fleet has is not found.
-	if code, _, errOut := runCLI(t, env, "snapshot", "restore", "0123456789ab"); code == 0 || !strings.Contains(errOut, "nor in the fleet") {
+	if code, _, errOut := cli(t, env, "", "snapshot", "restore", "0123456789ab"); code == 0 || !strings.Contains(errOut, "nor in the fleet") {
 		t.Errorf("unknown id on B: exit %d: %s", code, errOut)
 	}
 }

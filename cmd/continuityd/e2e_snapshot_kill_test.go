@@ -150,7 +150,7 @@ func checkWholeSnapshots(t *testing.T, p *proc, store string, ids []string, when
 			}
 		}
 	}
-	code, out, errOut := runCLI(t, []string{"CONTINUITYD_SOCKET=" + p.socket}, "snapshot", "list")
+	code, out, errOut := cli(t, []string{"CONTINUITYD_SOCKET=" + p.socket}, "", "snapshot", "list")
 	if code != 0 {
 		t.Fatalf("%s: continuityd snapshot list: exit %d: %s", when, code, errOut)
 	}

@@ -198,7 +198,7 @@ func TestSnapshotEmbeddedDefaultWritesWorkRecord(t *testing.T) {
 	if snap, _ := r["snapshot"].(map[string]any); snap == nil || snap["id"] != w.Snapshot.ID {
 		t.Errorf("resume snapshot: %v, want %s", r["snapshot"], w.Snapshot.ID)
 	}
-	code, out, errOut := runCLI(t, []string{"CONTINUITYD_SOCKET=" + sock}, "resume", "--peek")
+	code, out, errOut := cli(t, []string{"CONTINUITYD_SOCKET=" + sock}, "", "resume", "--peek")
 	if code != 0 || !strings.Contains(out, "last snapshot ") || !strings.Contains(out, "continuityd snapshot diff") {
 		t.Errorf("markdown resume (exit %d): %s %s", code, out, errOut)
 	}
@@ -294,15 +294,15 @@ func TestSnapshotRestoreLeavesTheRepositoryAlone(t *testing.T) {
 	}
 	// The safety snapshot undoes it (through the CLI).
 	safety := m["safety"].(string)
-	code, out, errOut := runCLI(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "snapshot", "restore", safety)
+	code, out, errOut := cli(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "", "snapshot", "restore", safety)
 	if code != 0 || readFile(t, work, "a.go") != "a3\n" {
 		t.Fatalf("undo (exit %d): %s %s; a.go %q", code, out, errOut, readFile(t, work, "a.go"))
 	}
-	code, out, _ = runCLI(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "snapshot", "list")
+	code, out, _ = cli(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "", "snapshot", "list")
 	if code != 0 || !strings.Contains(out, s1[:12]) || !strings.Contains(out, "restore") {
 		t.Errorf("snapshot list (exit %d): %s", code, out)
 	}
-	code, out, _ = runCLI(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "snapshot", "diff", s1)
+	code, out, _ = cli(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "", "snapshot", "diff", s1)
 	if code != 0 || !strings.Contains(out, "+a2") {
 		t.Errorf("snapshot diff (exit %d): %s", code, out)
 	}

@@ -2,45 +2,21 @@ package mcpserver_test
 
 import (
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/continuityd/continuityd/daemon/mcpserver"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/socktest"
 )
 
 // request is one request as the daemon stand-in saw it.
-type request struct {
-	method, path, query, body string
-}
-
 // daemonStandIn serves on a real Unix socket what the daemon's API would
 // answer, and records each request.
-func daemonStandIn(t *testing.T) (string, func() []request) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "d.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var seen []request
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		seen = append(seen, request{r.Method, r.URL.Path, r.URL.RawQuery, string(body)})
-		mu.Unlock()
+func daemonStandIn(t *testing.T) (string, func() []socktest.Request) {
+	return socktest.Serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.URL.Query().Get("agent") == "refused":
@@ -51,18 +27,7 @@ func daemonStandIn(t *testing.T) (string, func() []request) {
 		default:
 			io.WriteString(w, `{"seq":1}`)
 		}
-	}))
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return sock, func() []request {
-		mu.Lock()
-		defer mu.Unlock()
-		out := seen
-		seen = nil
-		return out
-	}
+	})
 }
 
 // Each tool over the socket's client is one call to the daemon's API: the
@@ -74,26 +39,26 @@ func TestClientBackendRequests(t *testing.T) {
 	cs := connect(t, mcpserver.Options{Backend: mcpserver.ClientBackend(c), Agent: "builder"})
 	for _, tc := range []struct {
 		tool, args string
-		want       request
+		want       socktest.Request
 	}{
-		{"resume", "", request{"GET", "/v1/continuity", "agent=builder", ""}},
-		{"resume", `{"peek":true,"agent":"other"}`, request{"GET", "/v1/continuity", "agent=other&peek=true", ""}},
-		{"checkpoint", "", request{"POST", "/v1/continuity/checkpoint", "agent=builder", `{}`}},
-		{"checkpoint", `{"focus":"f","sync":"1"}`, request{"POST", "/v1/continuity/checkpoint", "agent=builder&sync=true", `{"focus":"f"}`}},
-		{"wait_for_event", "", request{"GET", "/v1/continuity/wait", "agent=builder", ""}},
-		{"wait_for_event", `{"max_seconds":5,"after":0}`, request{"GET", "/v1/continuity/wait", "after=0&agent=builder&max_seconds=5", ""}},
-		{"capsule_read", "", request{"GET", "/v1/capsule", "agent=builder", ""}},
-		{"capsule_write", `{"capsule":{"version":"1","goal":"g"}}`, request{"PUT", "/v1/capsule", "agent=builder", `{"version":"1","goal":"g"}`}},
-		{"capsule_seal", "", request{"POST", "/v1/capsule/seal", "agent=builder", `{}`}},
-		{"capsule_seal", `{"handoff_to":"next"}`, request{"POST", "/v1/capsule/seal", "agent=builder", `{"handoff_to":"next"}`}},
-		{"signal", `{"kind":"context","used_fraction":0.5}`, request{"POST", "/v1/signals", "agent=builder", `{"kind":"context","used_fraction":0.5,"via":"mcp"}`}},
+		{"resume", "", socktest.Request{Method: "GET", Path: "/v1/continuity", Query: "agent=builder", Body: ""}},
+		{"resume", `{"peek":true,"agent":"other"}`, socktest.Request{Method: "GET", Path: "/v1/continuity", Query: "agent=other&peek=true", Body: ""}},
+		{"checkpoint", "", socktest.Request{Method: "POST", Path: "/v1/continuity/checkpoint", Query: "agent=builder", Body: `{}`}},
+		{"checkpoint", `{"focus":"f","sync":"1"}`, socktest.Request{Method: "POST", Path: "/v1/continuity/checkpoint", Query: "agent=builder&sync=true", Body: `{"focus":"f"}`}},
+		{"wait_for_event", "", socktest.Request{Method: "GET", Path: "/v1/continuity/wait", Query: "agent=builder", Body: ""}},
+		{"wait_for_event", `{"max_seconds":5,"after":0}`, socktest.Request{Method: "GET", Path: "/v1/continuity/wait", Query: "after=0&agent=builder&max_seconds=5", Body: ""}},
+		{"capsule_read", "", socktest.Request{Method: "GET", Path: "/v1/capsule", Query: "agent=builder", Body: ""}},
+		{"capsule_write", `{"capsule":{"version":"1","goal":"g"}}`, socktest.Request{Method: "PUT", Path: "/v1/capsule", Query: "agent=builder", Body: `{"version":"1","goal":"g"}`}},
+		{"capsule_seal", "", socktest.Request{Method: "POST", Path: "/v1/capsule/seal", Query: "agent=builder", Body: `{}`}},
+		{"capsule_seal", `{"handoff_to":"next"}`, socktest.Request{Method: "POST", Path: "/v1/capsule/seal", Query: "agent=builder", Body: `{"handoff_to":"next"}`}},
+		{"signal", `{"kind":"context","used_fraction":0.5}`, socktest.Request{Method: "POST", Path: "/v1/signals", Query: "agent=builder", Body: `{"kind":"context","used_fraction":0.5,"via":"mcp"}`}},
 	} {
 		res := callTool(t, cs, tc.tool, tc.args)
 		if res.IsError {
 			t.Errorf("%s %s: %s", tc.tool, tc.args, text(t, res))
 		}
 		got := seen()
-		if len(got) != 1 || got[0].method != tc.want.method || got[0].path != tc.want.path || got[0].query != tc.want.query || !sameJSON(got[0].body, tc.want.body) {
+		if len(got) != 1 || got[0].Method != tc.want.Method || got[0].Path != tc.want.Path || got[0].Query != tc.want.Query || !sameJSON(got[0].Body, tc.want.Body) {
 			t.Errorf("%s %s:\n got %+v\nwant %+v", tc.tool, tc.args, got, tc.want)
 		}
 	}
@@ -116,7 +81,7 @@ func TestClientBackendRequests(t *testing.T) {
 	// No agent anywhere: none is sent, the daemon picks its only one.
 	cs = connect(t, mcpserver.Options{Backend: mcpserver.ClientBackend(c)})
 	callTool(t, cs, "capsule_read", "")
-	if got := seen(); len(got) != 1 || got[0].query != "" {
+	if got := seen(); len(got) != 1 || got[0].Query != "" {
 		t.Errorf("no agent: %+v, want no query", got)
 	}
 }

@@ -6,57 +6,17 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/socktest"
 )
 
 // seen is one request as the server got it.
-type seen struct {
-	method, path, query, body, contentType string
-}
-
-// serve runs h on a real Unix socket until the test ends and returns the
-// socket's path and what the server saw.
-func serve(t *testing.T, h http.HandlerFunc) (string, func() []seen) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cl") // short: a socket path has ~100 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "d.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var got []seen
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, seen{r.Method, r.URL.Path, r.URL.RawQuery, string(body), r.Header.Get("Content-Type")})
-		mu.Unlock()
-		h(w, r)
-	}))
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return sock, func() []seen {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]seen(nil), got...)
-	}
-}
-
 func ok(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"ok":true}`)
@@ -64,7 +24,7 @@ func ok(w http.ResponseWriter, r *http.Request) {
 
 // The client's default agent goes with every call that names none.
 func TestDoDefaultAgent(t *testing.T) {
-	sock, got := serve(t, ok)
+	sock, got := socktest.Serve(t, ok)
 	c := New(sock)
 	defer c.Close()
 	ctx := context.Background()
@@ -75,10 +35,10 @@ func TestDoDefaultAgent(t *testing.T) {
 	c.Do(ctx, http.MethodGet, "/v1/continuity", url.Values{"agent": {"other"}, "peek": {"1"}}, nil)
 	c.Agent = ""
 	c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
-	want := []seen{
-		{"POST", "/v1/continuity/checkpoint", "agent=builder", `{"focus":"x"}`, "application/json"},
-		{"GET", "/v1/continuity", "agent=other&peek=1", "", ""},
-		{"GET", "/v1/status", "", "", ""},
+	want := []socktest.Request{
+		{Method: "POST", Path: "/v1/continuity/checkpoint", Query: "agent=builder", Body: `{"focus":"x"}`, ContentType: "application/json"},
+		{Method: "GET", Path: "/v1/continuity", Query: "agent=other&peek=1", Body: "", ContentType: ""},
+		{Method: "GET", Path: "/v1/status", Query: "", Body: "", ContentType: ""},
 	}
 	if g := got(); len(g) != len(want) {
 		t.Fatalf("server saw %+v", g)
@@ -92,7 +52,7 @@ func TestDoDefaultAgent(t *testing.T) {
 }
 
 func TestResumeAndSignal(t *testing.T) {
-	sock, got := serve(t, func(w http.ResponseWriter, r *http.Request) {
+	sock, got := socktest.Serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/continuity" {
 			io.WriteString(w, `{"agent":"builder","seq":4,"focus":"the goal"}`)
 			return
@@ -110,7 +70,7 @@ func TestResumeAndSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := got()
-	if len(g) != 2 || g[0].query != "peek=1" || g[1].method != "POST" || g[1].path != "/v1/signals" || !strings.Contains(g[1].body, `"used_fraction":0.5`) {
+	if len(g) != 2 || g[0].Query != "peek=1" || g[1].Method != "POST" || g[1].Path != "/v1/signals" || !strings.Contains(g[1].Body, `"used_fraction":0.5`) {
 		t.Errorf("server saw %+v", g)
 	}
 }
@@ -118,7 +78,7 @@ func TestResumeAndSignal(t *testing.T) {
 // A refusal in the API's shape is an *APIError with its status, code,
 // field and message; any other failure answer keeps its text.
 func TestDoAPIError(t *testing.T) {
-	sock, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+	sock, _ := socktest.Serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/capsule" {
 			w.WriteHeader(http.StatusBadGateway)
 			io.WriteString(w, "bad gateway")
@@ -162,7 +122,7 @@ func TestDoUnreachable(t *testing.T) {
 		c.Close()
 	}
 	// A socket whose daemon has gone (a file left behind).
-	sock, _ := serve(t, ok)
+	sock, _ := socktest.Serve(t, ok)
 	ln, err := net.Listen("unix", sock+"2")
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +140,7 @@ func TestDoUnreachable(t *testing.T) {
 // within the client's budget, as ErrUnreachable and ErrNoAnswer; when the
 // caller's own context ends first, the caller's error comes back as it is.
 func TestDoNoAnswer(t *testing.T) {
-	sock, _ := serve(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	sock, _ := socktest.Serve(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	c := New(sock)
 	defer c.Close()
 	c.Timeout = 50 * time.Millisecond
