@@ -227,12 +227,14 @@ func Fetch(ctx context.Context, store *snapshot.Store, bucket Bucket, agent, id 
 		ids[i] = o.ID
 		types[o.ID] = o.Type
 	}
+	// Held before the objects are counted: objects an earlier fetch left
+	// unreferenced must not be pruned between the count and the import.
+	release := store.HoldObjects()
+	defer release()
 	missing, err := store.Missing(ctx, ids)
 	if err != nil {
 		return snapshot.Snapshot{}, err
 	}
-	release := store.HoldObjects()
-	defer release()
 	for _, oid := range missing {
 		data, err := bucket.GetObject(ctx, objectName(oid))
 		if err != nil {

@@ -225,6 +225,9 @@ func (c *Client) held(agent string, rev uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.agents[agent]
+	if st == nil { // released (a reload took the agent away) meanwhile
+		return nil
+	}
 	st.base = max(st.base, rev)
 	st.holding = true
 	if o := c.freshConflict(st); o != nil {
@@ -278,7 +281,10 @@ func (c *Client) noteConflict(agent string, ce *ConflictError, held bool) {
 // reported whether or not it lands.
 func (c *Client) putSide(ctx context.Context, agent, holder string) {
 	c.mu.Lock()
-	val := c.agents[agent].lastVal
+	var val []byte
+	if st := c.agents[agent]; st != nil { // nil: released meanwhile
+		val = st.lastVal
+	}
 	c.mu.Unlock()
 	var env envelope
 	if val == nil || json.Unmarshal(val, &env) != nil {
