@@ -119,25 +119,16 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 		c.policy.Run(ctx, c.inputs)
 	}()
 	wd := c.workdir
-	// The tree as the daemon finds it is the first snapshot; Start returns
-	// once it is taken (as it does once the tree is watched), so a change
-	// made after start is in the first work record.
-	var snapped chan struct{}
+	// The tree as the daemon finds it is the first snapshot, taken in the
+	// background: a large tree must not hold up the daemon's start (agents
+	// start one after another, before the socket serves) or a reload. The
+	// store takes one snapshot at a time, so a burst's snapshot waits for
+	// this one.
 	if s := c.snapshotter(); s != nil {
-		snapped = make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer close(snapped)
 			s.start(ctx)
-		}()
-		defer func() {
-			select {
-			case <-snapped:
-			case <-ctx.Done():
-			case <-time.After(30 * time.Second):
-				c.log.Warn("the first work snapshot is slow; going on", "workdir", wd)
-			}
 		}()
 	}
 	if wd != "" && c.cfg.Transcripts.Enabled {
