@@ -57,7 +57,6 @@ type fleetLink struct {
 	pending   bool   // the residency was empty and the fleet has not answered yet
 	restored  *capsule.RestoredFrom
 	putSeq    uint64 // the seq of the last state put
-	conflict  bool   // a conflict episode is being reported
 	lastPutOK bool
 }
 
@@ -343,27 +342,12 @@ func (a *Agent) fleetTouch() {
 }
 
 // FleetConflict reports another daemon writing this agent through the
-// fleet upstream: a WARN log and a fleet_conflict event, once per episode
-// (an episode ends when the fleet's conflict list no longer has the agent).
-// Called from the fleet client's goroutine; it never blocks.
+// fleet upstream as a fleet_conflict event. The fleet client calls it once
+// per episode (and logs it), from its own goroutine; it never blocks.
 func (a *Agent) FleetConflict(upstream string, ce fleet.ConflictError) {
-	for _, fl := range a.fleets {
-		if fl.name != upstream {
-			continue
-		}
-		fl.mu.Lock()
-		first := !fl.conflict
-		fl.conflict = true
-		fl.mu.Unlock()
-		if !first {
-			return
-		}
-		a.log.Warn("another daemon is writing this agent: neither overwrites the other's state; stop one of them",
-			"upstream", upstream, "other_machine", ce.Machine, "other_instance", ce.Instance, "other_seq", ce.Seq, "held", ce.Held)
-		a.feed.Publish(events.Event{Kind: "fleet_conflict", Seq: ce.Seq,
-			Summary: "another daemon (machine " + ce.Machine + ") is writing this agent through upstream " + upstream,
-			Data:    ce})
-	}
+	a.feed.Publish(events.Event{Kind: "fleet_conflict", Seq: ce.Seq,
+		Summary: "another daemon (machine " + ce.Machine + ") is writing this agent through upstream " + upstream,
+		Data:    ce})
 }
 
 // FleetConflicts are the other writers of this agent the fleet upstreams
@@ -371,19 +355,11 @@ func (a *Agent) FleetConflict(upstream string, ce fleet.ConflictError) {
 func (a *Agent) FleetConflicts() []capsule.FleetConflict {
 	var out []capsule.FleetConflict
 	for _, fl := range a.fleets {
-		found := false
 		for _, ce := range fl.c.Conflicts() {
-			if ce.Agent != a.name {
-				continue
+			if ce.Agent == a.name {
+				out = append(out, capsule.FleetConflict{Upstream: fl.name, Machine: ce.Machine, Instance: ce.Instance,
+					Held: ce.Held, Seq: ce.Seq, At: ce.At})
 			}
-			found = true
-			out = append(out, capsule.FleetConflict{Upstream: fl.name, Machine: ce.Machine, Instance: ce.Instance,
-				Held: ce.Held, Seq: ce.Seq, At: ce.At})
-		}
-		if !found {
-			fl.mu.Lock()
-			fl.conflict = false // the episode is over; the next one is reported again
-			fl.mu.Unlock()
 		}
 	}
 	return out
