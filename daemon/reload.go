@@ -72,6 +72,11 @@ func (d *Daemon) Reload() error {
 		}
 	}
 	releaseFleets(old, next, removed)
+	if len(added) > 0 {
+		// Events hooks spooled for an agent that was refused are stored
+		// now, whether or not the rest of the reload went well.
+		d.ingestSpool(d.runCtx)
+	}
 	if err != nil {
 		d.metrics.reloads.WithLabelValues("partial").Inc()
 		d.log.Error("config reloaded with errors", "err", err, "started", added, "stopped", removed, "kept", kept)
@@ -79,10 +84,6 @@ func (d *Daemon) Reload() error {
 	}
 	d.metrics.reloads.WithLabelValues("ok").Inc()
 	d.log.Info("config reloaded", "started", added, "stopped", removed, "kept", kept)
-	if len(added) > 0 {
-		// Events hooks spooled for an agent that was refused are stored now.
-		d.ingestSpool(d.runCtx)
-	}
 	return nil
 }
 
