@@ -44,9 +44,7 @@ func (d *Daemon) Status() api.Status {
 		if a == nil {
 			continue // could not be opened; the reload's log says why
 		}
-		res := a.Store().Resume(false)
-		res.Upstreams = a.UpstreamStates()
-		a.FleetStatus(&res)
+		res := a.LocalResume()
 		st.Agents = append(st.Agents, api.AgentStatus{
 			Name: name, Workdir: a.Config().Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
 			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,

@@ -296,16 +296,27 @@ func (a *Agent) UpstreamStates() []capsule.UpstreamState {
 	return out
 }
 
-// Resume is the full resume document: the residency, the delivery state,
-// and each upstream's own view (fetched within resumeTimeout; an upstream
-// that does not answer in time is named in degraded and its last view, if
-// any, is shown).
-func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
+// LocalResume is the resume document from what this daemon knows, without
+// asking the upstreams: the residency, delivery, capture, work snapshot and
+// fleet state. Status, the last-resume file and the fleet's state document
+// are made from it; Resume adds the upstreams' own views.
+func (a *Agent) LocalResume() capsule.Resume { return a.localResume(false) }
+
+func (a *Agent) localResume(visit bool) capsule.Resume {
 	r := a.store.Resume(visit)
 	r.Upstreams = a.UpstreamStates()
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
 	a.fleetResume(&r)
 	a.fillSnapshot(&r)
+	return r
+}
+
+// Resume is the full resume document: the residency, the delivery state,
+// and each upstream's own view (fetched within resumeTimeout; an upstream
+// that does not answer in time is named in degraded and its last view, if
+// any, is shown).
+func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
+	r := a.localResume(visit)
 	var resumers []int
 	for i, ur := range a.ups {
 		if _, ok := ur.Client.(upstream.Resumer); ok {
@@ -413,15 +424,8 @@ func (a *Agent) Name() string { return a.name }
 // Config is the agent's configuration.
 func (a *Agent) Config() config.Agent { return a.cfg }
 
-// Dir is the agent's state directory.
-func (a *Agent) Dir() string { return a.dir }
-
 // Store is the agent's residency.
 func (a *Agent) Store() *residency.Store { return a.store }
 
 // Capture is the agent's automatic side.
 func (a *Agent) Capture() *capture.Capture { return a.capture }
-
-// Upstreams are the runtimes of the upstreams the agent ships to, in the
-// order of its configuration.
-func (a *Agent) Upstreams() []*Upstream { return a.ups }

@@ -286,14 +286,13 @@ func (a *Agent) publish(ctx context.Context, fl *fleetLink) {
 // reports whether the fleet has this daemon's latest state (or its conflict
 // key does).
 func (a *Agent) putState(ctx context.Context, fl *fleetLink, always bool) bool {
-	r := a.store.Resume(false)
+	r := a.LocalResume()
 	fl.mu.Lock()
 	rev, same := fl.rev, fl.putSeq == r.Seq && fl.lastPutOK
 	fl.mu.Unlock()
 	if same && !always {
 		return true
 	}
-	r.Upstreams = a.UpstreamStates()
 	r.RestoredFrom = fl.restoredFrom()
 	doc, err := json.Marshal(r)
 	if err != nil {
@@ -305,7 +304,7 @@ func (a *Agent) putState(ctx context.Context, fl *fleetLink, always bool) bool {
 	switch {
 	case err == nil:
 	case errors.As(err, &ce):
-		a.FleetConflict(fl.name, *ce)
+		// Reported (once per episode) through the client's OnConflict.
 	default:
 		if ctx.Err() == nil {
 			a.log.Debug("fleet: state not put; retrying", "upstream", fl.name, "err", err)
@@ -375,10 +374,6 @@ func (a *Agent) FleetDegraded() []string {
 	}
 	return out
 }
-
-// FleetStatus adds what the fleet says to a residency's resume document
-// (status: restored_from, fleet_conflict, degraded).
-func (a *Agent) FleetStatus(r *capsule.Resume) { a.fleetResume(r) }
 
 // FleetUpstreams names the agent's fleet upstreams.
 func (a *Agent) FleetUpstreams() []string {

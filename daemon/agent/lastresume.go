@@ -12,9 +12,7 @@ import (
 // writeLastResume leaves the agent's resume on disk for hooks to answer
 // with while the daemon is down.
 func (a *Agent) writeLastResume() {
-	r := a.store.Resume(false)
-	r.Upstreams = a.UpstreamStates()
-	a.fillSnapshot(&r)
+	r := a.LocalResume()
 	raw, err := json.Marshal(statefiles.LastResume{Agent: a.name, Workdir: a.cfg.Workdir, At: time.Now().UTC(), Markdown: r.Markdown(statefiles.ResumeMarkdownLimit)})
 	if err != nil {
 		return

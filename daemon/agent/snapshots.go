@@ -87,11 +87,6 @@ func (a *Agent) collectGarbage(ctx context.Context) {
 	}
 }
 
-// snapshotDegraded reports whether snapshots are on but not working.
-func (a *Agent) snapshotDegraded() bool {
-	return a.snapErr != nil || a.capture.SnapshotError() != nil
-}
-
 // fillSnapshot sets resume's snapshot key and names snapshots degraded.
 func (a *Agent) fillSnapshot(r *capsule.Resume) {
 	if a.snapErr != nil {
