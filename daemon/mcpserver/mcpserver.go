@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -126,7 +127,7 @@ func (t *tools) decodeControl(ctl map[string]json.RawMessage, bools, counts []st
 			if err := json.Unmarshal(v, &c.agent); err != nil {
 				return c, fmt.Errorf("argument %q must be a string", k)
 			}
-		case contains(bools, k):
+		case slices.Contains(bools, k):
 			var b bool
 			if err := json.Unmarshal(v, &b); err != nil {
 				var s string
@@ -138,7 +139,7 @@ func (t *tools) decodeControl(ctl map[string]json.RawMessage, bools, counts []st
 				}
 			}
 			c.flags[k] = b
-		case contains(counts, k):
+		case slices.Contains(counts, k):
 			var n json.Number
 			if err := json.Unmarshal(v, &n); err != nil {
 				var s string
@@ -155,15 +156,6 @@ func (t *tools) decodeControl(ctl map[string]json.RawMessage, bools, counts []st
 		}
 	}
 	return c, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // result turns an answer into a tool result: its JSON as text, and as

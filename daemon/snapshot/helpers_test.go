@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -214,11 +213,4 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-func mustContain(t testing.TB, hay []byte, needle string) {
-	t.Helper()
-	if !bytes.Contains(hay, []byte(needle)) {
-		t.Fatalf("missing %q", needle)
-	}
 }

@@ -64,12 +64,6 @@ func New(socket string) *Client {
 	return &Client{Socket: socket, http: &http.Client{Transport: tr}}
 }
 
-// NewWithTransport returns a client that sends its requests through rt (the
-// daemon's own /mcp endpoint reaches its handler in-process this way).
-func NewWithTransport(name string, rt http.RoundTripper) *Client {
-	return &Client{Socket: name, http: &http.Client{Transport: rt}}
-}
-
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
