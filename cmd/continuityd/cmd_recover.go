@@ -110,7 +110,7 @@ func inspectAgent(e *env, name, dir string) int {
 	}
 	if in.Damage == nil {
 		fmt.Fprintf(e.stdout, "agent %s: nothing is damaged (seq %d in residency.db, %d log records past it, closed cleanly: %v)\n",
-			name, in.Seq, in.Records, in.Clean)
+			name, in.Seq, len(in.Unapplied), in.Clean)
 		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "agent %s is damaged.\nfile:  %s\nfound: %s\nlost:  %s\n\nTo accept the loss and go on: continuityd recover --agent %s --accept-loss\n",

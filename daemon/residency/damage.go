@@ -224,9 +224,8 @@ type Inspection struct {
 	Seq, Reserved, Applied uint64
 	// Clean reports whether the last process closed the store.
 	Clean bool
-	// Records is the records the log holds past Applied (not yet in bbolt).
-	Records int
-	// Unapplied is where each of those records lies in the log.
+	// Unapplied is the records the log holds past Applied (not yet in
+	// bbolt), and where each lies in the log.
 	Unapplied []RecordAt
 }
 
@@ -295,7 +294,6 @@ func Inspect(dir string) (*Inspection, error) {
 	}
 	for _, r := range found.recs {
 		if r.id > in.Applied {
-			in.Records++
 			in.Unapplied = append(in.Unapplied, RecordAt{ID: r.id, Offset: r.off, Length: walHeader + len(r.payload)})
 		}
 	}

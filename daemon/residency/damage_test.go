@@ -224,7 +224,7 @@ func TestSeqReservationIsInBbolt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Reserved < seqs[len(seqs)-1] || in.Seq >= seqs[len(seqs)-1] || in.Records != 3 || in.Clean {
+	if in.Reserved < seqs[len(seqs)-1] || in.Seq >= seqs[len(seqs)-1] || len(in.Unapplied) != 3 || in.Clean {
 		t.Fatalf("inspection %+v for answered seqs %v", in, seqs)
 	}
 }

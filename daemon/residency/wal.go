@@ -142,14 +142,8 @@ func (w *wal) preallocate(from, size int64) error {
 	return atomicfile.SyncDir(filepath.Dir(w.f.Name()))
 }
 
-// parseWAL returns the run of valid, consecutive records at the start of
-// data.
-func parseWAL(data []byte) []walRecord {
-	recs, _ := parseWALRun(data)
-	return recs
-}
-
-// parseWALRun is parseWAL that also returns the offset where the run stops.
+// parseWALRun returns the run of valid, consecutive records at the start
+// of data, and the offset where the run stops.
 func parseWALRun(data []byte) ([]walRecord, int) {
 	var recs []walRecord
 	off := 0

@@ -457,3 +457,10 @@ func TestWALOfARemovedResidencyIsSetAside(t *testing.T) {
 	}
 	wantSnapshot(t, s, want, "after the fresh start")
 }
+
+// parseWAL (tests) returns the run of valid, consecutive records at the start of
+// data.
+func parseWAL(data []byte) []walRecord {
+	recs, _ := parseWALRun(data)
+	return recs
+}
