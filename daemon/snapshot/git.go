@@ -226,36 +226,36 @@ var gitVersionRE = regexp.MustCompile(`^git version (\d+)\.(\d+)`)
 // checkGit finds git and checks its version. The error says what is
 // missing and how to get it: the daemon shows it as the reason the agent's
 // snapshots are degraded.
-func checkGit(ctx context.Context, bin string) (string, string, error) {
+func checkGit(ctx context.Context, bin string) (string, error) {
 	if bin == "" {
 		bin = "git"
 	}
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %q not found (%v): install git %d.%d or later (e.g. apt-get install git)",
+		return "", fmt.Errorf("%w: %q not found (%v): install git %d.%d or later (e.g. apt-get install git)",
 			ErrGitUnavailable, bin, err, minGit[0], minGit[1])
 	}
 	if path, err = filepath.Abs(path); err != nil {
-		return "", "", fmt.Errorf("%w: %v", ErrGitUnavailable, err)
+		return "", fmt.Errorf("%w: %v", ErrGitUnavailable, err)
 	}
 	cmd := exec.CommandContext(ctx, path, "--version")
 	cmd.Env = isolatedEnv(os.TempDir(), os.DevNull)
 	out, err := cmd.Output()
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %s --version failed: %v", ErrGitUnavailable, path, err)
+		return "", fmt.Errorf("%w: %s --version failed: %v", ErrGitUnavailable, path, err)
 	}
 	version := strings.TrimSpace(string(out))
 	m := gitVersionRE.FindStringSubmatch(version)
 	if m == nil {
-		return "", "", fmt.Errorf("%w: %s --version said %q, not a git version", ErrGitUnavailable, path, version)
+		return "", fmt.Errorf("%w: %s --version said %q, not a git version", ErrGitUnavailable, path, version)
 	}
 	major, _ := strconv.Atoi(m[1])
 	minor, _ := strconv.Atoi(m[2])
 	if major < minGit[0] || major == minGit[0] && minor < minGit[1] {
-		return "", "", fmt.Errorf("%w: %s is %s; snapshots need git %d.%d or later",
+		return "", fmt.Errorf("%w: %s is %s; snapshots need git %d.%d or later",
 			ErrGitUnavailable, path, version, minGit[0], minGit[1])
 	}
-	return path, version, nil
+	return path, nil
 }
 
 // ErrGitUnavailable is wrapped by Open's error when git is missing or too

@@ -166,7 +166,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 			return nil, fmt.Errorf("snapshot store: ignore_dirs entry %d (%q) must be a plain directory name", i, d)
 		}
 	}
-	bin, _, err := checkGit(ctx, opt.Git)
+	bin, err := checkGit(ctx, opt.Git)
 	if err != nil {
 		return nil, err
 	}

@@ -353,7 +353,6 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	s.count++
 	s.takesSinceG++
 	st.took.Commit = time.Since(t)
-	snap.Took = st.took
 	return snap, true, nil
 }
 
