@@ -1,16 +1,13 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"path/filepath"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 )
@@ -190,33 +187,13 @@ func (a *Agent) SnapshotDiff(ctx context.Context, id, against string, maxBytes i
 	return DiffAnswer{ID: id, Against: against, Diff: diff, Cut: cut}, nil
 }
 
-// restoreRequest is the body of POST /v1/snapshots/{id}/restore.
-type restoreRequest struct {
-	Paths  []string `json:"paths"`
-	DryRun bool     `json:"dry_run"`
-}
-
 // SnapshotRestore answers POST /v1/snapshots/{id}/restore: body (strict
 // JSON, may be empty) names the paths and asks for a dry run. A restore
 // first snapshots the tree as it is, so it can be undone.
 func (a *Agent) SnapshotRestore(ctx context.Context, id string, body []byte) (snapshot.RestoreResult, error) {
-	var req restoreRequest
-	if len(bytes.TrimSpace(body)) > 0 {
-		if !utf8.Valid(body) {
-			return snapshot.RestoreResult{}, capsule.Refuse(capsule.CodeInvalidUTF8, "", "the body is not valid UTF-8")
-		}
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-				return snapshot.RestoreResult{}, capsule.Refuse(capsule.CodeUnknownField, strings.Trim(f, `"`),
-					"a restore takes only \"paths\" and \"dry_run\"")
-			}
-			return snapshot.RestoreResult{}, capsule.Refuse(capsule.CodeInvalidJSON, "", "restore body: %v", err)
-		}
-		if dec.More() {
-			return snapshot.RestoreResult{}, capsule.Refuse(capsule.CodeInvalidJSON, "", "restore body: data after the JSON object")
-		}
+	req, err := guard.DecodeRestoreRequest(body)
+	if err != nil {
+		return snapshot.RestoreResult{}, err
 	}
 	st, err := a.snapStore()
 	if err != nil {

@@ -1,0 +1,57 @@
+package guard
+
+import (
+	"bytes"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// RestoreRequest is the body of POST /v1/snapshots/{id}/restore: the paths
+// to bring back (none: all) and whether only to list what would change.
+type RestoreRequest struct {
+	Paths  []string `json:"paths"`
+	DryRun bool     `json:"dry_run"`
+}
+
+// DecodeRestoreRequest decodes such a body as strictly as every other body
+// (an empty body is an empty request): one JSON object, no duplicate key,
+// paths an array of strings (or null), dry_run a boolean, nothing else. Refusals name
+// the field and the JSON type that arrived, never a Go type.
+func DecodeRestoreRequest(body []byte) (*RestoreRequest, error) {
+	req := &RestoreRequest{}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	if err := checkBody(body, MaxBodyBytes); err != nil {
+		return nil, err
+	}
+	ms, _ := readMembers(body)
+	for _, m := range ms {
+		switch m.name {
+		case "paths":
+			if bytes.Equal(bytes.TrimSpace(m.value), []byte("null")) {
+				continue // a client's empty list: every path
+			}
+			els, err := decodeArray(m.value, capsule.CodeInvalidField, m.name)
+			if err != nil {
+				return nil, err
+			}
+			for i, el := range els {
+				p, err := decodeString(el, capsule.CodeInvalidField, indexPath(m.name, i))
+				if err != nil {
+					return nil, err
+				}
+				req.Paths = append(req.Paths, p)
+			}
+		case "dry_run":
+			b, err := decodeBool(m.value, capsule.CodeInvalidField, m.name)
+			if err != nil {
+				return nil, err
+			}
+			req.DryRun = b
+		default:
+			return nil, unknownField(capsule.CodeUnknownField, "", m.name)
+		}
+	}
+	return req, nil
+}

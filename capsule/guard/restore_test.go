@@ -1,0 +1,40 @@
+package guard
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+func TestDecodeRestoreRequest(t *testing.T) {
+	for _, body := range []string{"", "  ", "{}", `{"paths":null}`} {
+		req, err := DecodeRestoreRequest([]byte(body))
+		if err != nil || req.DryRun || len(req.Paths) != 0 {
+			t.Fatalf("%q: %+v %v", body, req, err)
+		}
+	}
+	req, err := DecodeRestoreRequest([]byte(`{"paths":["src/a.go","b"],"dry_run":true}`))
+	if err != nil || !req.DryRun || !slices.Equal(req.Paths, []string{"src/a.go", "b"}) {
+		t.Fatalf("%+v %v", req, err)
+	}
+	for body, want := range map[string]struct{ code, field string }{
+		`{"paths":"a"}`:                    {capsule.CodeInvalidField, "paths"},
+		`{"paths":["a",3]}`:                {capsule.CodeInvalidField, "paths[1]"},
+		`{"dry_run":"yes"}`:                {capsule.CodeInvalidField, "dry_run"},
+		`{"path":["a"]}`:                   {capsule.CodeUnknownField, "path"},
+		`{"dry_run":true,"dry_run":false}`: {capsule.CodeInvalidJSON, ""},
+		`["a"]`:                            {capsule.CodeInvalidJSON, ""},
+	} {
+		_, err := DecodeRestoreRequest([]byte(body))
+		ce, ok := err.(*capsule.Error)
+		if !ok || ce.Code != want.code || (want.field != "" && ce.Field != want.field) {
+			t.Errorf("%s: %v, want %s %s", body, err, want.code, want.field)
+			continue
+		}
+		if strings.Contains(ce.Message, "of type") || strings.Contains(ce.Message, "Go value") {
+			t.Errorf("%s: a Go type in %q", body, ce.Message)
+		}
+	}
+}
