@@ -91,6 +91,17 @@ func (a *Agent) shipSnapshots(ctx context.Context) {
 	}
 }
 
+// orFromFleet runs op on the local store; when the store lacks snapshot
+// id and the fleet has it, it fetches it and runs op again.
+func (a *Agent) orFromFleet(ctx context.Context, st *snapshot.Store, id string, op func() error) error {
+	err := op()
+	fetched, err := a.fetchFromFleet(ctx, st, id, err)
+	if fetched {
+		return op()
+	}
+	return err
+}
+
 // fetchFromFleet brings snapshot id from the fleet when the local store
 // says NOT_FOUND and the fleet has snapshots on; it reports whether it
 // did, so the caller asks the store again. A fleet that does not answer

@@ -143,12 +143,8 @@ func (a *Agent) SnapshotShow(ctx context.Context, id string) (snapshot.Detail, e
 		}
 		id = n.ID
 	}
-	d, err := st.Show(ctx, id)
-	if ok, ferr := a.fetchFromFleet(ctx, st, id, err); ok {
-		d, err = st.Show(ctx, id)
-	} else {
-		err = ferr
-	}
+	var d snapshot.Detail
+	err = a.orFromFleet(ctx, st, id, func() (err error) { d, err = st.Show(ctx, id); return err })
 	return d, snapErr(err)
 }
 
@@ -175,12 +171,9 @@ func (a *Agent) SnapshotDiff(ctx context.Context, id, against string, maxBytes i
 		}
 		id = n.ID
 	}
-	diff, cut, err := st.Diff(ctx, id, against, maxBytes)
-	if ok, ferr := a.fetchFromFleet(ctx, st, id, err); ok {
-		diff, cut, err = st.Diff(ctx, id, against, maxBytes)
-	} else {
-		err = ferr
-	}
+	var diff string
+	var cut bool
+	err = a.orFromFleet(ctx, st, id, func() (err error) { diff, cut, err = st.Diff(ctx, id, against, maxBytes); return err })
 	if err != nil {
 		return DiffAnswer{}, snapErr(err)
 	}
@@ -199,12 +192,8 @@ func (a *Agent) SnapshotRestore(ctx context.Context, id string, body []byte) (sn
 	if err != nil {
 		return snapshot.RestoreResult{}, err
 	}
-	res, err := st.Restore(ctx, id, req.Paths, req.DryRun)
-	if ok, ferr := a.fetchFromFleet(ctx, st, id, err); ok {
-		res, err = st.Restore(ctx, id, req.Paths, req.DryRun)
-	} else {
-		err = ferr
-	}
+	var res snapshot.RestoreResult
+	err = a.orFromFleet(ctx, st, id, func() (err error) { res, err = st.Restore(ctx, id, req.Paths, req.DryRun); return err })
 	if err != nil {
 		return res, snapErr(err)
 	}
