@@ -1,9 +1,7 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -42,11 +40,7 @@ func (i DelxIdentity) Token() (string, error) {
 // followed) private to its owner, at most 64 KiB, trimmed. Errors name the
 // file, never its content.
 func ReadSecretFile(name string) (string, error) {
-	s, err := readTokenFile(name)
-	if err != nil {
-		return "", errors.New(strings.Replace(err.Error(), "token_file", "file", 1))
-	}
-	return s, nil
+	return readSecret(name, "file")
 }
 
 func readToken(env, file, what string) (string, error) {
@@ -64,38 +58,37 @@ func readToken(env, file, what string) (string, error) {
 		}
 		return v, nil
 	case file != "":
-		return readTokenFile(file)
+		return readSecret(file, "token_file")
 	}
 	return "", fmt.Errorf("config: %s has neither token_env nor token_file", what)
 }
 
-func readTokenFile(name string) (string, error) {
+// readSecret reads the one-line secret in file name; errors call the file
+// what (the key that named it).
+func readSecret(name, what string) (string, error) {
 	// A link is followed (secret mounts use them), but what it reaches
 	// must be a regular file: a FIFO is never waited on. The mode checked
 	// is the open file's, not the name's.
 	f, fi, err := safefile.OpenFollow(name)
 	if err != nil {
-		return "", fmt.Errorf("config: token_file: %w", err)
+		return "", fmt.Errorf("config: %s: %w", what, err)
 	}
 	defer f.Close()
 	// Windows has no such mode bits; there the file's ACL is the user's care.
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return "", fmt.Errorf("config: token_file %s has mode %04o, open to group or others; a token file must be private to its owner (chmod 600 %s)", name, perm, name)
+		return "", fmt.Errorf("config: %s %s has mode %04o, open to group or others; a secret file must be private to its owner (chmod 600 %s)", what, name, perm, name)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	b, err := safefile.ReadAll(f, fi, name, maxTokenFile)
 	if err != nil {
-		return "", fmt.Errorf("config: token_file: %w", err)
-	}
-	if len(b) > maxTokenFile {
-		return "", fmt.Errorf("config: token_file %s is larger than %d KiB; it should hold only a token", name, maxTokenFile>>10)
+		return "", fmt.Errorf("config: %s: %w", what, err)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return "", fmt.Errorf("config: token_file %s is empty", name)
+		return "", fmt.Errorf("config: %s %s is empty", what, name)
 	}
 	// A token goes into a header, where a line break would end it early.
 	if strings.ContainsAny(tok, "\r\n") {
-		return "", fmt.Errorf("config: token_file %s holds more than one line", name)
+		return "", fmt.Errorf("config: %s %s holds more than one line", what, name)
 	}
 	return tok, nil
 }
