@@ -29,8 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -179,17 +177,14 @@ func (s *Shipper) remember(name string) {
 	s.known[name] = true
 }
 
-var idRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
-
 // Fetch brings snapshot id (a full id or a unique prefix of 7+
 // characters) of agent from the bucket into store: the objects the store
 // lacks, each checked against its hash, then the snapshot's ref. A
 // snapshot the bucket lacks is a *capsule.Error NOT_FOUND.
 func Fetch(ctx context.Context, store *snapshot.Store, bucket Bucket, agent, id string) (snapshot.Snapshot, error) {
-	id = strings.ToLower(strings.TrimSpace(id))
-	if !idRE.MatchString(id) {
-		return snapshot.Snapshot{}, capsule.Refuse(capsule.CodeInvalidField, "id",
-			"a snapshot id is 7 to 40 hexadecimal characters, as `continuityd snapshot list` shows")
+	id, err := snapshot.CheckID(id, "id")
+	if err != nil {
+		return snapshot.Snapshot{}, err
 	}
 	name := manifestName(agent, id)
 	if len(id) < 40 {

@@ -515,15 +515,25 @@ func refName(n uint64) string { return fmt.Sprintf("%s%012d", refPrefix, n) }
 
 // ---- errors for the API ------------------------------------------------
 
-var hexRE = regexp.MustCompile(`^[0-9a-f]{4,40}$`)
+var idRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+
+// CheckID normalizes a snapshot id a person typed (a full id or a prefix
+// of 7+ characters) and refuses, naming field, one that cannot be.
+func CheckID(id, field string) (string, error) {
+	id = strings.ToLower(strings.TrimSpace(id))
+	if !idRE.MatchString(id) {
+		return "", capsule.Refuse(capsule.CodeInvalidField, field,
+			"a snapshot id is 7 to 40 hexadecimal characters, as `continuityd snapshot list` shows")
+	}
+	return id, nil
+}
 
 // resolve finds the snapshot an id (or a unique prefix of 7+ characters)
 // names. The id is never handed to git as a revision.
 func (s *Store) resolve(ctx context.Context, id, field string) (Snapshot, []Snapshot, error) {
-	id = strings.ToLower(strings.TrimSpace(id))
-	if !hexRE.MatchString(id) || len(id) < 7 {
-		return Snapshot{}, nil, capsule.Refuse(capsule.CodeInvalidField, field,
-			"a snapshot id is 7 to 40 hexadecimal characters, as `continuityd snapshot list` shows")
+	id, err := CheckID(id, field)
+	if err != nil {
+		return Snapshot{}, nil, err
 	}
 	all, err := s.list(ctx)
 	if err != nil {
