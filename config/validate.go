@@ -668,7 +668,7 @@ func (c *checker) transcripts(r rawTranscripts) Transcripts {
 	return t
 }
 
-// Snapshot defaults: they fit a laptop (the snapshot package's own).
+// Snapshot defaults: they fit a laptop (daemon/snapshot takes them as its own).
 const (
 	DefaultSnapshotMaxFileSize = 8 << 20
 	DefaultSnapshotKeep        = 200

@@ -18,14 +18,16 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/atomicfile"
 )
 
-// Defaults of Options.
+// Defaults of Options: the configuration's ([snapshots]), so the two
+// cannot drift apart.
 const (
-	DefaultMaxFileBytes = 8 << 20   // a file over 8 MiB is skipped and listed
-	DefaultKeepCount    = 200       // snapshots kept per agent
-	DefaultKeepBytes    = 512 << 20 // store size kept per agent, after GC
+	DefaultMaxFileBytes = config.DefaultSnapshotMaxFileSize // a larger file is skipped and listed
+	DefaultKeepCount    = config.DefaultSnapshotKeep        // snapshots kept per agent
+	DefaultKeepBytes    = config.DefaultSnapshotKeepBytes   // store size kept per agent, after GC
 )
 
 // Files of the store besides git's own.
