@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -164,9 +163,7 @@ func (a *Agent) restoreFrom(ctx context.Context, fl *fleetLink) error {
 		from = &capsule.RestoredFrom{Upstream: fl.name, Machine: r.Machine, Instance: r.Instance, At: r.At,
 			AgeSeconds: int64(r.Age / time.Second), Revision: r.Revision, Seq: r.Seq, LastSeq: r.LastSeq,
 			Replayed: res.Applied, Merged: res.Merged, RestoredAt: time.Now().UTC()}
-		host, _ := os.Hostname()
-		other := r.Machine != host || r.Instance != FleetInstance(filepath.Dir(filepath.Dir(a.dir)))
-		if r.Found && other && r.Age < fl.window {
+		if r.Found && !fl.c.IsSelf(r.Machine, r.Instance) && r.Age < fl.window {
 			from.PreviousWriterRecent = true
 		}
 		a.log.Info("agent restored from the fleet", "upstream", fl.name, "machine", r.Machine, "state_seq", r.Seq,

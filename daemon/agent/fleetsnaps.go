@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"os"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -42,9 +41,8 @@ func (a *Agent) openFleetSnaps() {
 		if !ok || !ur.Cfg.Snapshots {
 			continue
 		}
-		host, _ := os.Hostname()
 		a.fsnaps = &fleetSnaps{upstream: c.Name(), bucket: c,
-			ship: fleetsnap.NewShipper(a.snaps, c, a.name, host, a.log),
+			ship: fleetsnap.NewShipper(a.snaps, c, a.name, c.Machine(), a.log),
 			due:  make(chan struct{}, 1)}
 		return
 	}

@@ -105,6 +105,15 @@ type agentState struct {
 
 func (c *Client) me() string { return writerID(c.o.Machine, c.o.Instance) }
 
+// IsSelf reports whether machine and instance name this daemon (Options'
+// Machine and Instance): a state it wrote itself is no other writer's.
+func (c *Client) IsSelf(machine, instance string) bool {
+	return machine == c.o.Machine && instance == c.o.Instance
+}
+
+// Machine is this daemon's machine name, as it signs what it writes.
+func (c *Client) Machine() string { return c.o.Machine }
+
 // sideKeyToken makes a writer id one key token.
 var sideKeyUnsafe = regexp.MustCompile(`[^A-Za-z0-9_=-]`)
 
