@@ -329,7 +329,7 @@ func (c *checker) identities(key string, raw map[string]rawIdentity, agentUps []
 		case !declared || u.Kind != KindDelx:
 			c.fail(p, fmt.Sprintf("upstream %q is not of kind \"delx\"; only delx upstreams take an agent identity", name))
 		}
-		id := DelxIdentity{AgentID: r.AgentID, SessionID: r.SessionID, TokenEnv: r.TokenEnv, TokenFile: r.TokenFile}
+		id := DelxIdentity(r)
 		c.identityValue(joinKey(p, "agent_id"), p, r.AgentID, "agent_id")
 		c.identityValue(joinKey(p, "session_id"), p, r.SessionID, "session_id")
 		envKey, fileKey := joinKey(p, "token_env"), joinKey(p, "token_file")
@@ -527,7 +527,7 @@ func (c *checker) guard(r rawGuard) Guard {
 		}
 		seen[d] = true
 	}
-	return Guard{AllowedLinkDomains: r.AllowedLinkDomains}
+	return Guard(r)
 }
 
 // isDomain reports whether s is a lowercase DNS name with at least two

@@ -42,7 +42,6 @@ type Capture struct {
 
 	watcher     *watch.Watcher // nil when not watching
 	transcripts *transcriptFollower
-	degraded    func() string
 	mu          sync.Mutex
 	handoffs    map[string]string         // handoff file → its mtime last applied, or the refusal
 	repos       map[string]*gitwatch.Repo // worktree root → repository seen

@@ -348,11 +348,3 @@ func (h *harness) advanceTo(target time.Time) []Action {
 func (h *harness) advance(d time.Duration) []Action { return h.advanceTo(h.clk.Now().Add(d)) }
 
 func str(s string) *string { return &s }
-
-func triggers(acts []Action) []string {
-	var out []string
-	for _, a := range acts {
-		out = append(out, a.Trigger)
-	}
-	return out
-}

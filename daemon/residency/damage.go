@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/continuityd/continuityd/internal/atomicfile"
 )
@@ -160,10 +161,10 @@ func rawOpenBolt(path string, timeout time.Duration, readOnly bool) (*bolt.DB, e
 			FreelistType:   bolt.FreelistMapType,
 		})
 		if err != nil {
-			if errors.Is(err, bolt.ErrTimeout) {
+			if errors.Is(err, bolterrors.ErrTimeout) {
 				return fmt.Errorf("%s is locked by another process (is another continuityd running with the same state_dir?)", path)
 			}
-			if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
+			if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
 				return &DamageError{Path: path, Found: fmt.Sprintf("bbolt cannot open it (%v)", err),
 					Lost: "the agent's stored state cannot be read"}
 			}

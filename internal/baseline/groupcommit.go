@@ -55,7 +55,7 @@ func OpenGroupCommit(dir, name string, size int64) (*GroupCommit, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.WriteAt(make([]byte, size), 0); err == nil {
+	if _, err = f.WriteAt(make([]byte, size), 0); err == nil {
 		err = f.Sync()
 	}
 	if err != nil {
