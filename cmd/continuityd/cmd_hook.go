@@ -80,8 +80,6 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 			if json.Unmarshal(out, &r) == nil {
 				md = r.Markdown(statefiles.ResumeMarkdownLimit)
 			}
-		} else {
-			down = unreachable(err)
 		}
 	}
 	if md == "" {

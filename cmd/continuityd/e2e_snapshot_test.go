@@ -216,16 +216,6 @@ func snapshotWorkspace(t *testing.T, extra string) (*workspace, string) {
 	return w, filepath.Join(w.dir, "work")
 }
 
-type restoreAnswer struct {
-	Snapshot string `json:"snapshot"`
-	DryRun   bool   `json:"dry_run"`
-	Safety   string `json:"safety"`
-	Changes  []struct {
-		Path   string `json:"path"`
-		Status string `json:"status"`
-	} `json:"changes"`
-}
-
 func restore(t *testing.T, c *http.Client, id string, body any) (int, map[string]any) {
 	t.Helper()
 	code, m, err := post(c, "/v1/snapshots/"+id+"/restore", body)

@@ -437,9 +437,7 @@ func hookFixtures(t *testing.T) [][]byte {
 				t.Fatal(err)
 			}
 			if strings.HasSuffix(f, ".jsonl") {
-				for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-					out = append(out, l)
-				}
+				out = append(out, bytes.Split(bytes.TrimSpace(b), []byte("\n"))...)
 			} else {
 				out = append(out, b)
 			}
