@@ -42,6 +42,7 @@ const (
 	CodeShuttingDown      = "SHUTTING_DOWN"      // 503: the daemon is stopping
 	CodeAgentDamaged      = "AGENT_DAMAGED"      // 503: the agent's files are damaged; an operator must accept the loss
 	CodeInternal          = "INTERNAL"           // 500: a bug or a disk failure; nothing was saved
+	CodeAgentMoved        = "AGENT_MOVED"        // 409: the agent's state belongs to another workdir (package place)
 
 	// Bounds on connections and MCP sessions (issue 12).
 	CodeRequestTimeout    = "REQUEST_TIMEOUT"     // 408: the body did not arrive in time
@@ -91,7 +92,7 @@ func StatusOf(code string) int {
 		return 405
 	case CodeRequestTimeout:
 		return 408
-	case CodeResidencyStopped:
+	case CodeResidencyStopped, CodeAgentMoved:
 		return 409
 	case CodeBodyTooLarge:
 		return 413

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/safesocket"
@@ -44,6 +46,10 @@ type Options struct {
 	// Load re-reads the configuration for Reload (SIGHUP, or the config
 	// file changing). nil: reloading is not possible (the embedded default).
 	Load func() (*config.Config, error)
+	// FollowCwd is set for the embedded default, whose agent belongs to the
+	// directory the daemon was started in: state kept for another directory
+	// is parked, and this directory's brought back (package place).
+	FollowCwd bool
 }
 
 // Daemon serves a set of agents. Build it with New, then call Run.
@@ -121,6 +127,16 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}()
 	if err := statefiles.Prepare(st.cfg.Daemon.StateDir, statefiles.ModesFor(st.cfg.Daemon.SocketPerm())); err != nil {
 		return fmt.Errorf("state directory %s: %w", st.cfg.Daemon.StateDir, err)
+	}
+	unlock, err := statefiles.LockStateDir(st.cfg.Daemon.StateDir, st.cfg.Daemon.Socket)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if d.opts.FollowCwd {
+		if err := d.settlePlaces(st.cfg); err != nil {
+			return err
+		}
 	}
 	next, err := d.build(st.cfg, st)
 	if err != nil {
@@ -280,6 +296,12 @@ func (s *snapshot) close() error {
 func (s *snapshot) logDamaged(log *slog.Logger) {
 	for _, ac := range s.cfg.Agents {
 		if err := s.damaged[ac.Name]; err != nil {
+			var moved *place.MovedError
+			if errors.As(err, &moved) {
+				log.Error("agent refused: its state belongs to another workdir; the other agents run", "agent", ac.Name,
+					"state", moved.Dir, "belongs_to", moved.Recorded, "workdir", moved.Workdir, "way_out", moved.Error())
+				continue
+			}
 			var de *residency.DamageError
 			errors.As(err, &de)
 			log.Error("agent refused: its files are damaged; the other agents run", "agent", ac.Name,
@@ -329,6 +351,9 @@ func (s *snapshot) agentFor(name, cwd string) (*agent.Agent, *capsule.Error) {
 		}
 	}
 	if err, ok := s.damaged[name]; ok {
+		if moved := (*place.MovedError)(nil); errors.As(err, &moved) {
+			return nil, capsule.Refuse(capsule.CodeAgentMoved, "agent", "%v", err)
+		}
 		return nil, capsule.Refuse(capsule.CodeAgentDamaged, "agent",
 			"agent %q is not served: %v", name, err)
 	}
@@ -338,4 +363,24 @@ func (s *snapshot) agentFor(name, cwd string) (*agent.Agent, *capsule.Error) {
 			"no agent %q here; this daemon serves %v", name, s.names)
 	}
 	return a, nil
+}
+
+// settlePlaces gives each agent of the embedded default the state of the
+// directory it now works in: another directory's state is parked under
+// state_dir/places, and this one's, parked earlier, comes back.
+func (d *Daemon) settlePlaces(cfg *config.Config) error {
+	for _, ac := range cfg.Agents {
+		sw, err := place.Switch(cfg.AgentDir(ac.Name), filepath.Join(cfg.Daemon.StateDir, "places"), ac.Workdir)
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", ac.Name, err)
+		}
+		if sw.Parked != "" {
+			d.log.Info("this directory is another place: the agent's state for the last one is parked, not shown here",
+				"agent", ac.Name, "workdir", ac.Workdir, "parked", sw.ParkedFrom, "to", sw.ParkedTo)
+		}
+		if sw.Restored != "" {
+			d.log.Info("brought back the agent's state for this directory", "agent", ac.Name, "workdir", ac.Workdir, "from", sw.Restored)
+		}
+	}
+	return nil
 }

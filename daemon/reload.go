@@ -14,6 +14,7 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/upstream"
 	"github.com/continuityd/continuityd/upstream/delx"
@@ -157,7 +158,8 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		}
 		a, err := agent.Open(cfg, ac, next.ups, next.guard, d.log, d.metrics)
 		var damage *residency.DamageError
-		if errors.As(err, &damage) {
+		var moved *place.MovedError
+		if errors.As(err, &damage) || errors.As(err, &moved) {
 			next.damaged[ac.Name] = err // logged by the caller; the others run
 			continue
 		}

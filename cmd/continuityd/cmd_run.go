@@ -42,6 +42,8 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	opts := daemon.Options{Logger: log, Version: buildVersion(), Ready: notifyReady, Stopping: notifyStopping}
 	if *cfgPath != "" {
 		opts.Load = func() (*config.Config, error) { return config.Load(*cfgPath) }
+	} else {
+		opts.FollowCwd = true // the embedded default's agent is the directory's
 	}
 	d, err := daemon.New(cfg, opts)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/capture"
 	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/outbox"
+	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/statefiles"
@@ -102,6 +103,11 @@ const lastResumeEvery = time.Second
 func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guard.Guard, log *slog.Logger, obs Observer) (*Agent, error) {
 	a := &Agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), obs: obs, dirty: make(chan struct{}, 1),
 		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
+	// An agent is its place: state that belongs to another workdir is
+	// refused before anything of it is opened.
+	if err := place.Check(ac.Name, a.dir, ac.Workdir); err != nil {
+		return nil, err
+	}
 	store, err := residency.Open(residency.Options{
 		Agent:      ac.Name,
 		Dir:        a.dir,

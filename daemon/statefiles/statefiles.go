@@ -108,7 +108,10 @@ func ReadLastResume(stateDir, agent, cwd string) (*LastResume, error) {
 			}
 		}
 	}
-	if len(all) == 1 {
+	// The only agent answers for a hook that does not say where it runs;
+	// for one that does, only when its workdir holds cwd (above): an agent
+	// is its place, and another directory's resume is not this one's.
+	if len(all) == 1 && (cwd == "" || all[0].Workdir == "") {
 		return all[0], nil
 	}
 	return nil, fmt.Errorf("no last resume for %s in %s", cwd, stateDir)

@@ -107,9 +107,16 @@ func TestReadLastResume(t *testing.T) {
 	if _, err := ReadLastResume(state, "inner", ""); err == nil || !strings.Contains(err.Error(), LastResumePath(state, "inner")) {
 		t.Errorf("a damaged file: %v, want an error naming it", err)
 	}
-	// Only one readable agent left: it answers for any cwd.
-	if lr, err := ReadLastResume(state, "", "/elsewhere"); err != nil || lr.Agent != "outer" {
-		t.Errorf("the only agent: %+v, %v", lr, err)
+	// Only one readable agent left: it answers where it works, or for a
+	// hook that does not say where it runs, never for another place.
+	if lr, err := ReadLastResume(state, "", "/w/x"); err != nil || lr.Agent != "outer" {
+		t.Errorf("the only agent, in its workdir: %+v, %v", lr, err)
+	}
+	if lr, err := ReadLastResume(state, "", ""); err != nil || lr.Agent != "outer" {
+		t.Errorf("the only agent, no cwd: %+v, %v", lr, err)
+	}
+	if lr, err := ReadLastResume(state, "", "/elsewhere"); err == nil {
+		t.Errorf("the only agent answered for another place: %+v", lr)
 	}
 	if _, err := ReadLastResume(t.TempDir(), "", "/w"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("no agents directory: %v, want not exist", err)
