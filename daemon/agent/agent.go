@@ -82,6 +82,7 @@ type Agent struct {
 	modes statefiles.Modes // of its directory and last-resume file
 
 	capture *capture.Capture // the automatic side: watcher, handoff files, policy
+	guard   *guard.Guard     // what the fleet holds passes it before it is imported (fleet.go)
 	fleets  []*fleetLink     // its fleet upstreams (fleet.go)
 
 	// Work snapshots (snapshots.go): the store, or why there is none.
@@ -101,7 +102,7 @@ const lastResumeEvery = time.Second
 // them. ups holds the runtime of every upstream the agent names.
 func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guard.Guard, log *slog.Logger, obs Observer) (*Agent, error) {
 	a := &Agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), obs: obs, dirty: make(chan struct{}, 1),
-		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
+		guard: g, log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
 	store, err := residency.Open(residency.Options{
 		Agent:      ac.Name,
 		Dir:        a.dir,

@@ -21,6 +21,10 @@ type Import struct {
 	// SeqFloor: writes from now on are numbered after it (the fleet's
 	// last write), so the agent's log continues where the fleet's ends.
 	SeqFloor uint64
+	// Refused are the parts of State and the Writes the guards refused
+	// (they are left out of both): shown in resume and status, in the same
+	// commit as the import.
+	Refused []capsule.Refusal
 }
 
 // ImportResult says what Import did.
@@ -63,6 +67,10 @@ func (s *Store) Import(ctx context.Context, imp Import) (ImportResult, error) {
 			}
 		}
 		d.Seq = max(d.Seq, imp.SeqFloor)
+		for _, r := range imp.Refused {
+			r.At = t.now
+			d.Refused = appendBounded(d.Refused, keepRefusals, r)
+		}
 		res.Seq = d.Seq
 		t.events = append(t.events, Event{Seq: d.Seq, Kind: "restored", Summary: "state restored from the fleet"})
 		return d.Seq, nil
