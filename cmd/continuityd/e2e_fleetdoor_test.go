@@ -42,8 +42,8 @@ func hasForged(s string) string {
 
 // forgeFleetState puts, as a fleet member (or anyone who may write the
 // bucket) would with `nats kv put`, a state for agent builder at seq 5,
-// and two writes after it in the stream: one with terminal bytes and a
-// key, one that is fine.
+// and three writes after it in the stream: one with terminal bytes and a
+// key, one that is fine, one the state does not allow.
 func forgeFleetState(t *testing.T, url string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -95,6 +95,10 @@ func forgeFleetState(t *testing.T, url string) {
 			Checkpoint: &capsule.Checkpoint{Focus: &bad}},
 		{Seq: 7, Kind: capsule.WriteCheckpoint, Origin: capsule.OriginExplicit, At: time.Now().UTC(), IdempotencyKey: "forged-7",
 			Checkpoint: &capsule.Checkpoint{WorkingState: &capsule.WorkingState{LastResult: &good}}},
+		// Well formed, but the state does not allow it: no such commitment.
+		{Seq: 8, Kind: capsule.WriteCheckpoint, Origin: capsule.OriginExplicit, At: time.Now().UTC(), IdempotencyKey: "forged-8",
+			Checkpoint: &capsule.Checkpoint{Commitments: &capsule.CommitmentOps{Close: []capsule.CloseCommitment{
+				{ID: "c_77", Evidence: "post:123e4567-e89b-12d3-a456-426614174000"}}}}},
 	} {
 		if err := member.Deliver(ctx, "builder", w); err != nil {
 			t.Fatal(err)
@@ -185,10 +189,11 @@ func TestFleetForgedStateIsRefused(t *testing.T) {
 		t.Errorf("decisions = %v", r["decisions"])
 	}
 	wantRefused := map[string]string{ // source|field → code
-		"fleet fleet state|focus":                     capsule.CodeInvalidFocus,
-		"fleet fleet state|public_status.next_action": capsule.CodeInvalidPublicStatus,
-		"fleet fleet state|commitments":               capsule.CodeTooManyOpenLoops,
-		"fleet fleet write seq 6|checkpoint.focus":    capsule.CodeInvalidFocus,
+		"fleet fleet state|focus":                         capsule.CodeInvalidFocus,
+		"fleet fleet state|public_status.next_action":     capsule.CodeInvalidPublicStatus,
+		"fleet fleet state|commitments":                   capsule.CodeTooManyOpenLoops,
+		"fleet fleet write seq 6|checkpoint.focus":        capsule.CodeInvalidFocus,
+		"fleet fleet write seq 8|commitments.close[0].id": capsule.CodeUnknownCommitment,
 	}
 	checkRefused := func(where string, list any) {
 		t.Helper()
@@ -218,9 +223,11 @@ func TestFleetForgedStateIsRefused(t *testing.T) {
 	}
 
 	// The agent is not stuck: it opens a commitment and it reaches Q-Day.
-	if code, m, err := post(p.client(), "/v1/continuity/checkpoint?sync=1", map[string]any{"commitments": map[string]any{"open": []any{map[string]any{"title": "ship the parser fix"}}}}); code != 200 {
+	code, m, err := post(p.client(), "/v1/continuity/checkpoint?sync=1", map[string]any{"commitments": map[string]any{"open": []any{map[string]any{"title": "ship the parser fix"}}}})
+	if code != 200 {
 		t.Errorf("opening a commitment: %d %v %v", code, m, err)
 	}
+	lastSeq, _ := m["seq"].(float64)
 
 	// A threshold makes the policy re-send the stored public status: there
 	// is none, so nothing (it says so in its debug log); a forged one would
@@ -260,7 +267,7 @@ func TestFleetForgedStateIsRefused(t *testing.T) {
 	fleetWait(t, 30*time.Second, "the daemon's own state in the bucket", func() bool {
 		env.Machine, env.State = "", nil
 		json.Unmarshal(fleetValue(t, url, "builder"), &env)
-		return env.Machine != "" && env.Machine != forgedMachine && env.Seq >= 8
+		return env.Machine != "" && env.Machine != forgedMachine && env.Seq >= max(uint64(lastSeq), 9)
 	})
 	if m := hasForged(string(env.State)); m != "" {
 		t.Errorf("the daemon published %q to the fleet: %s", m, env.State)

@@ -157,7 +157,8 @@ func (a *Agent) restoreFrom(ctx context.Context, fl *fleetLink) error {
 				return err
 			}
 		}
-		res, err := a.store.Import(ctx, residency.Import{State: st, Writes: writes, SeqFloor: max(r.LastSeq, r.Seq), Refused: door.refused})
+		res, err := a.store.Import(ctx, residency.Import{State: st, Writes: writes, SeqFloor: max(r.LastSeq, r.Seq),
+			Refused: door.refused, RefusalOf: door.refusedOnReplay})
 		if err != nil {
 			return err
 		}
@@ -208,11 +209,16 @@ type fleetDoor struct {
 	refused  []capsule.Refusal
 }
 
-// refuse records one refusal.
+// refuse records one refusal of the guard.
 func (d *fleetDoor) refuse(source string, e *capsule.Error) {
+	d.refused = append(d.refused, d.refusal(source, e))
+}
+
+// refusal logs one refusal and returns it.
+func (d *fleetDoor) refusal(source string, e *capsule.Error) capsule.Refusal {
 	d.a.log.Warn("refused what the fleet holds of this agent: it is not stored or published", "upstream", d.upstream,
 		"source", source, "machine", d.machine, "rule", e.Code, "field", e.Field, "why", e.Message)
-	d.refused = append(d.refused, capsule.Refusal{Source: source, Machine: d.machine, Error: *e})
+	return capsule.Refusal{Source: source, Machine: d.machine, Error: *e}
 }
 
 // state decodes the fleet's state document and keeps what passes, or nil
@@ -234,10 +240,21 @@ func (d *fleetDoor) state(raw json.RawMessage, revision uint64) *capsule.Resume 
 	return st
 }
 
+// refusedOnReplay names a write the residency refused on replay (the
+// state did not allow it); the store keeps it with the import.
+func (d *fleetDoor) refusedOnReplay(w capsule.Write, e *capsule.Error) capsule.Refusal {
+	return d.refusal(d.writeSource(w), e)
+}
+
+// writeSource names a replayed write as a source of refusals.
+func (d *fleetDoor) writeSource(w capsule.Write) string {
+	return fmt.Sprintf("fleet %s write seq %d", d.upstream, w.Seq)
+}
+
 // write reports whether a replayed write passes; a refused one is skipped.
 func (d *fleetDoor) write(w *capsule.Write) bool {
 	if e := d.a.guard.CheckRemoteWrite(w); e != nil {
-		d.refuse(fmt.Sprintf("fleet %s write seq %d", d.upstream, w.Seq), e)
+		d.refuse(d.writeSource(*w), e)
 		return false
 	}
 	return true
