@@ -210,7 +210,15 @@ func (r *Resume) upstreamHealthText() string {
 		fmt.Fprintf(&ups, "- degraded: %s\n", strings.Join(r.Degraded, ", "))
 	}
 	for _, rf := range r.Refused {
-		fmt.Fprintf(&ups, "- refused %s: %s %s\n", rf.Source, rf.Error.Code, rf.Error.Message)
+		from := ""
+		if rf.Machine != "" {
+			from = " (written by machine " + rf.Machine + ")"
+		}
+		what := rf.Error.Code
+		if rf.Error.Field != "" {
+			what += " at " + rf.Error.Field
+		}
+		fmt.Fprintf(&ups, "- refused %s%s: %s %s\n", rf.Source, from, what, rf.Error.Message)
 	}
 	return ups.String()
 }

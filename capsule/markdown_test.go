@@ -127,3 +127,14 @@ func TestMarkdownLimitCountsCharacters(t *testing.T) {
 		t.Errorf("%d characters, over the limit", n)
 	}
 }
+
+// TestMarkdownNamesARefusalsMachineAndField: a part of the fleet's state
+// that was refused is shown with where it came from and the rule.
+func TestMarkdownNamesARefusalsMachineAndField(t *testing.T) {
+	r := &Resume{Agent: "builder", Refused: []Refusal{{Source: "fleet fleet state", Machine: "node-7",
+		Error: Error{Code: CodeTooManyOpenLoops, Field: "commitments", Message: "300 open"}}}}
+	md := r.Markdown(0)
+	if !strings.Contains(md, "- refused fleet fleet state (written by machine node-7): TOO_MANY_OPEN_LOOPS at commitments 300 open") {
+		t.Fatalf("markdown:\n%s", md)
+	}
+}

@@ -135,12 +135,18 @@ type ContextState struct {
 	UpdatedAt    *time.Time `json:"updated_at"`
 }
 
-// Refusal is an automatic input (a handoff file, say) that failed the guards
-// and was not stored; shown so the agent can fix it.
+// Refusal is an automatic input (a handoff file, say) or a part of what
+// came from another machine (the fleet's state, a replayed write) that
+// failed the guards and was not stored; shown so the agent can fix it, or
+// see what the fleet held that it was not given. Error names the rule
+// (code), the part (field) and why.
 type Refusal struct {
-	Source string    `json:"source"`
-	At     time.Time `json:"at"`
-	Error  Error     `json:"error"`
+	Source string `json:"source"`
+	// Machine is the daemon that wrote what came from the fleet (its
+	// machine name, cleaned); empty for a local input.
+	Machine string    `json:"machine,omitempty"`
+	At      time.Time `json:"at"`
+	Error   Error     `json:"error"`
 }
 
 // UpstreamState is one upstream's delivery state as resume and status show it.

@@ -50,7 +50,15 @@ var checkpointFields = map[string]bool{
 }
 
 func (g *Guard) decodeCheckpoint(body []byte) (*capsule.Checkpoint, *capsule.Error) {
-	if err := checkBody(body, MaxBodyBytes); err != nil {
+	return g.decodeCheckpointWithin(body, MaxBodyBytes)
+}
+
+// decodeCheckpointWithin is decodeCheckpoint for a body of at most limit
+// bytes. The fleet's state is checked a field at a time as a checkpoint
+// (remote.go), under the state's own bound, so that a field over its limit
+// is named with its own code rather than as a body too large.
+func (g *Guard) decodeCheckpointWithin(body []byte, limit int) (*capsule.Checkpoint, *capsule.Error) {
+	if err := checkBody(body, limit); err != nil {
 		return nil, err
 	}
 	ms, _ := readMembers(body) // checkBody proved it is one object

@@ -558,9 +558,13 @@ const redacted = "[REDACTED]"
 
 // Redact replaces every credential-shaped span of s with "[REDACTED]". It is
 // for automatic content (commit subjects, file names, transcript lines)
-// that is kept rather than refused. If a replacement leaves anything the
-// guard still flags, the whole string is replaced.
+// that is kept rather than refused. Invisible formatting characters
+// (isInvisible), which an explicit write is refused for, are removed
+// first, so none is kept and none hides a credential by splitting it. If a
+// replacement leaves anything the guard still flags, the whole string is
+// replaced.
 func (g *Guard) Redact(s string) string {
+	s = stripInvisible(s)
 	for range 3 {
 		spans := g.secretSpans(s)
 		if len(spans) == 0 {

@@ -39,7 +39,48 @@ func firstControl(s string) rune {
 	return -1
 }
 
-// checkText applies the length and control-character rules to one string
+// isInvisible reports whether r is an invisible formatting character that
+// stored text may not hold: the bidi embeddings and overrides
+// (U+202A..U+202E), the bidi isolates (U+2066..U+2069), the zero-width
+// space, non-joiner and joiner (U+200B..U+200D), the word joiner (U+2060)
+// and the zero-width no-break space or byte order mark (U+FEFF). None
+// shows, and each can make a focus or a file name read differently from
+// what it is (a right-to-left override turns "txt.exe" around).
+func isInvisible(r rune) bool {
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 ||
+		r >= 0x200B && r <= 0x200D || r == 0x2060 || r == 0xFEFF
+}
+
+// firstInvisible returns the first invisible formatting character in s
+// (isInvisible), or -1. Each is three bytes of UTF-8 starting E2 or EF, so
+// strings without those bytes are passed over without decoding runes.
+func firstInvisible(s string) rune {
+	if strings.IndexByte(s, 0xe2) < 0 && strings.IndexByte(s, 0xef) < 0 {
+		return -1
+	}
+	for _, r := range s {
+		if isInvisible(r) {
+			return r
+		}
+	}
+	return -1
+}
+
+// stripInvisible removes every invisible formatting character from s
+// (automatic content is kept rather than refused).
+func stripInvisible(s string) string {
+	if firstInvisible(s) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isInvisible(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// checkText applies the length, control-character and invisible-character rules to one string
 // field: more than max characters, or a control character, is refused with
 // code at path. max <= 0 means no length limit.
 func checkText(s string, max int, code, path string) *capsule.Error {
@@ -52,10 +93,14 @@ func checkText(s string, max int, code, path string) *capsule.Error {
 }
 
 // checkControl refuses s with code at path when it holds a control
-// character, naming the character (never the text around it).
+// character or an invisible formatting character (isInvisible), naming the
+// character (never the text around it).
 func checkControl(s, code, path string) *capsule.Error {
 	if r := firstControl(s); r >= 0 {
 		return capsule.Refuse(code, path, "contains the control character U+%04X; only tab, newline and carriage return are allowed", r)
+	}
+	if r := firstInvisible(s); r >= 0 {
+		return capsule.Refuse(code, path, "contains the invisible formatting character U+%04X (a bidi control or a zero-width character), which makes text read differently from what it is", r)
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ type Agent struct {
 	modes statefiles.Modes // of its directory and last-resume file
 
 	capture *capture.Capture // the automatic side: watcher, handoff files, policy
+	guard   *guard.Guard     // what the fleet holds passes it before it is imported (fleet.go)
 	fleets  []*fleetLink     // its fleet upstreams (fleet.go)
 
 	// Work snapshots (snapshots.go): the store, or why there is none.
@@ -102,7 +103,7 @@ const lastResumeEvery = time.Second
 // them. ups holds the runtime of every upstream the agent names.
 func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guard.Guard, log *slog.Logger, obs Observer) (*Agent, error) {
 	a := &Agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), obs: obs, dirty: make(chan struct{}, 1),
-		log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
+		guard: g, log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
 	// An agent is its place: state that belongs to another workdir is
 	// refused before anything of it is opened.
 	if err := place.Check(ac.Name, a.dir, ac.Workdir); err != nil {

@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
@@ -138,25 +140,25 @@ func (a *Agent) restoreFrom(ctx context.Context, fl *fleetLink) error {
 	}
 	var from *capsule.RestoredFrom
 	if r.Found || r.LastSeq > 0 {
+		door := fleetDoor{a: a, upstream: fl.name, machine: r.Machine}
 		var st *capsule.Resume
 		if r.Found && len(r.State) > 0 {
-			st = &capsule.Resume{}
-			if err := json.Unmarshal(r.State, st); err != nil {
-				a.log.Error("the fleet's state of the agent is not a resume document; only its writes are replayed", "upstream", fl.name, "revision", r.Revision, "err", err)
-				st = nil
-			}
+			st = door.state(r.State, r.Revision)
 		}
 		var writes []capsule.Write
 		if r.LastSeq > r.Seq {
 			err := fl.c.Replay(ctx, a.name, r.Seq+1, func(w capsule.Write) error {
-				writes = append(writes, w)
+				if door.write(&w) {
+					writes = append(writes, w)
+				}
 				return nil
 			})
 			if err != nil {
 				return err
 			}
 		}
-		res, err := a.store.Import(ctx, residency.Import{State: st, Writes: writes, SeqFloor: max(r.LastSeq, r.Seq)})
+		res, err := a.store.Import(ctx, residency.Import{State: st, Writes: writes, SeqFloor: max(r.LastSeq, r.Seq),
+			Refused: door.refused, RefusalOf: door.refusedOnReplay})
 		if err != nil {
 			return err
 		}
@@ -192,6 +194,70 @@ func (a *Agent) restoreFrom(ctx context.Context, fl *fleetLink) error {
 		f.mu.Unlock()
 	}
 	return nil
+}
+
+// fleetDoor is where what the fleet holds of the agent enters it: the
+// state and the replayed writes pass the guard a local write passes
+// (guard.CheckRemoteState, guard.CheckRemoteWrite); what fails is left
+// out, logged and kept as a refusal naming the source, the machine that
+// wrote it and the rule, for resume and status. What is left out is never
+// stored, so it is never published onwards either.
+type fleetDoor struct {
+	a        *Agent
+	upstream string
+	machine  string // the writer of the state (cleaned by the fleet client)
+	refused  []capsule.Refusal
+}
+
+// refuse records one refusal of the guard.
+func (d *fleetDoor) refuse(source string, e *capsule.Error) {
+	d.refused = append(d.refused, d.refusal(source, e))
+}
+
+// refusal logs one refusal and returns it.
+func (d *fleetDoor) refusal(source string, e *capsule.Error) capsule.Refusal {
+	d.a.log.Warn("refused what the fleet holds of this agent: it is not stored or published", "upstream", d.upstream,
+		"source", source, "machine", d.machine, "rule", e.Code, "field", e.Field, "why", e.Message)
+	return capsule.Refusal{Source: source, Machine: d.machine, Error: *e}
+}
+
+// state decodes the fleet's state document and keeps what passes, or nil
+// when it is not a resume document at all (only the writes are replayed).
+func (d *fleetDoor) state(raw json.RawMessage, revision uint64) *capsule.Resume {
+	source := "fleet " + d.upstream + " state"
+	if len(raw) > guard.MaxRemoteStateBytes {
+		d.refuse(source, capsule.Refuse(capsule.CodeBodyTooLarge, "", "the state is %d bytes; the limit is %d", len(raw), guard.MaxRemoteStateBytes))
+		return nil
+	}
+	st := &capsule.Resume{}
+	if err := json.Unmarshal(raw, st); err != nil {
+		d.refuse(source, capsule.Refuse(capsule.CodeInvalidJSON, "", "revision %d is not a resume document; only the writes after it are replayed", revision))
+		return nil
+	}
+	for _, e := range d.a.guard.CheckRemoteState(st) {
+		d.refuse(source, e)
+	}
+	return st
+}
+
+// refusedOnReplay names a write the residency refused on replay (the
+// state did not allow it); the store keeps it with the import.
+func (d *fleetDoor) refusedOnReplay(w capsule.Write, e *capsule.Error) capsule.Refusal {
+	return d.refusal(d.writeSource(w), e)
+}
+
+// writeSource names a replayed write as a source of refusals.
+func (d *fleetDoor) writeSource(w capsule.Write) string {
+	return fmt.Sprintf("fleet %s write seq %d", d.upstream, w.Seq)
+}
+
+// write reports whether a replayed write passes; a refused one is skipped.
+func (d *fleetDoor) write(w *capsule.Write) bool {
+	if e := d.a.guard.CheckRemoteWrite(w); e != nil {
+		d.refuse(d.writeSource(*w), e)
+		return false
+	}
+	return true
 }
 
 // startFleets runs, per fleet upstream, the state publisher and, for a

@@ -2,6 +2,7 @@ package residency
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -21,6 +22,14 @@ type Import struct {
 	// SeqFloor: writes from now on are numbered after it (the fleet's
 	// last write), so the agent's log continues where the fleet's ends.
 	SeqFloor uint64
+	// Refused are the parts of State and the Writes the guards refused
+	// (they are left out of both): shown in resume and status, in the same
+	// commit as the import.
+	Refused []capsule.Refusal
+	// RefusalOf, when set, names a write the store refuses on replay (an
+	// operation the state does not allow: an unknown commitment, one open
+	// too many) as a refusal, kept like Refused.
+	RefusalOf func(w capsule.Write, e *capsule.Error) capsule.Refusal
 }
 
 // ImportResult says what Import did.
@@ -46,6 +55,7 @@ func (s *Store) Import(ctx context.Context, imp Import) (ImportResult, error) {
 	var res ImportResult
 	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
 		res = ImportResult{}
+		var refused []capsule.Refusal
 		d := t.d
 		if d.Seq > 0 || t.logHead > 0 || t.capsule != nil {
 			res.Merged = true
@@ -55,14 +65,23 @@ func (s *Store) Import(ctx context.Context, imp Import) (ImportResult, error) {
 				t.takeFleet(imp.State)
 			}
 			for _, w := range imp.Writes {
-				if t.replayWrite(w) {
+				err := t.replayWrite(w)
+				if err == nil {
 					res.Applied++
-				} else {
-					res.Skipped++
+					continue
+				}
+				res.Skipped++
+				var ce *capsule.Error
+				if imp.RefusalOf != nil && errors.As(err, &ce) {
+					refused = append(refused, imp.RefusalOf(w, ce))
 				}
 			}
 		}
 		d.Seq = max(d.Seq, imp.SeqFloor)
+		for _, r := range append(slices.Clone(imp.Refused), refused...) {
+			r.At = t.now
+			d.Refused = appendBounded(d.Refused, keepRefusals, r)
+		}
 		res.Seq = d.Seq
 		t.events = append(t.events, Event{Seq: d.Seq, Kind: "restored", Summary: "state restored from the fleet"})
 		return d.Seq, nil
@@ -151,8 +170,8 @@ func (t *txn) mergeFleet(st *capsule.Resume) {
 }
 
 // replayWrite applies one of the fleet's writes as the store would have
-// when it was made, without logging it. It reports whether it applied.
-func (t *txn) replayWrite(w capsule.Write) bool {
+// when it was made, without logging it; the error says why it did not.
+func (t *txn) replayWrite(w capsule.Write) error {
 	d := t.d
 	if w.Seq > 0 && w.Seq-1 > d.Seq {
 		d.Seq = w.Seq - 1 // the write keeps its number
@@ -165,37 +184,40 @@ func (t *txn) replayWrite(w capsule.Write) bool {
 	switch w.Kind {
 	case capsule.WriteCheckpoint:
 		if w.Checkpoint == nil {
-			return false
+			return errNothingToReplay
 		}
 		nLogged, head, nEvents := len(t.logged), t.logHead, len(t.events)
 		seq, err := t.checkpoint(w.Checkpoint, w.Origin, nil)
 		t.events = t.events[:nEvents]
 		if err != nil {
-			return false
+			return err
 		}
 		if len(t.logged) > nLogged {
 			// The fleet has it: not for the outbox.
 			if err := t.delete(bucketLog, u64(seq)); err != nil {
-				return false
+				return err
 			}
 			t.logged, t.logHead = t.logged[:nLogged], head
 		}
-		return true
+		return nil
 	case capsule.WriteCapsule, capsule.WriteSeal:
 		if w.Capsule == nil {
-			return false
+			return errNothingToReplay
 		}
 		d.Seq++
 		at := t.now
 		t.capsule = &capsule.CapsuleRecord{Capsule: *w.Capsule, StoredAt: at, Sealed: w.Kind == capsule.WriteSeal, Seq: d.Seq}
 		t.capsuleChanged = true
 		d.CapsuleSeq, d.LastWriteAt = d.Seq, &at
-		return true
+		return nil
 	default:
 		d.Seq++
-		return true
+		return nil
 	}
 }
+
+// errNothingToReplay: a write of a kind that carries something, without it.
+var errNothingToReplay = errors.New("the write carries nothing to replay")
 
 // maxCommitmentID is the highest n of the ids c_n.
 func maxCommitmentID(cs []capsule.Commitment) uint64 {

@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/upstream"
 )
 
@@ -196,14 +195,19 @@ func toDirection(m jetstream.Msg) direction {
 	if d.ID == "" {
 		d.ID = fmt.Sprintf("seq-%d", d.Seq)
 	}
+	d.ID = guard.CleanRemoteName(d.ID)
+	// A direction comes from another machine: its text reaches the agent
+	// and the people reading its resume cleaned as automatic content is
+	// (control characters visible, invisible formatting removed,
+	// credentials redacted).
 	data := bytes.TrimSpace(m.Data())
 	switch {
 	case len(data) > MaxDirectionBytes:
 		d.Text = fmt.Sprintf("(a direction of %d bytes, over the %d relayed; read it from the stream at sequence %d)", len(data), MaxDirectionBytes, d.Seq)
 	case len(data) > 0 && data[0] == '{' && json.Valid(data):
-		d.Body = json.RawMessage(data)
+		d.Body = guard.CleanRemoteJSON(data)
 	default:
-		d.Text = strings.ToValidUTF8(string(data), string(utf8.RuneError))
+		d.Text = guard.CleanRemoteText(string(data))
 	}
 	return d
 }

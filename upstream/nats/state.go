@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 // ErrConflict is matched (errors.Is) by every *ConflictError.
@@ -70,6 +71,27 @@ type envelope struct {
 }
 
 func (e *envelope) writer() string { return writerID(e.Machine, e.Instance) }
+
+// decodeEnvelope decodes a value read from the bucket. Another daemon (or
+// anyone who may write the bucket) put it there, so the names, the phase
+// and the upstreams' health it carries, shown in resume, status,
+// `continuityd fleet` and the log, are cleaned as any text from another
+// machine is (guard.CleanRemoteName, guard.CleanRemoteJSON). The state
+// itself is checked part by part when an agent is restored from it
+// (guard.CheckRemoteState).
+func decodeEnvelope(b []byte) (envelope, error) {
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return envelope{}, err
+	}
+	for _, s := range []*string{&env.Agent, &env.Machine, &env.Instance, &env.Phase, &env.ConflictWith} {
+		*s = guard.CleanRemoteName(*s)
+	}
+	if len(env.Upstreams) > 0 {
+		env.Upstreams = guard.CleanRemoteJSON(env.Upstreams)
+	}
+	return env, nil
+}
 
 func writerID(machine, instance string) string {
 	if instance == "" {
@@ -192,8 +214,8 @@ func (c *Client) PutState(ctx context.Context, agent string, doc json.RawMessage
 		if gerr != nil {
 			return 0, fmt.Errorf("nats: reading the state of agent %s after a revision mismatch: %w", agent, gerr)
 		}
-		var cur envelope
-		if json.Unmarshal(e.Value(), &cur) == nil && cur.writer() == c.me() {
+		cur, derr := decodeEnvelope(e.Value())
+		if derr == nil && cur.writer() == c.me() {
 			// This writer's own earlier write (its acknowledgement was
 			// lost, or the daemon restarted without the revision).
 			rev = e.Revision()
@@ -335,8 +357,8 @@ func (c *Client) watch(ctx context.Context, agent string) {
 }
 
 func (c *Client) observe(ctx context.Context, agent string, e jetstream.KeyValueEntry) {
-	var env envelope
-	if json.Unmarshal(e.Value(), &env) != nil || env.writer() == c.me() {
+	env, err := decodeEnvelope(e.Value())
+	if err != nil || env.writer() == c.me() {
 		return
 	}
 	ce := &ConflictError{Agent: agent, Machine: env.Machine, Instance: env.Instance,
@@ -440,8 +462,8 @@ func (c *Client) restore(ctx context.Context, agent string, sides bool) (*Restor
 	case err != nil:
 		return nil, fmt.Errorf("nats: reading the state of agent %s from bucket %s: %w", agent, c.o.Bucket, err)
 	default:
-		var env envelope
-		if err := json.Unmarshal(e.Value(), &env); err != nil {
+		env, err := decodeEnvelope(e.Value())
+		if err != nil {
 			return nil, fmt.Errorf("nats: the state of agent %s in bucket %s (revision %d) is not a continuityd state: %w", agent, c.o.Bucket, e.Revision(), err)
 		}
 		r.Found, r.State, r.Revision = true, env.State, e.Revision()
@@ -459,8 +481,7 @@ func (c *Client) restore(ctx context.Context, agent string, sides bool) (*Restor
 	if lister, err := c.kv.ListKeysFiltered(ctx, agent+".conflict.*"); err == nil {
 		for k := range lister.Keys() {
 			if se, err := c.kv.Get(ctx, k); err == nil {
-				var env envelope
-				if json.Unmarshal(se.Value(), &env) == nil {
+				if env, err := decodeEnvelope(se.Value()); err == nil {
 					r.Conflicts = append(r.Conflicts, ConflictError{Agent: agent, Machine: env.Machine,
 						Instance: env.Instance, Revision: se.Revision(), Seq: env.Seq, At: env.At})
 				}
@@ -619,8 +640,8 @@ func (c *Client) Fleet(ctx context.Context) ([]FleetEntry, error) {
 		if e == nil {
 			break
 		}
-		var env envelope
-		if json.Unmarshal(e.Value(), &env) != nil {
+		env, err := decodeEnvelope(e.Value())
+		if err != nil {
 			continue // not ours
 		}
 		if agent, _, ok := strings.Cut(e.Key(), ".conflict."); ok {
