@@ -300,10 +300,11 @@ func (a *Agent) UpstreamStates() []capsule.UpstreamState {
 // asking the upstreams: the residency, delivery, capture, work snapshot and
 // fleet state. Status, the last-resume file and the fleet's state document
 // are made from it; Resume adds the upstreams' own views.
-func (a *Agent) LocalResume() capsule.Resume { return a.localResume(false) }
+func (a *Agent) LocalResume() capsule.Resume { return a.withLocal(a.store.Resume()) }
 
-func (a *Agent) localResume(visit bool) capsule.Resume {
-	r := a.store.Resume(visit)
+// withLocal adds to the residency's part of a resume what the rest of this
+// daemon knows.
+func (a *Agent) withLocal(r capsule.Resume) capsule.Resume {
 	r.Upstreams = a.UpstreamStates()
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
 	a.fleetResume(&r)
@@ -311,12 +312,53 @@ func (a *Agent) localResume(visit bool) capsule.Resume {
 	return r
 }
 
+// ResumeOptions say how Resume reads.
+type ResumeOptions struct {
+	// Local answers from this daemon's state alone: the upstreams' views
+	// as last fetched, without calling them or waiting for their rate
+	// limits (a SessionStart hook has half a second).
+	Local bool
+}
+
 // Resume is the full resume document: the residency, the delivery state,
 // and each upstream's own view (fetched within resumeTimeout; an upstream
 // that does not answer in time is named in degraded and its last view, if
-// any, is shown).
-func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
-	r := a.localResume(visit)
+// any, is shown; with o.Local, the last views without asking). The Visit
+// it returns is this read as the agent's visit: since_last_visit is reset
+// only when the caller passes it to Visited, once the agent received the
+// answer.
+func (a *Agent) Resume(ctx context.Context, o ResumeOptions) (capsule.Resume, residency.Visit) {
+	doc, visit := a.store.Visit()
+	r := a.withLocal(doc)
+	if !o.Local {
+		r.Degraded = append(r.Degraded, a.fetchRemote(ctx)...)
+	}
+	a.remoteMu.Lock()
+	defer a.remoteMu.Unlock()
+	if len(a.remote) == 0 {
+		return r, visit
+	}
+	r.Remote = map[string]capsule.RemoteView{}
+	for name, v := range a.remote {
+		r.Remote[name] = v
+		var doc struct {
+			Directions []json.RawMessage `json:"directions"`
+		}
+		if json.Unmarshal(v.Body, &doc) == nil {
+			r.Directions = append(r.Directions, doc.Directions...)
+		}
+	}
+	return r, visit
+}
+
+// Visited resets since_last_visit to what the visit v was shown: call it
+// once the agent has received the answer v came with.
+func (a *Agent) Visited(v residency.Visit) { a.store.Visited(v) }
+
+// fetchRemote asks every upstream with a view of its own for it, within
+// resumeTimeout and the upstream's rate limit, and keeps what each
+// answers; it returns the upstreams that did not answer in time.
+func (a *Agent) fetchRemote(ctx context.Context) []string {
 	var resumers []int
 	for i, ur := range a.ups {
 		if _, ok := ur.Client.(upstream.Resumer); ok {
@@ -324,7 +366,7 @@ func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
 		}
 	}
 	if len(resumers) == 0 {
-		return r
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.resumeTimeout)
 	defer cancel()
@@ -347,28 +389,19 @@ func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
 			ch <- got{ur.Client.Name(), body, err}
 		}()
 	}
-	a.remoteMu.Lock()
-	defer a.remoteMu.Unlock()
+	var degraded []string
 	for range resumers {
 		g := <-ch
 		switch {
 		case g.err != nil:
-			r.Degraded = append(r.Degraded, g.name)
+			degraded = append(degraded, g.name)
 		case g.body != nil:
+			a.remoteMu.Lock()
 			a.remote[g.name] = capsule.RemoteView{FetchedAt: time.Now().UTC(), Body: g.body}
+			a.remoteMu.Unlock()
 		}
 	}
-	r.Remote = map[string]capsule.RemoteView{}
-	for name, v := range a.remote {
-		r.Remote[name] = v
-		var doc struct {
-			Directions []json.RawMessage `json:"directions"`
-		}
-		if json.Unmarshal(v.Body, &doc) == nil {
-			r.Directions = append(r.Directions, doc.Directions...)
-		}
-	}
-	return r
+	return degraded
 }
 
 // relay keeps one long poll open to the upstream for this agent and
