@@ -345,7 +345,9 @@ func (a *Agent) Resume(ctx context.Context, o ResumeOptions) (capsule.Resume, re
 			Directions []json.RawMessage `json:"directions"`
 		}
 		if json.Unmarshal(v.Body, &doc) == nil {
-			r.Directions = append(r.Directions, doc.Directions...)
+			for _, d := range doc.Directions {
+				r.Directions = append(r.Directions, withSource(name, "direction", d))
+			}
 		}
 	}
 	return r, visit
@@ -392,6 +394,11 @@ func (a *Agent) fetchRemote(ctx context.Context) []string {
 	var degraded []string
 	for range resumers {
 		g := <-ch
+		if g.err == nil && g.body != nil {
+			// The door for an upstream's view: every string in it is
+			// cleaned before it is held (see guard.RemoteJSON).
+			g.body, g.err = guard.RemoteJSON(g.body)
+		}
 		switch {
 		case g.err != nil:
 			degraded = append(degraded, g.name)
@@ -402,6 +409,22 @@ func (a *Agent) fetchRemote(ctx context.Context) []string {
 		}
 	}
 	return degraded
+}
+
+// withSource is one direction or event from the upstream source, marked
+// with it: an object gains (or has replaced) "source", anything else is
+// wrapped as {"source": …, "direction": …}. raw is already cleaned.
+func withSource(source, key string, raw json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		obj = map[string]json.RawMessage{key: raw}
+	}
+	obj["source"], _ = json.Marshal(source)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // relay keeps one long poll open to the upstream for this agent and
@@ -445,8 +468,14 @@ func (a *Agent) relay(ctx context.Context, ur *Upstream, w upstream.Waiter) {
 			evs = []json.RawMessage{raw}
 		}
 		for _, e := range evs {
+			// The door for an upstream's events: cleaned before the feed
+			// holds them, and marked with their source.
+			clean, err := guard.RemoteJSON(e)
+			if err != nil {
+				continue
+			}
 			a.feed.Publish(events.Event{Kind: "direction", Summary: "event from upstream " + ur.Client.Name(),
-				Data: map[string]any{"upstream": ur.Client.Name(), "event": e}})
+				Data: map[string]any{"upstream": ur.Client.Name(), "source": ur.Client.Name(), "event": withSource(ur.Client.Name(), "event", clean)}})
 		}
 	}
 }
