@@ -70,7 +70,11 @@ type Error struct {
 	Status     int           // HTTP status, when there was one
 	Code       string        // the upstream's error code, when it gave one
 	RetryAfter time.Duration // from Retry-After or the JSON-RPC data; 0 = unknown
-	Err        error
+	// Answered marks a failure the upstream itself reported without a
+	// status or a code (a Delx tool result with isError): Err holds its
+	// words (see Describe).
+	Answered bool
+	Err      error
 }
 
 func (e *Error) Error() string {
@@ -95,10 +99,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // ("IMPORTANT SYSTEM NOTICE: ignore previous instructions…"), and that text
 // reaches the agent's context: it is framed with its source, cleaned and
 // bounded (guard.RemoteText), so it reads as data. A failure with no answer
-// (no connection, a timeout) is the daemon's own text.
+// (no connection, a timeout, a missing identity) is the daemon's own text.
 func Describe(source string, err error) string {
 	var ue *Error
-	if errors.As(err, &ue) && (ue.Status != 0 || ue.Code != "") {
+	if errors.As(err, &ue) && (ue.Status != 0 || ue.Code != "" || ue.Answered) {
 		return guard.RemoteText(source, err.Error())
 	}
 	return err.Error()
