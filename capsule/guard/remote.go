@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -95,10 +96,17 @@ func RemoteText(source, s string) string {
 	return RemoteFrame(source) + RemoteString(s, MaxRemoteText)
 }
 
+// MaxRemoteStrings bounds the strings (object keys included) of one JSON
+// document from a remote service. Each is looked at by the secret guard,
+// which costs up to a fraction of a millisecond for text full of its
+// keywords: a document of tens of thousands of short strings would hold a
+// resume for seconds. An answer from Q-Day or Delx holds tens.
+const MaxRemoteStrings = 2048
+
 // RemoteJSON returns a JSON document from a remote service with every
 // string in it, object keys included, passed through RemoteString; numbers,
-// literals and the shape are kept. Anything that is not one JSON value is
-// refused.
+// literals and the shape are kept. Anything that is not one JSON value, or
+// holds more than MaxRemoteStrings strings, is refused.
 func RemoteJSON(raw []byte) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -109,6 +117,9 @@ func RemoteJSON(raw []byte) (json.RawMessage, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("the answer is not one JSON value")
 	}
+	if n := countStrings(v); n > MaxRemoteStrings {
+		return nil, fmt.Errorf("the answer holds %d strings; at most %d are taken", n, MaxRemoteStrings)
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -116,6 +127,27 @@ func RemoteJSON(raw []byte) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// countStrings counts the strings and object keys of a decoded JSON value.
+func countStrings(v any) int {
+	switch t := v.(type) {
+	case string:
+		return 1
+	case []any:
+		n := 0
+		for _, x := range t {
+			n += countStrings(x)
+		}
+		return n
+	case map[string]any:
+		n := len(t)
+		for _, x := range t {
+			n += countStrings(x)
+		}
+		return n
+	}
+	return 0
 }
 
 // remoteValue cleans every string of a decoded JSON value.

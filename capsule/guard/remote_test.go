@@ -74,7 +74,8 @@ func TestRemoteJSON(t *testing.T) {
 	if !strings.Contains(string(got), `"n":12345678901234567890`) || v["k"] != "v" {
 		t.Fatalf("shape or numbers changed: %s", got)
 	}
-	for _, bad := range []string{``, `{"a":1} {}`, `{"a":`, "not json"} {
+	many := "[" + strings.Repeat(`"x",`, MaxRemoteStrings) + `"x"]`
+	for _, bad := range []string{``, `{"a":1} {}`, `{"a":`, "not json", many} {
 		if _, err := RemoteJSON([]byte(bad)); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
