@@ -24,3 +24,12 @@ func TestDescribeFramesTheUpstreamsWords(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanMessageRemovesInvisibleCharacters: bidi controls and zero-width
+// characters leave an upstream's message without a trace (logs and status
+// show it too).
+func TestCleanMessageRemovesInvisibleCharacters(t *testing.T) {
+	if got := CleanMessage("a\u202eb\u200bc\ufeffd\u2066e\u2069 f"); got != "abcde f" {
+		t.Fatalf("%q", got)
+	}
+}
