@@ -21,7 +21,8 @@ import (
 )
 
 // qdayWorkspace is a workspace whose agent ships to the fake Q-Day; extra
-// is appended to the config (an [outbox] section, say). It returns the
+// is appended to the config after the upstream's url and token (its rate,
+// an [outbox] section). It returns the
 // environment the daemon and the hook need.
 func qdayWorkspace(t *testing.T, fake *qdaytest.Server, extra string) (*workspace, []string) {
 	t.Helper()
@@ -30,7 +31,10 @@ func qdayWorkspace(t *testing.T, fake *qdaytest.Server, extra string) (*workspac
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg = fmt.Appendf(cfg, "upstreams = [\"qday\"]\n\n[upstream.qday]\nkind = \"qday\"\nurl = %q\ntoken_env = \"CD_REMOTE_TOKEN\"\nrate = 50\nburst = 20\n\n%s", fake.URL(), extra)
+	if !strings.Contains(extra, "rate = ") {
+		extra = "rate = 50\nburst = 20\n\n" + extra
+	}
+	cfg = fmt.Appendf(cfg, "upstreams = [\"qday\"]\n\n[upstream.qday]\nkind = \"qday\"\nurl = %q\ntoken_env = \"CD_REMOTE_TOKEN\"\n%s", fake.URL(), extra)
 	if err := os.WriteFile(w.config, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +111,27 @@ func TestSessionStartHookIsFreshWithASlowUpstream(t *testing.T) {
 		n := sinceWrites(t, c)
 		return n == 0, fmt.Sprint("writes ", n)
 	})
+}
+
+// TestSessionStartHookIsFreshWhileTheRateLimitWaits: with Q-Day fast but
+// its rate limit spent (the bucket starts empty and refills once in ten
+// minutes, the delivery and the long poll have the next tokens, and a
+// resume may wait for its own for hours), the SessionStart hook still
+// answers at once with the state as it is now.
+func TestSessionStartHookIsFreshWhileTheRateLimitWaits(t *testing.T) {
+	fake := qdaytest.New(qdaytest.Options{Token: "remote-token"})
+	defer fake.Close()
+	w, env := qdayWorkspace(t, fake, "rate = 0.00166\nburst = 1\n\n[outbox]\nresume_timeout = \"5h\"\n")
+	p := startProc(t, w.socket, env, "run", "--config", w.config)
+	c := p.client()
+	defer c.CloseIdleConnections()
+	if code, m, err := post(c, "/v1/continuity/checkpoint", map[string]any{"focus": "the focus while rate limited"}); code != 200 {
+		t.Fatalf("checkpoint: %d %v %v", code, m, err)
+	}
+	ctx := hookContext(t, env, filepath.Join(w.dir, "work"))
+	if !strings.Contains(ctx, "the focus while rate limited") || strings.Contains(ctx, "not reachable") {
+		t.Fatalf("SessionStart context is not the state now:\n%s", ctx)
+	}
 }
 
 // TestAbandonedResumeLeavesSinceLastVisit: a client that gives up while the
