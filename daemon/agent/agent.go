@@ -413,7 +413,7 @@ func (a *Agent) fetchRemote(ctx context.Context) []string {
 
 // withSource is one direction or event from the upstream source, marked
 // with it: an object gains (or has replaced) "source", anything else is
-// wrapped as {"source": …, "direction": …}. raw is already cleaned.
+// wrapped as {"source": …, key: raw}. raw is already cleaned.
 func withSource(source, key string, raw json.RawMessage) json.RawMessage {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil || obj == nil {
@@ -467,15 +467,20 @@ func (a *Agent) relay(ctx context.Context, ur *Upstream, w upstream.Waiter) {
 		if len(evs) == 0 {
 			evs = []json.RawMessage{raw}
 		}
+		refused := 0
 		for _, e := range evs {
 			// The door for an upstream's events: cleaned before the feed
 			// holds them, and marked with their source.
 			clean, err := guard.RemoteJSON(e)
 			if err != nil {
+				refused++
 				continue
 			}
 			a.feed.Publish(events.Event{Kind: "direction", Summary: "event from upstream " + ur.Client.Name(),
 				Data: map[string]any{"upstream": ur.Client.Name(), "source": ur.Client.Name(), "event": withSource(ur.Client.Name(), "event", clean)}})
+		}
+		if refused > 0 {
+			a.log.Warn("upstream events refused: not JSON, or too many strings", "upstream", ur.Client.Name(), "refused", refused)
 		}
 	}
 }
