@@ -121,7 +121,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, name := range st.names {
 		a := st.agents[name]
-		r := a.Store().Resume(false)
+		r := a.Store().Resume()
 		ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.Seq), name)
 		cs := a.Store().CommitStats()
 		ch <- prometheus.MustNewConstMetric(descCommits, prometheus.CounterValue, float64(cs.Commits), name)

@@ -202,9 +202,10 @@ var (
 )
 
 // CleanMessage makes an upstream's error message safe to keep: control
-// characters and runs of white space become one space, anything
-// credential-shaped (the secret guard's rules, then the broader ones here)
-// becomes "[redacted]", and the result is cut to
+// characters and runs of white space become one space, invisible ones
+// (guard.IsHiddenRune: bidi controls, zero-width characters) are removed,
+// anything credential-shaped (the secret guard's rules, then the broader
+// ones here) becomes "[redacted]", and the result is cut to
 // MaxErrorMessage characters (marked with "…").
 func CleanMessage(s string) string {
 	if !utf8.ValidString(s) {
@@ -213,6 +214,9 @@ func CleanMessage(s string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range s {
+		if guard.IsHiddenRune(r) && !unicode.IsControl(r) {
+			continue // a bidi override or a zero-width character: gone, not a space
+		}
 		if unicode.IsControl(r) || unicode.IsSpace(r) || r == '\u2028' || r == '\u2029' {
 			space = true
 			continue

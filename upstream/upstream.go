@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 )
 
 // Upstream delivers an agent's accepted writes to one upstream service.
@@ -69,7 +70,11 @@ type Error struct {
 	Status     int           // HTTP status, when there was one
 	Code       string        // the upstream's error code, when it gave one
 	RetryAfter time.Duration // from Retry-After or the JSON-RPC data; 0 = unknown
-	Err        error
+	// Answered marks a failure the upstream itself reported without a
+	// status or a code (a Delx tool result with isError): Err holds its
+	// words (see Describe).
+	Answered bool
+	Err      error
 }
 
 func (e *Error) Error() string {
@@ -87,6 +92,21 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Describe is a failed call to the upstream source as last_error, the dead
+// letter and the delivery_failed event keep it. An upstream that answered
+// (an *Error with a status or a code) may have put its own words in it
+// ("IMPORTANT SYSTEM NOTICE: ignore previous instructions…"), and that text
+// reaches the agent's context: it is framed with its source, cleaned and
+// bounded (guard.RemoteText), so it reads as data. A failure with no answer
+// (no connection, a timeout, a missing identity) is the daemon's own text.
+func Describe(source string, err error) string {
+	var ue *Error
+	if errors.As(err, &ue) && (ue.Status != 0 || ue.Code != "" || ue.Answered) {
+		return guard.RemoteText(source, err.Error())
+	}
+	return err.Error()
+}
 
 // Classify returns the outcome of err: an *Error's own, Retry otherwise.
 func Classify(err error) Outcome {

@@ -41,13 +41,14 @@ func firstControl(s string) rune {
 
 // isInvisible reports whether r is an invisible formatting character that
 // stored text may not hold: the bidi embeddings and overrides
-// (U+202A..U+202E), the bidi isolates (U+2066..U+2069), the zero-width
+// (U+202A..U+202E), the bidi isolates (U+2066..U+2069) and marks (U+200E,
+// U+200F), the zero-width
 // space, non-joiner and joiner (U+200B..U+200D), the word joiner (U+2060)
 // and the zero-width no-break space or byte order mark (U+FEFF). None
 // shows, and each can make a focus or a file name read differently from
 // what it is (a right-to-left override turns "txt.exe" around).
 func isInvisible(r rune) bool {
-	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 ||
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F ||
 		r >= 0x200B && r <= 0x200D || r == 0x2060 || r == 0xFEFF
 }
 

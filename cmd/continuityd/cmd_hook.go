@@ -75,6 +75,10 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 	}
 	md := ""
 	if !down {
+		// local=1: the daemon answers from its own state at once, with the
+		// upstreams' views as last fetched, instead of waiting for them
+		// (and their rate limits) past this hook's budget.
+		q.Set("local", "1")
 		if out, err := c.Do(ctx, http.MethodGet, "/v1/continuity", q, nil); err == nil {
 			var r capsule.Resume
 			if json.Unmarshal(out, &r) == nil {

@@ -307,10 +307,11 @@ func (a *Agent) UpstreamStates() []capsule.UpstreamState {
 // asking the upstreams: the residency, delivery, capture, work snapshot and
 // fleet state. Status, the last-resume file and the fleet's state document
 // are made from it; Resume adds the upstreams' own views.
-func (a *Agent) LocalResume() capsule.Resume { return a.localResume(false) }
+func (a *Agent) LocalResume() capsule.Resume { return a.withLocal(a.store.Resume()) }
 
-func (a *Agent) localResume(visit bool) capsule.Resume {
-	r := a.store.Resume(visit)
+// withLocal adds to the residency's part of a resume what the rest of this
+// daemon knows.
+func (a *Agent) withLocal(r capsule.Resume) capsule.Resume {
 	r.Upstreams = a.UpstreamStates()
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
 	a.fleetResume(&r)
@@ -318,12 +319,55 @@ func (a *Agent) localResume(visit bool) capsule.Resume {
 	return r
 }
 
+// ResumeOptions say how Resume reads.
+type ResumeOptions struct {
+	// Local answers from this daemon's state alone: the upstreams' views
+	// as last fetched, without calling them or waiting for their rate
+	// limits (a SessionStart hook has half a second).
+	Local bool
+}
+
 // Resume is the full resume document: the residency, the delivery state,
 // and each upstream's own view (fetched within resumeTimeout; an upstream
 // that does not answer in time is named in degraded and its last view, if
-// any, is shown).
-func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
-	r := a.localResume(visit)
+// any, is shown; with o.Local, the last views without asking). The Visit
+// it returns is this read as the agent's visit: since_last_visit is reset
+// only when the caller passes it to Visited, once the agent received the
+// answer.
+func (a *Agent) Resume(ctx context.Context, o ResumeOptions) (capsule.Resume, residency.Visit) {
+	doc, visit := a.store.Visit()
+	r := a.withLocal(doc)
+	if !o.Local {
+		r.Degraded = append(r.Degraded, a.fetchRemote(ctx)...)
+	}
+	a.remoteMu.Lock()
+	defer a.remoteMu.Unlock()
+	if len(a.remote) == 0 {
+		return r, visit
+	}
+	r.Remote = map[string]capsule.RemoteView{}
+	for name, v := range a.remote {
+		r.Remote[name] = v
+		var doc struct {
+			Directions []json.RawMessage `json:"directions"`
+		}
+		if json.Unmarshal(v.Body, &doc) == nil {
+			for _, d := range doc.Directions {
+				r.Directions = append(r.Directions, withSource(name, "direction", d))
+			}
+		}
+	}
+	return r, visit
+}
+
+// Visited resets since_last_visit to what the visit v was shown: call it
+// once the agent has received the answer v came with.
+func (a *Agent) Visited(v residency.Visit) { a.store.Visited(v) }
+
+// fetchRemote asks every upstream with a view of its own for it, within
+// resumeTimeout and the upstream's rate limit, and keeps what each
+// answers; it returns the upstreams that did not answer in time.
+func (a *Agent) fetchRemote(ctx context.Context) []string {
 	var resumers []int
 	for i, ur := range a.ups {
 		if _, ok := ur.Client.(upstream.Resumer); ok {
@@ -331,7 +375,7 @@ func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
 		}
 	}
 	if len(resumers) == 0 {
-		return r
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.resumeTimeout)
 	defer cancel()
@@ -354,28 +398,40 @@ func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
 			ch <- got{ur.Client.Name(), body, err}
 		}()
 	}
-	a.remoteMu.Lock()
-	defer a.remoteMu.Unlock()
+	var degraded []string
 	for range resumers {
 		g := <-ch
+		if g.err == nil && g.body != nil {
+			// The door for an upstream's view: every string in it is
+			// cleaned before it is held (see guard.RemoteJSON).
+			g.body, g.err = guard.RemoteJSON(g.body)
+		}
 		switch {
 		case g.err != nil:
-			r.Degraded = append(r.Degraded, g.name)
+			degraded = append(degraded, g.name)
 		case g.body != nil:
+			a.remoteMu.Lock()
 			a.remote[g.name] = capsule.RemoteView{FetchedAt: time.Now().UTC(), Body: g.body}
+			a.remoteMu.Unlock()
 		}
 	}
-	r.Remote = map[string]capsule.RemoteView{}
-	for name, v := range a.remote {
-		r.Remote[name] = v
-		var doc struct {
-			Directions []json.RawMessage `json:"directions"`
-		}
-		if json.Unmarshal(v.Body, &doc) == nil {
-			r.Directions = append(r.Directions, doc.Directions...)
-		}
+	return degraded
+}
+
+// withSource is one direction or event from the upstream source, marked
+// with it: an object gains (or has replaced) "source", anything else is
+// wrapped as {"source": …, key: raw}. raw is already cleaned.
+func withSource(source, key string, raw json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		obj = map[string]json.RawMessage{key: raw}
 	}
-	return r
+	obj["source"], _ = json.Marshal(source)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // relay keeps one long poll open to the upstream for this agent and
@@ -418,9 +474,20 @@ func (a *Agent) relay(ctx context.Context, ur *Upstream, w upstream.Waiter) {
 		if len(evs) == 0 {
 			evs = []json.RawMessage{raw}
 		}
+		refused := 0
 		for _, e := range evs {
+			// The door for an upstream's events: cleaned before the feed
+			// holds them, and marked with their source.
+			clean, err := guard.RemoteJSON(e)
+			if err != nil {
+				refused++
+				continue
+			}
 			a.feed.Publish(events.Event{Kind: "direction", Summary: "event from upstream " + ur.Client.Name(),
-				Data: map[string]any{"upstream": ur.Client.Name(), "event": e}})
+				Data: map[string]any{"upstream": ur.Client.Name(), "source": ur.Client.Name(), "event": withSource(ur.Client.Name(), "event", clean)}})
+		}
+		if refused > 0 {
+			a.log.Warn("upstream events refused: not JSON, or too many strings", "upstream", ur.Client.Name(), "refused", refused)
 		}
 	}
 }

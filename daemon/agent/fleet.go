@@ -108,7 +108,7 @@ func (a *Agent) openFleets() {
 // residencyEmpty: nothing was ever written here (a new machine, a new pod,
 // a wiped state directory).
 func (a *Agent) residencyEmpty() bool {
-	r := a.store.Resume(false)
+	r := a.store.Resume()
 	return r.Seq == 0 && a.store.LogHead() == 0 && a.store.Capsule() == nil
 }
 

@@ -206,7 +206,7 @@ func (a *Agent) Seal(ctx context.Context, g *guard.Guard, body []byte) (*Capsule
 			return nil, capsule.Refuse(capsule.CodeInvalidJSON, "", "seal body: data after the JSON object")
 		}
 	}
-	c := capsule.Seal(a.store.Resume(false), a.store.Capsule(), time.Now().UTC())
+	c := capsule.Seal(a.store.Resume(), a.store.Capsule(), time.Now().UTC())
 	ov.apply(c)
 	if err := g.CheckCapsule(c); err != nil {
 		return nil, err
@@ -256,7 +256,7 @@ func (a *Agent) Signal(ctx context.Context, g *guard.Guard, body []byte) (*Signa
 	if err != nil {
 		return nil, err
 	}
-	return &SignalAnswer{Seq: seq, Context: a.store.Resume(false).Context}, nil
+	return &SignalAnswer{Seq: seq, Context: a.store.Resume().Context}, nil
 }
 
 // DeadLetters are the writes upstream refused for good ("" : every

@@ -41,7 +41,7 @@ func (r runtime) Agent(name, cwd string) (*agent.Agent, *guard.Guard, error) {
 }
 
 func (r runtime) Status() api.Status {
-	return api.Status{Version: "test", PID: 42, Agents: []api.AgentStatus{{Name: r.ag.Name(), Seq: r.ag.Store().Resume(false).Seq}}}
+	return api.Status{Version: "test", PID: 42, Agents: []api.AgentStatus{{Name: r.ag.Name(), Seq: r.ag.Store().Resume().Seq}}}
 }
 
 type noObserver struct{}
@@ -203,7 +203,7 @@ func TestHTTPAndMCPAgree(t *testing.T) {
 			t.Errorf("%s: HTTP answer keys %v, MCP %v", w.tool, keys(v), keys(mv))
 		}
 	}
-	if got := ta.ag.Store().Resume(false).Seq; got != uint64(want) {
+	if got := ta.ag.Store().Resume().Seq; got != uint64(want) {
 		t.Errorf("the store is at seq %d, want %v", got, want)
 	}
 
@@ -254,7 +254,7 @@ func TestHTTPAndMCPAgree(t *testing.T) {
 			t.Errorf("%s %s: HTTP %d %s (%s), MCP refused %v %s (%s); want %d %s (%s)", r.method, r.path, status, hc, hf, refused, mc, mf, r.status, r.code, r.field)
 		}
 	}
-	if got := ta.ag.Store().Resume(false).Seq; got != uint64(want) {
+	if got := ta.ag.Store().Resume().Seq; got != uint64(want) {
 		t.Errorf("refusals stored something: seq %d, want %v", got, want)
 	}
 }
@@ -420,7 +420,7 @@ func TestNotFoundMethodAndBodyLimits(t *testing.T) {
 	if resp.StatusCode != 413 || !isError(v, capsule.CodeBodyTooLarge, "") {
 		t.Errorf("POST /mcp with %d bytes: %d %v", len(huge), resp.StatusCode, v)
 	}
-	if ta.ag.Store().Resume(false).Seq != 0 {
-		t.Errorf("a refused body stored something: seq %d", ta.ag.Store().Resume(false).Seq)
+	if ta.ag.Store().Resume().Seq != 0 {
+		t.Errorf("a refused body stored something: seq %d", ta.ag.Store().Resume().Seq)
 	}
 }

@@ -11,14 +11,31 @@ import (
 )
 
 // handleResume is GET /v1/continuity. The agent's own read resets
-// since_last_visit; ?peek=1 reads without resetting (for people and tools).
+// since_last_visit, once the answer has reached it (written and flushed
+// while the client still waits: a client that gave up resets nothing);
+// ?peek=1 reads without resetting (for people and tools). ?local=1 answers
+// from the daemon's own state at once, with the upstreams' views as last
+// fetched (a SessionStart hook has half a second; a resume that asks the
+// upstreams may wait for them and their rate limits).
 func (a *API) handleResume(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
 	peek, err := boolQuery(r, "peek")
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ag.Resume(r.Context(), !peek))
+	local, err := boolQuery(r, "local")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res, visit := ag.Resume(r.Context(), agent.ResumeOptions{Local: local})
+	if r.Context().Err() != nil {
+		return // the client is gone: nobody to answer, no visit
+	}
+	writeJSON(w, http.StatusOK, res)
+	if !peek && http.NewResponseController(w).Flush() == nil && r.Context().Err() == nil {
+		ag.Visited(visit)
+	}
 }
 
 // handleCheckpoint is POST /v1/continuity/checkpoint.

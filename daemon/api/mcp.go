@@ -303,7 +303,12 @@ func (b inProcess) Resume(ctx context.Context, name string, peek bool) (*capsule
 	if err != nil {
 		return nil, err
 	}
-	r := ag.Resume(ctx, !peek)
+	r, visit := ag.Resume(ctx, agent.ResumeOptions{})
+	// The tool's answer is written by the MCP transport after this returns:
+	// a client that has gone by now (its request cancelled) resets nothing.
+	if !peek && ctx.Err() == nil {
+		ag.Visited(visit)
+	}
 	return &r, nil
 }
 

@@ -19,10 +19,13 @@ func (r *recorder) WriteHeader(s int) {
 }
 
 // Flush keeps streaming (MCP over HTTP) working through the recorder.
-func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+func (r *recorder) Flush() { _ = r.FlushError() }
+
+// FlushError flushes and says whether the answer reached the connection
+// (http.ResponseController prefers it to Flush): a resume resets
+// since_last_visit only when it did.
+func (r *recorder) FlushError() error {
+	return http.NewResponseController(r.ResponseWriter).Flush()
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

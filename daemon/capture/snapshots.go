@@ -82,7 +82,7 @@ func (c *Capture) noteCommit(receipt string) {
 // start takes the snapshot of the tree as the daemon finds it (no record:
 // nothing happened yet); the first work record reports changes against it.
 func (s *snapshots) start(ctx context.Context) {
-	snap, _, err := s.take(ctx, TriggerStart, s.c.store.Resume(false).Seq)
+	snap, _, err := s.take(ctx, TriggerStart, s.c.store.Resume().Seq)
 	if err == nil {
 		s.mu.Lock()
 		s.recorded = snap.ID

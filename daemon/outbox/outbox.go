@@ -298,7 +298,7 @@ func (s *Shipper) failed(ctx context.Context, u *unit, err error, attempt *int) 
 	errors.As(err, &ue)
 	switch upstream.Classify(err) {
 	case upstream.Rejected:
-		reason := err.Error()
+		reason := upstream.Describe(s.o.Upstream.Name(), err)
 		if rerr := s.o.Store.Reject(ctx, s.o.Upstream.Name(), u.ws, reason, s.o.Upstreams); rerr != nil {
 			return 0, rerr
 		}
@@ -381,8 +381,9 @@ func (s *Shipper) retryDead(ctx context.Context, d residency.DeadLetter, attempt
 	}
 	switch upstream.Classify(err) {
 	case upstream.Rejected, upstream.Stopped:
-		s.setRejection(err.Error())
-		return 0, s.o.Store.RetryDone(ctx, s.o.Upstream.Name(), d.Write.Seq, err.Error())
+		reason := upstream.Describe(s.o.Upstream.Name(), err)
+		s.setRejection(reason)
+		return 0, s.o.Store.RetryDone(ctx, s.o.Upstream.Name(), d.Write.Seq, reason)
 	default:
 		return s.failed(ctx, &unit{write: d.Write}, err, attempt)
 	}
@@ -496,7 +497,7 @@ func (s *Shipper) setFailing(state string, err error, wait time.Duration) {
 	if state == "" {
 		s.state.LastError, s.state.NextAttempt = nil, nil
 	} else {
-		msg := err.Error()
+		msg := upstream.Describe(s.o.Upstream.Name(), err)
 		next := time.Now().Add(wait).UTC()
 		s.state.LastError, s.state.NextAttempt = &msg, &next
 	}

@@ -179,12 +179,9 @@ func (s *fakeStore) Work(ctx context.Context, w *capsule.Work, qday *capsule.Che
 	return s.seq, nil
 }
 
-func (s *fakeStore) Resume(visit bool) capsule.Resume {
+func (s *fakeStore) Resume() capsule.Resume {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if visit {
-		s.t.Errorf("the policy read the resume as the agent's visit")
-	}
 	s.resumeCt++
 	r := s.st
 	if r.WorkingState != nil {

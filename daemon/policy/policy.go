@@ -17,7 +17,8 @@ type Store interface {
 	// ifSeq, and returns capsule.ErrStaleState otherwise.
 	CheckpointIf(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin, ifSeq uint64) (uint64, error)
 	PutCapsule(ctx context.Context, c *capsule.Capsule, sealed bool, origin capsule.Origin) (uint64, error)
-	Resume(visit bool) capsule.Resume
+	// Resume reads the state; it never counts as the agent's visit.
+	Resume() capsule.Resume
 	Capsule() *capsule.CapsuleRecord
 	// Work stores a work record (see Snapshotter); qday is the part Q-Day
 	// may take, dropped by the store when the agent wrote its own working
@@ -234,7 +235,7 @@ func New(agent string, cfg Config, store Store, seal Sealer, log *slog.Logger, n
 	if !cfg.Enabled {
 		return p
 	}
-	st := store.Resume(false)
+	st := store.Resume()
 	p.observe(st)
 	if f := st.Context.UsedFraction; f != nil {
 		for i, t := range cfg.Thresholds {
@@ -507,7 +508,7 @@ func (p *Policy) fireDue(ctx context.Context, now time.Time) []Action {
 func (p *Policy) refresh(ctx context.Context, now time.Time) []Action {
 	last := p.lastPSAt
 	// A status the agent saved meanwhile moves the refresh.
-	st := p.store.Resume(false)
+	st := p.store.Resume()
 	p.observe(st)
 	if p.lastPSAt.After(last) && now.Before(p.lastPSAt.Add(p.cfg.Refresh)) {
 		return nil
@@ -536,7 +537,7 @@ type plan struct {
 }
 
 func (p *Policy) fire(ctx context.Context, pl plan, now time.Time) []Action {
-	st := p.store.Resume(false)
+	st := p.store.Resume()
 	p.observe(st)
 	return p.fireWith(ctx, pl, st, now)
 }
@@ -558,14 +559,14 @@ func (p *Policy) fireWith(ctx context.Context, pl plan, st capsule.Resume, now t
 		return work
 	}
 	if wrote {
-		st = p.store.Resume(false)
+		st = p.store.Resume()
 	}
 	for range staleRetries {
 		acts, stale := p.fireOnce(ctx, pl, st, now)
 		if !stale {
 			return append(work, acts...)
 		}
-		st = p.store.Resume(false)
+		st = p.store.Resume()
 		p.observe(st)
 	}
 	p.log.Debug("the state kept changing under the policy; it tries again at the next trigger", "trigger", pl.trigger)
@@ -615,7 +616,7 @@ func (p *Policy) fireOnce(ctx context.Context, pl plan, st capsule.Resume, now t
 			if pl.quiet {
 				p.lastQuiet = now
 			}
-			st = p.store.Resume(false)
+			st = p.store.Resume()
 			if cp.Focus != nil && st.FocusUpdatedAt != nil && st.Focus == *cp.Focus {
 				p.ourFocusAt = *st.FocusUpdatedAt
 			}

@@ -430,7 +430,7 @@ func TestDerivedNeverOverwritesNewerExplicit(t *testing.T) {
 			t.Fatalf("older file content overwrote the agent's newer write: %+v", c.CP)
 		}
 	}
-	st := h.store.Resume(false)
+	st := h.store.Resume()
 	if st.Focus != "agent's focus" || st.WorkingState.NextAction != "agent's next" {
 		t.Fatalf("state: %+v", st)
 	}
@@ -439,7 +439,7 @@ func TestDerivedNeverOverwritesNewerExplicit(t *testing.T) {
 	h.handle(Input{Kind: KindDerived, Derived: &Derived{Source: "HANDOFF.md", ChangedAt: h.clk.Now(),
 		Focus: str("file focus 2"), NextAction: str("file next 2")}})
 	h.advance(2 * time.Minute)
-	st = h.store.Resume(false)
+	st = h.store.Resume()
 	if st.Focus != "file focus 2" || st.WorkingState.NextAction != "file next 2" || st.WorkingState.LastResult != "agent's result" {
 		t.Fatalf("newer file content not applied: focus %q ws %+v", st.Focus, st.WorkingState)
 	}
@@ -449,7 +449,7 @@ func TestDerivedNeverOverwritesNewerExplicit(t *testing.T) {
 	fileAt = h.clk.Now().Add(-30 * time.Second)
 	h.handle(Input{Kind: KindDerived, Derived: &Derived{ChangedAt: fileAt, Focus: str("file focus 3")}})
 	h.advance(2 * time.Minute)
-	if st = h.store.Resume(false); st.Focus != "file focus 3" {
+	if st = h.store.Resume(); st.Focus != "file focus 3" {
 		t.Fatalf("focus %q", st.Focus)
 	}
 
@@ -738,7 +738,7 @@ func TestStorm(t *testing.T) {
 				}
 			}
 			// Every handoff change made it into the state in the end.
-			if st := h.store.Resume(false); st.WorkingState == nil || st.WorkingState.NextAction != "step 199 of the plan" {
+			if st := h.store.Resume(); st.WorkingState == nil || st.WorkingState.NextAction != "step 199 of the plan" {
 				t.Errorf("last handoff change lost: %+v", st.WorkingState)
 			}
 		})
@@ -798,11 +798,11 @@ func TestRateCapRetriesWhenASlotFrees(t *testing.T) {
 	// when the third leaves the hour.
 	third := h.store.checkpoints()[2].At
 	h.advanceTo(third.Add(time.Hour - time.Second))
-	if st := h.store.Resume(false); st.Focus != "" {
+	if st := h.store.Resume(); st.Focus != "" {
 		t.Fatalf("sent over the cap: %q", st.Focus)
 	}
 	h.advanceTo(third.Add(time.Hour))
-	if st := h.store.Resume(false); st.Focus != "held back focus" {
+	if st := h.store.Resume(); st.Focus != "held back focus" {
 		t.Errorf("held-back content not sent when a slot freed: %q", st.Focus)
 	}
 }
@@ -873,7 +873,7 @@ func TestWithResidency(t *testing.T) {
 	if len(acts) != 2 || acts[0].Err != nil || acts[1].Err != nil {
 		t.Fatalf("session end: %+v", acts)
 	}
-	st := s.Resume(false)
+	st := s.Resume()
 	if st.Focus != "ship the parser" || st.WorkingState == nil || st.WorkingState.NextAction != "run the tests" ||
 		st.WorkingState.Origin != capsule.OriginAutomatic || st.PublicStatus == nil || st.PublicStatus.Phase != PhaseResting ||
 		st.Capsule == nil || !st.Capsule.Sealed || st.Capsule.Capsule.Goal != "ship the parser" {
@@ -883,10 +883,10 @@ func TestWithResidency(t *testing.T) {
 	if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Stop: &capsule.Stop{Reason: "operator"}}, capsule.OriginExplicit); err != nil {
 		t.Fatal(err)
 	}
-	seq := s.Resume(false).Seq
+	seq := s.Resume().Seq
 	p.Handle(ctx, Input{Kind: KindActivity})
 	clk.Set(now.Add(3 * time.Minute))
-	if acts := p.Handle(ctx, Input{Kind: KindTick}); len(acts) != 0 || s.Resume(false).Seq != seq {
+	if acts := p.Handle(ctx, Input{Kind: KindTick}); len(acts) != 0 || s.Resume().Seq != seq {
 		t.Errorf("wrote to a stopped residency: %+v", acts)
 	}
 }
@@ -911,7 +911,7 @@ func TestDerivedLosesARaceWithTheAgent(t *testing.T) {
 	if h.store.beforeWrite != nil {
 		t.Fatal("the policy never wrote: the race was not exercised")
 	}
-	st := h.store.Resume(false)
+	st := h.store.Resume()
 	if st.Focus != "agent's focus" || st.WorkingState == nil || st.WorkingState.NextAction != "agent's next" {
 		t.Fatalf("the policy overwrote the agent's newer write: focus %q ws %+v", st.Focus, st.WorkingState)
 	}

@@ -183,7 +183,7 @@ func TestWALTornTailIsNotDamage(t *testing.T) {
 	if rec := s.Recovery(); rec.TornTail == "" || rec.Replayed != len(recs)-1 {
 		t.Fatalf("recovery %+v", rec)
 	}
-	if got := s.Resume(false).Seq; got != seqs[len(seqs)-2] {
+	if got := s.Resume().Seq; got != seqs[len(seqs)-2] {
 		t.Fatalf("seq %d after the torn tail", got)
 	}
 }
@@ -262,7 +262,7 @@ func TestDamagedBboltIsAnErrorNotAPanic(t *testing.T) {
 		t.Fatalf("accepted %+v", acc)
 	}
 	s = openStore(t, walOptions(dir, walSize))
-	if r := s.Resume(false); r.Seq != 0 {
+	if r := s.Resume(); r.Seq != 0 {
 		t.Fatalf("fresh residency at seq %d", r.Seq)
 	}
 }

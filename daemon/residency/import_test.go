@@ -25,7 +25,7 @@ func fleetOf(t *testing.T) (*capsule.Resume, []capsule.Write) {
 	if _, err := a.PutCapsule(ctx, &capsule.Capsule{Version: "1", Goal: "g"}, true, capsule.OriginExplicit); err != nil {
 		t.Fatal(err)
 	}
-	st := a.Resume(false)
+	st := a.Resume()
 	if _, err := a.Checkpoint(ctx, &capsule.Checkpoint{Stop: &capsule.Stop{Reason: "handing over"}}, capsule.OriginExplicit); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestImportOnEmptyContinuesTheSequence(t *testing.T) {
 	if err != nil || res.Merged || res.Applied != 2 || res.Skipped != 0 || res.Seq != 5 {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
-	r := b.Resume(false)
+	r := b.Resume()
 	if r.Focus != "on the new machine" || r.Stopped != nil || len(r.Decisions) != 1 || len(r.Commitments) != 1 ||
 		r.Capsule == nil || !r.Capsule.Sealed || r.Capsule.Capsule.Goal != "g" {
 		t.Fatalf("restored state: %+v", r)
@@ -60,7 +60,7 @@ func TestImportOnEmptyContinuesTheSequence(t *testing.T) {
 	if err != nil || seq != 6 {
 		t.Fatalf("next write = %d, %v; want 6", seq, err)
 	}
-	r = b.Resume(false)
+	r = b.Resume()
 	if r.Commitments[1].ID != "c_2" {
 		t.Fatalf("commitment ids restart: %+v", r.Commitments)
 	}
@@ -83,7 +83,7 @@ func TestImportKeepsLocalWrites(t *testing.T) {
 	if err != nil || !res.Merged || res.Seq != 5 {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
-	r := b.Resume(false)
+	r := b.Resume()
 	if r.Focus != "written while the fleet was down" || len(r.Decisions) != 1 || len(r.Commitments) != 2 || r.Capsule == nil {
 		t.Fatalf("merged: %+v", r)
 	}

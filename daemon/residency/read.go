@@ -14,24 +14,42 @@ import (
 )
 
 // Resume returns the agent's residency as the resume document shows it
-// (without the upstream view, which the daemon adds). With visit set, it is
-// the agent's own visit: the since-last-visit accumulators it was shown are
-// cleared, in the background and precisely (anything that lands after this
-// answer stays for the next visit). Losing that reset in a crash only shows
-// the same news twice.
-func (s *Store) Resume(visit bool) capsule.Resume {
+// (without the upstream view, which the daemon adds). It changes nothing:
+// a read that is the agent's own visit is Visit.
+func (s *Store) Resume() capsule.Resume {
+	r, _ := s.Visit()
+	return r
+}
+
+// Visit is what one read of the resume showed of since_last_visit: the
+// mark Visited clears up to. The zero Visit clears nothing.
+type Visit struct{ mark *visitMark }
+
+// Visit returns the resume document and the visit it is. Reading resets
+// nothing: only the caller knows whether the agent received the answer (a
+// client that gave up before it arrived must find the same news next
+// time), and it calls Visited once it did.
+func (s *Store) Visit() (capsule.Resume, Visit) {
 	s.mu.RLock()
 	d, rec := s.cur, s.capsule
 	s.mu.RUnlock()
-	r := resumeOf(s.agent, d, rec)
-	if visit {
-		m := visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal, shown: d.Since.Paths}
-		s.lazy(func(t *txn) (uint64, error) {
-			t.d.Since.resetTo(m, t.now)
-			return 0, nil
-		})
+	m := &visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal, shown: d.Since.Paths}
+	return resumeOf(s.agent, d, rec), Visit{mark: m}
+}
+
+// Visited clears the since-last-visit accumulators that the visit v was
+// shown, in the background and precisely (anything that landed after the
+// read stays for the next visit). Losing that reset in a crash only shows
+// the same news twice.
+func (s *Store) Visited(v Visit) {
+	if v.mark == nil {
+		return
 	}
-	return r
+	m := *v.mark
+	s.lazy(func(t *txn) (uint64, error) {
+		t.d.Since.resetTo(m, t.now)
+		return 0, nil
+	})
 }
 
 // resumeOf is the residency part of the resume document for one published
@@ -65,7 +83,7 @@ func resumeOf(agent string, d *doc, rec *capsule.CapsuleRecord) capsule.Resume {
 	return r
 }
 
-// StateJSON is Resume(false) encoded as JSON (no HTML escaping, no
+// StateJSON is Resume() encoded as JSON (no HTML escaping, no
 // trailing newline), as a checkpoint answer carries it. The encoding is
 // made once per published state: for a checkpoint from the API, it is
 // started by the commit while the write-ahead log syncs, and the callers

@@ -17,7 +17,7 @@ func noteActivity(t *testing.T, s *Store, paths ...string) {
 
 func wantPaths(t *testing.T, s *Store, paths []string, counts map[string]int) {
 	t.Helper()
-	slv := s.Resume(false).SinceLastVisit
+	slv := s.Resume().SinceLastVisit
 	if !slices.Equal(slv.Paths, paths) || !maps.Equal(slv.PathCounts, counts) {
 		t.Fatalf("since_last_visit paths %q counts %v, want %q %v", slv.Paths, slv.PathCounts, paths, counts)
 	}
@@ -31,7 +31,7 @@ func TestSinceLastVisitListsEachPathOnce(t *testing.T) {
 	noteActivity(t, s, "main.go", "go.mod")
 	noteActivity(t, s, "main.go")
 	wantPaths(t, s, []string{"go.mod", "main.go"}, map[string]int{"main.go": 2, "go.mod": 1})
-	if n := s.Resume(false).SinceLastVisit.PathCount; n != 3 {
+	if n := s.Resume().SinceLastVisit.PathCount; n != 3 {
 		t.Fatalf("path_count %d, want 3 (the total of changes)", n)
 	}
 }
@@ -44,13 +44,13 @@ func TestSinceLastVisitResetKeepsWhatCameAfter(t *testing.T) {
 	defer s.Close()
 	noteActivity(t, s, "a.go", "b.go")
 	noteActivity(t, s, "a.go")
-	s.Resume(true)             // the visit: its reset commits with the next write
+	s.Visited(visitOf(s))      // the visit: its reset commits with the next write
 	noteActivity(t, s, "a.go") // after the visit
 	wantPaths(t, s, []string{"a.go"}, map[string]int{"a.go": 1})
-	if n := s.Resume(false).SinceLastVisit.PathCount; n != 1 {
+	if n := s.Resume().SinceLastVisit.PathCount; n != 1 {
 		t.Fatalf("path_count %d, want 1", n)
 	}
-	s.Resume(true)
+	s.Visited(visitOf(s))
 	noteActivity(t, s) // commits the reset
 	wantPaths(t, s, []string{}, map[string]int{})
 }
@@ -108,7 +108,7 @@ func TestSincePathsBounded(t *testing.T) {
 	}
 	noteActivity(t, s, "keep.go") // the most recent now
 	noteActivity(t, s, "new1", "new2")
-	slv := s.Resume(false).SinceLastVisit
+	slv := s.Resume().SinceLastVisit
 	if len(slv.Paths) != keepSincePaths || len(slv.PathCounts) != keepSincePaths {
 		t.Fatalf("%d paths (%d counts), want %d", len(slv.Paths), len(slv.PathCounts), keepSincePaths)
 	}
@@ -118,4 +118,25 @@ func TestSincePathsBounded(t *testing.T) {
 	if tail := slv.Paths[len(slv.Paths)-3:]; !slices.Equal(tail, []string{"keep.go", "new2", "new1"}) || slv.PathCounts["keep.go"] != 2 {
 		t.Fatalf("most recent last: %q, keep.go count %d", tail, slv.PathCounts["keep.go"])
 	}
+}
+
+// visitOf is the visit of one read of the resume.
+func visitOf(s *Store) Visit {
+	_, v := s.Visit()
+	return v
+}
+
+// TestSinceReadAloneResetsNothing: a read whose answer the agent never
+// received (its Visit not confirmed) leaves since_last_visit as it was;
+// confirming it later clears what that read showed, and only that.
+func TestSinceReadAloneResetsNothing(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	noteActivity(t, s, "a.go")
+	_, v := s.Visit()          // the answer never reached the agent
+	noteActivity(t, s, "b.go") // commits any reset queued so far
+	wantPaths(t, s, []string{"a.go", "b.go"}, map[string]int{"a.go": 1, "b.go": 1})
+	s.Visited(v)
+	noteActivity(t, s)
+	wantPaths(t, s, []string{"b.go"}, map[string]int{"b.go": 1})
 }

@@ -48,7 +48,7 @@ func TestStatePersistsAcrossReopen(t *testing.T) {
 	}
 	s = open(t, dir, "local")
 	defer s.Close()
-	r := s.Resume(false)
+	r := s.Resume()
 	if r.Focus != "ship it" || len(r.Decisions) != 1 || r.Capsule == nil || r.Capsule.Capsule.Goal != "g" || r.Seq != 2 {
 		t.Fatalf("after reopen: %+v", r)
 	}
@@ -103,7 +103,7 @@ func TestRefusedOpInBatchLeavesOthersIntact(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	r := s.Resume(false)
+	r := s.Resume()
 	open := 0
 	for _, c := range r.Commitments {
 		if c.Status == capsule.CommitmentOpen {
@@ -177,7 +177,7 @@ func TestClosedStoreRefusesWrites(t *testing.T) {
 	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str("late")}, capsule.OriginExplicit); !errors.Is(err, ErrClosed) {
 		t.Fatalf("got %v", err)
 	}
-	s.Resume(true) // must not panic or block after Close
+	s.Visited(visitOf(s)) // must not panic or block after Close
 }
 
 // waitAcked waits for a lazy ack to commit (at most lazyDelay plus a commit).
@@ -207,7 +207,7 @@ func TestStateJSONIsTheEncodedResume(t *testing.T) {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		enc.Encode(s.Resume(false))
+		enc.Encode(s.Resume())
 		if want := bytes.TrimSuffix(buf.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
 			t.Fatalf("%s:\n got %s\nwant %s", when, got, want)
 		}
@@ -300,21 +300,21 @@ func TestCheckpointIfRefusesAStaleRead(t *testing.T) {
 	s := open(t, t.TempDir(), "local")
 	defer s.Close()
 	ctx := context.Background()
-	read := s.Resume(false).Seq
+	read := s.Resume().Seq
 	if _, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("the agent's")}, capsule.OriginExplicit); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CheckpointIf(ctx, &capsule.Checkpoint{Focus: str("derived")}, capsule.OriginAutomatic, read); !errors.Is(err, capsule.ErrStaleState) {
 		t.Fatalf("stale read: %v", err)
 	}
-	r := s.Resume(false)
+	r := s.Resume()
 	if r.Focus != "the agent's" || r.Seq != read+1 {
 		t.Fatalf("a stale conditional write changed the state: %q seq %d", r.Focus, r.Seq)
 	}
 	if _, err := s.CheckpointIf(ctx, &capsule.Checkpoint{Focus: str("derived")}, capsule.OriginAutomatic, r.Seq); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Resume(false).Focus; got != "derived" {
+	if got := s.Resume().Focus; got != "derived" {
 		t.Fatalf("a current conditional write was not stored: %q", got)
 	}
 }

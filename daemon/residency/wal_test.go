@@ -79,7 +79,7 @@ func takeSnapshot(t *testing.T, s *Store) snapshot {
 			}
 		}
 	}
-	return snapshot{Resume: s.Resume(false), PendingA: pa, PendingB: pb, Dead: dead,
+	return snapshot{Resume: s.Resume(), PendingA: pa, PendingB: pb, Dead: dead,
 		Acked: s.Acknowledged("a"), LogHead: s.LogHead(), DeadCountA: s.DeadCount("a")}
 }
 
@@ -102,7 +102,7 @@ func mixedWorkload(t *testing.T, s *Store, round int) {
 	}
 	must(s.Checkpoint(ctx, &capsule.Checkpoint{Commitments: &capsule.CommitmentOps{
 		Open: []capsule.OpenCommitment{{Title: fmt.Sprint("first ", round)}, {Title: fmt.Sprint("second ", round)}}}}, capsule.OriginExplicit))
-	r := s.Resume(false)
+	r := s.Resume()
 	var ids []string
 	for _, c := range r.Commitments {
 		if c.Status == capsule.CommitmentOpen {
@@ -208,7 +208,7 @@ func TestWALReplaysAnsweredWritesAfterCrash(t *testing.T) {
 	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str("after")}, capsule.OriginExplicit); err != nil {
 		t.Fatal(err)
 	}
-	if r := s.Resume(false); r.Seq != want.Resume.Seq+1 || r.Focus != "after" {
+	if r := s.Resume(); r.Seq != want.Resume.Seq+1 || r.Focus != "after" {
 		t.Fatalf("after replay and one more write: seq %d focus %q", r.Seq, r.Focus)
 	}
 }
@@ -409,7 +409,7 @@ func TestReadsDoNotCommitLazyOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	off := walOffset(t, s)
-	s.Resume(true) // a visit: queues a lazy reset
+	s.Visited(visitOf(s)) // a visit: queues a lazy reset
 	for i := 0; i < 5; i++ {
 		if _, err := s.PendingCount("a", 0); err != nil {
 			t.Fatal(err)
@@ -443,7 +443,7 @@ func TestWALOfARemovedResidencyIsSetAside(t *testing.T) {
 	if rec := s.Recovery(); rec.Foreign == 0 || rec.Replayed != 0 {
 		t.Fatalf("recovery %+v", rec)
 	}
-	if r := s.Resume(false); r.Seq != 0 || r.Focus != "" {
+	if r := s.Resume(); r.Seq != 0 || r.Focus != "" {
 		t.Fatalf("the old records leaked into the new state: seq %d focus %q", r.Seq, r.Focus)
 	}
 	if _, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str("fresh start")}, capsule.OriginExplicit); err != nil {

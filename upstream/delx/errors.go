@@ -250,7 +250,7 @@ func capRetryAfter(d time.Duration) time.Duration { return min(d, maxRetryAfter)
 // limiting or auth.
 func toolError(tool string, res *mcp.CallToolResult, sent *capsule.Capsule) *upstream.Error {
 	text := resultText(res)
-	ue := &upstream.Error{Outcome: upstream.Rejected, Code: structuredCode(res)}
+	ue := &upstream.Error{Outcome: upstream.Rejected, Code: structuredCode(res), Answered: true}
 	if o, ok := textOutcome(text); ok {
 		ue.Outcome = o
 		if o == upstream.RateLimited {

@@ -139,6 +139,9 @@ type Fault struct {
 	// Path, when set, limits the fault to requests on that path: requests
 	// elsewhere (a client's long poll, say) pass it by without using it.
 	Path string
+	// Message, when set, replaces a status fault's error message: what a
+	// hostile or broken upstream may say.
+	Message string
 }
 
 // defaultFaultKinds are SetFailRate's kinds when none are given: the
@@ -575,6 +578,9 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request, f Fault, res *res
 	}
 	if f.RetryAfter != "" && !f.NoRetryAfter {
 		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	if f.Message != "" {
+		msg = f.Message
 	}
 	s.writeError(w, res, status, code, msg)
 	return false
