@@ -278,3 +278,77 @@ func TestTranscriptPlanAndNewSession(t *testing.T) {
 		return ws != nil && ws["next_action"] == cur.Step
 	})
 }
+
+// transcriptHealth is the detail of the agent's transcripts component in
+// status ("" before there is one).
+func transcriptHealth(td *testDaemon) string {
+	_, st := td.do("GET", "/v1/status", nil)
+	agents, _ := st["agents"].([]any)
+	for _, a := range agents {
+		comps, _ := a.(map[string]any)["components"].([]any)
+		for _, c := range comps {
+			if m, _ := c.(map[string]any); m["name"] == "transcripts" {
+				d, _ := m["detail"].(string)
+				return m["state"].(string) + ": " + d
+			}
+		}
+	}
+	return ""
+}
+
+// TestTranscriptNewProjectFolderFollowedByWatch: a Claude Code session
+// started after the daemon, in a project Claude Code had never seen (its
+// project folder does not exist yet), is followed because the folders are
+// watched: the rescan is set to 10 minutes, so only the watch can find it.
+// The fixture is a real transcript (testdata/plans/NOTE.md says where from).
+func TestTranscriptNewProjectFolderFollowedByWatch(t *testing.T) {
+	name := "claude-todowrite-v2.0.14-jnarowski-agentcmd"
+	raw, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", name+".golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []capsule.PlanStep
+	if err := json.Unmarshal(golden, &want); err != nil {
+		t.Fatal(err)
+	}
+	cfg, wd := captureConfig(t)
+	cfg.Watch.Enabled = false
+	home := filepath.Join(filepath.Dir(cfg.Daemon.StateDir), "claude")
+	os.MkdirAll(home, 0o700) // Claude Code is installed, but has no projects folder yet
+	cfg.Transcripts = config.Transcripts{Enabled: true, ClaudeHome: home, Rescan: config.Duration{Duration: 10 * time.Minute}}
+	td := startDaemon(t, cfg)
+	proj := transcript.ClaudeProjectDir(home, wd)
+	// The follower has looked once and is waiting: what appears now can
+	// only be found by a watch.
+	waitFor(t, 30*time.Second, func() bool {
+		return transcriptHealth(td) == "ok: no session yet; watching "+proj
+	})
+
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(proj, "00000000-0000-4000-8000-000000000003.jsonl")
+	if err := os.WriteFile(session, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second) // generous: the rescan is 10 minutes away
+	for {
+		got, _ := json.Marshal(td.resume("?peek=1")["plan"])
+		var plan []capsule.PlanStep
+		json.Unmarshal(got, &plan)
+		if slices.Equal(plan, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new session was not followed: plan in resume %s, transcripts %q", got, transcriptHealth(td))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h := transcriptHealth(td); h != "ok: following "+session {
+		t.Fatalf("transcripts component %q, want following %s", h, session)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/capture"
 )
 
 // Status is the answer to GET /v1/status and `continuityd status --json`.
@@ -31,6 +32,9 @@ type AgentStatus struct {
 	Upstreams   []capsule.UpstreamState `json:"upstreams"`
 	Degraded    []string                `json:"degraded"`
 	Refused     []capsule.Refusal       `json:"refused"`
+	// Components says how the workdir watch, the transcript follower and
+	// the work snapshots are doing: ok, degraded (with why) or off.
+	Components []capture.Component `json:"components"`
 	// Damaged is set for an agent refused because its files are damaged:
 	// what was found and the way out. Such an agent is not served.
 	Damaged string `json:"damaged,omitempty"`

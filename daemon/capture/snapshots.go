@@ -26,6 +26,7 @@ type snapshots struct {
 	recorded string   // the snapshot the last work record carried
 	commits  []string // commit receipts since the last work record
 	err      error    // the last snapshot failure, nil after a success
+	progress string   // what a snapshot under way is doing, for status; "" when none
 }
 
 // UseSnapshots makes the policy's triggers that follow changes snapshot
