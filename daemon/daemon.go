@@ -62,9 +62,22 @@ type Daemon struct {
 
 	st       atomic.Pointer[snapshot]
 	reloadMu sync.Mutex // one Reload at a time
-	runCtx   context.Context
+	// lastReload is how the last reload went (nil before any), for
+	// status: a reload refused for a typo must not look healthy.
+	lastReload atomic.Pointer[api.ReloadStatus]
+	runCtx     context.Context
 
 	apiToken string // for the loopback listener; "" when there is none
+}
+
+// workdirs names each agent's workdir, "name=dir" in config order ("name="
+// for an agent without one), for the start line.
+func (s *snapshot) workdirs() []string {
+	out := make([]string, 0, len(s.cfg.Agents))
+	for _, ac := range s.cfg.Agents {
+		out = append(out, ac.Name+"="+ac.Workdir)
+	}
+	return out
 }
 
 // snapshot is one running configuration. Agents and upstream runtimes are
@@ -190,7 +203,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}
 	}
 	d.log.Info("continuityd listening", "socket", next.cfg.Daemon.Socket, "listen", next.cfg.Daemon.Listen,
-		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "config", configName(next.cfg), "version", d.version)
+		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "workdirs", next.workdirs(),
+		"config", configName(next.cfg), "version", d.version)
 	if d.opts.Ready != nil {
 		d.opts.Ready()
 	}

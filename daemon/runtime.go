@@ -31,7 +31,7 @@ func (d *Daemon) Status() api.Status {
 		Version: d.version, PID: os.Getpid(), StartedAt: d.started,
 		UptimeSec: int64(time.Since(d.started).Seconds()),
 		Socket:    cfg.Daemon.Socket, Listen: cfg.Daemon.Listen, StateDir: cfg.Daemon.StateDir,
-		Config: configName(cfg), Agents: []api.AgentStatus{},
+		Config: configName(cfg), Agents: []api.AgentStatus{}, LastReload: d.lastReload.Load(),
 	}
 	for _, ac := range cfg.Agents {
 		name := ac.Name

@@ -19,6 +19,19 @@ type Status struct {
 	StateDir  string        `json:"state_dir"`
 	Config    string        `json:"config"`
 	Agents    []AgentStatus `json:"agents"`
+	// LastReload is how the last configuration reload went; absent
+	// before any.
+	LastReload *ReloadStatus `json:"last_reload,omitempty"`
+}
+
+// ReloadStatus is the outcome of a configuration reload (SIGHUP, or the
+// file changed).
+type ReloadStatus struct {
+	At time.Time `json:"at"`
+	// Outcome is ok, refused (the file is invalid: the running
+	// configuration stays) or partial (some agents could not start).
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
 }
 
 // AgentStatus is one agent's line in Status.
