@@ -30,8 +30,18 @@ func TestStatusTextShowsHealthAndRefusedReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
-	if !strings.Contains(p.stderr.String(), "builder="+work) {
-		t.Fatalf("the start line does not name the workdir:\n%s", p.stderr)
+	// The start line names the workdir (it is logged once the socket
+	// serves, so it may come a little after the first answer).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if log := p.stderr.String(); strings.Contains(log, "continuityd listening") {
+			if !strings.Contains(log, "builder="+work) {
+				t.Fatalf("the start line does not name the workdir:\n%s", log)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no start line:\n%s", p.stderr)
+		}
 	}
 
 	// A typo in a key: the reload is refused, the running config stays.

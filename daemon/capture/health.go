@@ -51,13 +51,13 @@ func (c *Capture) snapshotHealth() Component {
 		return h
 	}
 	s.mu.Lock()
-	err, progress := s.err, s.progress
+	err := s.err
 	s.mu.Unlock()
 	switch {
 	case err != nil:
 		h.State, h.Detail = StateDegraded, err.Error()
 	default:
-		h.State, h.Detail = StateOK, progress
+		h.State, h.Detail = StateOK, s.startProgress()
 	}
 	return h
 }

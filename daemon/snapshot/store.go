@@ -99,6 +99,9 @@ type Timings struct {
 	Tree   time.Duration // git write-tree and the diff against the parent
 	Commit time.Duration // git commit-tree and update-ref
 	Total  time.Duration
+	// Files is how many files the walk found in the workdir (a snapshot
+	// stores them all, less those skipped).
+	Files int64
 }
 
 // Store is one agent's snapshot store. Take, Restore and GC run one at a
@@ -117,6 +120,14 @@ type Store struct {
 
 	closed atomic.Bool
 	holds  atomic.Int32 // HoldObjects callers: GC keeps unreferenced objects
+
+	// What a Take under way is doing, for Progress (read from any
+	// goroutine): its step ("" when none) and the files the walk found.
+	step      atomic.Pointer[string]
+	stepFiles atomic.Int64
+	// stepHook, when set (by this package's tests), runs as each step
+	// begins, so a test can look at Progress mid-Take.
+	stepHook func(step string)
 
 	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
 	newest      Snapshot         // newest.n == 0: no snapshot yet

@@ -46,6 +46,7 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 		return Snapshot{}, false, ErrClosed
 	}
 	start := time.Now()
+	defer s.setStep("")
 	st, err := s.stage(ctx)
 	if err != nil {
 		return Snapshot{}, false, err
@@ -57,6 +58,42 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 	st.took.Total = time.Since(start)
 	snap.Took = st.took
 	return snap, isNew, nil
+}
+
+// Progress is what a Take under way is doing: Step is "" when none is,
+// else StepWalk (Files counts the files found so far), StepStore (Files
+// is how many the walk found) or StepTree.
+type Progress struct {
+	Step  string
+	Files int64
+}
+
+// The steps of a Take, for Progress.
+const (
+	StepWalk  = "walking the tree"
+	StepStore = "storing the files"
+	StepTree  = "writing the tree"
+)
+
+// Progress says how far the Take under way got; safe from any goroutine,
+// while a Take holds the store. A first snapshot of a large tree takes
+// seconds: status and the log show it moving.
+func (s *Store) Progress() Progress {
+	p := s.step.Load()
+	if p == nil || *p == "" {
+		return Progress{}
+	}
+	return Progress{Step: *p, Files: s.stepFiles.Load()}
+}
+
+func (s *Store) setStep(step string) {
+	if step == StepWalk {
+		s.stepFiles.Store(0)
+	}
+	s.step.Store(&step)
+	if s.stepHook != nil && step != "" {
+		s.stepHook(step)
+	}
 }
 
 // staged is the work tree as written into the store's objects, not yet
@@ -86,13 +123,16 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 	s.clearStaleLocks()
 
 	t := time.Now()
+	s.setStep(StepWalk)
 	over, err := s.walk()
 	if err != nil {
 		return st, err
 	}
 	st.took.Walk = time.Since(t)
+	st.took.Files = s.stepFiles.Load()
 
 	t = time.Now()
+	s.setStep(StepStore)
 	if err := s.excludeOversized(ctx, over); err != nil {
 		return st, err
 	}
@@ -117,6 +157,7 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 	st.took.Add = time.Since(t)
 
 	t = time.Now()
+	s.setStep(StepTree)
 	for attempt := 0; ; attempt++ {
 		if st.tree, err = s.git.text(ctx, "write-tree"); err != nil {
 			return st, fmt.Errorf("snapshot of %s: %w", s.work, err)
@@ -410,6 +451,8 @@ func (s *Store) walk() (map[string]int64, error) {
 		pending int // directories queued or being read
 	)
 	found := func(dir string, ents []fs.DirEntry) (subdirs []string, big map[string]int64) {
+		files := 0
+		defer func() { s.stepFiles.Add(int64(files)) }()
 		for _, e := range ents {
 			name := e.Name()
 			if name == ".git" {
@@ -428,7 +471,13 @@ func (s *Store) walk() (map[string]int64, error) {
 					continue
 				}
 				subdirs = append(subdirs, child)
-			case t.IsRegular() && s.opt.MaxFileBytes >= 0:
+			case !t.IsRegular():
+				files++ // a link: stored as one
+			default:
+				files++
+				if s.opt.MaxFileBytes < 0 {
+					continue
+				}
 				if fi, err := e.Info(); err == nil && fi.Size() > s.opt.MaxFileBytes {
 					if big == nil {
 						big = map[string]int64{}
