@@ -202,6 +202,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			}()
 		}
 	}
+	if note := config.PathsNote(next.cfg.Daemon.StateDir, next.cfg.Daemon.Socket); note != "" {
+		d.log.Info(note)
+	}
 	d.log.Info("continuityd listening", "socket", next.cfg.Daemon.Socket, "listen", next.cfg.Daemon.Listen,
 		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "workdirs", next.workdirs(),
 		"config", configName(next.cfg), "version", d.version)
