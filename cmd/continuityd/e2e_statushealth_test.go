@@ -87,3 +87,32 @@ func normalizeStatus(out, dir string) string {
 	}
 	return out
 }
+
+// TestTourCommandsSayTheyNeedAConfig: on the embedded default, the tour's
+// deadletter retry/discard, recover --agent builder and delx register fail
+// saying plainly that they need a config with a qday or delx upstream, and
+// show the lines.
+func TestTourCommandsSayTheyNeedAConfig(t *testing.T) {
+	dir, _ := os.MkdirTemp("", "cdneed")
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "run", "continuityd.sock")
+	env := []string{"CONTINUITYD_STATE_DIR=" + filepath.Join(dir, "state"), "CONTINUITYD_SOCKET=" + sock}
+	startProcIn(t, dir, sock, env, "run")
+	for _, c := range []struct {
+		args []string
+		kind string
+	}{
+		{[]string{"deadletter", "retry", "--upstream", "qday", "42"}, "qday"},
+		{[]string{"deadletter", "discard", "--upstream", "qday", "--all"}, "qday"},
+		{[]string{"recover", "--agent", "builder"}, "qday"},
+		{[]string{"delx", "register", "--agent", "builder"}, "delx"},
+		{[]string{"delx", "register"}, "delx"},
+	} {
+		code, _, errs := cli(t, env, "", c.args...)
+		want := "needs a config with a " + c.kind + " upstream"
+		if code == exitOK || !strings.Contains(errs, want) || !strings.Contains(errs, "[upstream."+c.kind+"]") ||
+			!strings.Contains(errs, "README Configuration") {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant %q with the config lines", c.args, code, errs, want)
+		}
+	}
+}
