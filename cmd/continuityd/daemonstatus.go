@@ -46,7 +46,12 @@ func printHealth(w io.Writer, st *api.Status) {
 		case "ok":
 			fmt.Fprintf(w, "\nlast reload: ok at %s\n", at)
 		default:
-			fmt.Fprintf(w, "\nlast reload: %s at %s: %s\n", shown(r.Outcome), at, shown(r.Error))
+			// A config error may name several problems, one a line.
+			lines := strings.Split(strings.TrimRight(r.Error, "\n"), "\n")
+			fmt.Fprintf(w, "\nlast reload: %s at %s: %s\n", shown(r.Outcome), at, shown(lines[0]))
+			for _, l := range lines[1:] {
+				fmt.Fprintf(w, "  %s\n", shown(l))
+			}
 		}
 	}
 }
