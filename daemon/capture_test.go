@@ -352,3 +352,63 @@ func TestTranscriptNewProjectFolderFollowedByWatch(t *testing.T) {
 		t.Fatalf("transcripts component %q, want following %s", h, session)
 	}
 }
+
+// TestCodexRolloutFollowedByWatch: a Codex rollout whose first line was
+// not whole when the follower looked (Codex writes session_meta in pieces)
+// is followed once the line is complete: the write, not the 10-minute
+// rescan, makes the follower look again (it sees no new file appear). The
+// fixture is a real rollout (testdata/NOTE.md), its cwd set to the workdir.
+func TestCodexRolloutFollowedByWatch(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "rollout-2026-05-11-v0.125.0-token-count.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, wd := captureConfig(t)
+	cfg.Watch.Enabled = false
+	codex := filepath.Join(filepath.Dir(cfg.Daemon.StateDir), "codex")
+	cfg.Transcripts = config.Transcripts{Enabled: true, CodexHome: codex, Rescan: config.Duration{Duration: 10 * time.Minute}}
+	first, rest, _ := strings.Cut(string(raw), "\n")
+	var meta map[string]any
+	if err := json.Unmarshal([]byte(first), &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta["payload"].(map[string]any)["cwd"] = wd
+	line, _ := json.Marshal(meta)
+
+	now := time.Now()
+	day := filepath.Join(codex, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"))
+	if err := os.MkdirAll(day, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rollout := filepath.Join(day, "rollout-2026-05-11T08-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl")
+	half := len(line) / 2
+	if err := os.WriteFile(rollout, line[:half], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemon(t, cfg)
+	// The first scan is done: it saw the rollout, whose first line is not
+	// whole, so it does not know whose session it is yet.
+	waitFor(t, 30*time.Second, func() bool { return strings.HasPrefix(transcriptHealth(td), "ok: no session yet") })
+
+	f, err := os.OpenFile(rollout, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(line[half:])
+	f.WriteString("\n" + rest)
+	f.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if h := transcriptHealth(td); h == "ok: following "+rollout {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the completed rollout was not followed: transcripts %q", transcriptHealth(td))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		f, _ := td.resume("?peek=1")["context"].(map[string]any)["used_fraction"].(float64)
+		return f > 0
+	})
+}
