@@ -47,7 +47,8 @@ type Refusal struct {
 // snapshot holds (ignored, too large) are never overwritten or removed. A
 // path that is absolute, climbs out with "..", names .git, or passes
 // through a symbolic link is refused (a *capsule.Error naming it) and
-// nothing changes.
+// nothing changes. The snapshot's whole tree is checked first (checkTree),
+// by a dry run too: a forged or damaged one is refused, not half restored.
 func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun bool) (RestoreResult, error) {
 	clean, err := s.checkPaths(paths)
 	if err != nil {
@@ -60,6 +61,11 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	}
 	target, _, err := s.resolve(ctx, id, "id")
 	if err != nil {
+		return RestoreResult{}, err
+	}
+	// The whole tree is checked before anything changes, the same way for
+	// a dry run: a forged or damaged snapshot is refused whole.
+	if err := s.checkTree(ctx, target); err != nil {
 		return RestoreResult{}, err
 	}
 	res := RestoreResult{Snapshot: target.ID, DryRun: dryRun, Changes: []FileChange{}}
@@ -119,13 +125,22 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 		return res, nil
 	}
 	undo := fmt.Sprintf("; the tree as it was is snapshot %s: restore it to undo", short(safety.ID))
+	// The snapshot's index is read before the first file is removed: a
+	// tree git will not read fails here, with the workdir untouched.
+	index := filepath.Join(s.opt.Dir, "restore.index")
+	defer os.Remove(index)
+	if len(writes) > 0 {
+		if err := s.readIndex(ctx, index, target.tree); err != nil {
+			return res, fmt.Errorf("restore: nothing was changed: %w", err)
+		}
+	}
 	for _, c := range removes {
 		if err := s.remove(c.path); err != nil {
 			return res, fmt.Errorf("restore: %w%s", err, undo)
 		}
 	}
 	if len(writes) > 0 {
-		if err := s.checkout(ctx, target.tree, writes); err != nil {
+		if err := s.checkout(ctx, index, writes); err != nil {
 			return res, fmt.Errorf("restore: %w%s", err, undo)
 		}
 	}
@@ -249,21 +264,22 @@ func (s *Store) remove(rel string) error {
 	return nil
 }
 
-// checkout writes files of a tree into the workdir with git checkout-index
-// from a temporary index: git writes symbolic links as links, sets modes,
-// and never writes through a symbolic link on the way.
-func (s *Store) checkout(ctx context.Context, tree string, files []change) error {
-	index := filepath.Join(s.opt.Dir, "restore.index")
-	defer os.Remove(index)
-	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := s.git.run(ctx, call{args: []string{"read-tree", tree}, env: env}); err != nil {
-		return err
-	}
+// readIndex reads a tree into the temporary index a restore checks out
+// from.
+func (s *Store) readIndex(ctx context.Context, index, tree string) error {
+	_, err := s.git.run(ctx, call{args: []string{"read-tree", tree}, env: []string{"GIT_INDEX_FILE=" + index}})
+	return err
+}
+
+// checkout writes files of the temporary index (readIndex) into the
+// workdir with git checkout-index: git writes symbolic links as links,
+// sets modes, and never writes through a symbolic link on the way.
+func (s *Store) checkout(ctx context.Context, index string, files []change) error {
 	var list bytes.Buffer
 	for _, c := range files {
 		list.WriteString(c.path)
 		list.WriteByte(0)
 	}
-	_, err := s.git.run(ctx, call{args: []string{"checkout-index", "-f", "-q", "-z", "--stdin"}, stdin: &list, env: env, inWork: true})
+	_, err := s.git.run(ctx, call{args: []string{"checkout-index", "-f", "-q", "-z", "--stdin"}, stdin: &list, env: []string{"GIT_INDEX_FILE=" + index}, inWork: true})
 	return err
 }
