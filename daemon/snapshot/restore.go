@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 )
 
 // RestoreResult says what a restore changed (or, in a dry run, would).
@@ -70,7 +71,10 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	}
 	res := RestoreResult{Snapshot: target.ID, DryRun: dryRun, Changes: []FileChange{}}
 
-	st, err := s.stage(ctx)
+	// What the previous restore wrote is in the tree as it is even when a
+	// rule it wrote (".gitignore = *") ignores it: restoring the safety
+	// snapshot then puts back, or removes, all of it.
+	st, err := s.stage(ctx, s.readRestored())
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -144,8 +148,42 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 			return res, fmt.Errorf("restore: %w%s", err, undo)
 		}
 	}
+	s.writeRestored(writes)
 	s.log.Info("snapshot restored", "snapshot", short(target.ID), "files", len(res.Changes), "safety", short(safety.ID))
 	return res, nil
+}
+
+// restoredFile lists (NUL-separated) the files the last restore wrote.
+const restoredFile = "restored.paths"
+
+// readRestored returns the files the last restore wrote.
+func (s *Store) readRestored() []string {
+	b, err := os.ReadFile(filepath.Join(s.opt.Dir, restoredFile))
+	if err != nil {
+		return nil
+	}
+	var list []string
+	for p := range strings.SplitSeq(string(b), "\x00") {
+		if p != "" {
+			list = append(list, p)
+		}
+	}
+	return list
+}
+
+// writeRestored records the files a restore wrote, and has the next Take
+// drop those an ignore rule covers (the safety snapshot of the next restore
+// holds them anyway).
+func (s *Store) writeRestored(writes []change) {
+	var b bytes.Buffer
+	for _, c := range writes {
+		b.WriteString(c.path)
+		b.WriteByte(0)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(s.opt.Dir, restoredFile), b.Bytes(), 0o600); err != nil {
+		s.log.Warn("snapshot store: the files a restore wrote could not be recorded; undoing it may leave some that are ignored", "err", err)
+	}
+	s.fixIgnored = true
 }
 
 // checkPaths checks the paths a restore is limited to and returns them
@@ -235,8 +273,10 @@ func (s *Store) blocked(c change, removing map[string]bool) string {
 			continue
 		case !lastSeg:
 			return fmt.Sprintf("%s is in the way and is in no snapshot (ignored or too large); move it away first", rel)
-		case fi.IsDir():
+		case fi.IsDir() && !s.emptiedBy(rel, removing):
 			return "a directory is in the way; move it away first"
+		case fi.IsDir():
+			return "" // its files are all removed first, and it with them
 		case c.status == 'A':
 			// It exists but was not in the tree as it is: ignored, too
 			// large, or unreadable. Overwriting it could not be undone.
@@ -244,6 +284,29 @@ func (s *Store) blocked(c change, removing map[string]bool) string {
 		}
 	}
 	return ""
+}
+
+// emptiedBy reports whether every file under the directory rel is one the
+// restore removes (a snapshotted file the snapshot lacks), so that the
+// directory is gone before the restore writes rel.
+func (s *Store) emptiedBy(rel string, removing map[string]bool) bool {
+	root := filepath.Join(s.work, filepath.FromSlash(rel))
+	all := true
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		r, _ := filepath.Rel(s.work, p)
+		if !removing[filepath.ToSlash(r)] {
+			all = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return err == nil && all
 }
 
 // remove deletes one file the snapshot does not hold, then the

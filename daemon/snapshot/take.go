@@ -46,7 +46,7 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 		return Snapshot{}, false, ErrClosed
 	}
 	start := time.Now()
-	st, err := s.stage(ctx)
+	st, err := s.stage(ctx, nil)
 	if err != nil {
 		return Snapshot{}, false, err
 	}
@@ -80,8 +80,10 @@ const gitlinkMode = "160000"
 
 // stage writes the work tree, as the snapshot rules see it, into the
 // store: the size walk, the exclusions, `git add -A` into the private
-// index, `git write-tree`.
-func (s *Store) stage(ctx context.Context) (staged, error) {
+// index, `git write-tree`. The files of force that exist are added even
+// when an ignore rule covers them (a restore's safety snapshot holds what
+// the previous restore wrote, see restoredFile).
+func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
 	var st staged
 	s.clearStaleLocks()
 
@@ -114,6 +116,9 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 		}
 		st.skipped = append(st.skipped, unreadable...)
 	}
+	if err := s.forceAdd(ctx, force); err != nil {
+		return st, err
+	}
 	st.took.Add = time.Since(t)
 
 	t = time.Now()
@@ -136,7 +141,7 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 		}
 		// An ignore rule changed: tracked files it now covers leave the
 		// index (git add -A keeps tracked files even when ignored).
-		fixed, err := s.dropIgnored(ctx)
+		fixed, err := s.dropIgnored(ctx, force)
 		if err != nil {
 			return st, err
 		}
@@ -146,6 +151,38 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 	}
 	st.took.Tree = time.Since(t)
 	return st, nil
+}
+
+// forceAdd adds the files of paths that exist in the workdir as files or
+// links (not through a link, not over the size limit) to the private
+// index, whatever the ignore rules say.
+func (s *Store) forceAdd(ctx context.Context, paths []string) error {
+	var list bytes.Buffer
+	for _, p := range paths {
+		if _, big := s.oversized[p]; big || s.symlinkOnPath(p, false) != "" {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(s.work, filepath.FromSlash(p)))
+		if err != nil || !(fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
+			continue
+		}
+		if s.opt.MaxFileBytes >= 0 && fi.Size() > s.opt.MaxFileBytes {
+			continue
+		}
+		list.WriteString(p)
+		list.WriteByte(0)
+	}
+	if list.Len() == 0 {
+		return nil
+	}
+	_, err := s.git.run(ctx, call{args: []string{"add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		stdin: &list, inWork: true})
+	if err != nil {
+		if _, ok := unreadableFiles(err); !ok {
+			return fmt.Errorf("snapshot of %s: %w", s.work, err)
+		}
+	}
+	return nil
 }
 
 // needsIgnoreFix says whether tracked files may have become ignored: at
@@ -165,11 +202,24 @@ func (s *Store) needsIgnoreFix(changes []change) bool {
 }
 
 // dropIgnored removes from the private index the tracked files the ignore
-// rules now cover, and reports whether there were any.
-func (s *Store) dropIgnored(ctx context.Context) (bool, error) {
+// rules now cover, but those of keep, and reports whether there were any.
+func (s *Store) dropIgnored(ctx context.Context, keep []string) (bool, error) {
 	out, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-c", "-i", "--exclude-standard"}, inWork: true})
 	if err != nil {
 		return false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	if len(keep) > 0 {
+		kept := make(map[string]bool, len(keep))
+		for _, p := range keep {
+			kept[p] = true
+		}
+		var rest []byte
+		for p := range bytes.SplitSeq(bytes.TrimSuffix(out, []byte{0}), []byte{0}) {
+			if len(p) > 0 && !kept[string(p)] {
+				rest = append(append(rest, p...), 0)
+			}
+		}
+		out = rest
 	}
 	if len(out) == 0 {
 		return false, nil
