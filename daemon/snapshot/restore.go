@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -133,11 +134,18 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	// tree git will not read fails here, with the workdir untouched.
 	index := filepath.Join(s.opt.Dir, "restore.index")
 	defer os.Remove(index)
+	var modes map[string]fs.FileMode
 	if len(writes) > 0 {
 		if err := s.readIndex(ctx, index, target.tree); err != nil {
 			return res, fmt.Errorf("restore: nothing was changed: %w", err)
 		}
+		msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", target.ID}})
+		if err != nil {
+			return res, fmt.Errorf("restore: nothing was changed: %w", err)
+		}
+		modes = parseModes(string(msg))
 	}
+	owners := s.ownersBefore(writes)
 	for _, c := range removes {
 		if err := s.remove(c.path); err != nil {
 			return res, fmt.Errorf("restore: %w%s", err, undo)
@@ -147,10 +155,101 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 		if err := s.checkout(ctx, index, writes); err != nil {
 			return res, fmt.Errorf("restore: %w%s", err, undo)
 		}
+		if err := s.settle(modes, owners); err != nil {
+			return res, fmt.Errorf("restore: %w%s", err, undo)
+		}
 	}
 	s.writeRestored(writes)
 	s.log.Info("snapshot restored", "snapshot", short(target.ID), "files", len(res.Changes), "safety", short(safety.ID))
 	return res, nil
+}
+
+// owner is who owns a file.
+type owner struct{ uid, gid int }
+
+// restoreOwners says who is to own what a restore writes: each file the
+// owner of the file it replaces, each new file and directory the owner of
+// the workdir. Only a daemon running as root sets owners (its files would
+// be root's otherwise); nil when there is nothing to do.
+type restoreOwners struct {
+	files   map[string]owner // the files written, by their path
+	newDirs []string         // directories the restore makes, parents first
+	workdir owner
+}
+
+// ownersBefore records, before a restore writes, who owns what it will
+// replace and which directories it will make.
+func (s *Store) ownersBefore(writes []change) restoreOwners {
+	ro := restoreOwners{files: map[string]owner{}}
+	wfi, err := os.Lstat(s.work)
+	if err == nil {
+		if uid, gid, ok := ownerOf(wfi); ok {
+			ro.workdir = owner{uid, gid}
+		}
+	}
+	made := map[string]bool{}
+	for _, c := range writes {
+		o := ro.workdir
+		if fi, err := os.Lstat(filepath.Join(s.work, filepath.FromSlash(c.path))); err == nil {
+			if uid, gid, ok := ownerOf(fi); ok {
+				o = owner{uid, gid}
+			}
+		}
+		ro.files[c.path] = o
+		segs := strings.Split(c.path, "/")
+		for i := 1; i < len(segs); i++ {
+			dir := strings.Join(segs[:i], "/")
+			if made[dir] {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(s.work, filepath.FromSlash(dir))); errors.Is(err, fs.ErrNotExist) {
+				made[dir] = true
+				ro.newDirs = append(ro.newDirs, dir)
+			}
+		}
+	}
+	return ro
+}
+
+// settle gives what a restore wrote the permissions recorded with the
+// snapshot (modeLines: only ever fewer than git's) and, when the daemon
+// runs as root, its owners (restoreOwners). Nothing is done through a
+// symbolic link.
+func (s *Store) settle(modes map[string]fs.FileMode, ro restoreOwners) error {
+	asRoot := os.Geteuid() == 0
+	fix := func(rel string, want owner, dir bool) error {
+		if s.symlinkOnPath(rel, false) != "" {
+			return nil
+		}
+		abs := filepath.Join(s.work, filepath.FromSlash(rel))
+		fi, err := os.Lstat(abs)
+		if err != nil {
+			return err
+		}
+		if asRoot {
+			if err := os.Lchown(abs, want.uid, want.gid); err != nil {
+				return err
+			}
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 || fi.IsDir() != dir {
+			return nil
+		}
+		if m, ok := modes[rel]; ok && m != fi.Mode().Perm() {
+			return os.Chmod(abs, m&fi.Mode().Perm())
+		}
+		return nil
+	}
+	for _, d := range ro.newDirs {
+		if err := fix(d, ro.workdir, true); err != nil {
+			return err
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(ro.files)) {
+		if err := fix(p, ro.files[p], false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // restoredFile lists (NUL-separated) the files the last restore wrote.

@@ -120,6 +120,7 @@ type Store struct {
 
 	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
 	newest      Snapshot         // newest.n == 0: no snapshot yet
+	newestModes string           // its mode lines (modeLines)
 	oversized   map[string]int64 // skipped for their size at the last Take
 	bigIgnored  map[string]int64 // over the size but ignored anyway
 	fixIgnored  bool             // check the index for tracked files that became ignored
@@ -205,6 +206,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	if len(all) > 0 {
 		s.newest = all[0]
+		if s.newestModes, err = s.modesOf(ctx, s.newest.ID); err != nil {
+			return nil, fmt.Errorf("snapshot store %s: %w", opt.Dir, err)
+		}
 	}
 	s.count = len(all)
 	return s, nil
@@ -383,7 +387,7 @@ const subjectTag = "continuityd-snapshot"
 // maxListedSkipped bounds the skipped files named in one snapshot.
 const maxListedSkipped = 1000
 
-func (s *Store) message(snap Snapshot, skipped []Skipped) string {
+func (s *Store) message(snap Snapshot, skipped []Skipped, modes string) string {
 	parent := snap.Parent
 	if parent == "" {
 		parent = "-"
@@ -401,6 +405,9 @@ func (s *Store) message(snap Snapshot, skipped []Skipped) string {
 			}
 			fmt.Fprintf(&b, "skipped reason=%s size=%d path=%s\n", k.Reason, k.Size, strconv.Quote(k.Path))
 		}
+	}
+	if modes != "" {
+		b.WriteString("\n" + modes)
 	}
 	return b.String()
 }
@@ -442,6 +449,22 @@ func parseSubject(id, tree, subject string) (Snapshot, bool) {
 		}
 	}
 	return snap, snap.n > 0
+}
+
+// modesOf returns the mode lines (modeLines) of snapshot id's message, as
+// they were written.
+func (s *Store) modesOf(ctx context.Context, id string) (string, error) {
+	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", id}})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for line := range strings.SplitSeq(string(msg), "\n") {
+		if strings.HasPrefix(line, "mode ") || strings.HasPrefix(line, "modes-more ") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String(), nil
 }
 
 // parseSkipped reads the skipped files from a commit message body.
