@@ -117,6 +117,10 @@ type Store struct {
 
 	closed atomic.Bool
 	holds  atomic.Int32 // HoldObjects callers: GC keeps unreferenced objects
+	gc     *collector   // the background GC
+	// compactHook, when set (by tests), runs as a GC starts to pack: it
+	// holds a GC there.
+	compactHook func()
 
 	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
 	newest      Snapshot         // newest.n == 0: no snapshot yet
@@ -125,7 +129,7 @@ type Store struct {
 	bigIgnored  map[string]int64 // over the size but ignored anyway
 	fixIgnored  bool             // check the index for tracked files that became ignored
 	count       int              // snapshots held
-	takesSinceG int              // snapshots made since the last GC
+	takesSinceG int              // snapshots made since the last GC (the collector reads it)
 }
 
 // ErrClosed is returned by calls on a closed Store.
@@ -211,6 +215,8 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		}
 	}
 	s.count = len(all)
+	s.startCollector()
+	s.gcKick() // the bounds may have changed while the daemon was away
 	return s, nil
 }
 
@@ -356,8 +362,10 @@ func (s *Store) clearStaleLocks() {
 	}
 }
 
-// Close marks the store closed after the running Take, Restore or GC ends.
+// Close stops the background GC and marks the store closed after the
+// running Take or Restore ends.
 func (s *Store) Close() error {
+	s.stopCollector()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed.Store(true)

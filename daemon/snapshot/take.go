@@ -529,6 +529,7 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	s.newest, s.newestModes = snap, st.modes
 	s.count++
 	s.takesSinceG++
+	s.gcKick()
 	st.took.Commit = time.Since(t)
 	return snap, true, nil
 }
