@@ -138,4 +138,18 @@ exec ` + real + ` "$@"
 	if files := treeOf(t, s, snap.ID); files["a.txt"].content != "a\n" {
 		t.Fatalf("snapshot holds %v", keys(files))
 	}
+
+	// A git add that crashes every time fails the Take with what
+	// happened, and leaves no lock behind.
+	always := filepath.Join(bin, "git-always")
+	if err := os.WriteFile(always, []byte(strings.ReplaceAll(script, "[ ! -e "+marker+" ]", "true")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newStore(t, wd, Options{Git: always, Logger: log.logger()})
+	if _, _, err := s2.Take(context.Background(), "start", 1); err == nil || !strings.Contains(err.Error(), "crashed 3 times") {
+		t.Fatalf("Take with a git add that always crashes: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s2.Dir(), "index.lock")); !os.IsNotExist(err) {
+		t.Fatalf("index.lock left: %v", err)
+	}
 }

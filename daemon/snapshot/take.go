@@ -181,9 +181,12 @@ func (s *Store) addAll(ctx context.Context) ([]Skipped, error) {
 		_, err := s.git.run(ctx, call{args: []string{"add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn})
 		var ge *GitError
 		var exit *exec.ExitError
-		if errors.As(err, &ge) && errors.As(ge.Err, &exit) && exit.ExitCode() < 0 && ctx.Err() == nil && attempt < addRetries {
-			s.log.Warn("snapshot store: git add crashed (a file changed while it read it?); running it again", "err", err)
+		if errors.As(err, &ge) && errors.As(ge.Err, &exit) && exit.ExitCode() < 0 && ctx.Err() == nil {
 			s.clearStaleLocks()
+			if attempt == addRetries {
+				return nil, fmt.Errorf("snapshot of %s: git add crashed %d times (a file changing while git reads it?): %w", s.work, attempt+1, err)
+			}
+			s.log.Warn("snapshot store: git add crashed (a file changed while it read it?); running it again", "err", err)
 			continue
 		}
 		if err == nil {
@@ -469,6 +472,9 @@ func unreadableFiles(err error) ([]Skipped, bool) {
 		case line == "", line == "fatal: adding files failed", strings.HasPrefix(line, "warning:"):
 		case strings.HasPrefix(line, "error: unable to index file '"):
 			list = append(list, Skipped{Path: strings.TrimSuffix(strings.TrimPrefix(line, "error: unable to index file '"), "'"), Reason: ReasonUnreadable})
+		case strings.HasPrefix(line, "error: unable to add '") && strings.HasSuffix(line, "' to index"):
+			p := strings.TrimSuffix(strings.TrimPrefix(line, "error: unable to add '"), "' to index")
+			list = append(list, Skipped{Path: p, Reason: ReasonUnreadable})
 		case strings.HasPrefix(line, "error: open(\""):
 			p, _, _ := strings.Cut(strings.TrimPrefix(line, "error: open(\""), "\"):")
 			list = append(list, Skipped{Path: p, Reason: ReasonUnreadable})
@@ -476,6 +482,9 @@ func unreadableFiles(err error) ([]Skipped, bool) {
 		default:
 			return nil, false
 		}
+	}
+	if len(list) == 0 {
+		return nil, false // it failed, and named no file
 	}
 	// git names a file twice (open, then unable to index): keep one.
 	slices.SortFunc(list, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
