@@ -74,7 +74,8 @@ func TestRestoreOwnsLikeTheWorkdir(t *testing.T) {
 	write(t, wd, "a.txt", "a\n")
 	write(t, wd, "dir/b.txt", "b\n")
 	write(t, wd, "theirs.txt", "1\n")
-	for _, p := range []string{"", "a.txt", "dir", "dir/b.txt"} {
+	write(t, wd, "swap/old.txt", "old\n")
+	for _, p := range []string{"", "a.txt", "dir", "dir/b.txt", "swap", "swap/old.txt"} {
 		if err := os.Lchown(filepath.Join(wd, p), uid, uid); err != nil {
 			t.Fatal(err)
 		}
@@ -84,6 +85,11 @@ func TestRestoreOwnsLikeTheWorkdir(t *testing.T) {
 	}
 	s := newStore(t, wd, Options{})
 	v1, _ := take(t, s, "start", 1)
+	// swap/ holds only a file v1 lacks: the restore removes it, and swap/
+	// with it, before git makes swap/ again for old.txt.
+	if err := os.Rename(filepath.Join(wd, "swap/old.txt"), filepath.Join(wd, "swap/new.txt")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.RemoveAll(filepath.Join(wd, "dir")); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +100,7 @@ func TestRestoreOwnsLikeTheWorkdir(t *testing.T) {
 	if _, err := s.Restore(context.Background(), v1.ID, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]uint32{"a.txt": uid, "dir": uid, "dir/b.txt": uid, "theirs.txt": other} {
+	for p, want := range map[string]uint32{"a.txt": uid, "dir": uid, "dir/b.txt": uid, "theirs.txt": other, "swap": uid, "swap/old.txt": uid} {
 		fi, err := os.Lstat(filepath.Join(wd, p))
 		if err != nil {
 			t.Fatal(err)

@@ -145,12 +145,13 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 		}
 		modes = parseModes(string(msg))
 	}
-	owners := s.ownersBefore(writes)
 	for _, c := range removes {
 		if err := s.remove(c.path); err != nil {
 			return res, fmt.Errorf("restore: %w%s", err, undo)
 		}
 	}
+	// After the removals, which may take away directories git makes again.
+	owners := s.ownersBefore(writes)
 	if len(writes) > 0 {
 		if err := s.checkout(ctx, index, writes); err != nil {
 			return res, fmt.Errorf("restore: %w%s", err, undo)
@@ -170,7 +171,7 @@ type owner struct{ uid, gid int }
 // restoreOwners says who is to own what a restore writes: each file the
 // owner of the file it replaces, each new file and directory the owner of
 // the workdir. Only a daemon running as root sets owners (its files would
-// be root's otherwise); nil when there is nothing to do.
+// be root's otherwise).
 type restoreOwners struct {
 	files   map[string]owner // the files written, by their path
 	newDirs []string         // directories the restore makes, parents first
