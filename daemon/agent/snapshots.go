@@ -50,38 +50,11 @@ func (a *Agent) openSnapshots(cfg *config.Config, ac config.Agent) {
 		return
 	}
 	a.snaps = st
-	a.gcDue = make(chan struct{}, 1)
+	// The store collects its own garbage, in the background, when it
+	// passes its bounds.
 	a.capture.UseSnapshots(st, func() {
 		a.fsnaps.snapshotTaken() // nil (a no-op) when the fleet does not take snapshots
-		if st.NeedsGC() {
-			select {
-			case a.gcDue <- struct{}{}:
-			default:
-			}
-		}
 	})
-}
-
-// collectGarbage runs the store's GC off the hot path, when a snapshot
-// said one is due, until ctx is done.
-func (a *Agent) collectGarbage(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.gcDue:
-		}
-		res, err := a.snaps.GC(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed):
-			a.log.Warn("work snapshot garbage collection failed; retried after the next snapshot", "err", err)
-		case err == nil:
-			a.log.Debug("work snapshots collected", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes, "took", res.Took)
-			if res.OverBytes {
-				a.log.Warn("the newest work snapshot alone is over snapshots.keep_bytes; raise it or ignore more of the workdir", "bytes", res.Bytes)
-			}
-		}
-	}
 }
 
 // fillSnapshot sets resume's snapshot key and names snapshots degraded.
