@@ -14,6 +14,7 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // Exit statuses, fixed by the interface.
@@ -194,9 +195,9 @@ func fail(e *env, err error) int {
 	switch {
 	case errors.As(err, &ae):
 		if ae.Field != "" {
-			fmt.Fprintf(e.stderr, "continuityd: %s (%s): %s\n", ae.Code, ae.Field, ae.Message)
+			fmt.Fprintf(e.stderr, "continuityd: %s (%s): %s\n", termsafe.Line(ae.Code), termsafe.Line(ae.Field), termsafe.Text(ae.Message))
 		} else {
-			fmt.Fprintf(e.stderr, "continuityd: %s: %s\n", ae.Code, ae.Message)
+			fmt.Fprintf(e.stderr, "continuityd: %s: %s\n", termsafe.Line(ae.Code), termsafe.Text(ae.Message))
 		}
 		return exitFailed
 	case errors.Is(err, client.ErrNoAnswer):
@@ -212,7 +213,7 @@ func fail(e *env, err error) int {
 			fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
 			return exitUsage
 		}
-		fmt.Fprintf(e.stderr, "continuityd: %v\n", strings.TrimSpace(err.Error()))
+		fmt.Fprintf(e.stderr, "continuityd: %s\n", termsafe.Text(strings.TrimSpace(err.Error())))
 		return exitFailed
 	}
 }
