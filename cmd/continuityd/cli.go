@@ -189,7 +189,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// fail reports an error and maps it to an exit status.
+// fail reports an error and maps it to an exit status. Messages carry
+// names and text from elsewhere (the daemon, a workdir, a config file), so
+// they go through termsafe.
 func fail(e *env, err error) int {
 	var ae *client.APIError
 	switch {
@@ -201,16 +203,16 @@ func fail(e *env, err error) int {
 		}
 		return exitFailed
 	case errors.Is(err, client.ErrNoAnswer):
-		fmt.Fprintf(e.stderr, "continuityd: %v\n(if the daemon stays stuck, its log may say why; restarting it loses nothing accepted)\n", err)
+		fmt.Fprintf(e.stderr, "continuityd: %s\n(if the daemon stays stuck, its log may say why; restarting it loses nothing accepted)\n", termsafe.Text(err.Error()))
 		return exitUnreachable
 	case errors.Is(err, client.ErrUnreachable):
-		fmt.Fprintf(e.stderr, "continuityd: %v\n(is the daemon running? start it with `continuityd run`)\n", err)
+		fmt.Fprintf(e.stderr, "continuityd: %s\n(is the daemon running? start it with `continuityd run`)\n", termsafe.Text(err.Error()))
 		return exitUnreachable
 	default:
 		var cerr config.Errors
 		var one *config.Error
 		if errors.As(err, &cerr) || errors.As(err, &one) {
-			fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
+			fmt.Fprintf(e.stderr, "continuityd: %s\n", termsafe.Text(err.Error()))
 			return exitUsage
 		}
 		fmt.Fprintf(e.stderr, "continuityd: %s\n", termsafe.Text(strings.TrimSpace(err.Error())))
