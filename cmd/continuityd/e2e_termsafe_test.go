@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,13 +37,28 @@ func TestHumanTextEscapesFileNames(t *testing.T) {
 	writeFile(t, work, "plain.txt", "one\n")
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	agentDir := filepath.Join(w.state, "agents", "builder")
-	writeFile(t, work, name, "hidden\n")
+	// The watcher starts beside the socket: until it reports the file, the
+	// file is written again (each write is a change it must report).
+	c := p.client()
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; ; i++ {
+		writeFile(t, work, name, fmt.Sprintf("hidden %d\n", i))
+		slv, _ := get(t, c, "/v1/continuity?peek=1")["since_last_visit"].(map[string]any)
+		if paths, _ := slv["paths"].([]any); slices.Contains(paths, any(name)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher never reported the file within 60 s; since_last_visit %v", slv)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("daemon log: %s", p.stderr)
 		}
 	})
-	id := waitWork(t, agentDir, 30*time.Second, func(wk *capsule.Work) bool {
+	id := waitWork(t, agentDir, 60*time.Second, func(wk *capsule.Work) bool {
 		return wk.Snapshot != nil && workFile(wk, name) != nil
 	}).Work.Snapshot.ID
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
