@@ -52,6 +52,9 @@ const (
 
 	// The fleet (issue 15).
 	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream did not answer `continuityd fleet`
+
+	// Per-agent access on a shared socket (issue 25).
+	CodeAgentForbidden = "AGENT_FORBIDDEN" // 403: the socket's peer is not one of the agent's users
 )
 
 // Error is a refusal: a stable code, the HTTP status it travels with, the
@@ -84,7 +87,7 @@ func StatusOf(code string) int {
 		return 400
 	case CodeUnauthorized:
 		return 401
-	case CodeForbiddenOrigin, CodeForbiddenHost:
+	case CodeForbiddenOrigin, CodeForbiddenHost, CodeAgentForbidden:
 		return 403
 	case CodeNoCapsule, CodeNotFound, CodeUnknownAgent:
 		return 404

@@ -143,6 +143,8 @@ type rawAgent struct {
 	Workdir   string                 `toml:"workdir"`
 	Upstreams []string               `toml:"upstreams"` // nil: left out
 	Identity  map[string]rawIdentity `toml:"identity"`  // [agent.identity.UPSTREAM]
+	Users     []string               `toml:"users"`
+	Groups    []string               `toml:"groups"`
 }
 
 // rawIdentity is an agent's own identity at a delx upstream.

@@ -289,6 +289,12 @@ func (c *checker) agents(raw []rawAgent, ups map[string]Upstream) []Agent {
 			c.agentUpstreams(joinKey(p, "upstreams"), r.Upstreams, declared)
 		}
 		a.Identity = c.identities(joinKey(p, "identity"), r.Identity, a.Upstreams, ups)
+		if len(r.Users) > 0 { // an empty list is the same as none
+			a.Users, a.UIDs = r.Users, c.accounts(joinKey(p, "users"), r.Users, lookupUID)
+		}
+		if len(r.Groups) > 0 {
+			a.Groups, a.GIDs = r.Groups, c.accounts(joinKey(p, "groups"), r.Groups, lookupGID)
+		}
 		agents[i] = a
 	}
 	return agents

@@ -172,6 +172,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			h = doors.LoopbackHandler(port)
 		}
 		servers[i] = api.NewServer(h, reqCtx, d.log)
+		if i == 0 { // the Unix socket: each agent serves only the users it admits
+			servers[i].ConnContext = api.PeerContext
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

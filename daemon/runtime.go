@@ -6,6 +6,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
 )
@@ -21,6 +22,12 @@ func (d *Daemon) Agent(name, cwd string) (*agent.Agent, *guard.Guard, error) {
 		return nil, nil, err
 	}
 	return a, st.guard, nil
+}
+
+// AgentConfig is the running configuration of the agent named
+// (api.Runtime).
+func (d *Daemon) AgentConfig(name string) (config.Agent, bool) {
+	return d.snap().cfg.Agent(name)
 }
 
 // Status is the daemon's state (api.Runtime).

@@ -18,6 +18,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,9 @@ type Runtime interface {
 	Agent(name, cwd string) (*agent.Agent, *guard.Guard, error)
 	// Status is the daemon's state, for GET /v1/status.
 	Status() Status
+	// AgentConfig is the running configuration of the agent named, served
+	// or not (a damaged one too); ok is false when there is none.
+	AgentConfig(name string) (ac config.Agent, ok bool)
 }
 
 // Options configures the API.
@@ -141,6 +145,9 @@ func (a *API) withAgent(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		ag, g, err := a.o.Runtime.Agent(q.Get("agent"), q.Get("cwd"))
+		if err == nil {
+			err = peerOf(r.Context()).mayUse(ag.Config())
+		}
 		if err != nil {
 			writeError(w, err)
 			return

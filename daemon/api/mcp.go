@@ -50,7 +50,7 @@ func (a *API) mcpHandler() http.Handler {
 		idle = config.DefaultMCPSessionIdle
 	}
 	newServer := func(r *http.Request) *mcp.Server {
-		return mcpserver.New(mcpserver.Options{Backend: inProcess{a.o.Runtime}, Agent: r.URL.Query().Get("agent"),
+		return mcpserver.New(mcpserver.Options{Backend: inProcess{rt: a.o.Runtime, peer: peerOf(r.Context())}, Agent: r.URL.Query().Get("agent"),
 			Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
 	}
 	// The SDK asks for a server on every request, but only connects the one
@@ -291,11 +291,23 @@ func (e *mcpErrorWriter) finish() {
 }
 
 // inProcess is the Backend of /mcp's tools: each tool is the agent's
-// operation, called in process.
-type inProcess struct{ rt Runtime }
+// operation, called in process. peer is who opened the session over the
+// socket (nil: the loopback listener's token holder): it decides which
+// agents the session's tools may use.
+type inProcess struct {
+	rt   Runtime
+	peer *peer
+}
 
 func (b inProcess) agent(name string) (*agent.Agent, *guard.Guard, error) {
-	return b.rt.Agent(name, "")
+	ag, g, err := b.rt.Agent(name, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.peer.mayUse(ag.Config()); err != nil {
+		return nil, nil, err
+	}
+	return ag, g, nil
 }
 
 func (b inProcess) Resume(ctx context.Context, name string, peek bool) (*capsule.Resume, error) {

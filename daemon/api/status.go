@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -40,6 +41,15 @@ type AgentStatus struct {
 	RestoredFrom  *capsule.RestoredFrom   `json:"restored_from,omitempty"`
 }
 
+// handleStatus answers the daemon's state; a peer on the socket sees only
+// the agents it may use.
 func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, a.o.Runtime.Status())
+	st := a.o.Runtime.Status()
+	if p := peerOf(r.Context()); p != nil {
+		st.Agents = slices.DeleteFunc(st.Agents, func(as AgentStatus) bool {
+			ac, ok := a.o.Runtime.AgentConfig(as.Name)
+			return !ok || p.mayUse(ac) != nil
+		})
+	}
+	writeJSON(w, http.StatusOK, st)
 }
