@@ -45,7 +45,7 @@ func TestEveryDoorRefusesAStranger(t *testing.T) {
 			t.Errorf("%s %s: %d %s", c.method, c.path, resp.StatusCode, b)
 		}
 	}
-	if seq := ta.ag.Store().Resume(false).Seq; seq != 0 {
+	if seq := ta.ag.Store().Resume().Seq; seq != 0 {
 		t.Errorf("a refused checkpoint was stored: seq %d", seq)
 	}
 
