@@ -157,6 +157,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	doors := api.New(api.Options{Runtime: d, Version: d.version, Logger: d.log,
 		Metrics: d.metrics.handler(), Requests: d.metrics.requests, Refused: d.metrics.refused,
 		MCPMaxSessions: next.cfg.Daemon.MCPMaxSessions, MCPSessionIdle: next.cfg.Daemon.MCPSessionIdle.Duration,
+		MCPSessions: d.metrics.mcpLive, MCPEvicted: d.metrics.mcpEvicted,
 		Stopping: shipCtx, Token: d.apiToken})
 	for i, l := range listeners {
 		h := doors.Handler()
