@@ -94,3 +94,32 @@ func TestMCPSessionsInACallAreNotEvicted(t *testing.T) {
 		t.Fatalf("after one idle session gave way: %d idle, %d in a call, %d evicted", idle, inCall, evicted)
 	}
 }
+
+// TestMCPSessionAtTheLimitEvictsTheLeastRecentlyUsed: with two sessions
+// open at a limit of two, the one used longest ago (not the one opened
+// first) gives way to a new one; the other keeps working.
+func TestMCPSessionAtTheLimitEvictsTheLeastRecentlyUsed(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Daemon.MCPMaxSessions = 2
+	td := startDaemon(t, cfg)
+	first := mcpSession(t, td)
+	second := mcpSession(t, td)
+	// first is used after second was opened: second is the least recent.
+	if res := callTool(t, first, "resume", map[string]any{"peek": true}); res.IsError {
+		t.Fatalf("resume: %s", text(res))
+	}
+	third := mcpSession(t, td)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := second.CallTool(ctx, &mcp.CallToolParams{Name: "resume", Arguments: map[string]any{"peek": true}}); err == nil {
+		t.Fatal("the least recently used session still answers after a third took its place")
+	}
+	for name, cs := range map[string]*mcp.ClientSession{"first": first, "third": third} {
+		if res := callTool(t, cs, "resume", map[string]any{"peek": true}); res.IsError {
+			t.Fatalf("the %s session after the eviction: %s", name, text(res))
+		}
+	}
+	if idle, inCall, evicted := mcpSessionMetrics(td); idle != 2 || inCall != 0 || evicted != 1 {
+		t.Fatalf("after the eviction: %d idle, %d in a call, %d evicted", idle, inCall, evicted)
+	}
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"io"
@@ -146,23 +147,24 @@ type mcpSessions struct {
 
 	mu      sync.Mutex
 	live    map[string]*mcpSession // by session id
+	idle    *list.List             // the live sessions with no call in progress, most recently used first
 	pending int                    // sessions being opened
-	clock   uint64                 // counts uses: the order of last use
 	sweep   *time.Timer            // armed while live is not empty
 	closed  bool                   // the daemon is stopping
 }
 
-// mcpSession is one live session: its server, when it was last used (in
-// mcpSessions.clock ticks) and how many of its calls are in progress.
+// mcpSession is one live session: its server and how many of its calls
+// are in progress; while there are none it is in mcpSessions.idle.
 type mcpSession struct {
+	id    string
 	srv   *mcp.Server
-	used  uint64
 	calls int
+	idle  *list.Element // nil while a call is in progress
 }
 
 func newMCPSessions(max int, idle time.Duration, gauge *prometheus.GaugeVec, evictions prometheus.Counter) *mcpSessions {
 	return &mcpSessions{max: max, sweepEvery: min(idle/2, time.Minute), gauge: gauge, evictions: evictions,
-		live: map[string]*mcpSession{}}
+		live: map[string]*mcpSession{}, idle: list.New()}
 }
 
 // reserve takes a place for a session about to open; false when full and
@@ -179,23 +181,18 @@ func (s *mcpSessions) reserve() (evicted *mcp.Server, ok bool) {
 		s.sweepLocked()
 	}
 	if len(s.live)+s.pending >= s.max {
-		var lru string
-		for id, ss := range s.live {
-			if ss.calls == 0 && (lru == "" || ss.used < s.live[lru].used) {
-				lru = id
-			}
-		}
-		if lru == "" {
+		lru := s.idle.Back()
+		if lru == nil {
 			return nil, false
 		}
-		evicted = s.live[lru].srv
-		delete(s.live, lru)
+		ss := lru.Value.(*mcpSession)
+		s.forgetLocked(ss)
+		evicted = ss.srv
 		if s.evictions != nil {
 			s.evictions.Inc()
 		}
 	}
 	s.pending++
-	s.measureLocked()
 	return evicted, true
 }
 
@@ -205,7 +202,6 @@ func (s *mcpSessions) settle(srv *mcp.Server) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending--
-	defer s.measureLocked()
 	id := sessionID(srv)
 	if id == "" {
 		return
@@ -214,8 +210,10 @@ func (s *mcpSessions) settle(srv *mcp.Server) {
 		closeSessions(srv)
 		return
 	}
-	s.clock++
-	s.live[id] = &mcpSession{srv: srv, used: s.clock}
+	ss := &mcpSession{id: id, srv: srv}
+	ss.idle = s.idle.PushFront(ss)
+	s.live[id] = ss
+	s.measureLocked()
 	if s.sweep == nil {
 		s.sweep = time.AfterFunc(s.sweepEvery, s.sweepTimer)
 	}
@@ -231,10 +229,15 @@ func (s *mcpSessions) use(id string, call bool) (done func()) {
 	if ss == nil {
 		return func() {}
 	}
-	s.clock++
-	ss.used = s.clock
+	if ss.idle != nil {
+		s.idle.MoveToFront(ss.idle)
+	}
 	if !call {
 		return func() {}
+	}
+	if ss.idle != nil {
+		s.idle.Remove(ss.idle)
+		ss.idle = nil
 	}
 	ss.calls++
 	s.measureLocked()
@@ -242,9 +245,10 @@ func (s *mcpSessions) use(id string, call bool) (done func()) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		ss.calls--
-		s.clock++
-		ss.used = s.clock
-		s.measureLocked()
+		if ss.calls == 0 && s.live[ss.id] == ss {
+			ss.idle = s.idle.PushFront(ss)
+			s.measureLocked()
+		}
 	}
 }
 
@@ -264,10 +268,19 @@ func (s *mcpSessions) sweepTimer() {
 
 // sweepLocked forgets the sessions that have closed.
 func (s *mcpSessions) sweepLocked() {
-	for id, ss := range s.live {
+	for _, ss := range s.live {
 		if !hasSession(ss.srv) {
-			delete(s.live, id)
+			s.forgetLocked(ss)
 		}
+	}
+}
+
+// forgetLocked drops ss from the live sessions.
+func (s *mcpSessions) forgetLocked(ss *mcpSession) {
+	delete(s.live, ss.id)
+	if ss.idle != nil {
+		s.idle.Remove(ss.idle)
+		ss.idle = nil
 	}
 	s.measureLocked()
 }
@@ -277,14 +290,8 @@ func (s *mcpSessions) measureLocked() {
 	if s.gauge == nil {
 		return
 	}
-	busy := 0
-	for _, ss := range s.live {
-		if ss.calls > 0 {
-			busy++
-		}
-	}
-	s.gauge.WithLabelValues("in_call").Set(float64(busy))
-	s.gauge.WithLabelValues("idle").Set(float64(len(s.live) - busy))
+	s.gauge.WithLabelValues("idle").Set(float64(s.idle.Len()))
+	s.gauge.WithLabelValues("in_call").Set(float64(len(s.live) - s.idle.Len()))
 }
 
 // closeAll closes every session: the daemon is stopping.
