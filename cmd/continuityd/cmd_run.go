@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,12 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if _, err := parse(fs, args); err != nil {
 		return exitUsage
 	}
+	// SIGHUP reloads the config file (the daemon also reloads when the file
+	// changes). It is caught from here on: one that comes while the daemon
+	// starts is served once the agents run (daemon.Reload waits for that).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := loadConfig(e, *cfgPath)
 	if err == nil && *workdir != "" {
 		err = setDefaultWorkdir(cfg, *cfgPath, *workdir)
@@ -55,20 +62,19 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		log.Error("cannot start", "err", err)
 		return exitFailed
 	}
-	// SIGHUP reloads the config file; the daemon also reloads when the
-	// file changes.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	hupCtx, stopHUP := context.WithCancel(ctx)
+	defer stopHUP()
 	go func() {
 		for {
 			select {
 			case <-hup:
 				log.Info("SIGHUP: reloading the configuration")
-				if err := d.Reload(); err != nil && opts.Load == nil {
+				if err := d.Reload(); errors.Is(err, daemon.ErrNotRunning) {
+					return
+				} else if err != nil && opts.Load == nil {
 					log.Warn("reload", "err", err)
 				}
-			case <-ctx.Done():
+			case <-hupCtx.Done():
 				return
 			}
 		}

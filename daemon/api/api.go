@@ -67,9 +67,13 @@ type Options struct {
 	Requests *prometheus.HistogramVec
 	Refused  *prometheus.CounterVec
 	// MCPMaxSessions and MCPSessionIdle bound /mcp's sessions; Stopping
-	// ends when the daemon stops, closing them.
+	// ends when the daemon stops, closing them. MCPSessions (label state:
+	// idle, in_call) counts the live sessions and MCPEvicted the idle ones
+	// closed to make room at the limit; either may be nil.
 	MCPMaxSessions int
 	MCPSessionIdle time.Duration
+	MCPSessions    *prometheus.GaugeVec
+	MCPEvicted     prometheus.Counter
 	Stopping       context.Context
 	// Token is the loopback listener's bearer token.
 	Token string

@@ -19,11 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// nats.go v1.55.0's ObjectStore.Put starts resetPendingAcksOnReconnect
-	// and, when its deferred cleanupReplySub runs first, leaves it waiting
-	// on a nil channel for ever (about 3 in 1000 puts here): the library's
-	// goroutine, not one of ours.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
+	goleak.VerifyTestMain(m)
 }
 
 // startFleet runs an embedded JetStream server and returns a client of it.

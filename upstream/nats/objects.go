@@ -2,9 +2,14 @@ package nats
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -72,14 +77,76 @@ func (c *Client) HasObject(ctx context.Context, name string) (bool, error) {
 	return false, err
 }
 
+// objectChunkSize is the size of an object's chunks: the object store's
+// own default (nats.go's 128 KiB).
+const objectChunkSize = 128 << 10
+
 // PutObject stores data under name in the snapshot bucket (replacing it).
+//
+// It writes what jetstream's ObjectStore.Put writes (the chunks, then the
+// meta message that makes them the object, then the chunks of the object
+// it replaced purged), so every object store reader reads it, but through
+// this client's JetStream context with synchronous publishes. nats.go's Put
+// (v1.55.0, the newest) makes a JetStream context per call for
+// asynchronous publishes; that context's reconnect watcher goroutine, when
+// it starts after Put's clean-up has run, waits on a nil channel for ever:
+// about one put in 300, a slow leak in a daemon that ships snapshots for
+// weeks.
 func (c *Client) PutObject(ctx context.Context, name string, data []byte) error {
 	obj, err := c.objects(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = obj.PutBytes(ctx, name, data)
-	return err
+	replaced, err := obj.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
+	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return err
+	}
+	bucket := c.SnapshotBucket()
+	info := jetstream.ObjectInfo{Bucket: bucket, NUID: rand.Text(), Size: uint64(len(data)),
+		ObjectMeta: jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: objectChunkSize}}}
+	chunks := objectChunks(bucket, info.NUID)
+	digest := sha256.New()
+	for off := 0; off < len(data); off += objectChunkSize {
+		chunk := data[off:min(off+objectChunkSize, len(data))]
+		digest.Write(chunk)
+		if _, err := c.js.Publish(ctx, chunks, chunk); err != nil {
+			c.purgeObjectChunks(ctx, chunks)
+			return err
+		}
+		info.Chunks++
+	}
+	info.Digest = jetstream.GetObjectDigestValue(digest)
+	meta := natsgo.NewMsg("$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name)))
+	meta.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	if meta.Data, err = json.Marshal(info); err != nil {
+		c.purgeObjectChunks(ctx, chunks)
+		return err
+	}
+	if _, err := c.js.PublishMsg(ctx, meta); err != nil {
+		c.purgeObjectChunks(ctx, chunks)
+		return err
+	}
+	if replaced != nil && !replaced.Deleted {
+		c.purgeObjectChunks(ctx, objectChunks(bucket, replaced.NUID))
+	}
+	return nil
+}
+
+// objectChunks is the subject of the chunks of the object store bucket's
+// object nuid.
+func objectChunks(bucket, nuid string) string { return "$O." + bucket + ".C." + nuid }
+
+// purgeObjectChunks removes chunks no object names (a put that failed half
+// way, an object replaced). As in nats.go's Put, a failure is not the
+// put's: the chunks only take room.
+func (c *Client) purgeObjectChunks(ctx context.Context, subject string) {
+	stream, err := c.js.Stream(ctx, "OBJ_"+c.SnapshotBucket())
+	if err == nil {
+		err = stream.Purge(ctx, jetstream.WithPurgeSubject(subject))
+	}
+	if err != nil {
+		c.log.Warn("fleet snapshots: could not purge unused object chunks; they only take room", "subject", subject, "err", err)
+	}
 }
 
 // GetObject reads name from the snapshot bucket; ErrNoObject when absent.
