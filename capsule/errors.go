@@ -51,6 +51,9 @@ const (
 
 	// The fleet (issue 15).
 	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream did not answer `continuityd fleet`
+
+	// What the fleet sends is untrusted (issue 20).
+	CodeFleetSnapshotDamaged = "FLEET_SNAPSHOT_DAMAGED" // 502: a snapshot fetched from the fleet is damaged or forged; nothing of it was kept
 )
 
 // Error is a refusal: a stable code, the HTTP status it travels with, the
@@ -99,6 +102,8 @@ func StatusOf(code string) int {
 		return 415
 	case CodeInternal:
 		return 500
+	case CodeFleetSnapshotDamaged:
+		return 502
 	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull, CodeFleetUnavailable, CodeSnapshotsOff:
 		return 503
 	case CodeSpoolFull, CodeDiskFull:

@@ -224,6 +224,11 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 	for _, a := range damaged {
 		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", a.Name, a.Damaged)
 	}
+	for _, a := range st.Agents {
+		if a.SnapshotProblem != "" {
+			fmt.Fprintf(e.stdout, "\nagent %s: degraded [\"snapshots\"]: %s\n", a.Name, a.SnapshotProblem)
+		}
+	}
 	return exitOK
 }
 

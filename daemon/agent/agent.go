@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -87,8 +88,9 @@ type Agent struct {
 	// Work snapshots (snapshots.go): the store, or why there is none.
 	snaps   *snapshot.Store
 	snapErr error
-	gcDue   chan struct{} // buffered 1: a GC is due
-	fsnaps  *fleetSnaps   // shipping them to the fleet (fleetsnaps.go); nil: off
+	gcErr   atomic.Pointer[string] // the last GC's failure; nil after a GC that worked
+	gcDue   chan struct{}          // buffered 1: a GC is due
+	fsnaps  *fleetSnaps            // shipping them to the fleet (fleetsnaps.go); nil: off
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -151,7 +153,7 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 		}))
 	}
 	a.openFleets()
-	a.openFleetSnaps()
+	a.openFleetSnaps(cfg, g)
 	return a, nil
 }
 

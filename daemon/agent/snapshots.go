@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -63,7 +64,9 @@ func (a *Agent) openSnapshots(cfg *config.Config, ac config.Agent) {
 }
 
 // collectGarbage runs the store's GC off the hot path, when a snapshot
-// said one is due, until ctx is done.
+// said one is due, until ctx is done. A GC that fails makes the agent
+// degraded ["snapshots"], with the reason in the log and in status, until
+// one works.
 func (a *Agent) collectGarbage(ctx context.Context) {
 	for {
 		select {
@@ -74,8 +77,14 @@ func (a *Agent) collectGarbage(ctx context.Context) {
 		res, err := a.snaps.GC(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed):
-			a.log.Warn("work snapshot garbage collection failed; retried after the next snapshot", "err", err)
+			why := "garbage collection of the snapshot store failed: " + err.Error()
+			if a.gcErr.Swap(&why) == nil {
+				a.log.Warn("work snapshot garbage collection failed; the agent shows degraded [\"snapshots\"] until one works, retried after the next snapshot", "err", err)
+			}
 		case err == nil:
+			if a.gcErr.Swap(nil) != nil {
+				a.log.Info("work snapshot garbage collection works again")
+			}
 			a.log.Debug("work snapshots collected", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes, "took", res.Took)
 			if res.OverBytes {
 				a.log.Warn("the newest work snapshot alone is over snapshots.keep_bytes; raise it or ignore more of the workdir", "bytes", res.Bytes)
@@ -84,9 +93,25 @@ func (a *Agent) collectGarbage(ctx context.Context) {
 	}
 }
 
+// SnapshotProblem says why the agent shows degraded ["snapshots"]: the
+// store could not be opened, the last snapshot or the last GC failed; ""
+// when nothing is wrong.
+func (a *Agent) SnapshotProblem() string {
+	switch {
+	case a.snapErr != nil:
+		return "work snapshots are unavailable: " + a.snapErr.Error()
+	case a.capture.SnapshotError() != nil:
+		return "the last work snapshot failed: " + a.capture.SnapshotError().Error()
+	}
+	if why := a.gcErr.Load(); why != nil {
+		return *why
+	}
+	return ""
+}
+
 // fillSnapshot sets resume's snapshot key and names snapshots degraded.
 func (a *Agent) fillSnapshot(r *capsule.Resume) {
-	if a.snapErr != nil {
+	if (a.snapErr != nil || a.gcErr.Load() != nil) && !slices.Contains(r.Degraded, "snapshots") {
 		r.Degraded = append(r.Degraded, "snapshots")
 	}
 	if a.snaps == nil {

@@ -53,6 +53,9 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 		return res, err
 	}
 	res.Dropped = len(all) - keep
+	if _, err := s.dropImported(ctx); err != nil {
+		return res, err
+	}
 	for {
 		if err := s.compact(ctx); err != nil {
 			return res, err
@@ -110,7 +113,18 @@ func (s *Store) compact(ctx context.Context) error {
 		// WriteObject waits for the writer lock, so none lands mid-gc.
 		prune = "--prune=1.hour.ago"
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"gc", "--quiet", prune}}); err != nil {
+	s.removeLeftovers()
+	_, err := s.git.run(ctx, call{args: []string{"gc", "--quiet", prune}})
+	if err != nil {
+		s.removeLeftovers()
+		// An import made before imports were checked whole may name a
+		// missing object, on which every gc fails: drop it and retry.
+		if n, derr := s.dropBrokenImports(ctx); derr == nil && n > 0 {
+			_, err = s.git.run(ctx, call{args: []string{"gc", "--quiet", prune}})
+			s.removeLeftovers()
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 	}
 	return nil
