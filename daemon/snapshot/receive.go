@@ -114,7 +114,7 @@ func (s *Store) receiveLoose(ctx context.Context, o Object, size int64, r io.Rea
 	tmp := f.Name()
 	defer f.Close()
 	h := sha1.New()
-	zw := zlib.NewWriter(f)
+	zw, _ := zlib.NewWriterLevel(f, zlib.BestSpeed) // git's own level for loose objects
 	header := fmt.Sprintf("blob %d\x00", size)
 	h.Write([]byte(header))
 	if _, err := io.WriteString(zw, header); err != nil {
