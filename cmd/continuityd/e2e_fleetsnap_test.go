@@ -202,6 +202,9 @@ func TestFleetSnapshotWithholdsCredentials(t *testing.T) {
 	if !strings.Contains(out, "left alone .env: withheld from the fleet") || !strings.Contains(out, "left alone .ssh/id_ed25519: withheld") {
 		t.Errorf("the restore does not say the withheld files were left alone:\n%s", out)
 	}
+	if _, out, _ := cli(t, env, "", "snapshot", "show", id[:12]); !strings.Contains(out, "withheld from the fleet (an environment file (.env*)): .env") {
+		t.Errorf("show on B does not name the withheld files:\n%s", out)
+	}
 }
 
 // patternReader yields size bytes of a fixed pattern, generated as read.

@@ -427,6 +427,7 @@ func TestShipWithholdsCredentials(t *testing.T) {
 		".ssh/id_ed25519.pub":  "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPublicHalf ordinary@host\n",
 		".npmrc.example":       "registry=https://registry.npmjs.org/\n",
 		"config/settings.json": `{"name": "ordinary", "port": 8080}` + "\n",
+		"pkg/__init__.py":      "",
 	}
 	secret := map[string]string{
 		".env":                 "AWS_ACCESS_KEY_ID=" + testAWSKey + "\nAWS_SECRET_ACCESS_KEY=" + testAWSSecret + "\n",
