@@ -21,6 +21,17 @@
 // looked up and sent; a snapshot whose manifest is there already (a
 // restarted daemon) costs one lookup. Fetch asks the store which objects it lacks and
 // reads only those.
+//
+// # Trust
+//
+// Nothing secret is shipped (withhold.go): credential files and files the
+// secret guard flags stay on the machine, and the snapshot ships as a copy
+// of its commit without them. What comes from the fleet is untrusted: a
+// manifest is read within a bound and checked against its name, each
+// object is streamed to disk within the receiving store's max_file_size
+// and checked against its hash, and the snapshot's ref is made only once
+// every object it reaches is there; what fails is FLEET_SNAPSHOT_DAMAGED
+// and nothing of it is kept.
 package fleetsnap
 
 import (
