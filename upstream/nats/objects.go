@@ -21,7 +21,7 @@ import (
 // SnapshotBucketSuffix follows Bucket in the object store's name.
 const SnapshotBucketSuffix = "-snapshots"
 
-// ErrNoObject is returned by GetObject for a name the bucket lacks.
+// ErrNoObject is returned by OpenObject for a name the bucket lacks.
 var ErrNoObject = errors.New("no such object in the fleet's snapshot bucket")
 
 // ErrObjectDamaged is returned by an OpenObject reader whose content does
@@ -87,19 +87,6 @@ func (c *Client) PutObject(ctx context.Context, name string, data []byte) error 
 	}
 	_, err = obj.PutBytes(ctx, name, data)
 	return err
-}
-
-// GetObject reads name from the snapshot bucket; ErrNoObject when absent.
-func (c *Client) GetObject(ctx context.Context, name string) ([]byte, error) {
-	obj, err := c.objects(ctx)
-	if err != nil {
-		return nil, err
-	}
-	data, err := obj.GetBytes(ctx, name)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, ErrNoObject
-	}
-	return data, err
 }
 
 // OpenObject opens name in the snapshot bucket for reading, streamed
