@@ -70,6 +70,10 @@ type Snapshots struct {
 	Keep                 int   `toml:"keep"`                   // snapshots kept per agent (default 200)
 	KeepBytes            int64 `toml:"keep_bytes"`             // store size kept per agent, bytes (default 512 MiB)
 	OnExplicitCheckpoint bool  `toml:"on_explicit_checkpoint"` // also snapshot after each of the agent's own checkpoints (default false)
+	// FleetWithhold are glob patterns of files never shipped to the fleet
+	// (a nats upstream's `snapshots = true`), besides the well-known
+	// credential files and those the secret guard flags. Default none.
+	FleetWithhold []string `toml:"fleet_withhold"`
 }
 
 // Outbox is the [outbox] table: how accepted writes wait for and are retried

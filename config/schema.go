@@ -116,6 +116,8 @@ var keySpecs = []keySpec{
 	{"snapshots.keep", "an integer", integerKinds},
 	{"snapshots.keep_bytes", "an integer (bytes)", integerKinds},
 	{"snapshots.on_explicit_checkpoint", "true or false", boolKinds},
+	{"snapshots.fleet_withhold", "an array of strings", arrayKinds},
+	{"snapshots.fleet_withhold[]", "a string", stringKinds},
 }
 
 func specOf(path string) (keySpec, bool) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -221,7 +222,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 // sameAgent reports whether the running agent oa can serve ac unchanged.
 func (d *Daemon) sameAgent(oa *agent.Agent, ac config.Agent, old, next *snapshot) bool {
 	if oa.Config().Workdir != ac.Workdir || !slices.Equal(oa.Config().Upstreams, ac.Upstreams) || old.cfg.Outbox != next.cfg.Outbox ||
-		old.cfg.Snapshots != next.cfg.Snapshots {
+		!reflect.DeepEqual(old.cfg.Snapshots, next.cfg.Snapshots) {
 		return false
 	}
 	// The agent's capture checks what it derives with the guard it was

@@ -56,6 +56,7 @@ func (d *Daemon) Status() api.Status {
 			Name: name, Workdir: a.Config().Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
 			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,
 			Degraded: res.Degraded, Refused: res.Refused, FleetConflict: res.FleetConflict, RestoredFrom: res.RestoredFrom,
+			SnapshotProblem: a.SnapshotProblem(),
 		})
 	}
 	return st

@@ -225,6 +225,11 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 	for _, a := range damaged {
 		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", termsafe.Name(a.Name), termsafe.Text(a.Damaged))
 	}
+	for _, a := range st.Agents {
+		if a.SnapshotProblem != "" {
+			fmt.Fprintf(e.stdout, "\nagent %s: degraded [\"snapshots\"]: %s\n", a.Name, a.SnapshotProblem)
+		}
+	}
 	return exitOK
 }
 

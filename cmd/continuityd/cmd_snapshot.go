@@ -131,6 +131,9 @@ func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJS
 	if d.SkippedMore > 0 {
 		fmt.Fprintf(e.stdout, "skipped: %d more\n", d.SkippedMore)
 	}
+	for _, w := range d.Withheld {
+		fmt.Fprintf(e.stdout, "withheld from the fleet (%s): %s\n", w.Reason, w.Path)
+	}
 	return exitOK
 }
 

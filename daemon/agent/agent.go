@@ -157,7 +157,7 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 		}))
 	}
 	a.openFleets()
-	a.openFleetSnaps()
+	a.openFleetSnaps(cfg, g)
 	return a, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -57,9 +58,24 @@ func (a *Agent) openSnapshots(cfg *config.Config, ac config.Agent) {
 	})
 }
 
+// SnapshotProblem says why the agent shows degraded ["snapshots"]: the
+// store could not be opened, the last snapshot or the store's last garbage
+// collection failed; "" when nothing is wrong.
+func (a *Agent) SnapshotProblem() string {
+	switch {
+	case a.snapErr != nil:
+		return "work snapshots are unavailable: " + a.snapErr.Error()
+	case a.capture.SnapshotError() != nil:
+		return "the last work snapshot failed: " + a.capture.SnapshotError().Error()
+	case a.snaps != nil:
+		return a.snaps.GCProblem()
+	}
+	return ""
+}
+
 // fillSnapshot sets resume's snapshot key and names snapshots degraded.
 func (a *Agent) fillSnapshot(r *capsule.Resume) {
-	if a.snapErr != nil {
+	if (a.snapErr != nil || (a.snaps != nil && a.snaps.GCProblem() != "")) && !slices.Contains(r.Degraded, "snapshots") {
 		r.Degraded = append(r.Degraded, "snapshots")
 	}
 	if a.snaps == nil {

@@ -32,6 +32,8 @@ type AgentStatus struct {
 	Upstreams   []capsule.UpstreamState `json:"upstreams"`
 	Degraded    []string                `json:"degraded"`
 	Refused     []capsule.Refusal       `json:"refused"`
+	// SnapshotProblem says why degraded names "snapshots".
+	SnapshotProblem string `json:"snapshot_problem,omitempty"`
 	// Damaged is set for an agent refused because its files are damaged:
 	// what was found and the way out. Such an agent is not served.
 	Damaged string `json:"damaged,omitempty"`

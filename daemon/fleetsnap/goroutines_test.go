@@ -48,9 +48,9 @@ func TestShippingObjectsKeepsGoroutinesFlat(t *testing.T) {
 	}
 	// What was put reads back whole.
 	for _, i := range []int{1, objects / 2, objects} {
-		got, err := c.GetObject(ctx, objectName(fmt.Sprintf("%040x", i)))
-		if want := fmt.Sprintf("blob %d\n", i); err != nil || string(got) != want {
-			t.Fatalf("object %d reads back as %q, %v; want %q", i, got, err, want)
+		got := readObject(t, c, objectName(fmt.Sprintf("%040x", i)))
+		if want := fmt.Sprintf("blob %d\n", i); got != want {
+			t.Fatalf("object %d reads back as %q; want %q", i, got, want)
 		}
 	}
 }
@@ -73,3 +73,4 @@ func stacksSummary() string {
 	}
 	return b.String()
 }
+

@@ -50,7 +50,7 @@ func forgedSnapshot(t *testing.T, s *Store, tree string) string {
 	t.Helper()
 	msg := "continuityd-snapshot v=1 n=99 trigger=quiet seq=1 time=2026-11-30T10:00:00Z parent=- added=1 modified=0 deleted=0 skipped=0\n"
 	commit := writeObject(t, s, "commit", fmt.Appendf(nil, "tree %s\nauthor x <x@x> 1 +0000\ncommitter x <x@x> 1 +0000\n\n%s", tree, msg))
-	if _, err := s.Import(context.Background(), commit); err != nil {
+	if _, err := s.Import(context.Background(), commit, commit); err != nil {
 		t.Fatalf("Import: %v", err)
 	}
 	return commit

@@ -36,9 +36,10 @@ type collector struct {
 	done   chan struct{} // closed when the loop has ended
 
 	mu      sync.Mutex
-	queued  bool  // kicked, not yet looked at
-	running bool  // a look (and maybe a GC) is under way
-	floor   int64 // the store's size after the last GC when it was over KeepBytes
+	queued  bool   // kicked, not yet looked at
+	running bool   // a look (and maybe a GC) is under way
+	floor   int64  // the store's size after the last GC when it was over KeepBytes
+	failure string // why the last GC failed; "" after one that worked
 	run     sync.Mutex
 }
 
@@ -103,9 +104,25 @@ func (s *Store) collect(ctx context.Context) {
 }
 
 func (s *Store) gcFailed(ctx context.Context, err error) {
-	if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-		s.log.Warn("snapshot store: garbage collection failed; tried again after the next snapshot", "err", err)
+	if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return
 	}
+	s.gc.mu.Lock()
+	first := s.gc.failure == ""
+	s.gc.failure = "garbage collection of the snapshot store failed: " + err.Error()
+	s.gc.mu.Unlock()
+	if first {
+		s.log.Warn("snapshot store: garbage collection failed; the agent shows degraded [\"snapshots\"] until one works, tried again after the next snapshot", "err", err)
+	}
+}
+
+// GCProblem says why the store's last garbage collection failed, or ""
+// when it worked (or none ran yet): a store that cannot collect grows
+// without bound, so the agent shows it as degraded.
+func (s *Store) GCProblem() string {
+	s.gc.mu.Lock()
+	defer s.gc.mu.Unlock()
+	return s.gc.failure
 }
 
 // gcDue says whether a GC is due: the store passed KeepBytes (measured
@@ -167,6 +184,12 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 	if err != nil {
 		return res, err
 	}
+	s.mu.Lock()
+	_, err = s.dropImported(ctx) // the snapshots fetched from elsewhere keep to KeepCount too
+	s.mu.Unlock()
+	if err != nil {
+		return res, err
+	}
 	// Packing is the costly part: the objects are measured first (git
 	// count-objects), and the snapshots that cannot fit dropped before
 	// they are packed.
@@ -200,6 +223,10 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 	}
 	res.Kept = keep
 	s.gc.mu.Lock()
+	if s.gc.failure != "" {
+		s.log.Info("snapshot store: garbage collection works again")
+	}
+	s.gc.failure = ""
 	s.gc.floor = 0
 	if res.OverBytes {
 		s.gc.floor = res.Bytes
@@ -287,14 +314,35 @@ func (s *Store) compact(ctx context.Context, cut time.Time) error {
 			expire = hour
 		}
 	}
-	at := fmt.Sprintf("--unpack-unreachable=@%d", expire.Unix())
-	if _, err := s.git.run(ctx, call{args: []string{"repack", "-d", "-l", "-A", "-q", at}}); err != nil {
-		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
+	s.removeLeftovers()
+	err := s.repack(ctx, expire)
+	if err != nil {
+		s.removeLeftovers()
+		// An import made before imports were checked whole may name a
+		// missing object, on which every repack fails: drop it and retry.
+		s.mu.Lock()
+		n, derr := s.dropBrokenImports(ctx)
+		s.mu.Unlock()
+		if derr == nil && n > 0 {
+			err = s.repack(ctx, expire)
+			s.removeLeftovers()
+		}
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"prune", fmt.Sprintf("--expire=@%d", expire.Unix())}}); err != nil {
+	if err != nil {
 		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 	}
 	return nil
+}
+
+// repack packs what the refs and the private index reach and deletes the
+// unreachable objects older than expire.
+func (s *Store) repack(ctx context.Context, expire time.Time) error {
+	at := fmt.Sprintf("--unpack-unreachable=@%d", expire.Unix())
+	if _, err := s.git.run(ctx, call{args: []string{"repack", "-d", "-l", "-A", "-q", at}}); err != nil {
+		return err
+	}
+	_, err := s.git.run(ctx, call{args: []string{"prune", fmt.Sprintf("--expire=@%d", expire.Unix())}})
+	return err
 }
 
 // dirBytes is the disk space of the files under dir (their sizes).

@@ -83,6 +83,10 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	if err != nil {
 		return RestoreResult{}, err
 	}
+	changes, res.Refused, err = s.leaveWithheld(ctx, target, clean, changes)
+	if err != nil {
+		return RestoreResult{}, err
+	}
 	var writes, removes []change
 	for _, c := range changes {
 		if c.oldMode == gitlinkMode || c.newMode == gitlinkMode {

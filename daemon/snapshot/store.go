@@ -85,8 +85,9 @@ type Snapshot struct {
 	// on snapshots read back by List or Show.
 	Took Timings `json:"-"`
 
-	tree string // the tree's hash
-	n    uint64 // its number in the store: refs/snapshots/<n>
+	tree   string // the tree's hash
+	n      uint64 // its number in the store: refs/snapshots/<n>
+	commit string // the commit in this store when it is not ID: an imported copy with files withheld
 }
 
 // Files is the number of files the snapshot changed against its parent.
@@ -522,17 +523,26 @@ func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
 // commit is not a snapshot is skipped (and said, when warn is set).
 func (s *Store) refsUnder(ctx context.Context, prefix string, warn bool) ([]Snapshot, error) {
 	out, err := s.git.run(ctx, call{args: []string{"for-each-ref",
-		"--format=%(objectname)%00%(tree)%00%(contents:subject)", prefix}})
+		"--format=%(refname)%00%(objectname)%00%(tree)%00%(contents:subject)", prefix}})
 	if err != nil {
 		return nil, err
 	}
 	var all []Snapshot
 	for line := range strings.SplitSeq(string(out), "\n") {
-		f := strings.SplitN(line, "\x00", 3)
-		if len(f) != 3 {
+		f := strings.SplitN(line, "\x00", 4)
+		if len(f) != 4 {
 			continue
 		}
-		snap, ok := parseSubject(f[0], f[1], f[2])
+		// An imported snapshot is named by its ref: its commit may be a
+		// copy with files withheld (Import).
+		id := f[1]
+		if name, ok := strings.CutPrefix(f[0], importPrefix); ok && objectIDRE.MatchString(name) {
+			id = name
+		}
+		snap, ok := parseSubject(id, f[2], f[3])
+		if id != f[1] {
+			snap.commit = f[1]
+		}
 		if !ok {
 			if warn {
 				s.log.Warn("snapshot store: a ref that is not a snapshot", "commit", f[0])

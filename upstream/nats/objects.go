@@ -7,6 +7,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"math"
 	"strings"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -23,8 +26,12 @@ import (
 // SnapshotBucketSuffix follows Bucket in the object store's name.
 const SnapshotBucketSuffix = "-snapshots"
 
-// ErrNoObject is returned by GetObject for a name the bucket lacks.
+// ErrNoObject is returned by OpenObject for a name the bucket lacks.
 var ErrNoObject = errors.New("no such object in the fleet's snapshot bucket")
+
+// ErrObjectDamaged is returned by an OpenObject reader whose content does
+// not match the digest the bucket recorded for it.
+var ErrObjectDamaged = errors.New("the object's content does not match the digest the bucket recorded")
 
 // SnapshotBucket names the object store that holds work snapshots.
 func (c *Client) SnapshotBucket() string { return c.o.Bucket + SnapshotBucketSuffix }
@@ -149,17 +156,43 @@ func (c *Client) purgeObjectChunks(ctx context.Context, subject string) {
 	}
 }
 
-// GetObject reads name from the snapshot bucket; ErrNoObject when absent.
-func (c *Client) GetObject(ctx context.Context, name string) ([]byte, error) {
+// OpenObject opens name in the snapshot bucket for reading, streamed
+// chunk by chunk (never whole in memory); size is the size the bucket
+// records for it, which the reader's content may belie. The caller closes
+// the reader. ErrNoObject when absent.
+func (c *Client) OpenObject(ctx context.Context, name string) (io.ReadCloser, int64, error) {
 	obj, err := c.objects(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	data, err := obj.GetBytes(ctx, name)
+	res, err := obj.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, ErrNoObject
+		return nil, 0, ErrNoObject
 	}
-	return data, err
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := res.Info()
+	if err != nil {
+		res.Close()
+		return nil, 0, err
+	}
+	if info.Size > math.MaxInt64 {
+		res.Close()
+		return nil, 0, fmt.Errorf("object %s: a size of %d bytes: %w", name, info.Size, ErrObjectDamaged)
+	}
+	return digestChecked{res}, int64(info.Size), nil
+}
+
+// digestChecked names a digest mismatch ErrObjectDamaged.
+type digestChecked struct{ jetstream.ObjectResult }
+
+func (d digestChecked) Read(p []byte) (int, error) {
+	n, err := d.ObjectResult.Read(p)
+	if errors.Is(err, jetstream.ErrDigestMismatch) {
+		err = fmt.Errorf("%w: %w", ErrObjectDamaged, err)
+	}
+	return n, err
 }
 
 // ListObjects names the objects of the snapshot bucket starting with
