@@ -143,7 +143,7 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 		if err := s.readIndex(ctx, index, target.tree); err != nil {
 			return res, fmt.Errorf("restore: nothing was changed: %w", err)
 		}
-		msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", target.ID}})
+		msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", target.commitID()}})
 		if err != nil {
 			return res, fmt.Errorf("restore: nothing was changed: %w", err)
 		}
