@@ -59,6 +59,8 @@ type Daemon struct {
 	runCtx   context.Context
 
 	apiToken string // for the loopback listener; "" when there is none
+
+	spoolKick chan struct{} // asks spoolLoop for another ingest
 }
 
 // snapshot is one running configuration. Agents and upstream runtimes are
@@ -85,7 +87,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics()}
+	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics(), spoolKick: make(chan struct{}, 1)}
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	return d, nil
@@ -137,7 +139,6 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	for _, name := range next.names {
 		next.agents[name].Start(shipCtx)
 	}
-	d.ingestSpool(shipCtx)
 
 	// Requests (long polls above all) end when shutdown begins.
 	reqCtx, cancelReq := context.WithCancel(context.Background())
@@ -175,6 +176,13 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	d.log.Info("continuityd listening", "socket", next.cfg.Daemon.Socket, "listen", next.cfg.Daemon.Listen,
 		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "config", configName(next.cfg), "version", d.version)
+	// The spool is stored once the daemon answers: however many events
+	// it holds, they never hold off the socket.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.spoolLoop(reqCtx)
+	}()
 	if d.opts.Ready != nil {
 		d.opts.Ready()
 	}

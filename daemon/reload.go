@@ -75,7 +75,7 @@ func (d *Daemon) Reload() error {
 	if len(added) > 0 {
 		// Events hooks spooled for an agent that was refused are stored
 		// now, whether or not the rest of the reload went well.
-		d.ingestSpool(d.runCtx)
+		d.kickSpool()
 	}
 	if err != nil {
 		d.metrics.reloads.WithLabelValues("partial").Inc()
