@@ -205,6 +205,9 @@ func New(o Options) (*Client, error) {
 			c.base = http.DefaultTransport
 		}
 	}
+	// The SDK reads a JSON answer whole: its body is read through the
+	// limit every remote answer has.
+	c.base = &upstream.LimitTransport{Base: c.base, Limit: upstream.MaxAnswerBytes}
 	if own := c.checkRedirect; own != nil {
 		// The caller's policy applies within the host only.
 		c.checkRedirect = func(req *http.Request, via []*http.Request) error {

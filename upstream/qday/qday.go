@@ -52,7 +52,7 @@ const (
 	MaxWaitSeconds = 90
 	// MaxAnswerBytes bounds the body of an answer that is read, so a
 	// broken or hostile server cannot exhaust memory.
-	MaxAnswerBytes = 1 << 20
+	MaxAnswerBytes = upstream.MaxAnswerBytes
 	// DefaultUserAgent is sent when Options.UserAgent is empty.
 	DefaultUserAgent = "continuityd"
 )
@@ -363,11 +363,9 @@ func (c *Client) do(ctx context.Context, method, path, query string, body []byte
 	}
 	defer resp.Body.Close()
 	a := &answer{status: resp.StatusCode, header: resp.Header, token: tok}
-	a.body, a.readErr = io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
-	if a.readErr == nil && len(a.body) > MaxAnswerBytes {
-		a.body = a.body[:MaxAnswerBytes]
-		a.readErr = fmt.Errorf("the answer is larger than %d bytes", MaxAnswerBytes)
-	} else if a.readErr != nil {
+	a.body, a.readErr = io.ReadAll(upstream.LimitBody(resp.Body, MaxAnswerBytes))
+	var tooLarge *upstream.AnswerTooLargeError
+	if a.readErr != nil && !errors.As(a.readErr, &tooLarge) {
 		a.readErr = fmt.Errorf("reading the answer: %w", a.readErr)
 	}
 	return a, nil
