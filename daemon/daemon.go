@@ -257,9 +257,25 @@ func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
 			ln.Close()
 			return nil, fmt.Errorf("daemon.listen %s: %w", cfg.Daemon.Listen, err)
 		}
-		listeners = append(listeners, tln)
+		max := listenerConns(openFileLimit())
+		d.log.Debug("loopback listener bounded", "max_connections", max)
+		listeners = append(listeners, api.LimitListener(tln, max))
 	}
 	return listeners, nil
+}
+
+// listenerConns is how many connections the loopback listener takes at
+// once with an open-file limit of nofile (0: unknown). Anyone on the
+// machine may connect to it before authenticating, so it gets at most half
+// of what the agents' files, the Unix socket and the upstreams leave
+// (fileReserve), and never more than maxListenerConns, which a local API
+// never needs.
+func listenerConns(nofile int) int {
+	const fileReserve, maxListenerConns, minListenerConns = 256, 1024, 16
+	if nofile <= 0 {
+		return maxListenerConns
+	}
+	return min(max((nofile-fileReserve)/2, minListenerConns), maxListenerConns)
 }
 
 func configName(cfg *config.Config) string {
