@@ -411,10 +411,13 @@ func (a *Agent) relay(ctx context.Context, ur *Upstream, w upstream.Waiter) {
 		if len(evs) == 0 {
 			evs = []json.RawMessage{raw}
 		}
-		for _, e := range evs {
-			a.feed.Publish(events.Event{Kind: "direction", Summary: "event from upstream " + ur.Client.Name(),
-				Data: map[string]any{"upstream": ur.Client.Name(), "event": e}})
+		// Each bounded before it is held; the feed gives them way to the
+		// agent's own events.
+		remote := make([]events.Event, len(evs))
+		for i, e := range evs {
+			remote[i] = events.Remote(ur.Client.Name(), e)
 		}
+		a.feed.Publish(remote...)
 	}
 }
 

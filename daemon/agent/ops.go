@@ -112,7 +112,11 @@ type WaitAnswer struct {
 	Woke   string         `json:"woke"` // event or timeout
 	Events []events.Event `json:"events"`
 	Cursor uint64         `json:"cursor"`
-	Scope  string         `json:"directions_scope"`
+	// Missed counts the events after the cursor passed in that the feed
+	// no longer holds (too old, or upstream events that gave way to the
+	// agent's own): a gap the caller can see.
+	Missed uint64 `json:"missed"`
+	Scope  string `json:"directions_scope"`
 }
 
 // Wait waits up to seconds (1..WaitMax; 0 means WaitDefault) for the
@@ -131,8 +135,8 @@ func (a *Agent) Wait(ctx context.Context, seconds int, after *uint64) (WaitAnswe
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second)
 	defer cancel()
-	evs, cursor := a.feed.Wait(ctx, from)
-	ans := WaitAnswer{Woke: "event", Events: evs, Cursor: cursor, Scope: "agent_events"}
+	evs, cursor, missed := a.feed.Wait(ctx, from)
+	ans := WaitAnswer{Woke: "event", Events: evs, Cursor: cursor, Missed: missed, Scope: "agent_events"}
 	if len(evs) == 0 {
 		ans.Woke, ans.Events = "timeout", []events.Event{}
 	}

@@ -1,0 +1,47 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/upstream/qdaytest"
+)
+
+// TestUpstreamFloodKeepsTheAgentsOwnEvent: Q-Day's long poll answering
+// 10,000 events does not push the agent's own checkpoint event out of its
+// feed unseen: a wait from before the checkpoint still returns it first,
+// and counts the upstream events that gave way as missed.
+func TestUpstreamFloodKeepsTheAgentsOwnEvent(t *testing.T) {
+	fake := qdaytest.New(qdaytest.Options{Token: "t"})
+	defer fake.Close()
+	t.Setenv("CD_FLOOD_TOKEN", "t")
+	cfg := testConfig(t)
+	cfg.Upstreams = map[string]config.Upstream{"qday": {Kind: config.KindQDay, URL: fake.URL(), TokenEnv: "CD_FLOOD_TOKEN",
+		Rate: 1e6, Burst: 1000, Timeout: config.Duration{Duration: 30 * time.Second}}}
+	cfg.Agents[0].Upstreams = []string{"qday"}
+	td := startDaemon(t, cfg)
+
+	start := uint64(td.expectOK("GET", "/v1/continuity/wait?max_seconds=1", nil)["cursor"].(float64))
+	td.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "the agent's own"})
+	const flood = 10000
+	for i := range flood {
+		fake.PushEvent(json.RawMessage(fmt.Sprintf(`{"kind":"direction","text":"flood %d"}`, i)))
+	}
+	var ans map[string]any
+	waitFor(t, 60*time.Second, func() bool {
+		ans = td.expectOK("GET", fmt.Sprintf("/v1/continuity/wait?max_seconds=1&after=%d", start), nil)
+		return uint64(ans["cursor"].(float64)) >= start+1+flood
+	})
+	evs := ans["events"].([]any)
+	first := evs[0].(map[string]any)
+	if first["kind"] != "checkpoint" {
+		t.Fatalf("the agent's own checkpoint event is gone after the flood; the first of %d is %v", len(evs), first)
+	}
+	missed, ok := ans["missed"].(float64)
+	if want := ans["cursor"].(float64) - float64(start) - float64(len(evs)); !ok || missed != want || missed == 0 {
+		t.Errorf("missed = %v, want %v (cursor %v, %d events)", ans["missed"], want, ans["cursor"], len(evs))
+	}
+}
