@@ -45,3 +45,27 @@ func TestUpstreamFloodKeepsTheAgentsOwnEvent(t *testing.T) {
 		t.Errorf("missed = %v, want %v (cursor %v, %d events)", ans["missed"], want, ans["cursor"], len(evs))
 	}
 }
+
+// TestSyncCheckpointTellsRefusedFromDelivered: a ?sync=1 checkpoint the
+// upstream refuses for good (400, kept in its dead letter) is reported
+// refused with the reason, not delivered.
+func TestSyncCheckpointTellsRefusedFromDelivered(t *testing.T) {
+	fake := qdaytest.New(qdaytest.Options{Token: "sync-token-0123456789"})
+	defer fake.Close()
+	t.Setenv("CD_SYNC_TOKEN", "sync-token-0123456789")
+	cfg := testConfig(t)
+	cfg.Upstreams = map[string]config.Upstream{"qday": {Kind: config.KindQDay, URL: fake.URL(), TokenEnv: "CD_SYNC_TOKEN",
+		Rate: 1e6, Burst: 1000, Timeout: config.Duration{Duration: 30 * time.Second}}}
+	cfg.Agents[0].Upstreams = []string{"qday"}
+	td := startDaemon(t, cfg)
+	fake.Script(qdaytest.Fault{Kind: qdaytest.Status400, Path: qdaytest.CheckpointPath})
+	m := td.expectOK("POST", "/v1/continuity/checkpoint?sync=1", map[string]any{"focus": "refused upstream"})
+	s := m["sync"].([]any)[0].(map[string]any)
+	if s["name"] != "qday" || s["delivered"] != false || s["refused"] != true || s["error"] == nil {
+		t.Fatalf("sync answer for a write the upstream refused: %v", s)
+	}
+	m = td.expectOK("POST", "/v1/continuity/checkpoint?sync=1", map[string]any{"focus": "taken"})
+	if s := m["sync"].([]any)[0].(map[string]any); s["delivered"] != true || s["refused"] == true {
+		t.Fatalf("sync answer for a write the upstream took: %v", s)
+	}
+}

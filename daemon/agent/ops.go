@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -11,6 +12,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/events"
+	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
 )
 
@@ -39,6 +41,7 @@ type CheckpointAnswer struct {
 type SyncedUpstream struct {
 	Name      string  `json:"name"`
 	Delivered bool    `json:"delivered"`
+	Refused   bool    `json:"refused,omitempty"` // refused for good: in the upstream's dead letter
 	State     string  `json:"state"`
 	Error     *string `json:"error"`
 }
@@ -99,6 +102,10 @@ func (a *Agent) waitSynced(ctx context.Context, seq uint64) []SyncedUpstream {
 			err := s.WaitDelivered(ctx, seq)
 			st := s.State()
 			out[i] = SyncedUpstream{Name: st.Name, Delivered: err == nil, State: st.State, Error: st.LastError}
+			var refused *outbox.RefusedError
+			if errors.As(err, &refused) {
+				out[i].Refused, out[i].Error = true, &refused.Reason
+			}
 		}()
 	}
 	for range a.shippers {
