@@ -3,8 +3,10 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/upstream/qdaytest"
@@ -67,5 +69,27 @@ func TestSyncCheckpointTellsRefusedFromDelivered(t *testing.T) {
 	m = td.expectOK("POST", "/v1/continuity/checkpoint?sync=1", map[string]any{"focus": "taken"})
 	if s := m["sync"].([]any)[0].(map[string]any); s["delivered"] != true || s["refused"] == true {
 		t.Fatalf("sync answer for a write the upstream took: %v", s)
+	}
+}
+
+// TestInvalidUTF8FromAnUpstreamIsMadeValid: a Q-Day resume carrying
+// invalid UTF-8 reaches the agent as valid UTF-8 (a strict decoder reads
+// the resume).
+func TestInvalidUTF8FromAnUpstreamIsMadeValid(t *testing.T) {
+	fake := qdaytest.New(qdaytest.Options{Token: "utf8-token-0123456789"})
+	defer fake.Close()
+	fake.SetDirections(json.RawMessage("{\"text\":\"take the \xff\xfe path\"}"))
+	t.Setenv("CD_UTF8_TOKEN", "utf8-token-0123456789")
+	cfg := testConfig(t)
+	cfg.Upstreams = map[string]config.Upstream{"qday": {Kind: config.KindQDay, URL: fake.URL(), TokenEnv: "CD_UTF8_TOKEN",
+		Rate: 1e6, Burst: 1000, Timeout: config.Duration{Duration: 30 * time.Second}}}
+	cfg.Agents[0].Upstreams = []string{"qday"}
+	td := startDaemon(t, cfg)
+	status, body := td.doRaw("GET", "/v1/continuity?peek=1", nil)
+	if status != 200 || !strings.Contains(string(body), "take the") {
+		t.Fatalf("resume: %d %s", status, body)
+	}
+	if !utf8.Valid(body) {
+		t.Fatalf("the resume passes the upstream's invalid UTF-8 on: %q", body)
 	}
 }

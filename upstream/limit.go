@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 )
 
 // MaxAnswerBytes bounds the body of any answer read from a remote service
@@ -69,4 +71,14 @@ func (t *LimitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = LimitBody(resp.Body, t.Limit)
 	return resp, nil
+}
+
+// ValidUTF8 returns b with each run of invalid UTF-8 replaced by U+FFFD:
+// what a remote service sends is made valid at the door, so what the daemon
+// passes on (a resume, an event) is JSON a strict decoder reads.
+func ValidUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
 }

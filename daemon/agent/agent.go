@@ -355,7 +355,7 @@ func (a *Agent) Resume(ctx context.Context, visit bool) capsule.Resume {
 		case g.err != nil:
 			r.Degraded = append(r.Degraded, g.name)
 		case g.body != nil:
-			a.remote[g.name] = capsule.RemoteView{FetchedAt: time.Now().UTC(), Body: g.body}
+			a.remote[g.name] = capsule.RemoteView{FetchedAt: time.Now().UTC(), Body: upstream.ValidUTF8(g.body)}
 		}
 	}
 	r.Remote = map[string]capsule.RemoteView{}

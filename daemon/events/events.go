@@ -9,9 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/continuityd/continuityd/upstream"
 )
 
 // MaxRemoteEvent bounds one event from an upstream as the feed holds it;
@@ -40,17 +41,17 @@ type Event struct {
 // Remote is an event an upstream sent (a direction from Q-Day's long
 // poll), bounded before it is held: an event over MaxRemoteEvent bytes is
 // replaced by a note of its size, and its text is made valid UTF-8.
-func Remote(upstream string, raw json.RawMessage) Event {
-	e := Event{Kind: "direction", Summary: "event from upstream " + upstream, remote: true}
+func Remote(from string, raw json.RawMessage) Event {
+	e := Event{Kind: "direction", Summary: "event from upstream " + from, remote: true}
 	switch {
 	case len(raw) > MaxRemoteEvent:
-		e.Data = map[string]any{"upstream": upstream,
+		e.Data = map[string]any{"upstream": from,
 			"omitted": fmt.Sprintf("the event is %d bytes, over the limit of %d; it is not kept", len(raw), MaxRemoteEvent)}
 	case !json.Valid(raw):
-		e.Data = map[string]any{"upstream": upstream, "omitted": "the event is not valid JSON; it is not kept"}
+		e.Data = map[string]any{"upstream": from, "omitted": "the event is not valid JSON; it is not kept"}
 	default:
-		raw = json.RawMessage(strings.ToValidUTF8(string(raw), "\uFFFD"))
-		e.Data = map[string]any{"upstream": upstream, "event": raw}
+		raw = upstream.ValidUTF8(raw)
+		e.Data = map[string]any{"upstream": from, "event": raw}
 		e.size = len(raw)
 	}
 	e.size += 256 // the envelope
