@@ -10,20 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
-
-// waitUntil polls cond until it holds, failing with what after 60 s.
-func waitUntil(t *testing.T, what func() string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(what())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestSpoolFailedSymlinkIsNotFollowed: in a spool shared with the socket's
 // group, a member who makes spool/failed a symbolic link to another user's
