@@ -2,6 +2,7 @@ package delx_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -890,4 +891,34 @@ func TestHugeAnswersAreNotReadWhole(t *testing.T) {
 		}
 	}
 	mustDeliver(t, e, write(capsule.WriteCapsule, 3, testCapsule()))
+}
+
+// TestRootCAsPinTheServersCA: with RootCAs (ca_file) a server whose CA is
+// not the system's is reached; without, its certificate is refused.
+func TestRootCAsPinTheServersCA(t *testing.T) {
+	t.Cleanup(func() { verifyNoLeaks(t) })
+	fake := delxtest.New(delxtest.Options{TLS: true, AgentTokens: map[string]string{agent: token}, Sessions: map[string]string{session: agent}})
+	defer fake.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(fake.Certificate())
+	for _, c := range []struct {
+		name  string
+		roots *x509.CertPool
+		ok    bool
+	}{{"system CAs", nil, false}, {"ca_file", pool, true}} {
+		cl, err := delx.New(delx.Options{Name: "delx", URL: fake.URL(), RootCAs: c.roots,
+			Identity: identity(func() (string, error) { return token, nil })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err = cl.Resume(ctx, agent)
+		cancel()
+		if (err == nil) != c.ok {
+			t.Errorf("%s: Resume over TLS: %v", c.name, err)
+		}
+		if err := cl.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
 }
