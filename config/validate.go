@@ -141,6 +141,23 @@ func (c *checker) daemon(r rawDaemon) Daemon {
 // absPath expands a leading "~/" to $HOME and requires the result to be
 // absolute: the daemon's working directory is no place to resolve paths
 // against, as a service manager picks it.
+// caFile checks a network upstream's ca_file, strictly: an absolute path
+// to a readable PEM file holding at least one certificate.
+func (c *checker) caFile(p string, r rawUpstream, u *Upstream) {
+	if r.CAFile == "" {
+		return
+	}
+	key := joinKey(p, "ca_file")
+	path, ok := c.absPath(key, r.CAFile)
+	u.CAFile = path
+	if !ok {
+		return
+	}
+	if _, err := u.CAPool(); err != nil {
+		c.fail(key, err.Error())
+	}
+}
+
 func (c *checker) absPath(key, p string) (string, bool) {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		home := c.env.home()
@@ -433,6 +450,7 @@ func (c *checker) upstream(p, name string, r rawUpstream) Upstream {
 	case KindQDay:
 		c.remoteURL(joinKey(p, "url"), kind, r.URL)
 		c.token(p, kind, &u)
+		c.caFile(p, r, &u)
 	case KindDelx:
 		// Each agent has its own Delx identity ([agent.identity.NAME] or
 		// `continuityd delx register`); a token here is the older shared
@@ -441,7 +459,11 @@ func (c *checker) upstream(p, name string, r rawUpstream) Upstream {
 		if u.HasToken() {
 			c.token(p, kind, &u)
 		}
+		c.caFile(p, r, &u)
 	case KindLocal:
+		if r.CAFile != "" {
+			c.fail(joinKey(p, "ca_file"), "the local upstream takes no ca_file")
+		}
 		if r.URL != "" {
 			c.fail(joinKey(p, "url"), "the local upstream takes no url")
 		}

@@ -72,6 +72,8 @@ type Daemon struct {
 	stopServingOne sync.Once
 
 	apiToken string // for the loopback listener; "" when there is none
+
+	spoolKick chan struct{} // asks spoolLoop for another ingest
 }
 
 // snapshot is one running configuration. Agents and upstream runtimes are
@@ -99,7 +101,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics(),
-		reloads: make(chan reloadRequest), notServing: make(chan struct{})}
+		reloads: make(chan reloadRequest), notServing: make(chan struct{}), spoolKick: make(chan struct{}, 1)}
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	return d, nil
@@ -162,7 +164,6 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	for _, name := range next.names {
 		next.agents[name].Start(shipCtx)
 	}
-	d.ingestSpool(shipCtx)
 
 	// Requests (long polls above all) end when shutdown begins.
 	reqCtx, cancelReq := context.WithCancel(context.Background())
@@ -204,6 +205,13 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	d.log.Info("continuityd listening", "socket", next.cfg.Daemon.Socket, "listen", next.cfg.Daemon.Listen,
 		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "config", configName(next.cfg), "version", d.version)
+	// The spool is stored once the daemon answers: however many events
+	// it holds, they never hold off the socket.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.spoolLoop(reqCtx)
+	}()
 	if d.opts.Ready != nil {
 		d.opts.Ready()
 	}
@@ -287,9 +295,25 @@ func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
 			ln.Close()
 			return nil, fmt.Errorf("daemon.listen %s: %w", cfg.Daemon.Listen, err)
 		}
-		listeners = append(listeners, tln)
+		max := listenerConns(openFileLimit())
+		d.log.Debug("loopback listener bounded", "max_connections", max)
+		listeners = append(listeners, api.LimitListener(tln, max))
 	}
 	return listeners, nil
+}
+
+// listenerConns is how many connections the loopback listener takes at
+// once with an open-file limit of nofile (0: unknown). Anyone on the
+// machine may connect to it before authenticating, so it gets at most half
+// of what the agents' files, the Unix socket and the upstreams leave
+// (fileReserve), and never more than maxListenerConns, which a local API
+// never needs.
+func listenerConns(nofile int) int {
+	const fileReserve, maxListenerConns, minListenerConns = 256, 1024, 16
+	if nofile <= 0 {
+		return maxListenerConns
+	}
+	return min(max((nofile-fileReserve)/2, minListenerConns), maxListenerConns)
 }
 
 func configName(cfg *config.Config) string {

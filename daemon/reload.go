@@ -123,7 +123,7 @@ func (d *Daemon) reload(ctx context.Context) error {
 	if len(added) > 0 {
 		// Events hooks spooled for an agent that was refused are stored
 		// now, whether or not the rest of the reload went well.
-		d.ingestSpool(ctx)
+		d.kickSpool()
 	}
 	if err != nil {
 		d.metrics.reloads.WithLabelValues("partial").Inc()
@@ -246,13 +246,21 @@ func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config
 	case config.KindLocal:
 		return local.New(name, cfg.AgentDir).WithLogger(d.log), false, nil
 	case config.KindDelx:
-		c, err := delx.New(delx.Options{Name: name, URL: uc.URL, Identity: d.delxIdentity(name, cfg), Timeout: uc.Timeout.Duration})
+		roots, err := uc.CAPool()
+		if err != nil {
+			return nil, false, err
+		}
+		c, err := delx.New(delx.Options{Name: name, URL: uc.URL, Identity: d.delxIdentity(name, cfg), Timeout: uc.Timeout.Duration, RootCAs: roots})
 		return c, false, err
 	case config.KindNATS:
 		return d.newFleet(name, uc, cfg)
 	case config.KindQDay:
+		roots, err := uc.CAPool()
+		if err != nil {
+			return nil, false, err
+		}
 		c, err := qday.New(qday.Options{Name: name, URL: uc.URL, Token: uc.Token, Timeout: uc.Timeout.Duration,
-			UserAgent: "continuityd/" + d.version})
+			UserAgent: "continuityd/" + d.version, RootCAs: roots})
 		return c, true, err
 	default:
 		return nil, false, fmt.Errorf("kind %q is not available in this build yet", uc.Kind)

@@ -73,4 +73,3 @@ func stacksSummary() string {
 	}
 	return b.String()
 }
-

@@ -121,6 +121,9 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 		res.Changes = append(res.Changes, FileChange{Path: c.path, Status: statusName(c.status)})
 	}
 	slices.SortFunc(res.Changes, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
+	if err := s.countLines(ctx, st.tree, target.tree, clean, res.Changes); err != nil {
+		return RestoreResult{}, err
+	}
 	if dryRun {
 		return res, nil
 	}

@@ -32,7 +32,7 @@ func TestRestoreOnePathAndUndo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !dry.DryRun || dry.Safety != "" || !slices.Equal(dry.Changes, []FileChange{{Path: "a.txt", Status: StatusModified}}) {
+	if !dry.DryRun || dry.Safety != "" || !slices.Equal(dry.Changes, []FileChange{{Path: "a.txt", Status: StatusModified, LinesAdded: 1, LinesDeleted: 1}}) {
 		t.Fatalf("dry run = %+v", dry)
 	}
 	if d := diffFingerprints(before, fingerprint(t, wd)); d != "" {
@@ -49,7 +49,7 @@ func TestRestoreOnePathAndUndo(t *testing.T) {
 	if read(t, wd, "a.txt") != "a version 1\n" || read(t, wd, "b.txt") != "b version 2\n" || read(t, wd, "c/new.txt") != "new\n" {
 		t.Fatalf("restore of a.txt: a=%q b=%q", read(t, wd, "a.txt"), read(t, wd, "b.txt"))
 	}
-	if !res.SafetyNew || res.Safety == "" || !slices.Equal(res.Changes, []FileChange{{Path: "a.txt", Status: StatusModified}}) {
+	if !res.SafetyNew || res.Safety == "" || !slices.Equal(res.Changes, []FileChange{{Path: "a.txt", Status: StatusModified, LinesAdded: 1, LinesDeleted: 1}}) {
 		t.Fatalf("restore = %+v", res)
 	}
 	list, _ := s.List(ctx)
