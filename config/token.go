@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/continuityd/continuityd/internal/safefile"
@@ -91,4 +93,31 @@ func readSecret(name, what string) (string, error) {
 		return "", fmt.Errorf("config: %s %s holds more than one line", what, name)
 	}
 	return tok, nil
+}
+
+// CheckSecretFiles reads every token_file the configuration names (the
+// upstreams' and the agents' Delx identities') as the daemon would, and
+// returns what is wrong with each, naming its key: a file missing, a FIFO
+// or anything else not a regular file, one open to group or others, empty,
+// or of more than one line. `config check` reports them; the daemon itself
+// reads a token at each call, so a file put right later applies at once.
+func (c *Config) CheckSecretFiles() []error {
+	var errs []error
+	check := func(key, file string) {
+		if file == "" {
+			return
+		}
+		if _, err := readSecret(file, key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
+		check(joinKey("upstream."+name, "token_file"), c.Upstreams[name].TokenFile)
+	}
+	for _, a := range c.Agents {
+		for _, up := range slices.Sorted(maps.Keys(a.Identity)) {
+			check("agent."+a.Name+".identity."+up+".token_file", a.Identity[up].TokenFile)
+		}
+	}
+	return errs
 }

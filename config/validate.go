@@ -1,12 +1,14 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"net"
 	"net/netip"
 	"net/url"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -139,6 +141,23 @@ func (c *checker) daemon(r rawDaemon) Daemon {
 // absPath expands a leading "~/" to $HOME and requires the result to be
 // absolute: the daemon's working directory is no place to resolve paths
 // against, as a service manager picks it.
+// caFile checks a network upstream's ca_file, strictly: an absolute path
+// to a readable PEM file holding at least one certificate.
+func (c *checker) caFile(p string, r rawUpstream, u *Upstream) {
+	if r.CAFile == "" {
+		return
+	}
+	key := joinKey(p, "ca_file")
+	path, ok := c.absPath(key, r.CAFile)
+	u.CAFile = path
+	if !ok {
+		return
+	}
+	if _, err := u.CAPool(); err != nil {
+		c.fail(key, err.Error())
+	}
+}
+
 func (c *checker) absPath(key, p string) (string, bool) {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		home := c.env.home()
@@ -289,6 +308,12 @@ func (c *checker) agents(raw []rawAgent, ups map[string]Upstream) []Agent {
 			c.agentUpstreams(joinKey(p, "upstreams"), r.Upstreams, declared)
 		}
 		a.Identity = c.identities(joinKey(p, "identity"), r.Identity, a.Upstreams, ups)
+		if len(r.Users) > 0 { // an empty list is the same as none
+			a.Users, a.UIDs = r.Users, c.accounts(joinKey(p, "users"), r.Users, lookupUID)
+		}
+		if len(r.Groups) > 0 {
+			a.Groups, a.GIDs = r.Groups, c.accounts(joinKey(p, "groups"), r.Groups, lookupGID)
+		}
 		agents[i] = a
 	}
 	return agents
@@ -425,6 +450,7 @@ func (c *checker) upstream(p, name string, r rawUpstream) Upstream {
 	case KindQDay:
 		c.remoteURL(joinKey(p, "url"), kind, r.URL)
 		c.token(p, kind, &u)
+		c.caFile(p, r, &u)
 	case KindDelx:
 		// Each agent has its own Delx identity ([agent.identity.NAME] or
 		// `continuityd delx register`); a token here is the older shared
@@ -433,7 +459,11 @@ func (c *checker) upstream(p, name string, r rawUpstream) Upstream {
 		if u.HasToken() {
 			c.token(p, kind, &u)
 		}
+		c.caFile(p, r, &u)
 	case KindLocal:
+		if r.CAFile != "" {
+			c.fail(joinKey(p, "ca_file"), "the local upstream takes no ca_file")
+		}
 		if r.URL != "" {
 			c.fail(joinKey(p, "url"), "the local upstream takes no url")
 		}
@@ -704,5 +734,32 @@ func (c *checker) snapshots(r rawSnapshots) Snapshots {
 			s.KeepBytes = *n
 		}
 	}
+	for i, p := range r.FleetWithhold {
+		if err := CheckFleetWithhold(p); err != nil {
+			c.failGot(indexKey("snapshots.fleet_withhold", i), "must be a glob pattern relative to the workdir: "+err.Error(), p)
+		} else {
+			s.FleetWithhold = append(s.FleetWithhold, p)
+		}
+	}
 	return s
+}
+
+// CheckFleetWithhold refuses a [snapshots] fleet_withhold pattern that
+// could never match what it means to: empty, absolute, climbing out with
+// "..", or of bad glob syntax.
+func CheckFleetWithhold(p string) error {
+	switch {
+	case p == "":
+		return errors.New("it is empty")
+	case strings.ContainsAny(p, "\x00\r\n"):
+		return errors.New("it holds a NUL or a line break")
+	case strings.HasPrefix(p, "/"):
+		return errors.New("it is absolute")
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return errors.New("it holds a \"..\" segment")
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return errors.New("its glob syntax is bad")
+	}
+	return nil
 }

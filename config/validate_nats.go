@@ -21,7 +21,7 @@ func (c *checker) notNATS(p string, r rawUpstream) {
 		key string
 		set bool
 	}{
-		{"creds_file", r.CredsFile != ""}, {"nkey_file", r.NKeyFile != ""}, {"ca_file", r.CAFile != ""},
+		{"creds_file", r.CredsFile != ""}, {"nkey_file", r.NKeyFile != ""},
 		{"stream", r.Stream != ""}, {"bucket", r.Bucket != ""}, {"subject_prefix", r.SubjectPrefix != ""},
 		{"replicas", r.Replicas != nil}, {"conflict_window", r.ConflictWindow != nil},
 		{"snapshots", r.Snapshots != nil},
@@ -73,9 +73,7 @@ func (c *checker) nats(p string, r rawUpstream, u *Upstream) {
 	if r.NKeyFile != "" {
 		u.NKeyFile, _ = c.absPath(joinKey(p, "nkey_file"), r.NKeyFile)
 	}
-	if r.CAFile != "" {
-		u.CAFile, _ = c.absPath(joinKey(p, "ca_file"), r.CAFile)
-	}
+	c.caFile(p, r, u)
 	if r.Stream != "" {
 		u.Stream = r.Stream
 		if !natsName.MatchString(r.Stream) {

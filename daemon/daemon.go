@@ -60,14 +60,23 @@ type Daemon struct {
 	started time.Time
 	metrics *metrics
 
-	st       atomic.Pointer[snapshot]
-	reloadMu sync.Mutex // one Reload at a time
+	st atomic.Pointer[snapshot]
+	// reloads carries Reload's requests to Run, the one owner of the
+	// running state: Run serves them only once its agents are built and
+	// started, so a reload asked for during start-up waits for that
+	// instead of building agents beside Run's.
+	reloads chan reloadRequest
+	// notServing is closed when Run no longer serves reloads (it is
+	// stopping, or failed to start); Reload then returns ErrNotRunning.
+	notServing     chan struct{}
+	stopServingOne sync.Once
 	// lastReload is how the last reload went (nil before any), for
 	// status: a reload refused for a typo must not look healthy.
 	lastReload atomic.Pointer[api.ReloadStatus]
-	runCtx     context.Context
 
 	apiToken string // for the loopback listener; "" when there is none
+
+	spoolKick chan struct{} // asks spoolLoop for another ingest
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="
@@ -104,7 +113,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics()}
+	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics(),
+		reloads: make(chan reloadRequest), notServing: make(chan struct{}), spoolKick: make(chan struct{}, 1)}
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	return d, nil
@@ -125,12 +135,13 @@ func (d *Daemon) snap() *snapshot { return d.st.Load() }
 // the listeners stop taking requests, in-flight ones get the shutdown
 // timeout, the shippers get what is left of it to deliver what is pending,
 // and every residency is closed. Everything accepted is already on disk, so
-// nothing is lost by stopping, whatever the upstreams do.
+// nothing is lost by stopping, whatever the upstreams do. While it serves,
+// Run is also where every reload happens (see Reload). Run is called once.
 func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.started = time.Now().UTC()
+	defer d.stopServingReloads()
 	shipCtx, cancelShip := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelShip()
-	d.runCtx = shipCtx
 	st := d.snap()
 	defer func() {
 		cancelShip()
@@ -166,7 +177,6 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	for _, name := range next.names {
 		next.agents[name].Start(shipCtx)
 	}
-	d.ingestSpool(shipCtx)
 
 	// Requests (long polls above all) end when shutdown begins.
 	reqCtx, cancelReq := context.WithCancel(context.Background())
@@ -177,6 +187,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	doors := api.New(api.Options{Runtime: d, Version: d.version, Logger: d.log,
 		Metrics: d.metrics.handler(), Requests: d.metrics.requests, Refused: d.metrics.refused,
 		MCPMaxSessions: next.cfg.Daemon.MCPMaxSessions, MCPSessionIdle: next.cfg.Daemon.MCPSessionIdle.Duration,
+		MCPSessions: d.metrics.mcpLive, MCPEvicted: d.metrics.mcpEvicted,
 		Stopping: shipCtx, Token: d.apiToken})
 	for i, l := range listeners {
 		h := doors.Handler()
@@ -185,6 +196,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			h = doors.LoopbackHandler(port)
 		}
 		servers[i] = api.NewServer(h, reqCtx, d.log)
+		if i == 0 { // the Unix socket: each agent serves only the users it admits
+			servers[i].ConnContext = api.PeerContext
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -208,15 +222,31 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.log.Info("continuityd listening", "socket", next.cfg.Daemon.Socket, "listen", next.cfg.Daemon.Listen,
 		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "workdirs", next.workdirs(),
 		"config", configName(next.cfg), "version", d.version)
+	// The spool is stored once the daemon answers: however many events
+	// it holds, they never hold off the socket.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.spoolLoop(reqCtx)
+	}()
 	if d.opts.Ready != nil {
 		d.opts.Ready()
 	}
 
-	select {
-	case <-ctx.Done():
-	case err = <-serveErr:
-		d.log.Error("listener failed", "err", err)
+	for serving := true; serving; {
+		select {
+		case <-ctx.Done():
+			serving = false
+		case err = <-serveErr:
+			d.log.Error("listener failed", "err", err)
+			serving = false
+		case req := <-d.reloads:
+			d.serveReloads(shipCtx, req)
+		}
 	}
+	// From here a Reload (the config watcher's, a SIGHUP's) returns at once
+	// instead of waiting for a loop that no longer serves.
+	d.stopServingReloads()
 	if d.opts.Stopping != nil {
 		d.opts.Stopping()
 	}
@@ -282,9 +312,25 @@ func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
 			ln.Close()
 			return nil, fmt.Errorf("daemon.listen %s: %w", cfg.Daemon.Listen, err)
 		}
-		listeners = append(listeners, tln)
+		max := listenerConns(openFileLimit())
+		d.log.Debug("loopback listener bounded", "max_connections", max)
+		listeners = append(listeners, api.LimitListener(tln, max))
 	}
 	return listeners, nil
+}
+
+// listenerConns is how many connections the loopback listener takes at
+// once with an open-file limit of nofile (0: unknown). Anyone on the
+// machine may connect to it before authenticating, so it gets at most half
+// of what the agents' files, the Unix socket and the upstreams leave
+// (fileReserve), and never more than maxListenerConns, which a local API
+// never needs.
+func listenerConns(nofile int) int {
+	const fileReserve, maxListenerConns, minListenerConns = 256, 1024, 16
+	if nofile <= 0 {
+		return maxListenerConns
+	}
+	return min(max((nofile-fileReserve)/2, minListenerConns), maxListenerConns)
 }
 
 func configName(cfg *config.Config) string {

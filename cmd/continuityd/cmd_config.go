@@ -37,6 +37,12 @@ func cmdConfig(_ context.Context, e *env, args []string) int {
 			fmt.Fprintln(e.stderr, err)
 			return exitUsage
 		}
+		if errs := cfg.CheckSecretFiles(); len(errs) > 0 {
+			for _, err := range errs {
+				fmt.Fprintln(e.stderr, err)
+			}
+			return exitUsage
+		}
 		src := cfg.Path
 		if src == "" {
 			src = "the embedded default"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // cmdDeadLetter is `deadletter list|retry|discard`: the writes an upstream
@@ -59,7 +60,7 @@ func cmdDeadLetter(ctx context.Context, e *env, args []string) int {
 // embedded default has no upstream named up: dead letters come from a
 // qday or delx upstream, which takes a config.
 func explainMissingUpstream(ctx context.Context, e *env, cf clientFlags, command, up string) {
-	st, _, err := runningDaemon(ctx, e, cf)
+	st, _, _, err := runningDaemon(ctx, e, cf)
 	if err != nil || st.Config != "(embedded default)" {
 		return
 	}
@@ -115,7 +116,7 @@ func deadLetterList(ctx context.Context, e *env, c *client.Client, up string, as
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPSTREAM\tSEQ\tKIND\tREFUSED\tATTEMPTS\tRETRY QUEUED\tERROR")
 	for _, d := range ans.Entries {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%v\t%s\n", d.Upstream, d.Write.Seq, d.Write.Kind, d.At.Format(time.RFC3339), d.Attempts, d.Retry, d.Error)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%v\t%s\n", termsafe.Name(d.Upstream), d.Write.Seq, termsafe.Name(d.Write.Kind), d.At.Format(time.RFC3339), d.Attempts, d.Retry, termsafe.Line(d.Error))
 	}
 	tw.Flush()
 	return exitOK

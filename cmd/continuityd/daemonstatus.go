@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
-	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/internal/safesocket"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // printHealth prints, below status's table, each agent's workdir and how
@@ -30,13 +30,13 @@ func printHealth(w io.Writer, st *api.Status) {
 		if workdir == "" {
 			workdir = "(none: nothing is watched)"
 		}
-		fmt.Fprintf(tw, "\nagent %s\t%s\n", shown(a.Name), shown(workdir))
+		fmt.Fprintf(tw, "\nagent %s\t%s\n", termsafe.Line(a.Name), termsafe.Line(workdir))
 		for _, c := range a.Components {
 			state := c.State
 			if c.Detail != "" {
 				state += ": " + c.Detail
 			}
-			fmt.Fprintf(tw, "  %s\t%s\n", shown(c.Name), shown(state))
+			fmt.Fprintf(tw, "  %s\t%s\n", termsafe.Line(c.Name), termsafe.Line(state))
 		}
 	}
 	tw.Flush()
@@ -48,51 +48,53 @@ func printHealth(w io.Writer, st *api.Status) {
 		default:
 			// A config error may name several problems, one a line.
 			lines := strings.Split(strings.TrimRight(r.Error, "\n"), "\n")
-			fmt.Fprintf(w, "\nlast reload: %s at %s: %s\n", shown(r.Outcome), at, shown(lines[0]))
+			fmt.Fprintf(w, "\nlast reload: %s at %s: %s\n", termsafe.Line(r.Outcome), at, termsafe.Line(lines[0]))
 			for _, l := range lines[1:] {
-				fmt.Fprintf(w, "  %s\n", shown(l))
+				fmt.Fprintf(w, "  %s\n", termsafe.Line(l))
 			}
 		}
 	}
 }
 
-// shown makes text from the daemon safe to print: control and invisible
-// formatting characters become their escape (\n, \u202e), the rest is kept.
-func shown(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || guard.IsHiddenRune(r) }) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) || guard.IsHiddenRune(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // runningDaemon asks the daemon the client flags name for its status, for
 // commands that change files the daemon reads and then tell it so
-// (recover, delx register). socket is where it asked; st is nil when no
-// daemon answered there (err says why).
-func runningDaemon(ctx context.Context, e *env, cf clientFlags) (st *api.Status, socket string, err error) {
+// (recover, delx register). socket is where it asked; peer is who answered
+// there, as the kernel says; st is nil when no daemon answered (err says
+// why).
+func runningDaemon(ctx context.Context, e *env, cf clientFlags) (st *api.Status, peer safesocket.Cred, socket string, err error) {
 	c, err := cf.client(e)
 	if err != nil {
-		return nil, "", err
+		return nil, peer, "", err
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
+	out, peer, err := c.DoPeer(ctx, http.MethodGet, "/v1/status", nil, nil)
 	if err != nil {
-		return nil, c.Socket, err
+		return nil, peer, c.Socket, err
 	}
 	st = &api.Status{}
 	if err := json.Unmarshal(out, st); err != nil {
-		return nil, c.Socket, err
+		return nil, peer, c.Socket, err
 	}
-	return st, c.Socket, nil
+	return st, peer, c.Socket, nil
+}
+
+// daemonPID is the PID a command may signal: the one the status names,
+// only when it is the process that answered on the socket (the kernel's
+// word, not the answer's) and that process runs as this user (root may
+// signal a daemon run as its own service user). Whatever else listens on
+// the socket path and names some other process is refused, with the
+// socket and both PIDs named: signalling on its word would let it have
+// any process of ours killed.
+func daemonPID(st *api.Status, peer safesocket.Cred, socket string) (int, error) {
+	if st.PID != peer.PID {
+		return 0, fmt.Errorf("the process answering on %s (pid %d, uid %d) names pid %d as the daemon: not signalling a process it does not prove to be",
+			socket, peer.PID, peer.UID, st.PID)
+	}
+	if uid := os.Getuid(); uid != 0 && peer.UID != uint32(uid) {
+		return 0, fmt.Errorf("the process answering on %s (pid %d) runs as uid %d, not as this user (uid %d): not signalling it",
+			socket, peer.PID, peer.UID, uid)
+	}
+	return st.PID, nil
 }

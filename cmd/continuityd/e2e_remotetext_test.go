@@ -41,9 +41,9 @@ func qdayWorkspace(t *testing.T, fake *qdaytest.Server, extra string) (*workspac
 	return w, []string{"CD_REMOTE_TOKEN=remote-token", "CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
 }
 
-// waitUntil polls cond with a generous deadline and fails with what was
+// waitSeen polls cond with a generous deadline and fails with what was
 // last seen.
-func waitUntil(t *testing.T, what string, cond func() (bool, string)) {
+func waitSeen(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -107,7 +107,7 @@ func TestSessionStartHookIsFreshWithASlowUpstream(t *testing.T) {
 		t.Fatalf("SessionStart context is not the state now:\n%s", ctx)
 	}
 	// The hook's read was the agent's: since_last_visit starts over.
-	waitUntil(t, "since_last_visit reset by the hook's read", func() (bool, string) {
+	waitSeen(t, "since_last_visit reset by the hook's read", func() (bool, string) {
 		n := sinceWrites(t, c)
 		return n == 0, fmt.Sprint("writes ", n)
 	})
@@ -162,7 +162,7 @@ func TestAbandonedResumeLeavesSinceLastVisit(t *testing.T) {
 		done <- err
 	}()
 	// The daemon is waiting for Q-Day, which holds the call.
-	waitUntil(t, "the daemon asks Q-Day for its view", func() (bool, string) {
+	waitSeen(t, "the daemon asks Q-Day for its view", func() (bool, string) {
 		for _, r := range fake.Requests() {
 			if r.Path == qdaytest.ResumePath && r.Fault == string(qdaytest.Hang) {
 				return true, ""
@@ -175,7 +175,7 @@ func TestAbandonedResumeLeavesSinceLastVisit(t *testing.T) {
 		t.Fatal("the abandoned read got an answer")
 	}
 	// The daemon's handler has ended (the request is counted) ...
-	waitUntil(t, "the abandoned read ends in the daemon", func() (bool, string) {
+	waitSeen(t, "the abandoned read ends in the daemon", func() (bool, string) {
 		n := resumesServed(t, c)
 		return n > served, fmt.Sprint(n, " served")
 	})
@@ -302,7 +302,7 @@ func TestRemoteTextReachesTheAgentAsData(t *testing.T) {
 		t.Fatalf("checkpoint: %d %v %v", code, m, err)
 	}
 	var lastError string
-	waitUntil(t, "Q-Day's refusal in last_error", func() (bool, string) {
+	waitSeen(t, "Q-Day's refusal in last_error", func() (bool, string) {
 		ups := get(t, c, "/v1/continuity?peek=1")["upstreams"].([]any)
 		s, _ := ups[0].(map[string]any)["last_error"].(string)
 		lastError = s

@@ -116,20 +116,3 @@ func TestTourCommandsSayTheyNeedAConfig(t *testing.T) {
 		}
 	}
 }
-
-// TestShown: text from the daemon is printed without raw control or
-// invisible formatting characters.
-func TestShown(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain /tmp/x":        "plain /tmp/x",
-		"a\x1b[31mred":        `a\x1b[31mred`,
-		"tab\there":           `tab\there`,
-		"rlo\u202egnp.exe":    `rlo\u202egnp.exe`,
-		"zero\u200bwidth":     `zero\u200bwidth`,
-		"accents é and 漢字 ok": "accents é and 漢字 ok",
-	} {
-		if got := shown(in); got != want {
-			t.Errorf("shown(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

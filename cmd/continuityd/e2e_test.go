@@ -136,6 +136,18 @@ func startProcWith(t *testing.T, setup func(*exec.Cmd), socket string, env []str
 	}
 }
 
+// waitUntil polls cond until it holds, failing with what after 60 s.
+func waitUntil(t *testing.T, what func() string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (p *proc) client() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -528,15 +540,16 @@ func TestHookCommandWithDaemonDown(t *testing.T) {
 	if len(spooled) != 1 {
 		t.Fatalf("spool holds %v", spooled)
 	}
-	// The daemon ingests the spool at start.
+	// The daemon ingests the spool once it answers.
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	c := p.client()
-	if n := get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)["compactions"].(float64); n != 1 {
-		t.Fatalf("spooled compaction not stored: %v", n)
-	}
-	if left, _ := filepath.Glob(filepath.Join(w.state, "spool", "*.json")); len(left) != 0 {
-		t.Fatalf("spool not emptied: %v", left)
-	}
+	n := 0.0
+	var left []string
+	waitUntil(t, func() string { return fmt.Sprintf("spooled compaction not stored: %v; spool %v", n, left) }, func() bool {
+		n = get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)["compactions"].(float64)
+		left, _ = filepath.Glob(filepath.Join(w.state, "spool", "*.json"))
+		return n == 1 && len(left) == 0
+	})
 	post(c, "/v1/continuity/checkpoint", map[string]any{"focus": "the focus the hook must recall"})
 	c.CloseIdleConnections()
 	p.terminate(t) // leaves the last resume on disk

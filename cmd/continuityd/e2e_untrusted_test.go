@@ -85,9 +85,12 @@ func TestSpoolFIFOAndDevZeroAreRefused(t *testing.T) {
 
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	c := p.client()
-	if n := get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)["compactions"].(float64); n != 1 {
-		t.Fatalf("the real spooled event was not stored: compactions %v", n)
-	}
+	// The spool is stored once the daemon answers.
+	n := 0.0
+	waitUntil(t, func() string { return fmt.Sprintf("the real spooled event was not stored: compactions %v", n) }, func() bool {
+		n = get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)["compactions"].(float64)
+		return n == 1
+	})
 	c.CloseIdleConnections()
 	if rss := peakRSS(t, p); rss > memoryBound {
 		t.Errorf("peak RSS %d MB reading the spool", rss>>20)

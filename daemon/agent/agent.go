@@ -89,8 +89,7 @@ type Agent struct {
 	// Work snapshots (snapshots.go): the store, or why there is none.
 	snaps   *snapshot.Store
 	snapErr error
-	gcDue   chan struct{} // buffered 1: a GC is due
-	fsnaps  *fleetSnaps   // shipping them to the fleet (fleetsnaps.go); nil: off
+	fsnaps  *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -158,7 +157,7 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 		}))
 	}
 	a.openFleets()
-	a.openFleetSnaps()
+	a.openFleetSnaps(cfg, g)
 	return a, nil
 }
 
@@ -231,13 +230,6 @@ func (a *Agent) Start(ctx context.Context) {
 		defer a.wg.Done()
 		a.keepLastResume(ctx)
 	}()
-	if a.snaps != nil {
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			a.collectGarbage(ctx)
-		}()
-	}
 	if a.fsnaps != nil {
 		a.wg.Add(1)
 		go func() {
@@ -411,7 +403,7 @@ func (a *Agent) fetchRemote(ctx context.Context) []string {
 			degraded = append(degraded, g.name)
 		case g.body != nil:
 			a.remoteMu.Lock()
-			a.remote[g.name] = capsule.RemoteView{FetchedAt: time.Now().UTC(), Body: g.body}
+			a.remote[g.name] = capsule.RemoteView{FetchedAt: time.Now().UTC(), Body: upstream.ValidUTF8(g.body)}
 			a.remoteMu.Unlock()
 		}
 	}
@@ -474,21 +466,26 @@ func (a *Agent) relay(ctx context.Context, ur *Upstream, w upstream.Waiter) {
 		if len(evs) == 0 {
 			evs = []json.RawMessage{raw}
 		}
+		// Each cleaned (guard.RemoteJSON), marked with its source and
+		// bounded (events.Remote) before the feed holds it; the feed gives
+		// an upstream's events way to the agent's own.
+		remote := make([]events.Event, 0, len(evs))
 		refused := 0
 		for _, e := range evs {
-			// The door for an upstream's events: cleaned before the feed
-			// holds them, and marked with their source.
-			clean, err := guard.RemoteJSON(e)
-			if err != nil {
-				refused++
-				continue
+			if len(e) <= events.MaxRemoteEvent { // one over the bound is only noted, never read
+				clean, err := guard.RemoteJSON(e)
+				if err != nil {
+					refused++
+					continue
+				}
+				e = withSource(ur.Client.Name(), "event", clean)
 			}
-			a.feed.Publish(events.Event{Kind: "direction", Summary: "event from upstream " + ur.Client.Name(),
-				Data: map[string]any{"upstream": ur.Client.Name(), "source": ur.Client.Name(), "event": withSource(ur.Client.Name(), "event", clean)}})
+			remote = append(remote, events.Remote(ur.Client.Name(), e))
 		}
 		if refused > 0 {
 			a.log.Warn("upstream events refused: not JSON, or too many strings", "upstream", ur.Client.Name(), "refused", refused)
 		}
+		a.feed.Publish(remote...)
 	}
 }
 

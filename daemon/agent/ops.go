@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -11,6 +12,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/events"
+	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
 )
 
@@ -39,6 +41,7 @@ type CheckpointAnswer struct {
 type SyncedUpstream struct {
 	Name      string  `json:"name"`
 	Delivered bool    `json:"delivered"`
+	Refused   bool    `json:"refused,omitempty"` // refused for good: in the upstream's dead letter
 	State     string  `json:"state"`
 	Error     *string `json:"error"`
 }
@@ -99,6 +102,10 @@ func (a *Agent) waitSynced(ctx context.Context, seq uint64) []SyncedUpstream {
 			err := s.WaitDelivered(ctx, seq)
 			st := s.State()
 			out[i] = SyncedUpstream{Name: st.Name, Delivered: err == nil, State: st.State, Error: st.LastError}
+			var refused *outbox.RefusedError
+			if errors.As(err, &refused) {
+				out[i].Refused, out[i].Error = true, &refused.Reason
+			}
 		}()
 	}
 	for range a.shippers {
@@ -112,7 +119,11 @@ type WaitAnswer struct {
 	Woke   string         `json:"woke"` // event or timeout
 	Events []events.Event `json:"events"`
 	Cursor uint64         `json:"cursor"`
-	Scope  string         `json:"directions_scope"`
+	// Missed counts the events after the cursor passed in that the feed
+	// no longer holds (too old, or upstream events that gave way to the
+	// agent's own): a gap the caller can see.
+	Missed uint64 `json:"missed"`
+	Scope  string `json:"directions_scope"`
 }
 
 // Wait waits up to seconds (1..WaitMax; 0 means WaitDefault) for the
@@ -131,8 +142,8 @@ func (a *Agent) Wait(ctx context.Context, seconds int, after *uint64) (WaitAnswe
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second)
 	defer cancel()
-	evs, cursor := a.feed.Wait(ctx, from)
-	ans := WaitAnswer{Woke: "event", Events: evs, Cursor: cursor, Scope: "agent_events"}
+	evs, cursor, missed := a.feed.Wait(ctx, from)
+	ans := WaitAnswer{Woke: "event", Events: evs, Cursor: cursor, Missed: missed, Scope: "agent_events"}
 	if len(evs) == 0 {
 		ans.Woke, ans.Events = "timeout", []events.Event{}
 	}

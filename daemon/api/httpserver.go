@@ -39,6 +39,10 @@ const (
 	idleTimeout   = 30 * time.Second
 	writeTimeout  = 30 * time.Second
 	writeMargin   = 15 * time.Second
+	// maxHeaderBytes bounds a request's line and headers: this API's
+	// carry a token and a few short fields, and Go's default (1 MiB)
+	// would let each connection hold a megabyte before authentication.
+	maxHeaderBytes = 16 << 10
 )
 
 // NewServer is the server for one listener; requests' contexts come
@@ -47,6 +51,7 @@ func NewServer(h http.Handler, base context.Context, log *slog.Logger) *http.Ser
 	return &http.Server{
 		Handler:           withBodyDeadline(h),
 		ReadHeaderTimeout: headerTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		IdleTimeout:       idleTimeout,
 		WriteTimeout:      writeTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },

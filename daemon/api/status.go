@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -48,6 +49,8 @@ type AgentStatus struct {
 	// Components says how the workdir watch, the transcript follower and
 	// the work snapshots are doing: ok, degraded (with why) or off.
 	Components []capture.Component `json:"components"`
+	// SnapshotProblem says why degraded names "snapshots".
+	SnapshotProblem string `json:"snapshot_problem,omitempty"`
 	// Damaged is set for an agent refused because its files are damaged:
 	// what was found and the way out. Such an agent is not served.
 	Damaged string `json:"damaged,omitempty"`
@@ -57,6 +60,15 @@ type AgentStatus struct {
 	RestoredFrom  *capsule.RestoredFrom   `json:"restored_from,omitempty"`
 }
 
+// handleStatus answers the daemon's state; a peer on the socket sees only
+// the agents it may use.
 func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, a.o.Runtime.Status())
+	st := a.o.Runtime.Status()
+	if p := peerOf(r.Context()); p != nil {
+		st.Agents = slices.DeleteFunc(st.Agents, func(as AgentStatus) bool {
+			ac, ok := a.o.Runtime.AgentConfig(as.Name)
+			return !ok || p.mayUse(ac) != nil
+		})
+	}
+	writeJSON(w, http.StatusOK, st)
 }

@@ -572,15 +572,39 @@ func (s *Shipper) lastRejection() string {
 	return why
 }
 
+// RefusedError is WaitDelivered's answer for a write the upstream refused
+// for good: it went past it into the dead letter, it was not delivered.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return "refused by the upstream: " + e.Reason }
+
+// refusal is a *RefusedError if seq is in the upstream's dead letter.
+func (s *Shipper) refusal(seq uint64) error {
+	if s.o.Store.DeadCount(s.o.Upstream.Name()) == 0 {
+		return nil
+	}
+	dead, err := s.o.Store.DeadLetters(s.o.Upstream.Name())
+	if err != nil {
+		return err
+	}
+	for _, d := range dead {
+		if d.Write.Seq == seq {
+			return &RefusedError{Reason: d.Error}
+		}
+	}
+	return nil
+}
+
 // WaitDelivered waits until the upstream has taken (or refused for good)
-// every write up to seq, or ctx ends.
+// every write up to seq, or ctx ends. Write seq refused for good is a
+// *RefusedError.
 func (s *Shipper) WaitDelivered(ctx context.Context, seq uint64) error {
 	for {
 		s.mu.Lock()
 		done, ch := s.state.Delivered >= seq, s.delivered
 		s.mu.Unlock()
 		if done {
-			return nil
+			return s.refusal(seq)
 		}
 		select {
 		case <-ch:

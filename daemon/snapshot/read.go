@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -53,6 +54,9 @@ type Detail struct {
 	// counts the rest).
 	SkippedFiles []Skipped `json:"skipped_files"`
 	SkippedMore  int       `json:"skipped_more,omitempty"`
+	// Withheld are the files the machine that took an imported snapshot
+	// kept off the fleet (credentials): this copy has no content for them.
+	Withheld []Withheld `json:"withheld,omitempty"`
 }
 
 // Status names of FileChange.
@@ -84,7 +88,7 @@ func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 		return Detail{}, err
 	}
 	d := Detail{Snapshot: snap, SkippedFiles: []Skipped{}, Files: []FileChange{}}
-	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", snap.ID}})
+	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", snap.commitID()}})
 	if err != nil {
 		return Detail{}, fmt.Errorf("snapshot store: %w", err)
 	}
@@ -94,18 +98,48 @@ func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 			d.SkippedFiles = list
 		}
 		d.SkippedMore = more
+		d.Withheld = parseWithheld(string(body))
 	}
 	from, ok := parentTree(snap, all)
 	if !ok {
 		d.ParentGone = true
 		return d, nil
 	}
-	out, err := s.git.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", from, snap.tree}})
-	if err != nil {
-		return Detail{}, fmt.Errorf("snapshot store: %w", err)
-	}
-	d.Files, d.FilesCut, err = parseRawNumstat(out, MaxShowFiles)
+	d.Files, d.FilesCut, err = s.fileChanges(ctx, from, snap.tree, MaxShowFiles)
 	return d, err
+}
+
+// fileChanges lists the files changed from tree from to tree to (under
+// paths, if any), with their line counts, at most max of them.
+func (s *Store) fileChanges(ctx context.Context, from, to string, max int, paths ...string) ([]FileChange, bool, error) {
+	args := []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", from, to}
+	if len(paths) > 0 {
+		args = append(append(args, "--"), paths...)
+	}
+	out, err := s.git.run(ctx, call{args: args})
+	if err != nil {
+		return nil, false, fmt.Errorf("snapshot store: %w", err)
+	}
+	return parseRawNumstat(out, max)
+}
+
+// countLines gives each of changes (from tree from to tree to) its line
+// counts, or marks it binary.
+func (s *Store) countLines(ctx context.Context, from, to string, paths []string, changes []FileChange) error {
+	counted, _, err := s.fileChanges(ctx, from, to, math.MaxInt, paths...)
+	if err != nil {
+		return err
+	}
+	byPath := make(map[string]FileChange, len(counted))
+	for _, f := range counted {
+		byPath[f.Path] = f
+	}
+	for i := range changes {
+		if f, ok := byPath[changes[i].Path]; ok {
+			changes[i].LinesAdded, changes[i].LinesDeleted, changes[i].Binary = f.LinesAdded, f.LinesDeleted, f.Binary
+		}
+	}
+	return nil
 }
 
 // parentTree is the tree a snapshot is compared with: its parent's, or the

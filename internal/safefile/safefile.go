@@ -32,6 +32,8 @@ var (
 	ErrOutside = errors.New("leads out of its directory")
 	// ErrNotPrivate: a secret file others may read or that another user owns.
 	ErrNotPrivate = errors.New("is not private to its owner")
+	// ErrForeign: a directory the process must own is another user's.
+	ErrForeign = errors.New("is owned by another user")
 )
 
 // Error is a refusal: Path is the file, Reason one of the Err values above,
@@ -192,6 +194,35 @@ func ReadFileIn(root *os.Root, name string, limit int64) ([]byte, fs.FileInfo, e
 	defer f.Close()
 	b, err := ReadAll(f, fi, root.Name()+string(os.PathSeparator)+name, limit)
 	return b, fi, err
+}
+
+// ReadFileInNoFollow is ReadFileIn for a directory others may write in
+// (the spool): name itself must not be a symbolic link (ErrSymlink), even
+// one staying inside root. A link put in place between the check and the
+// open is still followed only inside root, and must reach a regular file.
+func ReadFileInNoFollow(root *os.Root, name string, limit int64) ([]byte, fs.FileInfo, error) {
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, nil, &Error{Path: root.Name() + string(os.PathSeparator) + name, Reason: ErrSymlink, Detail: "is a symbolic link; it is not followed here"}
+	}
+	return ReadFileIn(root, name, limit)
+}
+
+// CheckOwnDir refuses what fi (from an Lstat of path) describes unless it is
+// a directory, not a symbolic link, owned by this process's user: a
+// directory the process creates files in where others may have put
+// something in its place. On Windows the owner is not checked.
+func CheckOwnDir(fi fs.FileInfo, path string) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return &Error{Path: path, Reason: ErrSymlink, Detail: "is a symbolic link; it is not followed here"}
+	case !fi.IsDir():
+		return &Error{Path: path, Reason: ErrNotRegular, Detail: "is " + kind(fi.Mode()) + ", not a directory"}
+	}
+	return checkOwner(fi, path)
 }
 
 // CheckPrivate refuses a secret file (fi, opened from path) that anyone

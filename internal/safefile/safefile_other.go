@@ -21,3 +21,5 @@ func openNoWait(path string, follow bool) (*os.File, error) {
 }
 
 func checkPrivate(fs.FileInfo, string) error { return nil }
+
+func checkOwner(fs.FileInfo, string) error { return nil }

@@ -32,3 +32,11 @@ func checkPrivate(fi fs.FileInfo, path string) error {
 	}
 	return nil
 }
+
+func checkOwner(fi fs.FileInfo, path string) error {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return &Error{Path: path, Reason: ErrForeign, Detail: fmt.Sprintf(
+			"is owned by uid %d, not by this process's uid %d; it is not used", st.Uid, os.Geteuid())}
+	}
+	return nil
+}

@@ -56,6 +56,8 @@ package delx
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,6 +125,9 @@ type Options struct {
 	// HTTPClient is optional (tests). Its Transport is wrapped to add the
 	// credential headers; its Jar is not used.
 	HTTPClient *http.Client
+	// RootCAs, when set, are the only CAs its TLS is trusted with
+	// (ca_file); the system's otherwise. Not used with HTTPClient.
+	RootCAs *x509.CertPool
 }
 
 // Client is the Delx upstream. It implements upstream.Upstream and
@@ -200,11 +205,17 @@ func New(o Options) (*Client, error) {
 			// carrying Idempotency-Key when a reused connection dies, and
 			// that second call would bypass the outbox's rate limiter.
 			c.ownTransport.DisableKeepAlives = true
+			if o.RootCAs != nil {
+				c.ownTransport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.RootCAs}
+			}
 			c.base = c.ownTransport
 		} else {
 			c.base = http.DefaultTransport
 		}
 	}
+	// The SDK reads a JSON answer whole: its body is read through the
+	// limit every remote answer has.
+	c.base = &upstream.LimitTransport{Base: c.base, Limit: upstream.MaxAnswerBytes}
 	if own := c.checkRedirect; own != nil {
 		// The caller's policy applies within the host only.
 		c.checkRedirect = func(req *http.Request, via []*http.Request) error {

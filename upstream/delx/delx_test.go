@@ -2,12 +2,14 @@ package delx_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -845,5 +847,78 @@ func verifyNoLeaks(t *testing.T) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHugeAnswersAreNotReadWhole: a resume_session or a write answered with
+// hundreds of megabytes (the SDK reads a JSON answer whole) fails cleanly,
+// as a retry and not as "delivered", with the daemon's memory bounded, and
+// the next call goes through.
+func TestHugeAnswersAreNotReadWhole(t *testing.T) {
+	e := setup(t, envOpts{timeout: 60 * time.Second})
+	mustDeliver(t, e, write(capsule.WriteCapsule, 1, testCapsule())) // connects
+	const huge = 200 << 20
+	allocated := func(call func() error) (uint64, error) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := call()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc, err
+	}
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"resume_session", func() error { _, err := e.client.Resume(context.Background(), agent); return err }},
+		{"leave_hive_note", func() error { return deliver(t, e, write(capsule.WriteCapsule, 2, testCapsule())) }},
+	} {
+		e.fake.Script(delxtest.HugeAnswer(huge))
+		alloc, err := allocated(c.call)
+		if err == nil {
+			t.Fatalf("%s answered with %d MB: no error", c.name, huge>>20)
+		}
+		if !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("%s: error %q does not say the answer was too large", c.name, err)
+		}
+		if ue := asUpstreamError(t, err); ue.Outcome != upstream.Retry {
+			t.Errorf("%s: outcome %s (%v), want Retry", c.name, outcomeNames[ue.Outcome], err)
+		}
+		if alloc > 32<<20 {
+			t.Errorf("%s: %d MB allocated for a %d MB answer; want it read only to its limit", c.name, alloc>>20, huge>>20)
+		}
+		if e.fake.Pending() != 0 {
+			t.Fatalf("%s: the fault was not played", c.name)
+		}
+	}
+	mustDeliver(t, e, write(capsule.WriteCapsule, 3, testCapsule()))
+}
+
+// TestRootCAsPinTheServersCA: with RootCAs (ca_file) a server whose CA is
+// not the system's is reached; without, its certificate is refused.
+func TestRootCAsPinTheServersCA(t *testing.T) {
+	t.Cleanup(func() { verifyNoLeaks(t) })
+	fake := delxtest.New(delxtest.Options{TLS: true, AgentTokens: map[string]string{agent: token}, Sessions: map[string]string{session: agent}})
+	defer fake.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(fake.Certificate())
+	for _, c := range []struct {
+		name  string
+		roots *x509.CertPool
+		ok    bool
+	}{{"system CAs", nil, false}, {"ca_file", pool, true}} {
+		cl, err := delx.New(delx.Options{Name: "delx", URL: fake.URL(), RootCAs: c.roots,
+			Identity: identity(func() (string, error) { return token, nil })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err = cl.Resume(ctx, agent)
+		cancel()
+		if (err == nil) != c.ok {
+			t.Errorf("%s: Resume over TLS: %v", c.name, err)
+		}
+		if err := cl.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
 	}
 }

@@ -36,6 +36,7 @@ package delxtest
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,8 +97,11 @@ type Options struct {
 	// RegistrationKey enables the registration endpoint: a registration
 	// must carry this key. "" answers 404 there.
 	RegistrationKey string
-	Limit           int           // requests per Window per client (default 60)
-	Window          time.Duration // default 60s
+	// TLS serves https with a certificate of the server's own CA (see
+	// Certificate), which no system trusts.
+	TLS    bool
+	Limit  int           // requests per Window per client (default 60)
+	Window time.Duration // default 60s
 	// RateLimitStyle is StyleHTTP (default), StyleJSONRPC or StyleBoth.
 	RateLimitStyle string
 }
@@ -221,9 +225,17 @@ func New(o Options) *Server {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "delx-fake", Version: "1"}, nil)
 	s.addTools()
 	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	if o.TLS {
+		s.ts = httptest.NewTLSServer(http.HandlerFunc(s.serveHTTP))
+	} else {
+		s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	}
 	return s
 }
+
+// Certificate is the certificate of a TLS server (Options.TLS), nil
+// otherwise.
+func (s *Server) Certificate() *x509.Certificate { return s.ts.Certificate() }
 
 // URL is the MCP endpoint.
 func (s *Server) URL() string { return s.ts.URL + "/v1/mcp" }

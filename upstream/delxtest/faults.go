@@ -1,8 +1,11 @@
 package delxtest
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,6 +29,10 @@ type Fault struct {
 	Reset bool
 	// Garbage answers 200 application/json with a body that is not JSON.
 	Garbage bool
+	// Huge answers a tools/call 200 with a tool result whose text makes
+	// the body this many bytes (about); negative: a body that never ends
+	// (until the client goes). Written as it goes, never held.
+	Huge int64
 
 	// RPCCode answers the call with a JSON-RPC error of this code (with
 	// HTTP Status, default 200); RetryAfterSeconds > 0 adds
@@ -65,6 +72,10 @@ func Reset() Fault { return Fault{Reset: true} }
 // Garbage answers the next request with a body that is not JSON.
 func Garbage() Fault { return Fault{Garbage: true} }
 
+// HugeAnswer answers the next tools/call with a body of about n bytes, or
+// an endless one for n < 0.
+func HugeAnswer(n int64) Fault { return Fault{Huge: n, Method: "tools/call"} }
+
 // RPCError answers the next JSON-RPC call with error code and message in
 // an HTTP 200.
 func RPCError(code int, message string) Fault { return Fault{RPCCode: code, Message: message} }
@@ -103,7 +114,7 @@ func (s *Server) nextFault(info rpcInfo) (Fault, bool) {
 	if f.Method != "" && f.Method != info.method {
 		return Fault{}, false
 	}
-	if (f.RPCCode != 0 || f.ToolError != "") && !info.isCall {
+	if (f.RPCCode != 0 || f.ToolError != "" || f.Huge != 0) && !info.isCall {
 		return Fault{}, false
 	}
 	if f.ToolError != "" && info.method != "tools/call" {
@@ -120,6 +131,8 @@ func (f Fault) name() string {
 		return "reset"
 	case f.Garbage:
 		return "garbage"
+	case f.Huge != 0:
+		return "huge"
 	case f.RPCCode != 0:
 		return "rpc_" + strconv.Itoa(f.RPCCode)
 	case f.ToolError != "":
@@ -156,6 +169,8 @@ func (s *Server) applyFault(raw http.ResponseWriter, w http.ResponseWriter, r *h
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte("<html><body>502 Bad Gateway</body></html>\n{not json"))
+	case f.Huge != 0:
+		writeHuge(w, info.id, f.Huge)
 	case f.RPCCode != 0:
 		status := f.Status
 		if status == 0 {
@@ -191,4 +206,21 @@ func (s *Server) applyFault(raw http.ResponseWriter, w http.ResponseWriter, r *h
 		}})
 	}
 	return true
+}
+
+// writeHuge writes a tool result whose text fills the body to about n bytes
+// (endless for n < 0), from one small buffer, until the client goes.
+func writeHuge(w http.ResponseWriter, id json.RawMessage, n int64) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id); err != nil {
+		return
+	}
+	chunk := []byte(strings.Repeat("a", 64<<10))
+	for sent := int64(0); n < 0 || sent < n; sent += int64(len(chunk)) {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
+	_, _ = w.Write([]byte(`"}]}}`))
 }

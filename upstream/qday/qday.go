@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +53,7 @@ const (
 	MaxWaitSeconds = 90
 	// MaxAnswerBytes bounds the body of an answer that is read, so a
 	// broken or hostile server cannot exhaust memory.
-	MaxAnswerBytes = 1 << 20
+	MaxAnswerBytes = upstream.MaxAnswerBytes
 	// DefaultUserAgent is sent when Options.UserAgent is empty.
 	DefaultUserAgent = "continuityd"
 )
@@ -75,6 +76,9 @@ type Options struct {
 	// and idle timeouts, ignores proxy environment variables and does not
 	// follow redirects.
 	Client *http.Client
+	// RootCAs, when set, are the only CAs its TLS is trusted with
+	// (ca_file); the system's otherwise. Not used with Client.
+	RootCAs *x509.CertPool
 	// UserAgent is sent as User-Agent (default "continuityd").
 	UserAgent string
 }
@@ -122,7 +126,7 @@ func New(o Options) (*Client, error) {
 		c.timeout = DefaultTimeout
 	}
 	if c.hc == nil {
-		c.hc = defaultHTTPClient()
+		c.hc = defaultHTTPClient(o.RootCAs)
 	}
 	if c.ua == "" {
 		c.ua = DefaultUserAgent
@@ -168,7 +172,7 @@ func parseBase(raw string) (string, error) {
 // proxy from the environment: a daemon's traffic goes where its config
 // says. Redirects are not followed (FromHTTP classifies a 3xx as Retry), so
 // the token is never sent anywhere else.
-func defaultHTTPClient() *http.Client {
+func defaultHTTPClient(roots *x509.CertPool) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:       nil,
@@ -181,7 +185,7 @@ func defaultHTTPClient() *http.Client {
 		// handshake per call costs nothing that matters.
 		DisableKeepAlives:      true,
 		ForceAttemptHTTP2:      false,
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
 		TLSHandshakeTimeout:    10 * time.Second,
 		ExpectContinueTimeout:  1 * time.Second,
 		IdleConnTimeout:        90 * time.Second,
@@ -363,11 +367,9 @@ func (c *Client) do(ctx context.Context, method, path, query string, body []byte
 	}
 	defer resp.Body.Close()
 	a := &answer{status: resp.StatusCode, header: resp.Header, token: tok}
-	a.body, a.readErr = io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
-	if a.readErr == nil && len(a.body) > MaxAnswerBytes {
-		a.body = a.body[:MaxAnswerBytes]
-		a.readErr = fmt.Errorf("the answer is larger than %d bytes", MaxAnswerBytes)
-	} else if a.readErr != nil {
+	a.body, a.readErr = io.ReadAll(upstream.LimitBody(resp.Body, MaxAnswerBytes))
+	var tooLarge *upstream.AnswerTooLargeError
+	if a.readErr != nil && !errors.As(a.readErr, &tooLarge) {
 		a.readErr = fmt.Errorf("reading the answer: %w", a.readErr)
 	}
 	return a, nil

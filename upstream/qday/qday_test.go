@@ -2,6 +2,7 @@ package qday_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -783,5 +784,31 @@ func TestTransportReplayKeepsTheKey(t *testing.T) {
 		}
 	default:
 		t.Fatalf("%d requests", len(rs))
+	}
+}
+
+// TestRootCAsPinTheServersCA: with RootCAs (ca_file) a server whose CA is
+// not the system's is reached; without, its certificate is refused.
+func TestRootCAsPinTheServersCA(t *testing.T) {
+	fake := qdaytest.New(qdaytest.Options{Token: "tok-0123456789"})
+	defer fake.Close()
+	srv := httptest.NewTLSServer(fake)
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	for _, c := range []struct {
+		name  string
+		roots *x509.CertPool
+		ok    bool
+	}{{"system CAs", nil, false}, {"ca_file", pool, true}} {
+		cl, err := qday.New(qday.Options{Name: "q", URL: srv.URL, Token: staticToken("tok-0123456789"), RootCAs: c.roots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cl.Resume(context.Background(), "a")
+		if (err == nil) != c.ok {
+			t.Errorf("%s: Resume over TLS: %v", c.name, err)
+		}
+		cl.CloseIdleConnections()
 	}
 }
