@@ -69,7 +69,9 @@ func TestSinceLastVisitResetsOnResume(t *testing.T) {
 		t.Fatal("peek reset the accumulators")
 	}
 	td.resume("")
-	deadline := time.Now().Add(5 * time.Second)
+	// The reset is lazy (it commits on its own within lazyDelay, or with
+	// the next write): wait for it, generously.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		slv = td.resume("?peek=1")["since_last_visit"].(map[string]any)
 		if slv["writes"].(float64) == 0 && len(slv["signals"].([]any)) == 0 {
