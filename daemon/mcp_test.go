@@ -115,7 +115,7 @@ func TestMCPOverHTTP(t *testing.T) {
 		if r == nil || json.Unmarshal([]byte(text(r)), &ans) != nil || ans.Woke != "event" || ans.Events[len(ans.Events)-1].Data["via"] != "mcp" {
 			t.Fatalf("wait_for_event: %+v", ans)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("wait_for_event was not woken")
 	}
 }

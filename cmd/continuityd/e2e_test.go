@@ -115,7 +115,7 @@ func startProcWith(t *testing.T, setup func(*exec.Cmd), socket string, env []str
 	}
 	go func() { p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() { p.kill() })
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if c, err := net.Dial("unix", socket); err == nil {
 			c.Close()
@@ -169,7 +169,7 @@ func (p *proc) terminate(t *testing.T) int {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("daemon did not stop on SIGTERM")
 	}
 	return p.cmd.ProcessState.ExitCode()
@@ -379,7 +379,7 @@ func TestSIGTERMWithWritesPendingUpstream(t *testing.T) {
 	}
 	os.Remove(blocker)
 	p2 := startProc(t, w.socket, nil, "run", "--config", w.config)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ws, _ := local.ReadAll(agentDir)
 		if len(ws) == 5 {
@@ -403,7 +403,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	p.cmd.Process.Signal(syscall.SIGHUP)
 	c := p.client()
 	defer c.CloseIdleConnections()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if len(get(t, c, "/v1/status")["agents"].([]any)) == 2 {
 			break

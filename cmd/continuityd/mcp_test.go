@@ -63,7 +63,7 @@ func TestMCPOverStdio(t *testing.T) {
 		if !strings.Contains(out, `"woke":"event"`) || !strings.Contains(out, `"via":"mcp"`) {
 			t.Fatalf("wait_for_event: %s", out)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("wait_for_event not woken")
 	}
 	if out, isErr := call("capsule_write", map[string]any{"capsule": map[string]any{"version": "9"}}); !isErr || !strings.HasPrefix(out, "INVALID_CAPSULE") {

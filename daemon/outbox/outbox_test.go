@@ -210,7 +210,7 @@ func TestRejectedGoesToDeadLetterThenRetriedByOperator(t *testing.T) {
 		t.Fatal(n, err)
 	}
 	r.sh.Kick()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for r.store.DeadCount("up") != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("retried dead letter not delivered")
@@ -246,7 +246,7 @@ func TestUnauthorizedRetriesAtOnceOnKick(t *testing.T) {
 	r := newRig(t, up, Options{UnauthorizedRetry: time.Hour})
 	r.run()
 	seq := r.write(decide("x"))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for r.sh.State().State != capsule.UpstreamUnauthorized {
 		if time.Now().After(deadline) {
 			t.Fatal("never unauthorized")
@@ -262,7 +262,7 @@ func TestStoppedUpstreamPausesUntilResumeResidency(t *testing.T) {
 	r := newRig(t, up, Options{})
 	r.run()
 	blocked := r.write(decide("while stopped"))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for r.sh.State().State != capsule.UpstreamPaused {
 		if time.Now().After(deadline) {
 			t.Fatal("never paused")

@@ -522,7 +522,7 @@ func TestWait(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the event did not wake the wait")
 	}
 
@@ -550,10 +550,10 @@ func TestWait(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 15s")
+			t.Fatal("condition not met in 60 s")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -384,18 +384,18 @@ func TestWait(t *testing.T) {
 		if el := time.Since(start); el > 15*time.Second {
 			t.Fatalf("woke after %v", el)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("PushEvent did not wake the wait")
 	}
 }
 
-// waitFor polls cond for up to 15 s.
+// waitFor polls cond for up to 60 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 15s")
+			t.Fatal("condition not met in 60 s")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -704,7 +704,7 @@ func TestCloseDoesNotHang(t *testing.T) {
 	go func() { s.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("Close hangs")
 	}
 	for range 3 {
