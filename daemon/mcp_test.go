@@ -99,7 +99,8 @@ func TestMCPOverHTTP(t *testing.T) {
 		r, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_for_event", Arguments: map[string]any{"max_seconds": 20, "after": cursor}})
 		done <- r
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// No pause needed: with the cursor, the wait sees the signal whether
+	// it parks first or not.
 	if res := callTool(t, cs, "signal", map[string]any{"kind": "compaction", "phase": "pre", "trigger": "auto"}); res.IsError {
 		t.Fatalf("signal: %s", text(res))
 	}
