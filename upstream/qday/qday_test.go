@@ -600,6 +600,8 @@ func TestPacedDeliveryHonoursRetryAfter(t *testing.T) {
 				t.Fatalf("seq %d: %v", seq, err)
 			}
 			waited += e.RetryAfter
+			// A client obeys Retry-After: this sleep is the pacing the
+			// fake's rule asks for, not a wait for something to happen.
 			time.Sleep(e.RetryAfter)
 		}
 	}
