@@ -159,10 +159,22 @@ func TestTranscriptFollowedForUsageAndCompaction(t *testing.T) {
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(strings.Join(lines[boundary:], ""))
 	f.Close()
+	// The whole transcript read: its last usage is reported (computed
+	// independently, as above); by then the compaction counts once.
+	var wantEnd float64
+	for _, l := range lines[boundary:] {
+		if u, _ := tr.Line([]byte(l)); u.Usage != nil {
+			wantEnd = u.Usage.Fraction
+		}
+	}
+	if wantEnd == 0 {
+		t.Fatal("fixture changed: no usage after the compact boundary")
+	}
 	waitFor(t, 60*time.Second, func() bool {
-		return td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64) == 1
+		c := td.resume("?peek=1")["context"].(map[string]any)
+		f, _ := c["used_fraction"].(float64)
+		return c["compactions"].(float64) >= 1 && abs(f-wantEnd) <= 0.01
 	})
-	time.Sleep(300 * time.Millisecond)
 	if n := td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64); n != 1 {
 		t.Fatalf("compactions %v, want exactly 1", n)
 	}
