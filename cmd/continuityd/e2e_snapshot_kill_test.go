@@ -178,6 +178,31 @@ func waitSnapshots(t *testing.T, p *proc, want int, within time.Duration, when s
 	}
 }
 
+// waitWatching waits until the daemon's workdir watcher holds a watch on
+// every directory of the kill tree (the workdir, big/ and its dNN/): a
+// tree swapped in before that would go unseen, and no snapshot follow.
+func waitWatching(t *testing.T, p *proc, when string) {
+	t.Helper()
+	want := 2 + (killTreeFiles+99)/100
+	const gauge = `continuityd_watcher_watched_dirs{agent="builder"} `
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n := -1
+		for line := range strings.SplitSeq(fleetMetrics(t, p), "\n") {
+			if v, ok := strings.CutPrefix(line, gauge); ok {
+				n, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if n >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the watcher holds %d watches, want %d; log:\n%s", when, n, want, p.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestSnapshotSIGKILLMidSnapshot (issue 14): a daemon taking a work
 // snapshot is killed with SIGKILL at each point of the snapshot where
 // the store is changing: in the middle of git add (the index locked, half
@@ -202,6 +227,7 @@ func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
 	writeKillTree(t, work, stage, 0)
 	p := startProc(t, w.socket, env, "run", "--config", w.config)
 	ids := waitSnapshots(t, p, 1, 60*time.Second, "first start") // the start snapshot
+	waitWatching(t, p, "first start")
 
 	points := []string{holdgit.MidAdd, holdgit.BeforeWriteTree, holdgit.BeforeCommitTree, holdgit.BeforeUpdateRef}
 	for round, point := range points {
@@ -254,6 +280,7 @@ func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
 		// The restarted daemon snapshots the tree as it is (round r): its
 		// git needs the locks the killed one left gone.
 		ids = waitSnapshots(t, p, before+1, 60*time.Second, when+", the start snapshot after the restart")
+		waitWatching(t, p, when+", after the restart")
 		checkWholeSnapshots(t, p, store, ids, when+", after the start snapshot")
 		if got := storeGit(t, store, "cat-file", "blob", ids[0]+":"+killTreeFile(7)); got != strings.TrimSpace(killTreeText(r, 7)) {
 			t.Fatalf("%s: the start snapshot after the restart is not of round %d", when, r)
