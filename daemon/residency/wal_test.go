@@ -479,7 +479,7 @@ func TestLazyFlushWithAReadQueued(t *testing.T) {
 	}
 	off := walOffset(t, s)
 	s.commitMu.Lock()
-	s.Resume(true) // a visit: queues a lazy reset and arms the timer
+	s.Visited(visitOf(s)) // a visit: queues a lazy reset and arms the timer
 	s.lazyMu.Lock()
 	s.lazyTimer.Stop() // it fires now, by the test's hand
 	s.lazyMu.Unlock()
@@ -493,7 +493,7 @@ func TestLazyFlushWithAReadQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the lazy reset to commit", func() bool { return walOffset(t, s) != off })
-	if w := s.Resume(false).SinceLastVisit.Writes; w != 0 {
+	if w := s.Resume().SinceLastVisit.Writes; w != 0 {
 		t.Fatalf("since_last_visit after the visit's reset: %d writes", w)
 	}
 }
