@@ -44,9 +44,9 @@ type Git struct {
 }
 
 // script is the wrapper. One run claims an armed point by renaming the
-// point file (so exactly one run is held per Arm), announces itself in held and polls
-// for release; polling is the wrapper waiting for the test's word, not a
-// guess at timing.
+// point file (so exactly one run is held per Arm), announces itself in
+// held and polls for release; polling is the wrapper waiting for the
+// test's word, not a guess at timing.
 const script = `#!/bin/sh
 ctl=%s
 real=%s
