@@ -40,7 +40,7 @@ const (
 // Git is one wrapper and its control directory.
 type Git struct {
 	Path string // the wrapper, named git
-	ctl  string // point (armed), taken (claimed by a run), held (announced), release
+	ctl  string // point (armed), taken (claimed by a run), held (announced), release; runs lists every subcommand run
 }
 
 // script is the wrapper. One run claims an armed point by renaming the
@@ -66,6 +66,7 @@ for a do
 	if [ -n "$skip" ]; then skip=; continue; fi
 	case $a in -c | -C) skip=1 ;; -*) ;; *) sub=$a; break ;; esac
 done
+echo "$sub" >>"$ctl/runs"
 point=
 [ -f "$ctl/point" ] && read -r point <"$ctl/point"
 if [ -z "$sub" ] || [ "$sub" != "$point" ]; then
@@ -153,8 +154,11 @@ func (g *Git) WaitHeld(t testing.TB, within time.Duration, describe func() strin
 		if time.Now().After(deadline) {
 			point, _ := os.ReadFile(filepath.Join(g.ctl, "point"))
 			_, err := os.Stat(filepath.Join(g.ctl, "taken"))
-			t.Fatalf("holdgit: no git run held within %s (armed %q, claimed: %v); %s",
-				within, strings.TrimSpace(string(point)), err == nil, describe())
+			runs, _ := os.ReadFile(filepath.Join(g.ctl, "runs"))
+			last := strings.Split(strings.TrimSpace(string(runs)), "\n")
+			last = last[max(0, len(last)-20):]
+			t.Fatalf("holdgit: no git run held within %s (armed %q, claimed: %v; the last git runs: %s); %s",
+				within, strings.TrimSpace(string(point)), err == nil, strings.Join(last, " "), describe())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
