@@ -575,9 +575,13 @@ func (s *Store) run() {
 			s.commit(batch)
 			s.commitMu.Unlock()
 		case <-s.flush:
+			// The flush is for the lazy ops: they commit now even when the
+			// batch filled with reads only (which take no lazy op), or
+			// they would wait for the next write, the timer spent.
 			s.commitMu.Lock()
 			batch = batch[:0]
 			s.fill(&batch)
+			batch = append(batch, s.takeLazy()...)
 			s.commit(batch)
 			s.commitMu.Unlock()
 		case <-s.ckTimer.C:
