@@ -5,7 +5,7 @@
 // caller that finds no commit in progress and so skips the hand-off) takes
 // every write waiting at that moment, applies them in order to a copy of the
 // state and to the open bbolt transaction, appends what they changed to the
-// write-ahead log with one fdatasync (wal.go), publishes the copy and only
+// write-ahead log with one fdatasync (package storage), publishes the copy and only
 // then answers each caller. A write that is answered without error is
 // therefore on disk. bbolt itself is committed at checkpoints, off the
 // answer path. Reads of the state are served from the published copy and
@@ -38,6 +38,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/residency/storage"
 )
 
 // File is the name of the bbolt file inside an agent's state directory.
@@ -69,7 +70,7 @@ var (
 
 // startRecord is the payload of a new residency's first log record: it
 // notes in the state bucket that the log has started.
-var startRecord = appendBytes(appendBytes(appendBytes([]byte{mutPut}, bucketState), []byte("wal_started")), []byte{1})
+var startRecord = storage.AppendPut(nil, bucketState, []byte("wal_started"), []byte{1})
 
 // seqReserve is how far past the current seq each bbolt commit reserves;
 // a checkpoint every 250 ms keeps a busy agent well inside it.
@@ -146,7 +147,7 @@ type Store struct {
 	// transaction; it owns the fields below (Open owns them before the
 	// writer starts).
 	commitMu   sync.Mutex
-	wal        *wal
+	wal        *storage.Log
 	wtx        *bolt.Tx // the open transaction; nil right after a checkpoint
 	unapplied  [][]byte // payloads logged since the last checkpoint
 	ckDelay    time.Duration
@@ -211,9 +212,9 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("agent %s: create state directory: %w", opts.Agent, err)
 	}
 	path := filepath.Join(opts.Dir, File)
-	db, err := openBolt(path, opts.OpenTimeout, false)
+	db, err := storage.OpenBolt(path, opts.OpenTimeout, false)
 	if err != nil {
-		return nil, fmt.Errorf("agent %s: %w", opts.Agent, withAgent(err, opts.Agent))
+		return nil, fmt.Errorf("agent %s: %w", opts.Agent, storage.WithAgent(err, opts.Agent))
 	}
 	s := &Store{
 		agent:    opts.Agent,
@@ -228,12 +229,12 @@ func Open(opts Options) (*Store, error) {
 		heads:    map[string]uint64{},
 		ckDelay:  cmp.Or(opts.checkpointDelay, checkpointDelay),
 	}
-	err = guardBolt(path, func() error {
-		if err := s.recover(opts.Dir, cmp.Or(opts.walSize, walSize)); err != nil {
+	err = storage.GuardBolt(path, func() error {
+		if err := s.recover(opts.Dir, cmp.Or(opts.walSize, storage.DefaultLogSize)); err != nil {
 			return err
 		}
 		if err := s.load(opts.Upstreams); err != nil {
-			s.wal.close()
+			s.wal.Close()
 			return err
 		}
 		return nil
@@ -243,7 +244,7 @@ func Open(opts Options) (*Store, error) {
 		if diskFull(err) {
 			err = fmt.Errorf("%w: the disk holding %s is full; free space on it and start continuityd again (the log's records are kept and replayed then)", err, opts.Dir)
 		}
-		return nil, fmt.Errorf("agent %s: %w", opts.Agent, withAgent(err, opts.Agent))
+		return nil, fmt.Errorf("agent %s: %w", opts.Agent, storage.WithAgent(err, opts.Agent))
 	}
 	s.ckTimer = time.NewTimer(time.Hour)
 	s.ckTimer.Stop()
@@ -252,17 +253,17 @@ func Open(opts Options) (*Store, error) {
 }
 
 // recover opens the write-ahead log, checks it against what bbolt says
-// was written (damage.go), and replays into bbolt, in one synced
+// was written (storage.CheckLog), and replays into bbolt, in one synced
 // transaction, the records bbolt does not hold yet: the batches answered
 // before a crash and not checkpointed. The store is marked open (not
 // clean) in the same transaction.
 func (s *Store) recover(dir string, size int64) error {
-	found, err := readWAL(dir, size)
+	found, err := storage.ReadLog(dir, size)
 	if err != nil {
 		return err
 	}
-	recs := found.recs
-	var w *wal
+	recs := found.Recs
+	var w *storage.Log
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketState, bucketLog, bucketCursors, bucketDone, bucketDead} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -274,56 +275,55 @@ func (s *Store) recover(dir string, size int64) error {
 		if v := st.Get(keyWALApplied); len(v) == 8 {
 			applied = binary.BigEndian.Uint64(v)
 			clean := len(st.Get(keyClean)) == 1 && st.Get(keyClean)[0] == 1
-			torn, err := checkWAL(found, applied, clean)
+			torn, err := storage.CheckLog(found, applied, clean)
 			if err != nil {
 				return err
 			}
 			s.recovery.TornTail = torn
-			s.recovery.Recreated = clean && !found.existed
+			s.recovery.Recreated = clean && !found.Existed
 		} else if len(recs) > 0 {
 			// A new residency.db (the old one was removed) beside an old
 			// log: its records change a state this file never held. They
 			// are set aside, and the log goes on past their ids.
-			applied = recs[len(recs)-1].id
+			applied = recs[len(recs)-1].ID
 			s.recovery.Foreign = len(recs)
 		}
 		var err error
-		if w, err = openWAL(found); err != nil {
+		if w, err = storage.OpenLog(found); err != nil {
 			return err
 		}
 		if applied == 0 && len(recs) == 0 {
 			// A new residency: its log starts with a record bbolt holds
 			// too, so from now on bbolt knows the log was written and a
 			// log found missing or zeroed after a crash is damage, not a
-			// new log (checkWAL).
-			if err := w.append(startRecord); err != nil {
-				return fmt.Errorf("%s: %w", found.path, err)
+			// new log (storage.CheckLog).
+			if err := w.Append(startRecord); err != nil {
+				return fmt.Errorf("%s: %w", found.Path, err)
 			}
-			if err := replay(tx, startRecord); err != nil {
+			if err := storage.Replay(tx, startRecord); err != nil {
 				return err
 			}
 			applied = 1
 		}
 		last := applied
 		for _, r := range recs {
-			if r.id <= applied {
+			if r.ID <= applied {
 				continue
 			}
-			if r.id != last+1 {
-				return &DamageError{Path: found.path,
-					Found: fmt.Sprintf("its first record past what residency.db holds (id %d) is %d: records are missing, so the log does not continue this %s (restored from an older copy?)", last, r.id, File),
+			if r.ID != last+1 {
+				return &DamageError{Path: found.Path,
+					Found: fmt.Sprintf("its first record past what residency.db holds (id %d) is %d: records are missing, so the log does not continue this %s (restored from an older copy?)", last, r.ID, File),
 					Lost:  "the writes of the missing records are lost"}
 			}
-			if err := replay(tx, r.payload); err != nil {
-				return &DamageError{Path: found.path,
-					Found: fmt.Sprintf("record %d at offset %d has a valid checksum but cannot be replayed (%v)", r.id, r.off, err),
+			if err := storage.Replay(tx, r.Payload); err != nil {
+				return &DamageError{Path: found.Path,
+					Found: fmt.Sprintf("record %d at offset %d has a valid checksum but cannot be replayed (%v)", r.ID, r.Off, err),
 					Lost:  "the writes from that record on cannot be replayed"}
 			}
-			last = r.id
+			last = r.ID
 			s.recovery.Replayed++
 		}
-		w.nextID = last + 1
-		w.restart()
+		w.ContinueAfter(last)
 		if err := st.Put(keyClean, []byte{0}); err != nil {
 			return err
 		}
@@ -331,7 +331,7 @@ func (s *Store) recover(dir string, size int64) error {
 	})
 	if err != nil {
 		if w != nil {
-			w.close()
+			w.Close()
 		}
 		return err
 	}
@@ -416,7 +416,7 @@ func (s *Store) Close() error {
 	close(s.quit)
 	<-s.stopped
 	s.encoding.Wait()
-	return errors.Join(s.wal.close(), s.db.Close())
+	return errors.Join(s.wal.Close(), s.db.Close())
 }
 
 // Recovery is what Open did with the write-ahead log it found.
@@ -471,7 +471,7 @@ type result struct {
 // through put and delete, which the write-ahead log records.
 type txn struct {
 	tx             *bolt.Tx
-	rec            *recorder
+	rec            *storage.Recorder
 	d              *doc
 	now            time.Time
 	capsule        *capsule.CapsuleRecord
@@ -483,9 +483,9 @@ type txn struct {
 	maxPending     int
 }
 
-func (t *txn) put(bucket, key, value []byte) error { return t.rec.put(bucket, key, value) }
+func (t *txn) put(bucket, key, value []byte) error { return t.rec.Put(bucket, key, value) }
 
-func (t *txn) delete(bucket, key []byte) error { return t.rec.delete(bucket, key) }
+func (t *txn) delete(bucket, key []byte) error { return t.rec.Delete(bucket, key) }
 
 // nextSeq assigns the next sequence number.
 func (t *txn) nextSeq() uint64 {
@@ -632,7 +632,7 @@ func (s *Store) commit(batch []*op) {
 	}
 	results := make([]result, len(batch))
 	if err := s.commitWrites(batch, results); err != nil {
-		ierr := commitError(filepath.Dir(s.wal.f.Name()), err)
+		ierr := commitError(s.wal.Dir(), err)
 		for i, o := range batch {
 			if o.view == nil && results[i].err == nil {
 				results[i] = result{err: ierr}
@@ -649,7 +649,7 @@ func (s *Store) commit(batch []*op) {
 			o.done <- results[i]
 		}
 	}
-	if s.wal.off > s.wal.size/2 {
+	if s.wal.HalfFull() {
 		s.checkpoint()
 	}
 }
@@ -681,7 +681,7 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 	work, capRec, logHead, logged := s.cur.clone(), s.capsule, s.logHead, s.logged
 	s.mu.RUnlock()
 
-	rec := &recorder{tx: s.wtx}
+	rec := storage.NewRecorder(s.wtx)
 	t := &txn{tx: s.wtx, rec: rec, d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, logged: logged, maxPending: s.maxPend}
 	answer := false
 	for i, o := range batch {
@@ -740,16 +740,16 @@ func (s *Store) logBatch(t *txn) error {
 			return err
 		}
 	}
-	payload := t.rec.buf
-	if !s.wal.fits(len(payload)) || t.d.Seq > s.reserved {
+	payload := t.rec.Payload()
+	if !s.wal.Fits(len(payload)) || t.d.Seq > s.reserved {
 		// Too big for what is left of the log, or past the seqs reserved:
 		// bbolt's own commit makes the batch durable (and reserves more),
 		// and the log starts a new lap. No record id is used: bbolt saying
 		// it holds record N means record N was once written to the log
-		// (checkWAL relies on it).
-		return s.commitTx(s.wal.nextID-1, t.d.Seq, false)
+		// (storage.CheckLog relies on it).
+		return s.commitTx(s.wal.LastID(), t.d.Seq, false)
 	}
-	if err := s.wal.append(payload); err != nil {
+	if err := s.wal.Append(payload); err != nil {
 		return fmt.Errorf("write-ahead log: %w", err)
 	}
 	s.unapplied = append(s.unapplied, payload)
@@ -780,7 +780,7 @@ func (s *Store) checkpoint() {
 	if s.wtx == nil || s.broken != nil {
 		return
 	}
-	if err := s.commitTx(s.wal.nextID-1, s.cur.Seq, false); err != nil {
+	if err := s.commitTx(s.wal.LastID(), s.cur.Seq, false); err != nil {
 		s.rewind()
 		return
 	}
@@ -792,7 +792,7 @@ func (s *Store) checkpoint() {
 // has lost nothing.
 func (s *Store) closeClean() {
 	s.ckTimer.Stop()
-	if s.broken == nil && s.begin() == nil && s.commitTx(s.wal.nextID-1, s.cur.Seq, true) == nil {
+	if s.broken == nil && s.begin() == nil && s.commitTx(s.wal.LastID(), s.cur.Seq, true) == nil {
 		return
 	}
 	// Not checkpointed (a full disk, say): the log holds every answered
@@ -830,7 +830,7 @@ func (s *Store) commitTx(applied, seq uint64, clean bool) error {
 	}
 	s.reserved = reserved
 	s.unapplied = s.unapplied[:0]
-	s.wal.restart()
+	s.wal.Restart()
 	return nil
 }
 
@@ -849,7 +849,7 @@ func (s *Store) rewind() {
 		if err != nil {
 			break
 		}
-		err = replay(s.wtx, p)
+		err = storage.Replay(s.wtx, p)
 	}
 	if err != nil {
 		s.broken = fmt.Errorf("the residency store could not recover from a failed write (%v); restart continuityd", err)

@@ -22,7 +22,7 @@ var floors = []struct {
 	{[]string{"config"}, false},
 	{[]string{"upstream"}, false},
 	{[]string{"upstream/*"}, false},
-	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/statefiles", "daemon/place", "daemon/snapshot", "daemon/fleetsnap"}, true},
+	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/statefiles", "daemon/place", "daemon/snapshot", "daemon/fleetsnap", "daemon/residency/storage"}, true},
 	{[]string{"daemon/residency"}, false},
 	{[]string{"daemon/outbox"}, false},
 	{[]string{"daemon/capture"}, false},
@@ -108,7 +108,7 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"capsule": 0, "capsule/guard": 1, "internal/client": 1, "config": 2, "upstream": 3,
-		"upstream/qday": 4, "daemon/sources/watch": 5, "daemon/residency": 6, "daemon/api": 11, "daemon": 12,
+		"upstream/qday": 4, "daemon/sources/watch": 5, "daemon/residency": 6, "daemon/residency/storage": 5, "daemon/api": 11, "daemon": 12,
 		"packaging": 13, "cmd/continuityd": 14, "packaging/gen": 14, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {
