@@ -17,7 +17,7 @@ import (
 )
 
 // Damage to an agent's files is never silent. A write answered 200 lives
-// in the write-ahead log until bbolt's next checkpoint, so a log that lost
+// in the write-ahead log until the next flush to bbolt, so a log that lost
 // records loses acknowledged writes, and numbering on from what bbolt
 // holds would hand out again sequence numbers (and Idempotency-Keys) the
 // upstreams already hold for other content. Open therefore refuses an agent

@@ -16,7 +16,7 @@ import (
 )
 
 // crashedWithRecords leaves a store as a SIGKILL would with n checkpoints
-// answered since bbolt's last checkpoint, and returns the log's records
+// answered since bbolt last caught up with the log (flushToBolt), and returns the log's records
 // past what bbolt holds and the seqs answered.
 func crashedWithRecords(t *testing.T, dir string, n int) ([]storage.Record, []uint64) {
 	t.Helper()

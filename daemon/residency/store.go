@@ -7,7 +7,7 @@
 // state and to the open bbolt transaction, appends what they changed to the
 // write-ahead log with one fdatasync (package storage), publishes the copy and only
 // then answers each caller. A write that is answered without error is
-// therefore on disk. bbolt itself is committed at checkpoints, off the
+// therefore on disk. bbolt itself is committed at flushes (flushToBolt), off the
 // answer path. Reads of the state are served from the published copy and
 // never touch the disk; reads of the log and the dead letter go through the
 // writer, which alone sees the open transaction.
@@ -73,14 +73,14 @@ var (
 var startRecord = storage.AppendPut(nil, bucketState, []byte("wal_started"), []byte{1})
 
 // seqReserve is how far past the current seq each bbolt commit reserves;
-// a checkpoint every 250 ms keeps a busy agent well inside it.
+// a flush to bbolt every 250 ms keeps a busy agent well inside it.
 const seqReserve = 10_000
 
-// checkpointDelay is how long bbolt may lag behind the write-ahead log: the
+// boltFlushDelay is how long bbolt may lag behind the write-ahead log: the
 // open transaction is committed this long after its first batch (or sooner
 // when the log is half full, or on Close). It bounds the work a restart
 // replays, not durability.
-const checkpointDelay = 250 * time.Millisecond
+const boltFlushDelay = 250 * time.Millisecond
 
 // maxBatch bounds one group commit so a flood of writers cannot make one
 // transaction arbitrarily large.
@@ -121,9 +121,9 @@ type Options struct {
 	// bound.
 	MaxPending int
 
-	// checkpointDelay and walSize override the defaults (tests).
-	checkpointDelay time.Duration
-	walSize         int64
+	// flushDelay and walSize override the defaults (tests).
+	flushDelay time.Duration
+	walSize    int64
 }
 
 // Store is one agent's durable residency. It is safe for concurrent use.
@@ -148,10 +148,10 @@ type Store struct {
 	// writer starts).
 	commitMu   sync.Mutex
 	wal        *storage.Log
-	wtx        *bolt.Tx // the open transaction; nil right after a checkpoint
-	unapplied  [][]byte // payloads logged since the last checkpoint
-	ckDelay    time.Duration
-	ckTimer    *time.Timer
+	wtx        *bolt.Tx // the open transaction; nil right after a flush to bbolt
+	unapplied  [][]byte // payloads logged since the last flush to bbolt
+	flushDelay time.Duration
+	flushTimer *time.Timer
 	broken     error    // set when bbolt and the log could not be brought back in step
 	reserved   uint64   // keySeqReserved as bbolt holds it
 	recovery   Recovery // what Open did with the write-ahead log
@@ -173,7 +173,7 @@ type Store struct {
 	stateJSON atomic.Pointer[encodedState] // see StateJSON
 	encoding  sync.WaitGroup               // the answer encodings commits started; Close waits
 
-	stats struct{ commits, writes, busyNs, checkpoints atomic.Uint64 } // see CommitStats
+	stats struct{ commits, writes, busyNs, flushes atomic.Uint64 } // see CommitStats
 }
 
 // CommitStats counts what the store's group commit has done since Open.
@@ -186,17 +186,17 @@ type CommitStats struct {
 	Writes uint64
 	// Busy is the time spent committing them, syncs included.
 	Busy time.Duration
-	// Checkpoints is the bbolt commits that caught up with the log.
-	Checkpoints uint64
+	// Flushes is the bbolt commits that caught up with the log.
+	Flushes uint64
 }
 
 // CommitStats returns the group commit's counters.
 func (s *Store) CommitStats() CommitStats {
 	return CommitStats{
-		Commits:     s.stats.commits.Load(),
-		Writes:      s.stats.writes.Load(),
-		Busy:        time.Duration(s.stats.busyNs.Load()),
-		Checkpoints: s.stats.checkpoints.Load(),
+		Commits: s.stats.commits.Load(),
+		Writes:  s.stats.writes.Load(),
+		Busy:    time.Duration(s.stats.busyNs.Load()),
+		Flushes: s.stats.flushes.Load(),
 	}
 }
 
@@ -217,17 +217,17 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("agent %s: %w", opts.Agent, storage.WithAgent(err, opts.Agent))
 	}
 	s := &Store{
-		agent:    opts.Agent,
-		db:       db,
-		maxPend:  opts.MaxPending,
-		now:      opts.Now,
-		onCommit: opts.OnCommit,
-		ops:      make(chan *op, 1024),
-		flush:    make(chan struct{}, 1),
-		quit:     make(chan struct{}),
-		stopped:  make(chan struct{}),
-		heads:    map[string]uint64{},
-		ckDelay:  cmp.Or(opts.checkpointDelay, checkpointDelay),
+		agent:      opts.Agent,
+		db:         db,
+		maxPend:    opts.MaxPending,
+		now:        opts.Now,
+		onCommit:   opts.OnCommit,
+		ops:        make(chan *op, 1024),
+		flush:      make(chan struct{}, 1),
+		quit:       make(chan struct{}),
+		stopped:    make(chan struct{}),
+		heads:      map[string]uint64{},
+		flushDelay: cmp.Or(opts.flushDelay, boltFlushDelay),
 	}
 	err = storage.GuardBolt(path, func() error {
 		if err := s.recover(opts.Dir, cmp.Or(opts.walSize, storage.DefaultLogSize)); err != nil {
@@ -246,8 +246,8 @@ func Open(opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("agent %s: %w", opts.Agent, storage.WithAgent(err, opts.Agent))
 	}
-	s.ckTimer = time.NewTimer(time.Hour)
-	s.ckTimer.Stop()
+	s.flushTimer = time.NewTimer(time.Hour)
+	s.flushTimer.Stop()
 	go s.run()
 	return s, nil
 }
@@ -255,7 +255,7 @@ func Open(opts Options) (*Store, error) {
 // recover opens the write-ahead log, checks it against what bbolt says
 // was written (storage.CheckLog), and replays into bbolt, in one synced
 // transaction, the records bbolt does not hold yet: the batches answered
-// before a crash and not checkpointed. The store is marked open (not
+// before a crash and not flushed to bbolt. The store is marked open (not
 // clean) in the same transaction.
 func (s *Store) recover(dir string, size int64) error {
 	found, err := storage.ReadLog(dir, size)
@@ -422,7 +422,7 @@ func (s *Store) Close() error {
 // Recovery is what Open did with the write-ahead log it found.
 type Recovery struct {
 	// Replayed is the records replayed into bbolt: the batches answered
-	// but not yet checkpointed when the last process stopped without
+	// but not yet flushed to bbolt when the last process stopped without
 	// closing the store (a crash or a kill).
 	Replayed int
 	// Foreign is the records set aside because residency.db is new (it was
@@ -560,11 +560,11 @@ func (s *Store) enqueue(ctx context.Context, o *op) error {
 }
 
 // run is the writer goroutine: it group-commits what callers hand it, the
-// lazy ops once they have waited lazyDelay, and checkpoints bbolt when the
+// lazy ops once they have waited lazyDelay, and flushes to bbolt when the
 // open transaction is due.
 func (s *Store) run() {
 	defer close(s.stopped)
-	defer s.ckTimer.Stop()
+	defer s.flushTimer.Stop()
 	batch := make([]*op, 0, maxBatch)
 	for {
 		select {
@@ -580,12 +580,12 @@ func (s *Store) run() {
 			s.fill(&batch)
 			s.commit(batch)
 			s.commitMu.Unlock()
-		case <-s.ckTimer.C:
+		case <-s.flushTimer.C:
 			s.commitMu.Lock()
-			s.checkpoint()
+			s.flushToBolt()
 			s.commitMu.Unlock()
 		case <-s.quit:
-			// Commit what was submitted before Close, then checkpoint.
+			// Commit what was submitted before Close, then flush to bbolt.
 			s.commitMu.Lock()
 			defer s.commitMu.Unlock()
 			for {
@@ -650,7 +650,7 @@ func (s *Store) commit(batch []*op) {
 		}
 	}
 	if s.wal.HalfFull() {
-		s.checkpoint()
+		s.flushToBolt()
 	}
 }
 
@@ -721,7 +721,7 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 }
 
 // logBatch stores the working copy of the state in the transaction and
-// makes the batch durable: one log record, or a checkpoint when the record
+// makes the batch durable: one log record, or a flush to bbolt when the record
 // does not fit in what is left of the log.
 func (s *Store) logBatch(t *txn) error {
 	raw, err := json.Marshal(t.d)
@@ -754,12 +754,12 @@ func (s *Store) logBatch(t *txn) error {
 	}
 	s.unapplied = append(s.unapplied, payload)
 	if len(s.unapplied) == 1 {
-		s.ckTimer.Reset(s.ckDelay)
+		s.flushTimer.Reset(s.flushDelay)
 	}
 	return nil
 }
 
-// begin opens the transaction batches accumulate in until a checkpoint.
+// begin opens the transaction batches accumulate in until a flush to bbolt.
 func (s *Store) begin() error {
 	if s.wtx != nil {
 		return nil
@@ -772,11 +772,12 @@ func (s *Store) begin() error {
 	return nil
 }
 
-// checkpoint commits the open transaction with bbolt's own syncs, so the
+// flushToBolt commits the open transaction (named apart from Checkpoint,
+// the agent's write: this is the storage catching up with its log) with bbolt's own syncs, so the
 // log can start a new lap. A failure leaves the transaction as it was
-// (rebuilt from the log); the next batch or checkpoint tries again.
-func (s *Store) checkpoint() {
-	s.ckTimer.Stop()
+// (rebuilt from the log); the next batch or flush tries again.
+func (s *Store) flushToBolt() {
+	s.flushTimer.Stop()
 	if s.wtx == nil || s.broken != nil {
 		return
 	}
@@ -784,18 +785,18 @@ func (s *Store) checkpoint() {
 		s.rewind()
 		return
 	}
-	s.stats.checkpoints.Add(1)
+	s.stats.flushes.Add(1)
 }
 
-// closeClean checkpoints for the last time and marks the store clean: bbolt
+// closeClean flushes to bbolt for the last time and marks the store clean: bbolt
 // holds every record, so a log found missing or zeroed at the next open
 // has lost nothing.
 func (s *Store) closeClean() {
-	s.ckTimer.Stop()
+	s.flushTimer.Stop()
 	if s.broken == nil && s.begin() == nil && s.commitTx(s.wal.LastID(), s.cur.Seq, true) == nil {
 		return
 	}
-	// Not checkpointed (a full disk, say): the log holds every answered
+	// Not flushed (a full disk, say): the log holds every answered
 	// batch and the next open replays it. An open transaction would make
 	// bbolt's Close wait for ever.
 	if s.wtx != nil {
@@ -835,7 +836,7 @@ func (s *Store) commitTx(applied, seq uint64, clean bool) error {
 }
 
 // rewind drops the open transaction, with whatever a failed batch did to
-// it, and rebuilds it from the batches logged since the last checkpoint.
+// it, and rebuilds it from the batches logged since the last flush to bbolt.
 // If even that fails, bbolt and the log can no longer be kept in step in
 // this process: every later write is refused until a restart, which
 // replays the log.

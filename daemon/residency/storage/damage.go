@@ -45,7 +45,7 @@ func WithAgent(err error, agent string) error {
 // store. It returns a description of a torn tail ("" when none) to log.
 func CheckLog(f *Found, applied uint64, clean bool) (torn string, err error) {
 	if applied > 0 && !clean {
-		lost := "the writes acknowledged after bbolt's last checkpoint (up to 250 ms of them, or half the log) are gone"
+		lost := "the writes acknowledged since bbolt last caught up with the log (up to 250 ms of them, or half the log) are gone"
 		switch {
 		case !f.Existed:
 			return "", &DamageError{Path: f.Path,
