@@ -1,5 +1,9 @@
 // Package residency keeps one agent's continuity state durably on local
-// disk, in a bbolt file under the agent's state directory.
+// disk, in a bbolt file under the agent's state directory. It is the
+// domain's rules applied to one document (the commitment limit, the
+// since-last-visit bookkeeping, the dead letter, the outbox's log) over
+// the storage engine of package storage (the write-ahead log's format,
+// replay into bbolt, damage checks), joined by the group commit below.
 //
 // Writes are group-committed: whoever commits (the writer goroutine, or a
 // caller that finds no commit in progress and so skips the hand-off) takes
@@ -466,12 +470,14 @@ type result struct {
 	err error
 }
 
-// txn is what an op sees: the bbolt transaction, the working copy of the
-// state and the batch's clock. Ops read through tx and change bbolt only
-// through put and delete, which the write-ahead log records.
+// txn is what an op sees: the batch's store (reads, and changes that the
+// write-ahead log records), the working copy of the state and the batch's
+// clock. The domain's rules (the commitment limit in checkpoint.go, the
+// since-last-visit bookkeeping in doc.go, the dead letter in deadletter.go)
+// work on a txn only, so they run as well on an in-memory store
+// (rules_test.go).
 type txn struct {
-	tx             *bolt.Tx
-	rec            *storage.Recorder
+	kv             kv
 	d              *doc
 	now            time.Time
 	capsule        *capsule.CapsuleRecord
@@ -483,9 +489,21 @@ type txn struct {
 	maxPending     int
 }
 
-func (t *txn) put(bucket, key, value []byte) error { return t.rec.Put(bucket, key, value) }
+// kv is what a batch sees of the storage: storage.Recorder on bbolt's
+// open transaction, or a map in the rules' tests.
+type kv interface {
+	// Get reads a value as the batch sees it; valid until the batch ends.
+	Get(bucket, key []byte) []byte
+	// Keys lists, in order, the keys of bucket starting with prefix while
+	// while holds (nil: all).
+	Keys(bucket, prefix []byte, while func(k []byte) bool) [][]byte
+	Put(bucket, key, value []byte) error
+	Delete(bucket, key []byte) error
+}
 
-func (t *txn) delete(bucket, key []byte) error { return t.rec.Delete(bucket, key) }
+func (t *txn) put(bucket, key, value []byte) error { return t.kv.Put(bucket, key, value) }
+
+func (t *txn) delete(bucket, key []byte) error { return t.kv.Delete(bucket, key) }
 
 // nextSeq assigns the next sequence number.
 func (t *txn) nextSeq() uint64 {
@@ -682,7 +700,7 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 	s.mu.RUnlock()
 
 	rec := storage.NewRecorder(s.wtx)
-	t := &txn{tx: s.wtx, rec: rec, d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, logged: logged, maxPending: s.maxPend}
+	t := &txn{kv: rec, d: work, now: s.now().UTC(), capsule: capRec, acked: map[string]uint64{}, logHead: logHead, logged: logged, maxPending: s.maxPend}
 	answer := false
 	for i, o := range batch {
 		if o.view == nil {
@@ -698,7 +716,7 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 		e = newEncodedState(work, t.capsule)
 		s.encoding.Go(func() { e.encode(s.agent) })
 	}
-	err := s.logBatch(t)
+	err := s.logBatch(t, rec.Payload)
 	if err != nil {
 		s.rewind()
 		return err
@@ -723,7 +741,7 @@ func (s *Store) commitWrites(batch []*op, results []result) error {
 // logBatch stores the working copy of the state in the transaction and
 // makes the batch durable: one log record, or a flush to bbolt when the record
 // does not fit in what is left of the log.
-func (s *Store) logBatch(t *txn) error {
+func (s *Store) logBatch(t *txn, changes func() []byte) error {
 	raw, err := json.Marshal(t.d)
 	if err != nil {
 		return err
@@ -740,7 +758,7 @@ func (s *Store) logBatch(t *txn) error {
 			return err
 		}
 	}
-	payload := t.rec.Payload()
+	payload := changes()
 	if !s.wal.Fits(len(payload)) || t.d.Seq > s.reserved {
 		// Too big for what is left of the log, or past the seqs reserved:
 		// bbolt's own commit makes the batch durable (and reserves more),

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -63,6 +64,21 @@ func (r *Recorder) Delete(bucket, key []byte) error {
 	}
 	r.buf = AppendDelete(r.buf, bucket, key)
 	return nil
+}
+
+// Get reads key in bucket as the transaction holds it (changes made
+// through r included). The value is valid until the transaction ends.
+func (r *Recorder) Get(bucket, key []byte) []byte { return r.tx.Bucket(bucket).Get(key) }
+
+// Keys lists, in order, copies of the keys of bucket that start with
+// prefix, as long as while holds for them (nil: all of them).
+func (r *Recorder) Keys(bucket, prefix []byte, while func(k []byte) bool) [][]byte {
+	var keys [][]byte
+	c := r.tx.Bucket(bucket).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && (while == nil || while(k)); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	return keys
 }
 
 // Payload is the changes recorded so far.
