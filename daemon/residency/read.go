@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -151,40 +150,6 @@ func orEmpty[T any](xs []T) []T {
 		return []T{}
 	}
 	return slices.Clone(xs)
-}
-
-// lazy queues an op whose outcome nobody waits for; it commits with the next
-// write, or on its own after lazyDelay. Dropped silently after Close.
-func (s *Store) lazy(apply func(*txn) (uint64, error)) {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return
-	}
-	s.lazyMu.Lock()
-	defer s.lazyMu.Unlock()
-	s.lazyOps = append(s.lazyOps, &op{apply: apply})
-	if s.lazyTimer == nil {
-		s.lazyTimer = time.AfterFunc(lazyDelay, func() {
-			select {
-			case s.flush <- struct{}{}:
-			default:
-			}
-		})
-	}
-}
-
-// takeLazy returns the lazy ops waiting, for the commit about to happen.
-func (s *Store) takeLazy() []*op {
-	s.lazyMu.Lock()
-	defer s.lazyMu.Unlock()
-	ops := s.lazyOps
-	s.lazyOps = nil
-	if s.lazyTimer != nil {
-		s.lazyTimer.Stop()
-		s.lazyTimer = nil
-	}
-	return ops
 }
 
 // Pending returns up to max logged writes after the upstream's cursor and

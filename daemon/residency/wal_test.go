@@ -138,7 +138,7 @@ func ptrF(f float64) *float64 { return &f }
 func walOffset(t *testing.T, s *Store) int64 {
 	t.Helper()
 	var off int64
-	if err := s.view(func(*bolt.Tx) error { off = s.wal.Used(); return nil }); err != nil {
+	if err := s.view(func(*bolt.Tx) error { off = s.eng.Log().Used(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return off
@@ -181,7 +181,7 @@ func wantSnapshot(t *testing.T, s *Store, want snapshot, when string) {
 // checkpointed, the log keeps every answered batch.
 func crash(t *testing.T, s *Store) {
 	t.Helper()
-	s.crashClose = true
+	s.eng.Crash()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestWALWriteFailureRefusesBatchOnly(t *testing.T) {
 	mixedWorkload(t, s, 1)
 	want := takeSnapshot(t, s)
 	// Break the log under the writer: the next append fails.
-	s.wal.Close()
+	s.eng.Log().Close()
 	_, err := s.Checkpoint(ctx, &capsule.Checkpoint{Focus: str("lost")}, capsule.OriginExplicit)
 	var ce *capsule.Error
 	if err == nil || !errors.As(err, &ce) || ce.Status != 500 {

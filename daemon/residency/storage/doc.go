@@ -1,9 +1,10 @@
 // Package storage is the residency's storage engine below its rules: the
-// write-ahead log that makes a group commit durable with one fdatasync,
-// the change records it carries and their replay into bbolt, the checks
-// that tell a torn write from damage, and the guarded opening of the bbolt
-// file. It knows buckets, keys and bytes, never what they mean; package
-// residency decides what goes into them.
+// group commit (Engine), the write-ahead log that makes each group durable
+// with one fdatasync, the change records it carries and their replay into
+// bbolt, recovery on open, the checks that tell a torn write from damage,
+// and the guarded opening of the bbolt file. It knows buckets, keys and
+// bytes, never what they mean: package residency's rules decide what goes
+// into them, through the Hooks of each batch.
 //
 // # Why a log in front of bbolt
 //
