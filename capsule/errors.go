@@ -52,6 +52,12 @@ const (
 
 	// The fleet (issue 15).
 	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream did not answer `continuityd fleet`
+
+	// Per-agent access on a shared socket (issue 25).
+	CodeAgentForbidden = "AGENT_FORBIDDEN" // 403: the socket's peer is not one of the agent's users
+
+	// What the fleet sends is untrusted (issue 20).
+	CodeFleetSnapshotDamaged = "FLEET_SNAPSHOT_DAMAGED" // 502: a snapshot fetched from the fleet is damaged or forged; nothing of it was kept
 )
 
 // Error is a refusal: a stable code, the HTTP status it travels with, the
@@ -84,7 +90,7 @@ func StatusOf(code string) int {
 		return 400
 	case CodeUnauthorized:
 		return 401
-	case CodeForbiddenOrigin, CodeForbiddenHost:
+	case CodeForbiddenOrigin, CodeForbiddenHost, CodeAgentForbidden:
 		return 403
 	case CodeNoCapsule, CodeNotFound, CodeUnknownAgent:
 		return 404
@@ -100,6 +106,8 @@ func StatusOf(code string) int {
 		return 415
 	case CodeInternal:
 		return 500
+	case CodeFleetSnapshotDamaged:
+		return 502
 	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull, CodeFleetUnavailable, CodeSnapshotsOff:
 		return 503
 	case CodeSpoolFull, CodeDiskFull:

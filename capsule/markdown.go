@@ -5,26 +5,31 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // Markdown renders the resume for a person or an agent's context, most
 // important first: goal, next, blockers, do not, refuted, open commitments,
 // decisions, receipts, since last visit, context, upstream health. When
 // limit > 0 and the text would be longer, whole sections are left out from
-// the end and a last line says so: nothing is cut silently.
+// the end and a last line says so: nothing is cut silently. Every section
+// goes through termsafe.Text before it is measured, and paths are quoted
+// by termsafe.Name: what the text carries from a workdir, the fleet or an
+// upstream never acts on the terminal or context it is shown in.
 func (r *Resume) Markdown(limit int) string {
 	now := time.Now()
 	var sections []string
 	add := func(title, body string) {
 		if strings.TrimSpace(body) != "" {
-			sections = append(sections, "## "+title+"\n"+strings.TrimRight(body, "\n")+"\n")
+			sections = append(sections, termsafe.Text("## "+title+"\n"+strings.TrimRight(body, "\n")+"\n"))
 		}
 	}
 	var draft Capsule
 	if r.Capsule != nil {
 		draft = r.Capsule.Capsule
 	}
-	head := r.markdownHead(now)
+	head := termsafe.Text(r.markdownHead(now))
 	goal := r.Focus
 	if goal == "" {
 		goal = draft.Goal
@@ -152,7 +157,7 @@ func (r *Resume) sinceLastVisitText(now time.Time) string {
 		paths := lastN(s.Paths, 10)
 		shown := make([]string, len(paths))
 		for i, p := range paths {
-			shown[i] = p
+			shown[i] = termsafe.Name(p)
 			if n := s.PathCounts[p]; n > 1 {
 				shown[i] += fmt.Sprintf(" (×%d)", n)
 			}

@@ -18,9 +18,10 @@ const WriteWork WriteKind = "work"
 
 // Bounds of a work record: what a runaway tree can put into the log.
 const (
-	MaxWorkFiles   = 200 // files listed; FilesMore counts the rest
-	MaxWorkCommits = 20  // commits listed, newest kept
-	MaxWorkSkipped = 50  // skipped files listed
+	MaxWorkFiles    = 200 // files listed; FilesMore counts the rest
+	MaxWorkCommits  = 20  // commits listed, newest kept
+	MaxWorkSkipped  = 50  // skipped files listed
+	MaxWorkWithheld = 50  // files withheld from the fleet listed
 )
 
 // Work is what an automatic checkpoint carries of the work itself.
@@ -47,6 +48,17 @@ type WorkSnapshot struct {
 	// nested repository); SkippedCount is how many in all.
 	Skipped      []string `json:"skipped,omitempty"`
 	SkippedCount int      `json:"skipped_count,omitempty"`
+	// Withheld names files the snapshot's copy in the fleet leaves out
+	// (credentials: they never leave the machine), with the reason;
+	// WithheldCount is how many in all.
+	Withheld      []WorkWithheld `json:"withheld,omitempty"`
+	WithheldCount int            `json:"withheld_count,omitempty"`
+}
+
+// WorkWithheld is a file kept off the fleet, and why.
+type WorkWithheld struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // WorkFile is one file the work changed, with its line counts.

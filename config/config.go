@@ -70,6 +70,10 @@ type Snapshots struct {
 	Keep                 int   `toml:"keep"`                   // snapshots kept per agent (default 200)
 	KeepBytes            int64 `toml:"keep_bytes"`             // store size kept per agent, bytes (default 512 MiB)
 	OnExplicitCheckpoint bool  `toml:"on_explicit_checkpoint"` // also snapshot after each of the agent's own checkpoints (default false)
+	// FleetWithhold are glob patterns of files never shipped to the fleet
+	// (a nats upstream's `snapshots = true`), besides the well-known
+	// credential files and those the secret guard flags. Default none.
+	FleetWithhold []string `toml:"fleet_withhold"`
 }
 
 // Outbox is the [outbox] table: how accepted writes wait for and are retried
@@ -118,6 +122,15 @@ type Agent struct {
 	// has one in the file ([agent.identity.UPSTREAM]). An agent without one
 	// uses what `continuityd delx register` kept in its state directory.
 	Identity map[string]DelxIdentity `toml:"identity"`
+	// Users and Groups name who else may use the agent on a shared socket
+	// (socket_mode "0660"): user and group names or numeric ids. Root and
+	// the daemon's own user always may; with neither key, the owner of the
+	// workdir may too. UIDs and GIDs are the names resolved when the file
+	// is checked (a name that resolves to nothing is an error).
+	Users  []string `toml:"users,omitempty"`
+	Groups []string `toml:"groups,omitempty"`
+	UIDs   []uint32 `toml:"-"`
+	GIDs   []uint32 `toml:"-"`
 }
 
 // DelxIdentity is an agent's identity at a Delx upstream, registered

@@ -385,17 +385,24 @@ func TestSnapshotsTableIsStrict(t *testing.T) {
 		{"[snapshots]\nmax_file_size = -1\n", "snapshots.max_file_size"},
 		{"[snapshots]\nenabled = \"yes\"\n", "snapshots.enabled"},
 		{"[snapshots]\nkeep_count = 3\n", "keep_count"},
+		{"[snapshots]\nfleet_withhold = \"*.tfstate\"\n", "snapshots.fleet_withhold"},
+		{"[snapshots]\nfleet_withhold = [\"\"]\n", "snapshots.fleet_withhold[0]"},
+		{"[snapshots]\nfleet_withhold = [\"ok/*\", \"/etc/*\"]\n", "snapshots.fleet_withhold[1]"},
+		{"[snapshots]\nfleet_withhold = [\"../up\"]\n", "snapshots.fleet_withhold[0]"},
+		{"[snapshots]\nfleet_withhold = [\"[a-\"]\n", "snapshots.fleet_withhold[0]"},
+		{"[snapshots]\nfleet_withhold = [3]\n", "snapshots.fleet_withhold[0]"},
 	} {
 		_, err := Decode([]byte(tc.body), "x.toml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error naming %s", tc.body, err, tc.want)
 		}
 	}
-	cfg, err := Decode([]byte("[snapshots]\nenabled = false\nmax_file_size = 0\nkeep = 5\nkeep_bytes = 2097152\non_explicit_checkpoint = true\n"), "x.toml")
+	cfg, err := Decode([]byte("[snapshots]\nenabled = false\nmax_file_size = 0\nkeep = 5\nkeep_bytes = 2097152\non_explicit_checkpoint = true\nfleet_withhold = [\"*.tfstate\", \"secrets/*\"]\n"), "x.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Snapshots{MaxFileSize: 0, Keep: 5, KeepBytes: 2 << 20, OnExplicitCheckpoint: true}); cfg.Snapshots != want {
+	if want := (Snapshots{MaxFileSize: 0, Keep: 5, KeepBytes: 2 << 20, OnExplicitCheckpoint: true,
+		FleetWithhold: []string{"*.tfstate", "secrets/*"}}); !reflect.DeepEqual(cfg.Snapshots, want) {
 		t.Errorf("got %+v, want %+v", cfg.Snapshots, want)
 	}
 }

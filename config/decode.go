@@ -82,11 +82,12 @@ type rawConfig struct {
 }
 
 type rawSnapshots struct {
-	Enabled              *bool  `toml:"enabled"`
-	MaxFileSize          *int64 `toml:"max_file_size"`
-	Keep                 *int64 `toml:"keep"`
-	KeepBytes            *int64 `toml:"keep_bytes"`
-	OnExplicitCheckpoint *bool  `toml:"on_explicit_checkpoint"`
+	Enabled              *bool    `toml:"enabled"`
+	MaxFileSize          *int64   `toml:"max_file_size"`
+	Keep                 *int64   `toml:"keep"`
+	KeepBytes            *int64   `toml:"keep_bytes"`
+	OnExplicitCheckpoint *bool    `toml:"on_explicit_checkpoint"`
+	FleetWithhold        []string `toml:"fleet_withhold"`
 }
 
 type rawWatch struct {
@@ -143,6 +144,8 @@ type rawAgent struct {
 	Workdir   string                 `toml:"workdir"`
 	Upstreams []string               `toml:"upstreams"` // nil: left out
 	Identity  map[string]rawIdentity `toml:"identity"`  // [agent.identity.UPSTREAM]
+	Users     []string               `toml:"users"`
+	Groups    []string               `toml:"groups"`
 }
 
 // rawIdentity is an agent's own identity at a delx upstream.

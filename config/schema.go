@@ -52,6 +52,10 @@ var keySpecs = []keySpec{
 	{"agent[].identity.*.session_id", "a string", stringKinds},
 	{"agent[].identity.*.token_env", "a string", stringKinds},
 	{"agent[].identity.*.token_file", "a string", stringKinds},
+	{"agent[].users", "an array of user names or numeric ids", arrayKinds},
+	{"agent[].users[]", "a string (a user name or a numeric uid)", stringKinds},
+	{"agent[].groups", "an array of group names or numeric ids", arrayKinds},
+	{"agent[].groups[]", "a string (a group name or a numeric gid)", stringKinds},
 	{"upstream", "a table of upstreams ([upstream.NAME])", tableKinds},
 	{"upstream.*", "a table", tableKinds},
 	{"upstream.*.kind", "a string", stringKinds},
@@ -112,6 +116,8 @@ var keySpecs = []keySpec{
 	{"snapshots.keep", "an integer", integerKinds},
 	{"snapshots.keep_bytes", "an integer (bytes)", integerKinds},
 	{"snapshots.on_explicit_checkpoint", "true or false", boolKinds},
+	{"snapshots.fleet_withhold", "an array of strings", arrayKinds},
+	{"snapshots.fleet_withhold[]", "a string", stringKinds},
 }
 
 func specOf(path string) (keySpec, bool) {

@@ -1,12 +1,14 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"net"
 	"net/netip"
 	"net/url"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -289,6 +291,12 @@ func (c *checker) agents(raw []rawAgent, ups map[string]Upstream) []Agent {
 			c.agentUpstreams(joinKey(p, "upstreams"), r.Upstreams, declared)
 		}
 		a.Identity = c.identities(joinKey(p, "identity"), r.Identity, a.Upstreams, ups)
+		if len(r.Users) > 0 { // an empty list is the same as none
+			a.Users, a.UIDs = r.Users, c.accounts(joinKey(p, "users"), r.Users, lookupUID)
+		}
+		if len(r.Groups) > 0 {
+			a.Groups, a.GIDs = r.Groups, c.accounts(joinKey(p, "groups"), r.Groups, lookupGID)
+		}
 		agents[i] = a
 	}
 	return agents
@@ -699,5 +707,32 @@ func (c *checker) snapshots(r rawSnapshots) Snapshots {
 			s.KeepBytes = *n
 		}
 	}
+	for i, p := range r.FleetWithhold {
+		if err := CheckFleetWithhold(p); err != nil {
+			c.failGot(indexKey("snapshots.fleet_withhold", i), "must be a glob pattern relative to the workdir: "+err.Error(), p)
+		} else {
+			s.FleetWithhold = append(s.FleetWithhold, p)
+		}
+	}
 	return s
+}
+
+// CheckFleetWithhold refuses a [snapshots] fleet_withhold pattern that
+// could never match what it means to: empty, absolute, climbing out with
+// "..", or of bad glob syntax.
+func CheckFleetWithhold(p string) error {
+	switch {
+	case p == "":
+		return errors.New("it is empty")
+	case strings.ContainsAny(p, "\x00\r\n"):
+		return errors.New("it holds a NUL or a line break")
+	case strings.HasPrefix(p, "/"):
+		return errors.New("it is absolute")
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return errors.New("it holds a \"..\" segment")
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return errors.New("its glob syntax is bad")
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,6 +147,24 @@ func TestValidateAgents(t *testing.T) {
 		"name with - and _": src(`[[agent]]`, `name = "a-b_c"`),
 		"no workdir":        src(`[[agent]]`, `name = "a"`, `workdir = ""`),
 	})
+}
+
+// TestValidateAgentUsersAndGroups: names resolve on this machine (root
+// and its group exist everywhere this runs), numbers are taken as ids,
+// and an unknown name, an empty entry or one named twice is refused at
+// its place.
+func TestValidateAgentUsersAndGroups(t *testing.T) {
+	runErrCases(t, []errCase{
+		{"unknown user", src(`[[agent]]`, `name = "a"`, `users = ["root", "no-such-user-xq7"]`), "agent[0].users[1]", 3, 18, `names no user on this machine (got "no-such-user-xq7")`},
+		{"unknown group", src(`[[agent]]`, `name = "a"`, `groups = ["no-such-group-xq7"]`), "agent[0].groups[0]", 3, 11, "names no group on this machine"},
+		{"empty user", src(`[[agent]]`, `name = "a"`, `users = [""]`), "agent[0].users[0]", 3, 10, "must not be empty"},
+		{"user twice", src(`[[agent]]`, `name = "a"`, `users = ["1001", "1001"]`), "agent[0].users[1]", 3, 18, "is named twice"},
+		{"not strings", src(`[[agent]]`, `name = "a"`, `users = [1001]`), "agent[0].users[0]", 3, 10, "a string"},
+	})
+	c := mustDecode(t, src(`[[agent]]`, `name = "a"`, `users = ["root", "1001"]`, `groups = ["0", "40001"]`))
+	if a := c.Agents[0]; !slices.Equal(a.UIDs, []uint32{0, 1001}) || !slices.Equal(a.GIDs, []uint32{0, 40001}) {
+		t.Errorf("resolved ids: users %v groups %v", a.UIDs, a.GIDs)
+	}
 }
 
 func TestValidateUpstreams(t *testing.T) {

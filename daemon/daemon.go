@@ -60,9 +60,16 @@ type Daemon struct {
 	started time.Time
 	metrics *metrics
 
-	st       atomic.Pointer[snapshot]
-	reloadMu sync.Mutex // one Reload at a time
-	runCtx   context.Context
+	st atomic.Pointer[snapshot]
+	// reloads carries Reload's requests to Run, the one owner of the
+	// running state: Run serves them only once its agents are built and
+	// started, so a reload asked for during start-up waits for that
+	// instead of building agents beside Run's.
+	reloads chan reloadRequest
+	// notServing is closed when Run no longer serves reloads (it is
+	// stopping, or failed to start); Reload then returns ErrNotRunning.
+	notServing     chan struct{}
+	stopServingOne sync.Once
 
 	apiToken string // for the loopback listener; "" when there is none
 }
@@ -91,7 +98,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics()}
+	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics(),
+		reloads: make(chan reloadRequest), notServing: make(chan struct{})}
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	return d, nil
@@ -112,12 +120,13 @@ func (d *Daemon) snap() *snapshot { return d.st.Load() }
 // the listeners stop taking requests, in-flight ones get the shutdown
 // timeout, the shippers get what is left of it to deliver what is pending,
 // and every residency is closed. Everything accepted is already on disk, so
-// nothing is lost by stopping, whatever the upstreams do.
+// nothing is lost by stopping, whatever the upstreams do. While it serves,
+// Run is also where every reload happens (see Reload). Run is called once.
 func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.started = time.Now().UTC()
+	defer d.stopServingReloads()
 	shipCtx, cancelShip := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelShip()
-	d.runCtx = shipCtx
 	st := d.snap()
 	defer func() {
 		cancelShip()
@@ -164,6 +173,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	doors := api.New(api.Options{Runtime: d, Version: d.version, Logger: d.log,
 		Metrics: d.metrics.handler(), Requests: d.metrics.requests, Refused: d.metrics.refused,
 		MCPMaxSessions: next.cfg.Daemon.MCPMaxSessions, MCPSessionIdle: next.cfg.Daemon.MCPSessionIdle.Duration,
+		MCPSessions: d.metrics.mcpLive, MCPEvicted: d.metrics.mcpEvicted,
 		Stopping: shipCtx, Token: d.apiToken})
 	for i, l := range listeners {
 		h := doors.Handler()
@@ -172,6 +182,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			h = doors.LoopbackHandler(port)
 		}
 		servers[i] = api.NewServer(h, reqCtx, d.log)
+		if i == 0 { // the Unix socket: each agent serves only the users it admits
+			servers[i].ConnContext = api.PeerContext
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -195,11 +208,20 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		d.opts.Ready()
 	}
 
-	select {
-	case <-ctx.Done():
-	case err = <-serveErr:
-		d.log.Error("listener failed", "err", err)
+	for serving := true; serving; {
+		select {
+		case <-ctx.Done():
+			serving = false
+		case err = <-serveErr:
+			d.log.Error("listener failed", "err", err)
+			serving = false
+		case req := <-d.reloads:
+			d.serveReloads(shipCtx, req)
+		}
 	}
+	// From here a Reload (the config watcher's, a SIGHUP's) returns at once
+	// instead of waiting for a loop that no longer serves.
+	d.stopServingReloads()
 	if d.opts.Stopping != nil {
 		d.opts.Stopping()
 	}

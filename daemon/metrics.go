@@ -21,6 +21,8 @@ type metrics struct {
 	deadEvents *prometheus.CounterVec   // upstream
 	requests   *prometheus.HistogramVec // route, code
 	reloads    *prometheus.CounterVec   // result
+	mcpLive    *prometheus.GaugeVec     // state
+	mcpEvicted prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -52,8 +54,15 @@ func newMetrics() *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "continuityd_config_reloads_total", Help: "Config reloads by result (ok, partial, refused).",
 		}, []string{"result"}),
+		mcpLive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "continuityd_mcp_sessions", Help: "Live /mcp sessions by state (idle, in_call: a tool call in progress).",
+		}, []string{"state"}),
+		mcpEvicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "continuityd_mcp_sessions_evicted_total", Help: "Idle /mcp sessions closed to make room for a new one at daemon.mcp_max_sessions (the least recently used first).",
+		}),
 	}
 	m.reg.MustRegister(m.accepted, m.refused, m.signals, m.deliveries, m.deliverDur, m.deadEvents, m.requests, m.reloads,
+		m.mcpLive, m.mcpEvicted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -22,6 +23,13 @@ import (
 	"github.com/continuityd/continuityd/upstream/qday"
 )
 
+// ErrNotRunning is Reload's answer when Run has stopped serving (it is
+// shutting down, or it failed to start).
+var ErrNotRunning = errors.New("the daemon is not running: nothing to reload")
+
+// reloadRequest is one Reload waiting for Run to serve it.
+type reloadRequest struct{ done chan error }
+
 // Reload re-reads the configuration (SIGHUP, or the config file changed).
 // An invalid file changes nothing and the error says why. Otherwise agents
 // that were added start, agents that were removed stop (their state stays
@@ -29,9 +37,48 @@ import (
 // shipper retries at once, so a renewed token is used right away. Changes
 // to [daemon] (socket, state directory, listener, logging) need a restart
 // and are reported as such.
+//
+// Reload asks Run to do it and waits for the result: a Reload that comes
+// before Run has built and started its agents (a SIGHUP right after start)
+// waits until it has, and is then served; it never builds agents of its
+// own beside Run's. Safe to call from any goroutine, before Run too.
 func (d *Daemon) Reload() error {
-	d.reloadMu.Lock()
-	defer d.reloadMu.Unlock()
+	req := reloadRequest{done: make(chan error, 1)}
+	select {
+	case d.reloads <- req:
+		return <-req.done
+	case <-d.notServing:
+		return ErrNotRunning
+	}
+}
+
+// serveReloads serves first and every other Reload already waiting with
+// one reload (they all asked before it began, so one reading of the file
+// answers them all).
+func (d *Daemon) serveReloads(ctx context.Context, first reloadRequest) {
+	waiting := []reloadRequest{first}
+	for more := true; more; {
+		select {
+		case req := <-d.reloads:
+			waiting = append(waiting, req)
+		default:
+			more = false
+		}
+	}
+	err := d.reload(ctx)
+	for _, req := range waiting {
+		req.done <- err
+	}
+}
+
+// stopServingReloads makes every Reload, waiting or to come, return
+// ErrNotRunning.
+func (d *Daemon) stopServingReloads() {
+	d.stopServingOne.Do(func() { close(d.notServing) })
+}
+
+// reload is Reload, run by Run's goroutine; ctx is the agents' context.
+func (d *Daemon) reload(ctx context.Context) error {
 	old := d.snap()
 	// The embedded default has no file to read again; a reload then only
 	// retries the agents refused for damage (after `recover --accept-loss`).
@@ -59,7 +106,7 @@ func (d *Daemon) Reload() error {
 			a.Kick()
 		} else {
 			added = append(added, name)
-			a.Start(d.runCtx)
+			a.Start(ctx)
 		}
 	}
 	for _, name := range old.names {
@@ -76,7 +123,7 @@ func (d *Daemon) Reload() error {
 	if len(added) > 0 {
 		// Events hooks spooled for an agent that was refused are stored
 		// now, whether or not the rest of the reload went well.
-		d.ingestSpool(d.runCtx)
+		d.ingestSpool(ctx)
 	}
 	if err != nil {
 		d.metrics.reloads.WithLabelValues("partial").Inc()
@@ -175,7 +222,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 // sameAgent reports whether the running agent oa can serve ac unchanged.
 func (d *Daemon) sameAgent(oa *agent.Agent, ac config.Agent, old, next *snapshot) bool {
 	if oa.Config().Workdir != ac.Workdir || !slices.Equal(oa.Config().Upstreams, ac.Upstreams) || old.cfg.Outbox != next.cfg.Outbox ||
-		old.cfg.Snapshots != next.cfg.Snapshots {
+		!reflect.DeepEqual(old.cfg.Snapshots, next.cfg.Snapshots) {
 		return false
 	}
 	// The agent's capture checks what it derives with the guard it was

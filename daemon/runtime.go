@@ -6,6 +6,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
 )
@@ -21,6 +22,12 @@ func (d *Daemon) Agent(name, cwd string) (*agent.Agent, *guard.Guard, error) {
 		return nil, nil, err
 	}
 	return a, st.guard, nil
+}
+
+// AgentConfig is the running configuration of the agent named
+// (api.Runtime).
+func (d *Daemon) AgentConfig(name string) (config.Agent, bool) {
+	return d.snap().cfg.Agent(name)
 }
 
 // Status is the daemon's state (api.Runtime).
@@ -49,6 +56,7 @@ func (d *Daemon) Status() api.Status {
 			Name: name, Workdir: a.Config().Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
 			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,
 			Degraded: res.Degraded, Refused: res.Refused, FleetConflict: res.FleetConflict, RestoredFrom: res.RestoredFrom,
+			SnapshotProblem: a.SnapshotProblem(),
 		})
 	}
 	return st

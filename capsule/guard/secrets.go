@@ -407,6 +407,11 @@ func (g *Guard) CheckSecret(field, value string) error {
 	return nil
 }
 
+// SecretRule returns the id of the first rule that finds a credential in
+// text, or "": for callers that check more than a field (the files of a
+// work snapshot before it leaves the machine).
+func (g *Guard) SecretRule(text string) string { return g.secretRule(text) }
+
 // checkSecret is CheckSecret with a typed result, for internal callers.
 func (g *Guard) checkSecret(field, value string) *capsule.Error {
 	if rule := g.secretRule(value); rule != "" {

@@ -124,14 +124,14 @@ func BenchmarkMCPSessionsAndIdleConns(b *testing.B) {
 var vmRSSLine = regexp.MustCompile(`(?m)^VmRSS:\s+(\d+) kB`)
 
 // vmRSSMB is a process's resident set in MB, from /proc.
-func vmRSSMB(b *testing.B, pid int) float64 {
+func vmRSSMB(tb testing.TB, pid int) float64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		b.Skipf("no /proc here: %v", err)
+		tb.Skipf("no /proc here: %v", err)
 	}
 	m := vmRSSLine.FindSubmatch(raw)
 	if m == nil {
-		b.Fatal("no VmRSS in /proc/PID/status")
+		tb.Fatal("no VmRSS in /proc/PID/status")
 	}
 	kb, _ := strconv.Atoi(string(m[1]))
 	return float64(kb) / 1024

@@ -14,6 +14,7 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // Exit statuses, fixed by the interface.
@@ -188,31 +189,33 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// fail reports an error and maps it to an exit status.
+// fail reports an error and maps it to an exit status. Messages carry
+// names and text from elsewhere (the daemon, a workdir, a config file), so
+// they go through termsafe.
 func fail(e *env, err error) int {
 	var ae *client.APIError
 	switch {
 	case errors.As(err, &ae):
 		if ae.Field != "" {
-			fmt.Fprintf(e.stderr, "continuityd: %s (%s): %s\n", ae.Code, ae.Field, ae.Message)
+			fmt.Fprintf(e.stderr, "continuityd: %s (%s): %s\n", termsafe.Line(ae.Code), termsafe.Line(ae.Field), termsafe.Text(ae.Message))
 		} else {
-			fmt.Fprintf(e.stderr, "continuityd: %s: %s\n", ae.Code, ae.Message)
+			fmt.Fprintf(e.stderr, "continuityd: %s: %s\n", termsafe.Line(ae.Code), termsafe.Text(ae.Message))
 		}
 		return exitFailed
 	case errors.Is(err, client.ErrNoAnswer):
-		fmt.Fprintf(e.stderr, "continuityd: %v\n(if the daemon stays stuck, its log may say why; restarting it loses nothing accepted)\n", err)
+		fmt.Fprintf(e.stderr, "continuityd: %s\n(if the daemon stays stuck, its log may say why; restarting it loses nothing accepted)\n", termsafe.Text(err.Error()))
 		return exitUnreachable
 	case errors.Is(err, client.ErrUnreachable):
-		fmt.Fprintf(e.stderr, "continuityd: %v\n(is the daemon running? start it with `continuityd run`)\n", err)
+		fmt.Fprintf(e.stderr, "continuityd: %s\n(is the daemon running? start it with `continuityd run`)\n", termsafe.Text(err.Error()))
 		return exitUnreachable
 	default:
 		var cerr config.Errors
 		var one *config.Error
 		if errors.As(err, &cerr) || errors.As(err, &one) {
-			fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
+			fmt.Fprintf(e.stderr, "continuityd: %s\n", termsafe.Text(err.Error()))
 			return exitUsage
 		}
-		fmt.Fprintf(e.stderr, "continuityd: %v\n", strings.TrimSpace(err.Error()))
+		fmt.Fprintf(e.stderr, "continuityd: %s\n", termsafe.Text(strings.TrimSpace(err.Error())))
 		return exitFailed
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/continuityd/continuityd/internal/termsafe"
 	"io"
 	"net/http"
 	"net/url"
@@ -238,7 +239,7 @@ func printCheckpointAnswer(e *env, out []byte) int {
 				line += ": " + *s.Error
 			}
 		}
-		fmt.Fprintln(e.stdout, line)
+		fmt.Fprintln(e.stdout, termsafe.Line(line))
 	}
 	// The write is saved either way; an upstream that has not taken it yet
 	// will, and re-running would only add a duplicate.

@@ -14,6 +14,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // cmdResume prints where the agent was: markdown, or the JSON document.
@@ -195,14 +196,14 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		return fail(e, err)
 	}
 	fmt.Fprintf(e.stdout, "continuityd %s, pid %d, up %s\nsocket %s\nstate  %s\nconfig %s\n\n",
-		st.Version, st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), st.Socket, st.StateDir, st.Config)
+		termsafe.Line(st.Version), st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), termsafe.Name(st.Socket), termsafe.Name(st.StateDir), termsafe.Name(st.Config))
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSEQ\tSTOPPED\tLAST WRITE\tUPSTREAM\tSTATE\tPENDING\tDEAD\tLAST ERROR")
 	var damaged []api.AgentStatus
 	for _, a := range st.Agents {
 		if a.Damaged != "" {
 			damaged = append(damaged, a)
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tdamaged\t-\t-\tnot served (below)\n", a.Name)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tdamaged\t-\t-\tnot served (below)\n", termsafe.Name(a.Name))
 			continue
 		}
 		last := "never"
@@ -210,19 +211,24 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 			last = time.Since(*a.LastWriteAt).Round(time.Second).String() + " ago"
 		}
 		if len(a.Upstreams) == 0 {
-			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t-\t-\t-\t-\t-\n", a.Name, a.Seq, a.Stopped, last)
+			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t-\t-\t-\t-\t-\n", termsafe.Name(a.Name), a.Seq, a.Stopped, last)
 		}
 		for _, u := range a.Upstreams {
 			le := "-"
 			if u.LastError != nil {
-				le = *u.LastError
+				le = termsafe.Line(*u.LastError)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%s\t%s\t%d\t%d\t%s\n", a.Name, a.Seq, a.Stopped, last, u.Name, u.State, u.Pending, u.DeadLetter, le)
+			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%s\t%s\t%d\t%d\t%s\n", termsafe.Name(a.Name), a.Seq, a.Stopped, last, termsafe.Name(u.Name), termsafe.Name(u.State), u.Pending, u.DeadLetter, le)
 		}
 	}
 	tw.Flush()
 	for _, a := range damaged {
-		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", a.Name, a.Damaged)
+		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", termsafe.Name(a.Name), termsafe.Text(a.Damaged))
+	}
+	for _, a := range st.Agents {
+		if a.SnapshotProblem != "" {
+			fmt.Fprintf(e.stdout, "\nagent %s: degraded [\"snapshots\"]: %s\n", a.Name, a.SnapshotProblem)
+		}
 	}
 	return exitOK
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // cmdDeadLetter is `deadletter list|retry|discard`: the writes an upstream
@@ -89,7 +90,7 @@ func deadLetterList(ctx context.Context, e *env, c *client.Client, up string, as
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPSTREAM\tSEQ\tKIND\tREFUSED\tATTEMPTS\tRETRY QUEUED\tERROR")
 	for _, d := range ans.Entries {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%v\t%s\n", d.Upstream, d.Write.Seq, d.Write.Kind, d.At.Format(time.RFC3339), d.Attempts, d.Retry, d.Error)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%v\t%s\n", termsafe.Name(d.Upstream), d.Write.Seq, termsafe.Name(d.Write.Kind), d.At.Format(time.RFC3339), d.Attempts, d.Retry, termsafe.Line(d.Error))
 	}
 	tw.Flush()
 	return exitOK

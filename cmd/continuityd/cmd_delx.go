@@ -92,7 +92,12 @@ func cmdDelx(ctx context.Context, e *env, args []string) int {
 	if cf.socket == "" && cf.config == "" {
 		cf.socket = cfg.Daemon.Socket
 	}
-	fmt.Fprintln(e.stdout, kickDaemon(ctx, e, cf, cfg, name))
+	said, err := kickDaemon(ctx, e, cf, cfg, name)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd delx register: the identity is kept, but %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintln(e.stdout, said)
 	return exitOK
 }
 
@@ -142,23 +147,29 @@ func registrationKey(e *env, file string) (string, error) {
 // kickDaemon asks a running daemon that serves the agent to retry its
 // deliveries now (SIGHUP: a reload retries every upstream at once), and
 // says what it did. The daemon reads the identity at every call, so this
-// only cuts short the wait of a delivery that failed for want of it.
-func kickDaemon(ctx context.Context, e *env, cf clientFlags, cfg *config.Config, name string) string {
+// only cuts short the wait of a delivery that failed for want of it. err
+// is set, and nothing signalled, when what answers on the socket is not
+// the daemon it claims to be.
+func kickDaemon(ctx context.Context, e *env, cf clientFlags, cfg *config.Config, name string) (string, error) {
 	const later = "the daemon uses it at its next Delx call"
-	st, socket, err := runningDaemon(ctx, e, cf)
+	st, peer, socket, err := runningDaemon(ctx, e, cf)
 	if errors.Is(err, client.ErrUnreachable) {
-		return "no daemon answers on " + socket + ": the identity is used once it runs"
+		return "no daemon answers on " + socket + ": the identity is used once it runs", nil
 	}
 	if err != nil || st.StateDir != cfg.Daemon.StateDir {
-		return later
+		return later, nil
 	}
 	for _, a := range st.Agents {
 		if a.Name == name {
-			if err := signalReload(st.PID); err != nil {
-				return fmt.Sprintf("%s (asking the daemon, pid %d, to retry at once failed: %v)", later, st.PID, err)
+			pid, err := daemonPID(st, peer, socket)
+			if err != nil {
+				return "", err
 			}
-			return fmt.Sprintf("asked the daemon (pid %d) to retry its deliveries with it now", st.PID)
+			if err := signalReload(pid); err != nil {
+				return fmt.Sprintf("%s (asking the daemon, pid %d, to retry at once failed: %v)", later, pid, err), nil
+			}
+			return fmt.Sprintf("asked the daemon (pid %d) to retry its deliveries with it now", pid), nil
 		}
 	}
-	return later
+	return later, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // cmdFleet lists the agents a fleet (nats) upstream's bucket knows: which
@@ -43,7 +44,7 @@ func cmdFleet(ctx context.Context, e *env, args []string) int {
 	if ans.Health.LastError != "" {
 		h += " (last error: " + ans.Health.LastError + ")"
 	}
-	fmt.Fprintf(e.stdout, "fleet %s: stream %s, bucket %s, %s\n\n", ans.Upstream, ans.Stream, ans.Bucket, h)
+	fmt.Fprintf(e.stdout, "fleet %s: stream %s, bucket %s, %s\n\n", termsafe.Name(ans.Upstream), termsafe.Name(ans.Stream), termsafe.Name(ans.Bucket), termsafe.Line(h))
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tMACHINE\tSEQ\tLAST WRITE\tCONTEXT\tPHASE\tUPSTREAMS\tCONFLICT")
 	now := time.Now()
@@ -64,7 +65,7 @@ func cmdFleet(ctx context.Context, e *env, args []string) int {
 		if len(a.ConflictWith) > 0 {
 			conflict = strings.Join(a.ConflictWith, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Agent, a.Machine, a.Seq, last, ctxUsed, phase, upstreamHealth(a.Upstreams), conflict)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", termsafe.Name(a.Agent), termsafe.Name(a.Machine), a.Seq, last, ctxUsed, termsafe.Name(phase), termsafe.Line(upstreamHealth(a.Upstreams)), termsafe.Line(conflict))
 	}
 	tw.Flush()
 	if len(ans.Agents) == 0 {

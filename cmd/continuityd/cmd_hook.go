@@ -15,6 +15,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/sources/hook"
 	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // hookBudget is how long `continuityd hook` may take in all: the interface
@@ -92,7 +93,7 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	if md != "" {
-		e.stdout.Write(hook.SessionStartOutput(md))
+		e.stdout.Write(hook.SessionStartOutput(termsafe.Text(md)))
 	}
 	return exitOK
 }

@@ -51,7 +51,12 @@ func cmdRecover(ctx context.Context, e *env, args []string) int {
 	if cf.socket == "" && cf.config == "" {
 		cf.socket = cfg.Daemon.Socket
 	}
-	fmt.Fprintln(e.stdout, reloadDaemon(ctx, e, cf, name))
+	said, err := reloadDaemon(ctx, e, cf, name)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd recover: the loss is accepted, but %v; reload continuityd yourself\n", err)
+		return exitFailed
+	}
+	fmt.Fprintln(e.stdout, said)
 	return exitOK
 }
 
@@ -119,23 +124,29 @@ func inspectAgent(e *env, name, dir string) int {
 }
 
 // reloadDaemon asks a running daemon that refused the agent to reload,
-// and says what it did or what the operator should do.
-func reloadDaemon(ctx context.Context, e *env, cf clientFlags, name string) string {
+// and says what it did or what the operator should do. err is set, and
+// nothing signalled, when what answers on the socket is not the daemon it
+// claims to be.
+func reloadDaemon(ctx context.Context, e *env, cf clientFlags, name string) (string, error) {
 	hint := "reload continuityd to serve the agent again (systemctl reload continuityd, or send SIGHUP to its pid)"
-	st, socket, err := runningDaemon(ctx, e, cf)
+	st, peer, socket, err := runningDaemon(ctx, e, cf)
 	if errors.Is(err, client.ErrUnreachable) {
-		return "no daemon answers on " + socket + ": the agent is served at its next start"
+		return "no daemon answers on " + socket + ": the agent is served at its next start", nil
 	}
 	if err != nil {
-		return hint
+		return hint, nil
 	}
 	for _, a := range st.Agents {
 		if a.Name == name && a.Damaged != "" {
-			if err := signalReload(st.PID); err != nil {
-				return fmt.Sprintf("could not ask the daemon (pid %d) to reload (%v): %s", st.PID, err, hint)
+			pid, err := daemonPID(st, peer, socket)
+			if err != nil {
+				return "", err
 			}
-			return fmt.Sprintf("asked the daemon (pid %d) to reload; `continuityd status` shows the agent once it is served", st.PID)
+			if err := signalReload(pid); err != nil {
+				return fmt.Sprintf("could not ask the daemon (pid %d) to reload (%v): %s", pid, err, hint), nil
+			}
+			return fmt.Sprintf("asked the daemon (pid %d) to reload; `continuityd status` shows the agent once it is served", pid), nil
 		}
 	}
-	return hint
+	return hint, nil
 }

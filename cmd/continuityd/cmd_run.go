@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/continuityd/continuityd/config"
@@ -28,12 +30,22 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	}); ok {
 		return code
 	}
-	fs := newFlagSet(e, "run", "[--config FILE]")
+	fs := newFlagSet(e, "run", "[--config FILE | --workdir DIR]")
 	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
+	workdir := fs.String("workdir", "", "the embedded default's workdir (default: the current directory)")
 	if _, err := parse(fs, args); err != nil {
 		return exitUsage
 	}
+	// SIGHUP reloads the config file (the daemon also reloads when the file
+	// changes). It is caught from here on: one that comes while the daemon
+	// starts is served once the agents run (daemon.Reload waits for that).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := loadConfig(e, *cfgPath)
+	if err == nil && *workdir != "" {
+		err = setDefaultWorkdir(cfg, *cfgPath, *workdir)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
 		return exitUsage
@@ -50,20 +62,19 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		log.Error("cannot start", "err", err)
 		return exitFailed
 	}
-	// SIGHUP reloads the config file; the daemon also reloads when the
-	// file changes.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	hupCtx, stopHUP := context.WithCancel(ctx)
+	defer stopHUP()
 	go func() {
 		for {
 			select {
 			case <-hup:
 				log.Info("SIGHUP: reloading the configuration")
-				if err := d.Reload(); err != nil && opts.Load == nil {
+				if err := d.Reload(); errors.Is(err, daemon.ErrNotRunning) {
+					return
+				} else if err != nil && opts.Load == nil {
 					log.Warn("reload", "err", err)
 				}
-			case <-ctx.Done():
+			case <-hupCtx.Done():
 				return
 			}
 		}
@@ -95,6 +106,26 @@ func loadConfig(e *env, path string) (*config.Config, error) {
 		cfg.Daemon.Socket = v
 	}
 	return cfg, nil
+}
+
+// setDefaultWorkdir points the embedded default's agent at dir, which
+// must be an existing directory. A config file names its agents' workdirs
+// itself, so --workdir goes with no --config only.
+func setDefaultWorkdir(cfg *config.Config, cfgPath, dir string) error {
+	if cfgPath != "" {
+		return fmt.Errorf("run: --workdir is for the embedded default; with --config %s, set each agent's workdir in the file", cfgPath)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("run: --workdir %q: %w", dir, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return fmt.Errorf("run: --workdir %q is not a directory", dir)
+	}
+	for i := range cfg.Agents {
+		cfg.Agents[i].Workdir = abs
+	}
+	return nil
 }
 
 func newLogger(w io.Writer, level, format string) *slog.Logger {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // pathList is a repeatable --path flag.
@@ -86,7 +87,7 @@ func snapshotList(ctx context.Context, e *env, c *client.Client, asJSON bool) in
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAT\tTRIGGER\tSEQ\tADDED\tMODIFIED\tDELETED\tSKIPPED")
 	for _, s := range ans.Snapshots {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", short(s.ID), s.Time.Local().Format(time.DateTime), s.Trigger, s.Seq, s.Added, s.Modified, s.Deleted, s.Skipped)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", termsafe.Name(short(s.ID)), s.Time.Local().Format(time.DateTime), termsafe.Name(s.Trigger), s.Seq, s.Added, s.Modified, s.Deleted, s.Skipped)
 	}
 	tw.Flush()
 	return exitOK
@@ -105,9 +106,9 @@ func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJS
 	if err := json.Unmarshal(out, &d); err != nil {
 		return fail(e, err)
 	}
-	fmt.Fprintf(e.stdout, "snapshot %s (%s, seq %d) at %s\n", d.ID, d.Trigger, d.Seq, d.Time.Local().Format(time.DateTime))
+	fmt.Fprintf(e.stdout, "snapshot %s (%s, seq %d) at %s\n", termsafe.Name(d.ID), termsafe.Line(d.Trigger), d.Seq, d.Time.Local().Format(time.DateTime))
 	if d.Parent != "" {
-		fmt.Fprintf(e.stdout, "parent %s\n", d.Parent)
+		fmt.Fprintf(e.stdout, "parent %s\n", termsafe.Name(d.Parent))
 	}
 	if d.ParentGone {
 		fmt.Fprintf(e.stdout, "its parent was dropped by retention: %d added, %d modified, %d deleted\n", d.Added, d.Modified, d.Deleted)
@@ -118,17 +119,20 @@ func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJS
 		if f.Binary {
 			lines = "binary"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Status, lines, f.Path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Name(f.Status), lines, termsafe.Name(f.Path))
 	}
 	tw.Flush()
 	if d.FilesCut {
 		fmt.Fprintln(e.stdout, "(more files than listed)")
 	}
 	for _, s := range d.SkippedFiles {
-		fmt.Fprintf(e.stdout, "skipped (%s, %d bytes): %s\n", s.Reason, s.Size, s.Path)
+		fmt.Fprintf(e.stdout, "skipped (%s, %d bytes): %s\n", termsafe.Line(s.Reason), s.Size, termsafe.Name(s.Path))
 	}
 	if d.SkippedMore > 0 {
 		fmt.Fprintf(e.stdout, "skipped: %d more\n", d.SkippedMore)
+	}
+	for _, w := range d.Withheld {
+		fmt.Fprintf(e.stdout, "withheld from the fleet (%s): %s\n", w.Reason, w.Path)
 	}
 	return exitOK
 }
@@ -159,7 +163,7 @@ func snapshotDiff(ctx context.Context, e *env, c *client.Client, ids []string, a
 	if err := json.Unmarshal(out, &d); err != nil {
 		return fail(e, err)
 	}
-	fmt.Fprint(e.stdout, d.Diff)
+	fmt.Fprint(e.stdout, termsafe.Text(d.Diff))
 	if d.Cut {
 		fmt.Fprintln(e.stderr, "continuityd snapshot diff: the diff was cut at its bound (1 MiB); give fewer changes or compare nearer snapshots")
 	}
@@ -185,16 +189,16 @@ func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, p
 		fmt.Fprintln(e.stdout, "nothing to change: the files already match the snapshot")
 	}
 	for _, ch := range r.Changes {
-		fmt.Fprintf(e.stdout, "%s %s\n", verb[ch.Status], ch.Path)
+		fmt.Fprintf(e.stdout, "%s %s\n", verb[ch.Status], termsafe.Name(ch.Path))
 	}
 	for _, rf := range r.Refused {
-		fmt.Fprintf(e.stdout, "left alone %s: %s\n", rf.Path, rf.Reason)
+		fmt.Fprintf(e.stdout, "left alone %s: %s\n", termsafe.Name(rf.Path), termsafe.Line(rf.Reason))
 	}
 	switch {
 	case r.DryRun:
 		fmt.Fprintln(e.stdout, "(dry run: nothing changed)")
 	case r.Safety != "":
-		fmt.Fprintf(e.stdout, "the tree as it was is snapshot %s; undo with: continuityd snapshot restore %s\n", short(r.Safety), short(r.Safety))
+		fmt.Fprintf(e.stdout, "the tree as it was is snapshot %s; undo with: continuityd snapshot restore %s\n", termsafe.Name(short(r.Safety)), termsafe.Name(short(r.Safety)))
 	}
 	return exitOK
 }

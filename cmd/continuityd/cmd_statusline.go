@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/sources/statusline"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // cmdStatusline reads Claude Code's statusline payload on stdin, forwards
@@ -42,7 +43,9 @@ func cmdStatusline(ctx context.Context, e *env, args []string) int {
 			parts = append(parts, own)
 		}
 	}
-	parts = append(parts, statusText(ctx, e, cf, raw))
+	// The wrapped command's line is the user's own (colours included);
+	// continuityd's part carries names and messages from elsewhere.
+	parts = append(parts, termsafe.Line(statusText(ctx, e, cf, raw)))
 	fmt.Fprintln(e.stdout, strings.Join(parts, " │ "))
 	return exitOK
 }

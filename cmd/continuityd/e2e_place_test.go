@@ -152,7 +152,9 @@ func TestConfiguredAgentMovedIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body struct{ Error struct{ Code, Message string } }
+	var body struct {
+		Error struct{ Code, Message string }
+	}
 	json.NewDecoder(resp.Body).Decode(&body)
 	resp.Body.Close()
 	if resp.StatusCode != 409 || body.Error.Code != "AGENT_MOVED" || !strings.Contains(body.Error.Message, old) || !strings.Contains(body.Error.Message, moved) {

@@ -84,7 +84,8 @@ func TestGroupSharedDaemonAcrossUsers(t *testing.T) {
 	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
 	config := filepath.Join(top, "continuityd.toml")
 	writeConfig := func(mode string) {
-		cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, mode, work)
+		// The agent admits the daemon's group: its members' hooks use it.
+		cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\ngroups = [\"%d\"]\n", state, socket, mode, work, daemonID)
 		if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}

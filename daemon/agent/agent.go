@@ -89,8 +89,7 @@ type Agent struct {
 	// Work snapshots (snapshots.go): the store, or why there is none.
 	snaps   *snapshot.Store
 	snapErr error
-	gcDue   chan struct{} // buffered 1: a GC is due
-	fsnaps  *fleetSnaps   // shipping them to the fleet (fleetsnaps.go); nil: off
+	fsnaps  *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -158,7 +157,7 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 		}))
 	}
 	a.openFleets()
-	a.openFleetSnaps()
+	a.openFleetSnaps(cfg, g)
 	return a, nil
 }
 
@@ -231,13 +230,6 @@ func (a *Agent) Start(ctx context.Context) {
 		defer a.wg.Done()
 		a.keepLastResume(ctx)
 	}()
-	if a.snaps != nil {
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			a.collectGarbage(ctx)
-		}()
-	}
 	if a.fsnaps != nil {
 		a.wg.Add(1)
 		go func() {

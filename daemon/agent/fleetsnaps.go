@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	fleet "github.com/continuityd/continuityd/upstream/nats"
@@ -31,8 +33,9 @@ type fleetSnaps struct {
 }
 
 // openFleetSnaps links the store to the first nats upstream with
-// snapshots on. Called by Open after the store and the fleets are open.
-func (a *Agent) openFleetSnaps() {
+// snapshots on, and has each work record name the files kept off the
+// fleet. Called by Open after the store and the fleets are open.
+func (a *Agent) openFleetSnaps(cfg *config.Config, g *guard.Guard) {
 	if a.snaps == nil {
 		return
 	}
@@ -41,9 +44,17 @@ func (a *Agent) openFleetSnaps() {
 		if !ok || !ur.Cfg.Snapshots {
 			continue
 		}
+		w, err := fleetsnap.NewWithholder(cfg.Snapshots.FleetWithhold, g)
+		if err != nil {
+			// config.Check refused such patterns already: ship nothing.
+			a.log.Error("work snapshots are not shipped to the fleet", "upstream", c.Name(), "err", err)
+			return
+		}
 		a.fsnaps = &fleetSnaps{upstream: c.Name(), bucket: c,
-			ship: fleetsnap.NewShipper(a.snaps, c, a.name, c.Machine(), a.log),
+			ship: fleetsnap.NewShipper(a.snaps, c, w, a.name, c.Machine(), a.log),
 			due:  make(chan struct{}, 1)}
+		st := a.snaps
+		a.capture.NameWithheld(func(ctx context.Context, id string) ([]snapshot.Withheld, error) { return w.Withheld(ctx, st, id) })
 		return
 	}
 }
@@ -84,7 +95,7 @@ func (a *Agent) shipSnapshots(ctx context.Context) {
 				"upstream", fs.upstream, "snapshot", newest.ID, "err", err)
 		case err == nil && !st.Already:
 			a.log.Debug("work snapshot shipped to the fleet", "upstream", fs.upstream, "snapshot", newest.ID,
-				"objects", st.Objects, "sent", st.Sent, "bytes", st.Bytes)
+				"objects", st.Objects, "sent", st.Sent, "bytes", st.Bytes, "withheld", len(st.Withheld))
 		}
 	}
 }
@@ -117,7 +128,10 @@ func (a *Agent) fetchFromFleet(ctx context.Context, st *snapshot.Store, id strin
 		return true, nil
 	}
 	if errors.As(ferr, &ce) {
-		return false, ferr // the fleet's NOT_FOUND (or a bad id) names both places
+		if ce.Code == capsule.CodeFleetSnapshotDamaged {
+			a.log.Warn("a work snapshot in the fleet is damaged or forged; nothing of it was kept", "upstream", a.fsnaps.upstream, "id", id, "err", ferr)
+		}
+		return false, ferr // the fleet's NOT_FOUND (or a bad id) names both places; a damaged snapshot says what is wrong
 	}
 	a.log.Warn("fetching a work snapshot from the fleet failed", "upstream", a.fsnaps.upstream, "id", id, "err", ferr)
 	return false, capsule.Refuse(capsule.CodeFleetUnavailable, "id",

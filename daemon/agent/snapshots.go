@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -50,43 +51,31 @@ func (a *Agent) openSnapshots(cfg *config.Config, ac config.Agent) {
 		return
 	}
 	a.snaps = st
-	a.gcDue = make(chan struct{}, 1)
+	// The store collects its own garbage, in the background, when it
+	// passes its bounds.
 	a.capture.UseSnapshots(st, func() {
 		a.fsnaps.snapshotTaken() // nil (a no-op) when the fleet does not take snapshots
-		if st.NeedsGC() {
-			select {
-			case a.gcDue <- struct{}{}:
-			default:
-			}
-		}
 	})
 }
 
-// collectGarbage runs the store's GC off the hot path, when a snapshot
-// said one is due, until ctx is done.
-func (a *Agent) collectGarbage(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.gcDue:
-		}
-		res, err := a.snaps.GC(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed):
-			a.log.Warn("work snapshot garbage collection failed; retried after the next snapshot", "err", err)
-		case err == nil:
-			a.log.Debug("work snapshots collected", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes, "took", res.Took)
-			if res.OverBytes {
-				a.log.Warn("the newest work snapshot alone is over snapshots.keep_bytes; raise it or ignore more of the workdir", "bytes", res.Bytes)
-			}
-		}
+// SnapshotProblem says why the agent shows degraded ["snapshots"]: the
+// store could not be opened, the last snapshot or the store's last garbage
+// collection failed; "" when nothing is wrong.
+func (a *Agent) SnapshotProblem() string {
+	switch {
+	case a.snapErr != nil:
+		return "work snapshots are unavailable: " + a.snapErr.Error()
+	case a.capture.SnapshotError() != nil:
+		return "the last work snapshot failed: " + a.capture.SnapshotError().Error()
+	case a.snaps != nil:
+		return a.snaps.GCProblem()
 	}
+	return ""
 }
 
 // fillSnapshot sets resume's snapshot key and names snapshots degraded.
 func (a *Agent) fillSnapshot(r *capsule.Resume) {
-	if a.snapErr != nil {
+	if (a.snapErr != nil || (a.snaps != nil && a.snaps.GCProblem() != "")) && !slices.Contains(r.Degraded, "snapshots") {
 		r.Degraded = append(r.Degraded, "snapshots")
 	}
 	if a.snaps == nil {

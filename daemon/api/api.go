@@ -18,6 +18,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,9 @@ type Runtime interface {
 	Agent(name, cwd string) (*agent.Agent, *guard.Guard, error)
 	// Status is the daemon's state, for GET /v1/status.
 	Status() Status
+	// AgentConfig is the running configuration of the agent named, served
+	// or not (a damaged one too); ok is false when there is none.
+	AgentConfig(name string) (ac config.Agent, ok bool)
 }
 
 // Options configures the API.
@@ -63,9 +67,13 @@ type Options struct {
 	Requests *prometheus.HistogramVec
 	Refused  *prometheus.CounterVec
 	// MCPMaxSessions and MCPSessionIdle bound /mcp's sessions; Stopping
-	// ends when the daemon stops, closing them.
+	// ends when the daemon stops, closing them. MCPSessions (label state:
+	// idle, in_call) counts the live sessions and MCPEvicted the idle ones
+	// closed to make room at the limit; either may be nil.
 	MCPMaxSessions int
 	MCPSessionIdle time.Duration
+	MCPSessions    *prometheus.GaugeVec
+	MCPEvicted     prometheus.Counter
 	Stopping       context.Context
 	// Token is the loopback listener's bearer token.
 	Token string
@@ -141,6 +149,9 @@ func (a *API) withAgent(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		ag, g, err := a.o.Runtime.Agent(q.Get("agent"), q.Get("cwd"))
+		if err == nil {
+			err = peerOf(r.Context()).mayUse(ag.Config())
+		}
 		if err != nil {
 			writeError(w, err)
 			return

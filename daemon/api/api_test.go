@@ -40,6 +40,13 @@ func (r runtime) Agent(name, cwd string) (*agent.Agent, *guard.Guard, error) {
 	return nil, nil, capsule.Refuse(capsule.CodeUnknownAgent, "agent", "no agent of that name; this daemon serves %s", r.ag.Name())
 }
 
+func (r runtime) AgentConfig(name string) (config.Agent, bool) {
+	if name == r.ag.Name() {
+		return r.ag.Config(), true
+	}
+	return config.Agent{}, false
+}
+
 func (r runtime) Status() api.Status {
 	return api.Status{Version: "test", PID: 42, Agents: []api.AgentStatus{{Name: r.ag.Name(), Seq: r.ag.Store().Resume().Seq}}}
 }

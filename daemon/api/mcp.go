@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
@@ -38,8 +40,12 @@ const mcpLongestCall = agent.WaitMax * time.Second
 //
 // Sessions expire: one with no request for daemon.mcp_session_idle is
 // closed by the SDK (its client gets 404 and starts a new one), and at most
-// daemon.mcp_max_sessions are open at once; one more is refused with 503
-// MCP_SESSIONS_FULL rather than evicting a session a client still holds.
+// daemon.mcp_max_sessions are open at once. A new session at the limit
+// takes the place of the least recently used idle one, which is closed (its
+// client gets 404 and starts again): sessions a client abandoned (a restart
+// loop, a script) cannot lock the user's own agent out. A session with a
+// tool call in progress (a long wait_for_event) is not idle; only when
+// every session has one is a new one refused with 503 MCP_SESSIONS_FULL.
 // Errors of the transport itself are in the API's JSON shape too.
 func (a *API) mcpHandler() http.Handler {
 	maxSessions, idle := a.o.MCPMaxSessions, a.o.MCPSessionIdle
@@ -50,14 +56,14 @@ func (a *API) mcpHandler() http.Handler {
 		idle = config.DefaultMCPSessionIdle
 	}
 	newServer := func(r *http.Request) *mcp.Server {
-		return mcpserver.New(mcpserver.Options{Backend: inProcess{a.o.Runtime}, Agent: r.URL.Query().Get("agent"),
+		return mcpserver.New(mcpserver.Options{Backend: inProcess{rt: a.o.Runtime, peer: peerOf(r.Context())}, Agent: r.URL.Query().Get("agent"),
 			Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
 	}
 	// The SDK asks for a server on every request, but only connects the one
 	// it gets for a new session; the others are consulted for their
 	// protocol versions alone, so one shared server answers those.
 	probe := newServer(&http.Request{URL: &url.URL{}})
-	sessions := newMCPSessions(maxSessions, idle)
+	sessions := newMCPSessions(maxSessions, idle, a.o.MCPSessions, a.o.MCPEvicted)
 	if a.o.Stopping != nil {
 		context.AfterFunc(a.o.Stopping, sessions.closeAll)
 	}
@@ -95,16 +101,23 @@ func (a *API) mcpHandler() http.Handler {
 		}
 		ew := &mcpErrorWriter{ResponseWriter: w, idle: idle}
 		defer ew.finish()
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" || r.Method != http.MethodPost {
+			// A POST is a call: its session is busy until it ends. A GET
+			// (the standalone stream, open for as long as the session) or
+			// a DELETE only counts as a use.
+			done := sessions.use(id, r.Method == http.MethodPost)
+			defer done()
 			h.ServeHTTP(ew, r)
 			return
 		}
 		// No session id: this request opens a session.
-		if !sessions.reserve() {
+		evicted, ok := sessions.reserve()
+		closeSessions(evicted) // outside the lock: a close may wait for the session's goroutines
+		if !ok {
 			w.Header().Set("Retry-After", "60")
 			writeError(w, capsule.Refuse(capsule.CodeMCPSessionsFull, "",
-				"%d MCP sessions are open, the most daemon.mcp_max_sessions allows; an idle one closes after %s "+
-					"(a client ends its own with DELETE /mcp): retry later", sessions.max, idle))
+				"%d MCP sessions are open, the most daemon.mcp_max_sessions allows, and each has a tool call in progress "+
+					"(an idle one would have given way to this one): retry later", sessions.max))
 			return
 		}
 		srv := newServer(r)
@@ -122,37 +135,65 @@ type mcpServerKey struct{}
 // with a connected session is a live one. The SDK closes a session (idle
 // timeout, DELETE) without telling anyone, so closed ones are swept: by a
 // timer every sweepEvery while any are live (no goroutine waits between
-// sweeps, none per session), and at once when the limit is reached.
+// sweeps, none per session), and at once when the limit is reached. At the
+// limit the least recently used session with no call in progress is closed
+// to make room (the SDK lets a server end any session; its client gets 404
+// and initializes again).
 type mcpSessions struct {
 	max        int
 	sweepEvery time.Duration
+	gauge      *prometheus.GaugeVec // state: idle, in_call; nil: not measured
+	evictions  prometheus.Counter   // nil: not counted
 
 	mu      sync.Mutex
-	live    map[*mcp.Server]struct{}
-	pending int         // sessions being opened
-	sweep   *time.Timer // armed while live is not empty
-	closed  bool        // the daemon is stopping
+	live    map[string]*mcpSession // by session id
+	idle    *list.List             // the live sessions with no call in progress, most recently used first
+	pending int                    // sessions being opened
+	sweep   *time.Timer            // armed while live is not empty
+	closed  bool                   // the daemon is stopping
 }
 
-func newMCPSessions(max int, idle time.Duration) *mcpSessions {
-	return &mcpSessions{max: max, sweepEvery: min(idle/2, time.Minute), live: map[*mcp.Server]struct{}{}}
+// mcpSession is one live session: its server and how many of its calls
+// are in progress; while there are none it is in mcpSessions.idle.
+type mcpSession struct {
+	id    string
+	srv   *mcp.Server
+	calls int
+	idle  *list.Element // nil while a call is in progress
 }
 
-// reserve takes a place for a session about to open; false when full.
-func (s *mcpSessions) reserve() bool {
+func newMCPSessions(max int, idle time.Duration, gauge *prometheus.GaugeVec, evictions prometheus.Counter) *mcpSessions {
+	return &mcpSessions{max: max, sweepEvery: min(idle/2, time.Minute), gauge: gauge, evictions: evictions,
+		live: map[string]*mcpSession{}, idle: list.New()}
+}
+
+// reserve takes a place for a session about to open; false when full and
+// every session has a call in progress. To make room it may take the place
+// of the least recently used idle session: the caller closes evicted (nil
+// when none was).
+func (s *mcpSessions) reserve() (evicted *mcp.Server, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return nil, false
 	}
 	if len(s.live)+s.pending >= s.max {
 		s.sweepLocked()
-		if len(s.live)+s.pending >= s.max {
-			return false
+	}
+	if len(s.live)+s.pending >= s.max {
+		lru := s.idle.Back()
+		if lru == nil {
+			return nil, false
+		}
+		ss := lru.Value.(*mcpSession)
+		s.forgetLocked(ss)
+		evicted = ss.srv
+		if s.evictions != nil {
+			s.evictions.Inc()
 		}
 	}
 	s.pending++
-	return true
+	return evicted, true
 }
 
 // settle gives back the place reserve took; srv's session keeps one while
@@ -161,16 +202,53 @@ func (s *mcpSessions) settle(srv *mcp.Server) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending--
-	if !hasSession(srv) {
+	id := sessionID(srv)
+	if id == "" {
 		return
 	}
 	if s.closed {
 		closeSessions(srv)
 		return
 	}
-	s.live[srv] = struct{}{}
+	ss := &mcpSession{id: id, srv: srv}
+	ss.idle = s.idle.PushFront(ss)
+	s.live[id] = ss
+	s.measureLocked()
 	if s.sweep == nil {
 		s.sweep = time.AfterFunc(s.sweepEvery, s.sweepTimer)
+	}
+}
+
+// use marks session id used now and, for a call, busy until the returned
+// func is called. An id that is not live (closed, or made up) is left to
+// the SDK, which answers 404.
+func (s *mcpSessions) use(id string, call bool) (done func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.live[id]
+	if ss == nil {
+		return func() {}
+	}
+	if ss.idle != nil {
+		s.idle.MoveToFront(ss.idle)
+	}
+	if !call {
+		return func() {}
+	}
+	if ss.idle != nil {
+		s.idle.Remove(ss.idle)
+		ss.idle = nil
+	}
+	ss.calls++
+	s.measureLocked()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		ss.calls--
+		if ss.calls == 0 && s.live[ss.id] == ss {
+			ss.idle = s.idle.PushFront(ss)
+			s.measureLocked()
+		}
 	}
 }
 
@@ -188,13 +266,32 @@ func (s *mcpSessions) sweepTimer() {
 	}
 }
 
-// sweepLocked forgets the servers whose session has closed.
+// sweepLocked forgets the sessions that have closed.
 func (s *mcpSessions) sweepLocked() {
-	for srv := range s.live {
-		if !hasSession(srv) {
-			delete(s.live, srv)
+	for _, ss := range s.live {
+		if !hasSession(ss.srv) {
+			s.forgetLocked(ss)
 		}
 	}
+}
+
+// forgetLocked drops ss from the live sessions.
+func (s *mcpSessions) forgetLocked(ss *mcpSession) {
+	delete(s.live, ss.id)
+	if ss.idle != nil {
+		s.idle.Remove(ss.idle)
+		ss.idle = nil
+	}
+	s.measureLocked()
+}
+
+// measureLocked sets the gauge of live sessions, idle and in a call.
+func (s *mcpSessions) measureLocked() {
+	if s.gauge == nil {
+		return
+	}
+	s.gauge.WithLabelValues("idle").Set(float64(s.idle.Len()))
+	s.gauge.WithLabelValues("in_call").Set(float64(len(s.live) - s.idle.Len()))
 }
 
 // closeAll closes every session: the daemon is stopping.
@@ -207,19 +304,27 @@ func (s *mcpSessions) closeAll() {
 	live := s.live
 	s.live = nil
 	s.mu.Unlock()
-	for srv := range live {
-		closeSessions(srv)
+	for _, ss := range live {
+		closeSessions(ss.srv)
 	}
 }
 
-func hasSession(srv *mcp.Server) bool {
-	for range srv.Sessions() {
-		return true
+func hasSession(srv *mcp.Server) bool { return sessionID(srv) != "" }
+
+// sessionID is the id of srv's session ("" when it has none: it closed, or
+// never opened). Each server serves one session.
+func sessionID(srv *mcp.Server) string {
+	for ss := range srv.Sessions() {
+		return ss.ID()
 	}
-	return false
+	return ""
 }
 
+// closeSessions closes srv's sessions; srv may be nil.
 func closeSessions(srv *mcp.Server) {
+	if srv == nil {
+		return
+	}
 	for ss := range srv.Sessions() {
 		ss.Close()
 	}
@@ -291,11 +396,23 @@ func (e *mcpErrorWriter) finish() {
 }
 
 // inProcess is the Backend of /mcp's tools: each tool is the agent's
-// operation, called in process.
-type inProcess struct{ rt Runtime }
+// operation, called in process. peer is who opened the session over the
+// socket (nil: the loopback listener's token holder): it decides which
+// agents the session's tools may use.
+type inProcess struct {
+	rt   Runtime
+	peer *peer
+}
 
 func (b inProcess) agent(name string) (*agent.Agent, *guard.Guard, error) {
-	return b.rt.Agent(name, "")
+	ag, g, err := b.rt.Agent(name, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.peer.mayUse(ag.Config()); err != nil {
+		return nil, nil, err
+	}
+	return ag, g, nil
 }
 
 func (b inProcess) Resume(ctx context.Context, name string, peek bool) (*capsule.Resume, error) {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -31,6 +32,8 @@ type AgentStatus struct {
 	Upstreams   []capsule.UpstreamState `json:"upstreams"`
 	Degraded    []string                `json:"degraded"`
 	Refused     []capsule.Refusal       `json:"refused"`
+	// SnapshotProblem says why degraded names "snapshots".
+	SnapshotProblem string `json:"snapshot_problem,omitempty"`
 	// Damaged is set for an agent refused because its files are damaged:
 	// what was found and the way out. Such an agent is not served.
 	Damaged string `json:"damaged,omitempty"`
@@ -40,6 +43,15 @@ type AgentStatus struct {
 	RestoredFrom  *capsule.RestoredFrom   `json:"restored_from,omitempty"`
 }
 
+// handleStatus answers the daemon's state; a peer on the socket sees only
+// the agents it may use.
 func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, a.o.Runtime.Status())
+	st := a.o.Runtime.Status()
+	if p := peerOf(r.Context()); p != nil {
+		st.Agents = slices.DeleteFunc(st.Agents, func(as AgentStatus) bool {
+			ac, ok := a.o.Runtime.AgentConfig(as.Name)
+			return !ok || p.mayUse(ac) != nil
+		})
+	}
+	writeJSON(w, http.StatusOK, st)
 }

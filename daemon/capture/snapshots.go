@@ -21,6 +21,9 @@ type snapshots struct {
 	c     *Capture
 	store *snapshot.Store
 	taken func() // after each snapshot (the agent's GC check)
+	// withheld lists the files of a snapshot that stay off the fleet;
+	// nil when snapshots are not shipped.
+	withheld func(ctx context.Context, id string) ([]snapshot.Withheld, error)
 
 	mu       sync.Mutex
 	recorded string   // the snapshot the last work record carried
@@ -63,6 +66,17 @@ func (c *Capture) SnapshotError() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// NameWithheld makes each work record name the files of its snapshot
+// that shipping it to the fleet keeps on the machine (list says which).
+// Call it after UseSnapshots and before Start.
+func (c *Capture) NameWithheld(list func(ctx context.Context, id string) ([]snapshot.Withheld, error)) {
+	if s := c.snapshotter(); s != nil {
+		s.mu.Lock()
+		s.withheld = list
+		s.mu.Unlock()
+	}
 }
 
 // noteCommit keeps a commit receipt for the next work record.
@@ -152,8 +166,33 @@ func (s *snapshots) Work(ctx context.Context, trigger string, seq uint64) (*caps
 				ws.Skipped = append(ws.Skipped, s.c.guard.Redact(k.Path))
 			}
 		}
+		s.nameWithheld(ctx, ws)
 	}
 	return w, nil
+}
+
+// nameWithheld lists in ws the files its snapshot's copy in the fleet
+// leaves out. A failure to tell is logged: the shipper checks again
+// before anything leaves.
+func (s *snapshots) nameWithheld(ctx context.Context, ws *capsule.WorkSnapshot) {
+	s.mu.Lock()
+	list := s.withheld
+	s.mu.Unlock()
+	if list == nil {
+		return
+	}
+	files, err := list(ctx, ws.ID)
+	if err != nil {
+		s.c.log.Warn("the work record cannot say which files stay off the fleet", "snapshot", ws.ID, "err", err)
+		return
+	}
+	ws.WithheldCount = len(files)
+	for i, f := range files {
+		if i == capsule.MaxWorkWithheld {
+			break
+		}
+		ws.Withheld = append(ws.Withheld, capsule.WorkWithheld{Path: s.c.guard.Redact(f.Path), Reason: f.Reason})
+	}
 }
 
 // Written implements policy.Snapshotter.

@@ -21,6 +21,17 @@
 // looked up and sent; a snapshot whose manifest is there already (a
 // restarted daemon) costs one lookup. Fetch asks the store which objects it lacks and
 // reads only those.
+//
+// # Trust
+//
+// Nothing secret is shipped (withhold.go): credential files and files the
+// secret guard flags stay on the machine, and the snapshot ships as a copy
+// of its commit without them. What comes from the fleet is untrusted: a
+// manifest is read within a bound and checked against its name, each
+// object is streamed to disk within the receiving store's max_file_size
+// and checked against its hash, and the snapshot's ref is made only once
+// every object it reaches is there; what fails is FLEET_SNAPSHOT_DAMAGED
+// and nothing of it is kept.
 package fleetsnap
 
 import (
@@ -28,7 +39,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -37,12 +50,13 @@ import (
 )
 
 // Bucket is the fleet's object store as the nats upstream's client gives
-// it. GetObject returns an error wrapping fleet.ErrNoObject for a name the
-// bucket lacks.
+// it. OpenObject returns an error wrapping fleet.ErrNoObject for a name the
+// bucket lacks, and a reader whose errors wrap fleet.ErrObjectDamaged when
+// the content belies the bucket's digest.
 type Bucket interface {
 	HasObject(ctx context.Context, name string) (bool, error)
 	PutObject(ctx context.Context, name string, data []byte) error
-	GetObject(ctx context.Context, name string) ([]byte, error)
+	OpenObject(ctx context.Context, name string) (io.ReadCloser, int64, error)
 	ListObjects(ctx context.Context, prefix string) ([]string, error)
 }
 
@@ -50,10 +64,13 @@ var _ Bucket = (*fleet.Client)(nil)
 
 // Manifest is one snapshot in the bucket.
 type Manifest struct {
-	V        int               `json:"v"`
-	Agent    string            `json:"agent"`
-	Machine  string            `json:"machine"`
-	ID       string            `json:"id"`
+	V       int    `json:"v"`
+	Agent   string `json:"agent"`
+	Machine string `json:"machine"`
+	ID      string `json:"id"`
+	// Commit is the commit shipped for the snapshot: ID, or a copy of it
+	// whose tree leaves out the files Withheld names. "" means ID.
+	Commit   string            `json:"commit,omitempty"`
 	Tree     string            `json:"tree"`
 	At       time.Time         `json:"at"`
 	Trigger  string            `json:"trigger"`
@@ -62,6 +79,16 @@ type Manifest struct {
 	Files    int               `json:"files"` // changed against its parent
 	Objects  []snapshot.Object `json:"objects"`
 	Uploaded time.Time         `json:"uploaded"`
+	// Withheld are the files kept off the fleet (credentials), and why.
+	Withheld []snapshot.Withheld `json:"withheld,omitempty"`
+}
+
+// commit is the commit shipped for the snapshot.
+func (m Manifest) commit() string {
+	if m.Commit != "" {
+		return m.Commit
+	}
+	return m.ID
 }
 
 func objectName(id string) string          { return "git/" + id }
@@ -74,39 +101,44 @@ const maxKnown = 1 << 20
 // Shipper sends one agent's snapshots to the bucket. It is not safe for
 // concurrent use: the agent runs one Ship at a time.
 type Shipper struct {
-	store   *snapshot.Store
-	bucket  Bucket
-	agent   string
-	machine string
-	log     *slog.Logger
-	known   map[string]bool // object names seen in the bucket
+	store    *snapshot.Store
+	bucket   Bucket
+	withhold *Withholder
+	agent    string
+	machine  string
+	log      *slog.Logger
+	known    map[string]bool // object names seen in the bucket
 }
 
-// NewShipper ships agent's snapshots from store to bucket.
-func NewShipper(store *snapshot.Store, bucket Bucket, agent, machine string, log *slog.Logger) *Shipper {
+// NewShipper ships agent's snapshots from store to bucket, without the
+// files withhold keeps on the machine.
+func NewShipper(store *snapshot.Store, bucket Bucket, withhold *Withholder, agent, machine string, log *slog.Logger) *Shipper {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Shipper{store: store, bucket: bucket, agent: agent, machine: machine, log: log, known: map[string]bool{}}
+	return &Shipper{store: store, bucket: bucket, withhold: withhold, agent: agent, machine: machine, log: log, known: map[string]bool{}}
 }
 
 // Stats say what one Ship did.
 type Stats struct {
-	Objects int   // the snapshot's objects
-	Sent    int   // objects the bucket lacked, sent now
-	Bytes   int64 // their size
-	Already bool  // the manifest was there: nothing was sent
+	Objects  int                 // the snapshot's objects (as shipped)
+	Sent     int                 // objects the bucket lacked, sent now
+	Bytes    int64               // their size
+	Already  bool                // the manifest was there: nothing was sent
+	Withheld []snapshot.Withheld // files kept on the machine, and why
 }
 
 // Ship sends snapshot id: the objects the bucket lacks, then its manifest.
-// A failure leaves what was sent (each object is whole or absent) and is
-// retried by the next Ship.
+// Files the Withholder keeps on the machine are left out: the snapshot
+// ships as a copy of its commit without them, and the manifest names
+// them. A failure leaves what was sent (each object is whole or absent)
+// and is retried by the next Ship.
 func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 	snap, objs, err := s.store.Objects(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}
-	st := Stats{Objects: len(objs)}
+	var st Stats
 	mname := manifestName(s.agent, snap.ID)
 	if !s.known[mname] {
 		// A manifest is written after its objects: when it is there (a
@@ -116,9 +148,6 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 			return st, fmt.Errorf("fleet snapshots: looking up %s: %w", mname, err)
 		}
 		if has {
-			for _, o := range objs {
-				s.remember(objectName(o.ID))
-			}
 			s.remember(mname)
 		}
 	}
@@ -126,8 +155,13 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 		st.Already = true
 		return st, nil
 	}
+	sh, err := s.withhold.plan(ctx, s.store, objs)
+	if err != nil {
+		return st, err
+	}
+	st.Objects, st.Withheld = len(sh.objects), sh.withheld
 	var need []string
-	for _, o := range objs {
+	for _, o := range sh.objects {
 		name := objectName(o.ID)
 		if s.known[name] {
 			continue
@@ -140,25 +174,26 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 			s.remember(name)
 			continue
 		}
+		if data, ok := sh.made[o.ID]; ok {
+			if err := s.put(ctx, &st, o, data); err != nil {
+				return st, err
+			}
+			continue
+		}
 		need = append(need, o.ID)
 	}
 	if len(need) > 0 {
-		err = s.store.ReadObjects(ctx, need, func(o snapshot.Object, data []byte) error {
-			name := objectName(o.ID)
-			if err := s.bucket.PutObject(ctx, name, data); err != nil {
-				return fmt.Errorf("fleet snapshots: sending %s: %w", name, err)
-			}
-			s.remember(name)
-			st.Sent++
-			st.Bytes += int64(len(data))
-			return nil
-		})
+		err = s.store.ReadObjects(ctx, need, func(o snapshot.Object, data []byte) error { return s.put(ctx, &st, o, data) })
 		if err != nil {
 			return st, err
 		}
 	}
-	m := Manifest{V: 1, Agent: s.agent, Machine: s.machine, ID: snap.ID, Tree: objs[1].ID, At: snap.Time,
-		Trigger: snap.Trigger, Seq: snap.Seq, Parent: snap.Parent, Files: snap.Files(), Objects: objs, Uploaded: time.Now().UTC()}
+	m := Manifest{V: 1, Agent: s.agent, Machine: s.machine, ID: snap.ID, Tree: sh.objects[1].ID, At: snap.Time,
+		Trigger: snap.Trigger, Seq: snap.Seq, Parent: snap.Parent, Files: snap.Files(), Objects: sh.objects,
+		Uploaded: time.Now().UTC(), Withheld: sh.withheld}
+	if sh.commit != snap.ID {
+		m.Commit = sh.commit
+	}
 	doc, err := json.Marshal(m)
 	if err != nil {
 		return st, err
@@ -167,7 +202,42 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 		return st, fmt.Errorf("fleet snapshots: sending the manifest %s: %w", mname, err)
 	}
 	s.remember(mname)
+	if len(sh.withheld) > 0 {
+		s.log.Info("work snapshot shipped to the fleet without the files that stay on this machine",
+			"snapshot", snap.ID, "withheld", len(sh.withheld), "files", withheldText(sh.withheld, maxLoggedWithheld))
+	}
 	return st, nil
+}
+
+// put sends one object.
+func (s *Shipper) put(ctx context.Context, st *Stats, o snapshot.Object, data []byte) error {
+	name := objectName(o.ID)
+	if err := s.bucket.PutObject(ctx, name, data); err != nil {
+		return fmt.Errorf("fleet snapshots: sending %s: %w", name, err)
+	}
+	s.remember(name)
+	st.Sent++
+	st.Bytes += int64(len(data))
+	return nil
+}
+
+// maxLoggedWithheld bounds the withheld files one log line names.
+const maxLoggedWithheld = 20
+
+// withheldText names up to max withheld files with their reasons.
+func withheldText(list []snapshot.Withheld, max int) string {
+	var b strings.Builder
+	for i, w := range list {
+		if i == max {
+			fmt.Fprintf(&b, "; and %d more", len(list)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%q: %s", w.Path, w.Reason)
+	}
+	return b.String()
 }
 
 func (s *Shipper) remember(name string) {
@@ -179,8 +249,12 @@ func (s *Shipper) remember(name string) {
 
 // Fetch brings snapshot id (a full id or a unique prefix of 7+
 // characters) of agent from the bucket into store: the objects the store
-// lacks, each checked against its hash, then the snapshot's ref. A
-// snapshot the bucket lacks is a *capsule.Error NOT_FOUND.
+// lacks, each streamed to disk and checked against its hash and the
+// store's size limit as it arrives, then the snapshot's ref once every
+// object it reaches is there. A snapshot the bucket lacks is a
+// *capsule.Error NOT_FOUND; one that is damaged or forged (a bad
+// manifest, an object missing, misnamed or too large) is
+// FLEET_SNAPSHOT_DAMAGED, and nothing of it is imported.
 func Fetch(ctx context.Context, store *snapshot.Store, bucket Bucket, agent, id string) (snapshot.Snapshot, error) {
 	id, err := snapshot.CheckID(id, "id")
 	if err != nil {
@@ -202,22 +276,15 @@ func Fetch(ctx context.Context, store *snapshot.Store, bucket Bucket, agent, id 
 				"%s names %d snapshots in the fleet; give more of the id", id, len(names))
 		}
 	}
-	doc, err := bucket.GetObject(ctx, name)
+	m, err := readManifest(ctx, bucket, agent, name)
 	if errors.Is(err, fleet.ErrNoObject) {
 		return snapshot.Snapshot{}, notFound(agent, id)
 	}
 	if err != nil {
-		return snapshot.Snapshot{}, fmt.Errorf("fleet snapshots: reading %s: %w", name, err)
+		return snapshot.Snapshot{}, damaged(agent, id, err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(doc, &m); err != nil {
-		return snapshot.Snapshot{}, fmt.Errorf("fleet snapshots: the manifest %s is not valid: %w", name, err)
-	}
-	if m.Agent != agent || manifestName(agent, m.ID) != name || len(m.Objects) < 2 || m.Objects[0].ID != m.ID || m.Objects[0].Type != "commit" {
-		return snapshot.Snapshot{}, fmt.Errorf("fleet snapshots: the manifest %s does not describe snapshot %s of agent %s", name, m.ID, agent)
-	}
-	ids := make([]string, len(m.Objects))
 	types := make(map[string]string, len(m.Objects))
+	ids := make([]string, len(m.Objects))
 	for i, o := range m.Objects {
 		ids[i] = o.ID
 		types[o.ID] = o.Type
@@ -231,15 +298,79 @@ func Fetch(ctx context.Context, store *snapshot.Store, bucket Bucket, agent, id 
 		return snapshot.Snapshot{}, err
 	}
 	for _, oid := range missing {
-		data, err := bucket.GetObject(ctx, objectName(oid))
-		if err != nil {
-			return snapshot.Snapshot{}, fmt.Errorf("fleet snapshots: reading object %s of snapshot %s: %w", oid, m.ID[:12], err)
-		}
-		if err := store.WriteObject(ctx, snapshot.Object{ID: oid, Type: types[oid]}, data); err != nil {
-			return snapshot.Snapshot{}, err
+		if err := receive(ctx, store, bucket, snapshot.Object{ID: oid, Type: types[oid]}); err != nil {
+			return snapshot.Snapshot{}, damaged(agent, m.ID, fmt.Errorf("object %s: %w", oid, err))
 		}
 	}
-	return store.Import(ctx, m.ID)
+	snap, err := store.Import(ctx, m.ID, m.commit())
+	return snap, damaged(agent, m.ID, err)
+}
+
+// maxManifestBytes bounds a manifest read from the bucket: a snapshot of
+// 200,000 files lists about 15 MiB of objects.
+const maxManifestBytes = 64 << 20
+
+// readManifest reads and checks the manifest name of agent's snapshot.
+func readManifest(ctx context.Context, bucket Bucket, agent, name string) (Manifest, error) {
+	rc, size, err := bucket.OpenObject(ctx, name)
+	if err != nil {
+		return Manifest{}, err
+	}
+	defer rc.Close()
+	if size > maxManifestBytes {
+		return Manifest{}, fmt.Errorf("the manifest %s is %d bytes, over %d: %w", name, size, maxManifestBytes, snapshot.ErrDamaged)
+	}
+	doc, err := io.ReadAll(io.LimitReader(rc, maxManifestBytes+1))
+	if err != nil {
+		return Manifest{}, fmt.Errorf("reading the manifest %s: %w", name, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return Manifest{}, fmt.Errorf("the manifest %s is not valid (%v): %w", name, err, snapshot.ErrDamaged)
+	}
+	if m.Agent != agent || manifestName(agent, m.ID) != name || len(m.Objects) < 2 ||
+		m.Objects[0].ID != m.commit() || m.Objects[0].Type != "commit" {
+		return Manifest{}, fmt.Errorf("the manifest %s does not describe snapshot %s of agent %s: %w", name, m.ID, agent, snapshot.ErrDamaged)
+	}
+	for _, o := range m.Objects {
+		switch o.Type {
+		case "commit", "tree", "blob":
+		default:
+			return Manifest{}, fmt.Errorf("the manifest %s lists object %s of type %q: %w", name, o.ID, o.Type, snapshot.ErrDamaged)
+		}
+	}
+	return m, nil
+}
+
+// receive streams one object from the bucket into the store.
+func receive(ctx context.Context, store *snapshot.Store, bucket Bucket, o snapshot.Object) error {
+	rc, size, err := bucket.OpenObject(ctx, objectName(o.ID))
+	if errors.Is(err, fleet.ErrNoObject) {
+		return fmt.Errorf("the manifest lists it and the bucket lacks it: %w", snapshot.ErrDamaged)
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return store.ReceiveObject(ctx, o, size, rc)
+}
+
+// damaged names err a FLEET_SNAPSHOT_DAMAGED refusal when it says what
+// came from the fleet is not what it claims (a retry will not help); any
+// other error is returned as it is.
+func damaged(agent, id string, err error) error {
+	if err == nil || !(errors.Is(err, snapshot.ErrDamaged) || errors.Is(err, fleet.ErrObjectDamaged)) {
+		return err
+	}
+	return capsule.Refuse(capsule.CodeFleetSnapshotDamaged, "id",
+		"snapshot %s of agent %s in the fleet is damaged or forged, and nothing of it was kept: %v", short(id), agent, err)
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 func notFound(agent, id string) error {

@@ -51,10 +51,18 @@
 // later covers leaves the next snapshot too (git add -A alone would keep
 // it).
 //
+// What git would leave out without a word is named in the skipped files
+// too: names it takes for .git (.GIT, .Git), paths over the system's
+// limit, directories it cannot read. Permissions git does not keep (it
+// writes 0644 or 0755) are recorded in the message as "mode" lines, only
+// those with fewer bits (0600, 0700, …), and a restore puts them back; run
+// as root, it gives what it writes the owner of the file it replaces, or
+// of the workdir.
+//
 // Each snapshot is a root commit on its own ref, refs/snapshots/<n>, whose
 // message records its number, trigger, residency seq, time, parent (the
 // newest snapshot when it was taken), the counts of files added, modified
-// and deleted against the parent, and the skipped files. The parent is
+// and deleted against the parent, the skipped files and the mode lines. The parent is
 // metadata, not a git parent, so retention drops the oldest snapshots by
 // deleting their refs, without rewriting (and renaming) the ones it keeps.
 //
@@ -75,8 +83,12 @@
 //
 // # Concurrency and cost
 //
-// Take, Restore and GC run one at a time (a mutex); List, Show and Diff
-// run beside them. A Take costs a walk of the workdir (lstat of each file
+// Take and Restore run one at a time (a mutex); List, Show and Diff run
+// beside them. The store collects its own garbage in the background (a
+// goroutine Close stops) as soon as it passes KeepBytes or KeepCount: a
+// GC holds the mutex only to read and delete refs, and packs and prunes
+// beside Takes the way git gc runs beside git commands (objects newer than
+// the ref deletion, or freshened by git since, are kept). A Take costs a walk of the workdir (lstat of each file
 // outside the ignored directories, shared by a few goroutines) and five
 // short git runs (add -A, write-tree, diff-tree, commit-tree,
 // update-ref); docs/PERFORMANCE.md compares it with git add -A && git

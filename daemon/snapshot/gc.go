@@ -2,10 +2,13 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,70 +21,264 @@ type GCResult struct {
 	OverBytes bool          // the newest snapshot alone is over KeepBytes
 }
 
-// gcEvery is how many new snapshots make NeedsGC true.
+// gcEvery is how many new snapshots make a GC due even under the bounds
+// (each leaves loose objects).
 const gcEvery = 50
 
-// NeedsGC says whether a GC is due: more snapshots than KeepCount, or
-// gcEvery snapshots taken since the last GC (each leaves loose objects).
-// It costs nothing; the caller runs GC off the hot path when it is true.
-func (s *Store) NeedsGC() bool {
+// collector runs the store's GC in the background: each new snapshot
+// (Take, a restore's safety snapshot) asks it to look, and it runs a GC
+// when the store has passed KeepBytes, holds more than KeepCount
+// snapshots, or gcEvery were taken since the last. A Take never waits for
+// it: a GC holds the writer lock only to read and delete refs.
+type collector struct {
+	kick   chan struct{} // buffered 1: a snapshot was made
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the loop has ended
+
+	mu      sync.Mutex
+	queued  bool   // kicked, not yet looked at
+	running bool   // a look (and maybe a GC) is under way
+	floor   int64  // the store's size after the last GC when it was over KeepBytes
+	failure string // why the last GC failed; "" after one that worked
+	run     sync.Mutex
+}
+
+// startCollector starts the background GC; Close stops it.
+func (s *Store) startCollector() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.gc = &collector{kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go s.collect(ctx)
+}
+
+// stopCollector cancels a GC under way (git is killed: what it leaves is
+// deleted by the next) and waits for the loop to end.
+func (s *Store) stopCollector() {
+	s.gc.cancel()
+	<-s.gc.done
+}
+
+// gcKick tells the collector a snapshot was made. It never blocks.
+func (s *Store) gcKick() {
+	s.gc.mu.Lock()
+	s.gc.queued = true
+	s.gc.mu.Unlock()
+	select {
+	case s.gc.kick <- struct{}{}:
+	default:
+	}
+}
+
+// gcIdle reports whether the collector has nothing to do and is doing
+// nothing.
+func (s *Store) gcIdle() bool {
+	s.gc.mu.Lock()
+	defer s.gc.mu.Unlock()
+	return !s.gc.queued && !s.gc.running
+}
+
+func (s *Store) collect(ctx context.Context) {
+	defer close(s.gc.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.gc.kick:
+		}
+		s.gc.mu.Lock()
+		s.gc.queued, s.gc.running = false, true
+		s.gc.mu.Unlock()
+		if due, err := s.gcDue(ctx); err != nil {
+			s.gcFailed(ctx, err)
+		} else if due {
+			res, err := s.GC(ctx)
+			if err != nil {
+				s.gcFailed(ctx, err)
+			} else {
+				s.log.Debug("snapshot store: collected", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes, "took", res.Took)
+			}
+		}
+		s.gc.mu.Lock()
+		s.gc.running = false
+		s.gc.mu.Unlock()
+	}
+}
+
+func (s *Store) gcFailed(ctx context.Context, err error) {
+	if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return
+	}
+	s.gc.mu.Lock()
+	first := s.gc.failure == ""
+	s.gc.failure = "garbage collection of the snapshot store failed: " + err.Error()
+	s.gc.mu.Unlock()
+	if first {
+		s.log.Warn("snapshot store: garbage collection failed; the agent shows degraded [\"snapshots\"] until one works, tried again after the next snapshot", "err", err)
+	}
+}
+
+// GCProblem says why the store's last garbage collection failed, or ""
+// when it worked (or none ran yet): a store that cannot collect grows
+// without bound, so the agent shows it as degraded.
+func (s *Store) GCProblem() string {
+	s.gc.mu.Lock()
+	defer s.gc.mu.Unlock()
+	return s.gc.failure
+}
+
+// gcDue says whether a GC is due: the store passed KeepBytes (measured
+// with git count-objects, which lists the object directories and reads no
+// object), holds more than KeepCount snapshots, or gcEvery snapshots were
+// made since the last GC. When the newest snapshot alone is over
+// KeepBytes, the store must grow by KeepBytes again first.
+func (s *Store) gcDue(ctx context.Context) (bool, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.takesSinceG >= gcEvery || s.count > s.opt.KeepCount
+	count, since := s.count, s.takesSinceG
+	s.mu.Unlock()
+	if count > s.opt.KeepCount || since >= gcEvery {
+		return true, nil
+	}
+	n, err := s.objectBytes(ctx)
+	if err != nil {
+		return false, err
+	}
+	s.gc.mu.Lock()
+	floor := s.gc.floor
+	s.gc.mu.Unlock()
+	return n > s.opt.KeepBytes+floor, nil
+}
+
+// objectBytes is the disk space of the store's objects, loose and packed,
+// as git count-objects -v says (in KiB).
+func (s *Store) objectBytes(ctx context.Context) (int64, error) {
+	out, err := s.git.run(ctx, call{args: []string{"count-objects", "-v"}})
+	if err != nil {
+		return 0, fmt.Errorf("snapshot store %s: %w", s.opt.Dir, err)
+	}
+	var kib int64
+	for line := range strings.SplitSeq(string(out), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		switch k {
+		case "size", "size-pack", "size-garbage":
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("snapshot store %s: count-objects said %q", s.opt.Dir, line)
+			}
+			kib += n
+		}
+	}
+	return kib << 10, nil
 }
 
 // GC applies retention and compacts the store: it drops the oldest
 // snapshots beyond KeepCount, then more of the oldest while the store is
 // over KeepBytes (the newest is always kept), packs what is left and
-// deletes the rest. It holds the writer lock (a Take waits for it): run it
-// off the hot path, e.g. from a background goroutine when NeedsGC says so.
+// deletes the rest. The store runs it itself when one is due; a Take
+// waits for it only while it reads or deletes refs, never while git packs
+// or prunes.
 func (s *Store) GC(ctx context.Context) (GCResult, error) {
+	s.gc.run.Lock() // one GC at a time
+	defer s.gc.run.Unlock()
 	start := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return GCResult{}, ErrClosed
-	}
-	s.clearStaleLocks()
-	all, err := s.list(ctx)
-	if err != nil {
-		return GCResult{}, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
-	}
 	var res GCResult
-	keep := min(len(all), s.opt.KeepCount)
-	if err := s.drop(ctx, all[keep:]); err != nil {
+	keep, cut, err := s.dropOldest(ctx, func(n int) int { return min(n, s.opt.KeepCount) }, &res)
+	if err != nil {
 		return res, err
 	}
-	res.Dropped = len(all) - keep
-	for {
-		if err := s.compact(ctx); err != nil {
+	s.mu.Lock()
+	_, err = s.dropImported(ctx) // the snapshots fetched from elsewhere keep to KeepCount too
+	s.mu.Unlock()
+	if err != nil {
+		return res, err
+	}
+	// Packing is the costly part: the objects are measured first (git
+	// count-objects), and the snapshots that cannot fit dropped before
+	// they are packed.
+	size, err := s.objectBytes(ctx)
+	if err != nil {
+		return res, err
+	}
+	if size > s.opt.KeepBytes && keep > 1 {
+		if keep, cut, err = s.dropOldest(ctx, fitting(s.opt.KeepBytes, size), &res); err != nil {
+			return res, err
+		}
+	}
+	for round := 1; ; round++ {
+		if err := s.compact(ctx, cut); err != nil {
 			return res, err
 		}
 		if res.Bytes, err = dirBytes(s.opt.Dir); err != nil {
 			return res, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 		}
-		if res.Bytes <= s.opt.KeepBytes || keep <= 1 {
-			res.OverBytes = res.Bytes > s.opt.KeepBytes
+		// Takes go on while git packs: what they add is the next GC's,
+		// so a GC packs twice at most.
+		if res.Bytes <= s.opt.KeepBytes || keep <= 1 || round == 2 {
+			res.OverBytes = res.Bytes > s.opt.KeepBytes && keep <= 1
 			break
 		}
-		// Over the byte budget: drop the oldest quarter of what is left
-		// (at least one) and measure again.
-		next := keep - max(1, keep/4)
-		if err := s.drop(ctx, all[next:keep]); err != nil {
+		// Still over the byte budget (the snapshots differ in size):
+		// drop more of the oldest and measure again.
+		if keep, cut, err = s.dropOldest(ctx, fitting(s.opt.KeepBytes, res.Bytes), &res); err != nil {
 			return res, err
 		}
-		res.Dropped += keep - next
-		keep = next
 	}
 	res.Kept = keep
-	s.count = keep
-	s.takesSinceG = 0
+	s.gc.mu.Lock()
+	if s.gc.failure != "" {
+		s.log.Info("snapshot store: garbage collection works again")
+	}
+	s.gc.failure = ""
+	s.gc.floor = 0
+	if res.OverBytes {
+		s.gc.floor = res.Bytes
+	}
+	s.gc.mu.Unlock()
 	res.Took = time.Since(start)
 	if res.Dropped > 0 || res.OverBytes {
 		s.log.Info("snapshot store: retention", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes,
 			"keep_count", s.opt.KeepCount, "keep_bytes", s.opt.KeepBytes, "over_bytes", res.OverBytes)
 	}
+	if res.OverBytes {
+		s.log.Warn("snapshot store: the newest snapshot alone is over snapshots.keep_bytes; raise it or ignore more of the workdir", "bytes", res.Bytes)
+	}
 	return res, nil
+}
+
+// fitting is how many of n snapshots taking size bytes fit in budget, as
+// if each took as much (with a tenth to spare), and at least one fewer
+// than n: retention's guess, checked by measuring after packing.
+func fitting(budget, size int64) func(n int) int {
+	return func(n int) int {
+		return min(n-1, int(float64(n)*float64(budget)/float64(size)*0.9))
+	}
+}
+
+// dropOldest deletes, under the writer lock, the refs of the oldest
+// snapshots so that keep(n) of the n held are left (at least one), and
+// returns how many are left (res.Dropped counts those dropped) and the
+// moment the refs were deleted: every object a Take writes from then on is
+// kept by compact.
+func (s *Store) dropOldest(ctx context.Context, keep func(n int) int, res *GCResult) (int, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return 0, time.Time{}, ErrClosed
+	}
+	all, err := s.list(ctx)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
+	}
+	k := max(1, keep(len(all)))
+	if k < len(all) {
+		if err := s.drop(ctx, all[k:]); err != nil {
+			return 0, time.Time{}, err
+		}
+		res.Dropped += len(all) - k
+	} else {
+		k = len(all)
+	}
+	s.count = k
+	s.takesSinceG = 0
+	return k, time.Now(), nil
 }
 
 // drop deletes the refs of snapshots, in one transaction.
@@ -99,32 +296,70 @@ func (s *Store) drop(ctx context.Context, snaps []Snapshot) error {
 	return nil
 }
 
-// compact packs the refs and the objects the refs and the private index
-// reach and deletes every other object (those of dropped snapshots, of
-// dry runs, of Takes killed mid-way). The writer lock is held, so no Take
-// is writing objects it has not yet referenced.
-func (s *Store) compact(ctx context.Context) error {
-	prune := "--prune=now"
-	if s.holds.Load() > 0 {
-		// An import is writing objects no ref reaches yet (HoldObjects);
-		// WriteObject waits for the writer lock, so none lands mid-gc.
-		prune = "--prune=1.hour.ago"
+// compact packs the objects the refs and the private index reach and
+// deletes the other objects older than cut (see dropOldest): those of dropped snapshots, of dry runs, of Takes
+// killed mid-way. It runs beside Takes, as git gc runs beside git
+// commands: an object a Take writes after cut is newer, and one a Take
+// finds already stored is freshened by git (its file's time set to now),
+// so neither is deleted. A second is taken off cut for the file system's
+// coarser clock.
+func (s *Store) compact(ctx context.Context, cut time.Time) error {
+	if s.compactHook != nil {
+		s.compactHook()
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"gc", "--quiet", prune}}); err != nil {
+	expire := cut.Add(-time.Second)
+	if s.holds.Load() > 0 {
+		// An import is writing objects no ref reaches yet (HoldObjects).
+		if hour := time.Now().Add(-time.Hour); hour.Before(expire) {
+			expire = hour
+		}
+	}
+	s.removeLeftovers()
+	err := s.repack(ctx, expire)
+	if err != nil {
+		s.removeLeftovers()
+		// An import made before imports were checked whole may name a
+		// missing object, on which every repack fails: drop it and retry.
+		s.mu.Lock()
+		n, derr := s.dropBrokenImports(ctx)
+		s.mu.Unlock()
+		if derr == nil && n > 0 {
+			err = s.repack(ctx, expire)
+			s.removeLeftovers()
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 	}
 	return nil
+}
+
+// repack packs what the refs and the private index reach and deletes the
+// unreachable objects older than expire.
+func (s *Store) repack(ctx context.Context, expire time.Time) error {
+	at := fmt.Sprintf("--unpack-unreachable=@%d", expire.Unix())
+	if _, err := s.git.run(ctx, call{args: []string{"repack", "-d", "-l", "-A", "-q", at}}); err != nil {
+		return err
+	}
+	_, err := s.git.run(ctx, call{args: []string{"prune", fmt.Sprintf("--expire=@%d", expire.Unix())}})
+	return err
 }
 
 // dirBytes is the disk space of the files under dir (their sizes).
 func dirBytes(dir string) (int64, error) {
 	var n int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // a file git removed while it was listed
+		}
 		if err != nil {
 			return err
 		}
 		if d.Type().IsRegular() {
 			fi, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}

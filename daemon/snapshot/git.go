@@ -145,7 +145,9 @@ type call struct {
 	stdout io.Writer // nil: collected and returned
 	env    []string  // added to the isolated environment
 	inWork bool      // run in the work tree (else in the store)
-	noRepo bool      // no --git-dir and --work-tree (git init)
+	// warnings, when set, receives what git wrote to stderr on success.
+	warnings *string
+	noRepo   bool // no --git-dir and --work-tree (git init)
 }
 
 func (g *gitRunner) command(ctx context.Context, c call) *exec.Cmd {
@@ -185,6 +187,9 @@ func (g *gitRunner) run(ctx context.Context, c call) ([]byte, error) {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
 		return out.Bytes(), &GitError{Args: summarize(c.args), Err: err, Stderr: strings.TrimSpace(errb.String())}
+	}
+	if c.warnings != nil {
+		*c.warnings = errb.String()
 	}
 	return out.Bytes(), nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -216,32 +215,39 @@ func (s *Store) WriteObject(ctx context.Context, o Object, data []byte) error {
 	return nil
 }
 
-// Import makes commit id, whose objects are all in the store (written by
-// WriteObject), a snapshot found by its id: it must be a snapshot commit
-// (its metadata line parses) whose tree is present. Importing one the
-// store already has is a no-op.
-func (s *Store) Import(ctx context.Context, id string) (Snapshot, error) {
-	if !objectIDRE.MatchString(id) {
-		return Snapshot{}, fmt.Errorf("snapshot store: %q is not a git object id", id)
+// Import makes commit, whose objects are all in the store (written by
+// WriteObject or ReceiveObject), the snapshot found by id: id is the
+// snapshot's id where it was taken, commit the commit received for it
+// (the same, or a copy with files withheld from the fleet). It must be a
+// snapshot commit (its metadata line parses) and every object it reaches
+// must be present, checked before the ref is made: a snapshot that is not
+// whole is refused (ErrDamaged) and leaves no ref, so GC never meets a
+// missing object. Importing one the store already has is a no-op.
+func (s *Store) Import(ctx context.Context, id, commit string) (Snapshot, error) {
+	for _, h := range []string{id, commit} {
+		if !objectIDRE.MatchString(h) {
+			return Snapshot{}, fmt.Errorf("snapshot store: %q is not a git object id", h)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return Snapshot{}, ErrClosed
 	}
-	out, err := s.git.run(ctx, call{args: []string{"log", "-1", "--no-walk", "--format=%T%x00%s", id, "--"}})
+	out, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", commit}})
 	if err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot store: importing %s: the commit %s cannot be read (%w): %w", short(id), short(commit), err, ErrDamaged)
+	}
+	tree, subject, ok := commitTreeAndSubject(out)
+	snap, isSnap := parseSubject(id, tree, subject)
+	if !ok || !isSnap {
+		return Snapshot{}, fmt.Errorf("snapshot store: commit %s is not a continuityd snapshot: %w", short(commit), ErrDamaged)
+	}
+	snap.commit = commit
+	if err := s.checkConnected(ctx, commit); err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot store: importing %s: %w", short(id), err)
 	}
-	tree, subject, _ := strings.Cut(strings.TrimRight(string(out), "\n"), "\x00")
-	snap, ok := parseSubject(id, tree, subject)
-	if !ok {
-		return Snapshot{}, fmt.Errorf("snapshot store: commit %s is not a continuityd snapshot", short(id))
-	}
-	if miss, err := s.Missing(ctx, []string{tree}); err != nil || len(miss) > 0 {
-		return Snapshot{}, errors.Join(fmt.Errorf("snapshot store: the tree of %s is missing", short(id)), err)
-	}
-	if _, err := s.git.run(ctx, call{args: []string{"update-ref", importPrefix + id, id}}); err != nil {
+	if _, err := s.git.run(ctx, call{args: []string{"update-ref", importPrefix + id, commit}}); err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot store: %w", err)
 	}
 	return snap, nil

@@ -53,6 +53,9 @@ type Detail struct {
 	// counts the rest).
 	SkippedFiles []Skipped `json:"skipped_files"`
 	SkippedMore  int       `json:"skipped_more,omitempty"`
+	// Withheld are the files the machine that took an imported snapshot
+	// kept off the fleet (credentials): this copy has no content for them.
+	Withheld []Withheld `json:"withheld,omitempty"`
 }
 
 // Status names of FileChange.
@@ -84,7 +87,7 @@ func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 		return Detail{}, err
 	}
 	d := Detail{Snapshot: snap, SkippedFiles: []Skipped{}, Files: []FileChange{}}
-	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", snap.ID}})
+	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", snap.commitID()}})
 	if err != nil {
 		return Detail{}, fmt.Errorf("snapshot store: %w", err)
 	}
@@ -94,6 +97,7 @@ func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 			d.SkippedFiles = list
 		}
 		d.SkippedMore = more
+		d.Withheld = parseWithheld(string(body))
 	}
 	from, ok := parentTree(snap, all)
 	if !ok {

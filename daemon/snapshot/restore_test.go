@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -141,5 +142,86 @@ func TestRestoreLeavesUnsnapshottedFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(wd, ".gitignore")); !os.IsNotExist(err) {
 		t.Fatal("the restore did not remove .gitignore, which v1 lacks")
+	}
+}
+
+// Where the snapshot has a symbolic link and the workdir now has a
+// directory of snapshotted files, one restore removes the files and makes
+// the link, and says so (no "left alone").
+func TestRestoreLinkWhereADirectoryIs(t *testing.T) {
+	wd := t.TempDir()
+	write(t, wd, "target/a.txt", "a\n")
+	if err := os.Symlink("target", filepath.Join(wd, "link")); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, wd, Options{})
+	v1, _ := take(t, s, "start", 1)
+	if err := os.Remove(filepath.Join(wd, "link")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, wd, "link/in.txt", "now a directory\n")
+	take(t, s, "quiet", 1)
+	res, err := s.Restore(context.Background(), v1.ID, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.Readlink(filepath.Join(wd, "link")); err != nil || got != "target" {
+		t.Fatalf("after one restore link is %q, %v (result %+v)", got, err, res)
+	}
+	if len(res.Refused) != 0 {
+		t.Fatalf("refused = %+v, but the link was made", res.Refused)
+	}
+	want := []FileChange{{Path: "link", Status: StatusAdded}, {Path: "link/in.txt", Status: StatusDeleted}}
+	if !slices.Equal(res.Changes, want) {
+		t.Fatalf("changes = %+v, want %+v", res.Changes, want)
+	}
+	// The undo brings the directory back.
+	if _, err := s.Restore(context.Background(), res.Safety, nil, false); err != nil || read(t, wd, "link/in.txt") != "now a directory\n" {
+		t.Fatalf("undo: %v", err)
+	}
+}
+
+// A snapshot that writes ".gitignore = *" is undone whole by its safety
+// snapshot: the files it wrote (ignored by the rule it wrote) are put back
+// or removed, and the rule goes.
+func TestRestoreOfIgnoreAllIsUndone(t *testing.T) {
+	wd := t.TempDir()
+	write(t, wd, "a.txt", "mine\n")
+	write(t, wd, "b.txt", "mine b\n")
+	s := newStore(t, wd, Options{})
+	take(t, s, "start", 1)
+	before := fingerprint(t, wd)
+	blob := func(c string) string { return writeObject(t, s, "blob", []byte(c)) }
+	x := forgedSnapshot(t, s, rawTree(t, s,
+		rawEntry{"100644", ".gitignore", blob("*\n")},
+		rawEntry{"100644", "a.txt", blob("theirs\n")},
+		rawEntry{"100644", "x-only.txt", blob("theirs only\n")}))
+	res, err := s.Restore(context.Background(), x, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read(t, wd, ".gitignore") != "*\n" || read(t, wd, "a.txt") != "theirs\n" {
+		t.Fatalf("the restore of x did not write its files: %+v", res)
+	}
+	undo, err := s.Restore(context.Background(), res.Safety, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := fingerprint(t, wd)
+	for k, v := range before { // modification times differ: compare contents
+		if k == "." {
+			continue
+		}
+		if w, ok := after[k]; !ok || v[strings.LastIndexByte(v, ' '):] != w[strings.LastIndexByte(w, ' '):] {
+			t.Errorf("after the undo %s is %q, was %q", k, w, v)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("after the undo %s is still there", k)
+		}
+	}
+	if len(undo.Refused) != 0 {
+		t.Errorf("the undo left alone %+v", undo.Refused)
 	}
 }

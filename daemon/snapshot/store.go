@@ -85,8 +85,9 @@ type Snapshot struct {
 	// on snapshots read back by List or Show.
 	Took Timings `json:"-"`
 
-	tree string // the tree's hash
-	n    uint64 // its number in the store: refs/snapshots/<n>
+	tree   string // the tree's hash
+	n      uint64 // its number in the store: refs/snapshots/<n>
+	commit string // the commit in this store when it is not ID: an imported copy with files withheld
 }
 
 // Files is the number of files the snapshot changed against its parent.
@@ -117,14 +118,19 @@ type Store struct {
 
 	closed atomic.Bool
 	holds  atomic.Int32 // HoldObjects callers: GC keeps unreferenced objects
+	gc     *collector   // the background GC
+	// compactHook, when set (by tests), runs as a GC starts to pack: it
+	// holds a GC there.
+	compactHook func()
 
 	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
 	newest      Snapshot         // newest.n == 0: no snapshot yet
+	newestModes string           // its mode lines (modeLines)
 	oversized   map[string]int64 // skipped for their size at the last Take
 	bigIgnored  map[string]int64 // over the size but ignored anyway
 	fixIgnored  bool             // check the index for tracked files that became ignored
 	count       int              // snapshots held
-	takesSinceG int              // snapshots made since the last GC
+	takesSinceG int              // snapshots made since the last GC (the collector reads it)
 }
 
 // ErrClosed is returned by calls on a closed Store.
@@ -205,8 +211,13 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	if len(all) > 0 {
 		s.newest = all[0]
+		if s.newestModes, err = s.modesOf(ctx, s.newest.ID); err != nil {
+			return nil, fmt.Errorf("snapshot store %s: %w", opt.Dir, err)
+		}
 	}
 	s.count = len(all)
+	s.startCollector()
+	s.gcKick() // the bounds may have changed while the daemon was away
 	return s, nil
 }
 
@@ -352,8 +363,10 @@ func (s *Store) clearStaleLocks() {
 	}
 }
 
-// Close marks the store closed after the running Take, Restore or GC ends.
+// Close stops the background GC and marks the store closed after the
+// running Take or Restore ends.
 func (s *Store) Close() error {
+	s.stopCollector()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed.Store(true)
@@ -383,7 +396,7 @@ const subjectTag = "continuityd-snapshot"
 // maxListedSkipped bounds the skipped files named in one snapshot.
 const maxListedSkipped = 1000
 
-func (s *Store) message(snap Snapshot, skipped []Skipped) string {
+func (s *Store) message(snap Snapshot, skipped []Skipped, modes string) string {
 	parent := snap.Parent
 	if parent == "" {
 		parent = "-"
@@ -401,6 +414,9 @@ func (s *Store) message(snap Snapshot, skipped []Skipped) string {
 			}
 			fmt.Fprintf(&b, "skipped reason=%s size=%d path=%s\n", k.Reason, k.Size, strconv.Quote(k.Path))
 		}
+	}
+	if modes != "" {
+		b.WriteString("\n" + modes)
 	}
 	return b.String()
 }
@@ -442,6 +458,22 @@ func parseSubject(id, tree, subject string) (Snapshot, bool) {
 		}
 	}
 	return snap, snap.n > 0
+}
+
+// modesOf returns the mode lines (modeLines) of snapshot id's message, as
+// they were written.
+func (s *Store) modesOf(ctx context.Context, id string) (string, error) {
+	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", id}})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for line := range strings.SplitSeq(string(msg), "\n") {
+		if strings.HasPrefix(line, "mode ") || strings.HasPrefix(line, "modes-more ") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String(), nil
 }
 
 // parseSkipped reads the skipped files from a commit message body.
@@ -491,17 +523,26 @@ func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
 // commit is not a snapshot is skipped (and said, when warn is set).
 func (s *Store) refsUnder(ctx context.Context, prefix string, warn bool) ([]Snapshot, error) {
 	out, err := s.git.run(ctx, call{args: []string{"for-each-ref",
-		"--format=%(objectname)%00%(tree)%00%(contents:subject)", prefix}})
+		"--format=%(refname)%00%(objectname)%00%(tree)%00%(contents:subject)", prefix}})
 	if err != nil {
 		return nil, err
 	}
 	var all []Snapshot
 	for line := range strings.SplitSeq(string(out), "\n") {
-		f := strings.SplitN(line, "\x00", 3)
-		if len(f) != 3 {
+		f := strings.SplitN(line, "\x00", 4)
+		if len(f) != 4 {
 			continue
 		}
-		snap, ok := parseSubject(f[0], f[1], f[2])
+		// An imported snapshot is named by its ref: its commit may be a
+		// copy with files withheld (Import).
+		id := f[1]
+		if name, ok := strings.CutPrefix(f[0], importPrefix); ok && objectIDRE.MatchString(name) {
+			id = name
+		}
+		snap, ok := parseSubject(id, f[2], f[3])
+		if id != f[1] {
+			snap.commit = f[1]
+		}
 		if !ok {
 			if warn {
 				s.log.Warn("snapshot store: a ref that is not a snapshot", "commit", f[0])

@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,14 +23,16 @@ import (
 type Skipped struct {
 	Path   string `json:"path"`   // relative to the workdir, with "/"
 	Size   int64  `json:"size"`   // bytes, when known
-	Reason string `json:"reason"` // ReasonTooLarge, ReasonUnreadable, ReasonRepository
+	Reason string `json:"reason"` // ReasonTooLarge, ReasonUnreadable, ReasonRepository, ReasonGitName, ReasonPathTooLong
 }
 
 // Skip reasons.
 const (
-	ReasonTooLarge   = "too_large"
-	ReasonUnreadable = "unreadable"
-	ReasonRepository = "repository" // a nested repository, submodule or linked worktree: left out whole
+	ReasonTooLarge    = "too_large"
+	ReasonUnreadable  = "unreadable"
+	ReasonRepository  = "repository"    // a nested repository, submodule or linked worktree: left out whole
+	ReasonGitName     = "git_name"      // a name git takes for .git (".GIT", ".Git", …) and never adds
+	ReasonPathTooLong = "path_too_long" // a path longer than the system's limit (4,095 bytes with the workdir)
 )
 
 // Take snapshots the workdir. When the tree is the same as the newest
@@ -46,7 +50,7 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 		return Snapshot{}, false, ErrClosed
 	}
 	start := time.Now()
-	st, err := s.stage(ctx)
+	st, err := s.stage(ctx, nil)
 	if err != nil {
 		return Snapshot{}, false, err
 	}
@@ -65,6 +69,7 @@ type staged struct {
 	tree    string
 	changes []change // against the newest snapshot's tree
 	skipped []Skipped
+	modes   string // the mode lines of the snapshot's message (modeLines)
 	took    Timings
 }
 
@@ -80,16 +85,19 @@ const gitlinkMode = "160000"
 
 // stage writes the work tree, as the snapshot rules see it, into the
 // store: the size walk, the exclusions, `git add -A` into the private
-// index, `git write-tree`.
-func (s *Store) stage(ctx context.Context) (staged, error) {
+// index, `git write-tree`. The files of force that exist are added even
+// when an ignore rule covers them (a restore's safety snapshot holds what
+// the previous restore wrote, see restoredFile).
+func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
 	var st staged
 	s.clearStaleLocks()
 
 	t := time.Now()
-	over, err := s.walk()
+	found, err := s.walk()
 	if err != nil {
 		return st, err
 	}
+	over := found.over
 	st.took.Walk = time.Since(t)
 
 	t = time.Now()
@@ -103,16 +111,22 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 			st.skipped = append(st.skipped, Skipped{Path: p, Size: n, Reason: ReasonTooLarge})
 		}
 	}
-	// --ignore-errors: a file that cannot be read (permissions, or gone
-	// between the walk and git) is left out and named, not a failed
-	// snapshot.
-	_, err = s.git.run(ctx, call{args: []string{"add", "-A", "--ignore-errors"}, inWork: true})
+	odd, err := s.notIgnored(ctx, found.odd)
 	if err != nil {
-		unreadable, ok := unreadableFiles(err)
-		if !ok {
-			return st, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		return st, err
+	}
+	st.skipped = append(st.skipped, odd...)
+	unreadable, err := s.addAll(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, u := range unreadable {
+		if !slices.ContainsFunc(st.skipped, func(k Skipped) bool { return k.Path == u.Path }) {
+			st.skipped = append(st.skipped, u)
 		}
-		st.skipped = append(st.skipped, unreadable...)
+	}
+	if err := s.forceAdd(ctx, force); err != nil {
+		return st, err
 	}
 	st.took.Add = time.Since(t)
 
@@ -136,7 +150,7 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 		}
 		// An ignore rule changed: tracked files it now covers leave the
 		// index (git add -A keeps tracked files even when ignored).
-		fixed, err := s.dropIgnored(ctx)
+		fixed, err := s.dropIgnored(ctx, force)
 		if err != nil {
 			return st, err
 		}
@@ -144,8 +158,161 @@ func (s *Store) stage(ctx context.Context) (staged, error) {
 			break
 		}
 	}
+	if st.modes, err = s.modeLines(ctx, st.tree, found.modes); err != nil {
+		return st, err
+	}
 	st.took.Tree = time.Since(t)
 	return st, nil
+}
+
+// addRetries is how many times a git add that crashed (a file changed
+// under it: SIGBUS) is run again.
+const addRetries = 2
+
+// addAll runs `git add -A` into the private index and returns the files
+// it could not read. --ignore-errors: a file that cannot be read
+// (permissions, or gone between the walk and git) is left out and named,
+// not a failed snapshot. A git that crashed (killed by a signal, e.g. a
+// file truncated while git read it) left its index.lock: that is cleared
+// and the add run again. git's warnings are logged.
+func (s *Store) addAll(ctx context.Context) ([]Skipped, error) {
+	for attempt := 0; ; attempt++ {
+		var warn string
+		_, err := s.git.run(ctx, call{args: []string{"add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn})
+		var ge *GitError
+		var exit *exec.ExitError
+		if errors.As(err, &ge) && errors.As(ge.Err, &exit) && exit.ExitCode() < 0 && ctx.Err() == nil {
+			s.clearStaleLocks()
+			if attempt == addRetries {
+				return nil, fmt.Errorf("snapshot of %s: git add crashed %d times (a file changing while git reads it?): %w", s.work, attempt+1, err)
+			}
+			s.log.Warn("snapshot store: git add crashed (a file changed while it read it?); running it again", "err", err)
+			continue
+		}
+		if err == nil {
+			s.logWarnings(warn)
+			return nil, nil
+		}
+		unreadable, ok := unreadableFiles(err)
+		if !ok {
+			return nil, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		}
+		s.logWarnings(ge.Stderr)
+		return unreadable, nil
+	}
+}
+
+// logWarnings logs git's "warning:" lines.
+func (s *Store) logWarnings(stderr string) {
+	for line := range strings.SplitSeq(stderr, "\n") {
+		if w, ok := strings.CutPrefix(strings.TrimSpace(line), "warning: "); ok {
+			s.log.Warn("snapshot store: git warned", "warning", w)
+		}
+	}
+}
+
+// notIgnored returns those of list the ignore rules do not cover.
+func (s *Store) notIgnored(ctx context.Context, list []Skipped) ([]Skipped, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	paths := make([]string, len(list))
+	for i, k := range list {
+		paths[i] = k.Path
+	}
+	ignored, err := s.ignoredOf(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list, func(k Skipped) bool { return slices.Contains(ignored, k.Path) }), nil
+}
+
+// maxListedModes bounds the permissions recorded with one snapshot.
+const maxListedModes = 1000
+
+// modeLines are the permission lines of a snapshot's message: the files
+// and directories of tree whose permissions git does not keep (keptMode),
+// sorted, at most maxListedModes of them.
+func (s *Store) modeLines(ctx context.Context, tree string, modes map[string]fs.FileMode) (string, error) {
+	if len(modes) == 0 {
+		return "", nil
+	}
+	out, err := s.git.run(ctx, call{args: []string{"ls-tree", "-r", "-t", "-z", "--name-only", "--full-tree", tree}})
+	if err != nil {
+		return "", fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	var paths []string
+	for p := range strings.SplitSeq(string(out), "\x00") {
+		if _, ok := modes[p]; ok {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	var b strings.Builder
+	for i, p := range paths {
+		if i == maxListedModes {
+			fmt.Fprintf(&b, "modes-more %d\n", len(paths)-i)
+			break
+		}
+		fmt.Fprintf(&b, "mode %04o path=%s\n", modes[p], strconv.Quote(p))
+	}
+	return b.String(), nil
+}
+
+// parseModes reads the permission lines (modeLines) of a commit message.
+// Only permissions git would not give are taken: a mode line can take
+// bits away, never add one.
+func parseModes(msg string) map[string]fs.FileMode {
+	modes := map[string]fs.FileMode{}
+	for line := range strings.SplitSeq(msg, "\n") {
+		rest, ok := strings.CutPrefix(line, "mode ")
+		if !ok {
+			continue
+		}
+		m, q, _ := strings.Cut(rest, " path=")
+		n, err := strconv.ParseUint(m, 8, 32)
+		if err != nil || n > 0o777 {
+			continue
+		}
+		p, err := strconv.Unquote(q)
+		if err != nil {
+			continue
+		}
+		modes[p] = fs.FileMode(n)
+	}
+	return modes
+}
+
+// forceAdd adds the files of paths that exist in the workdir as files or
+// links (not through a link, not over the size limit) to the private
+// index, whatever the ignore rules say.
+func (s *Store) forceAdd(ctx context.Context, paths []string) error {
+	var list bytes.Buffer
+	for _, p := range paths {
+		if _, big := s.oversized[p]; big || s.symlinkOnPath(p, false) != "" {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(s.work, filepath.FromSlash(p)))
+		if err != nil || !(fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
+			continue
+		}
+		if s.opt.MaxFileBytes >= 0 && fi.Size() > s.opt.MaxFileBytes {
+			continue
+		}
+		list.WriteString(p)
+		list.WriteByte(0)
+	}
+	if list.Len() == 0 {
+		return nil
+	}
+	_, err := s.git.run(ctx, call{args: []string{"add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		stdin: &list, inWork: true})
+	if err != nil {
+		if _, ok := unreadableFiles(err); !ok {
+			return fmt.Errorf("snapshot of %s: %w", s.work, err)
+		}
+	}
+	return nil
 }
 
 // needsIgnoreFix says whether tracked files may have become ignored: at
@@ -165,11 +332,24 @@ func (s *Store) needsIgnoreFix(changes []change) bool {
 }
 
 // dropIgnored removes from the private index the tracked files the ignore
-// rules now cover, and reports whether there were any.
-func (s *Store) dropIgnored(ctx context.Context) (bool, error) {
+// rules now cover, but those of keep, and reports whether there were any.
+func (s *Store) dropIgnored(ctx context.Context, keep []string) (bool, error) {
 	out, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-c", "-i", "--exclude-standard"}, inWork: true})
 	if err != nil {
 		return false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	if len(keep) > 0 {
+		kept := make(map[string]bool, len(keep))
+		for _, p := range keep {
+			kept[p] = true
+		}
+		var rest []byte
+		for p := range bytes.SplitSeq(bytes.TrimSuffix(out, []byte{0}), []byte{0}) {
+			if len(p) > 0 && !kept[string(p)] {
+				rest = append(append(rest, p...), 0)
+			}
+		}
+		out = rest
 	}
 	if len(out) == 0 {
 		return false, nil
@@ -292,6 +472,9 @@ func unreadableFiles(err error) ([]Skipped, bool) {
 		case line == "", line == "fatal: adding files failed", strings.HasPrefix(line, "warning:"):
 		case strings.HasPrefix(line, "error: unable to index file '"):
 			list = append(list, Skipped{Path: strings.TrimSuffix(strings.TrimPrefix(line, "error: unable to index file '"), "'"), Reason: ReasonUnreadable})
+		case strings.HasPrefix(line, "error: unable to add '") && strings.HasSuffix(line, "' to index"):
+			p := strings.TrimSuffix(strings.TrimPrefix(line, "error: unable to add '"), "' to index")
+			list = append(list, Skipped{Path: p, Reason: ReasonUnreadable})
 		case strings.HasPrefix(line, "error: open(\""):
 			p, _, _ := strings.Cut(strings.TrimPrefix(line, "error: open(\""), "\"):")
 			list = append(list, Skipped{Path: p, Reason: ReasonUnreadable})
@@ -299,6 +482,9 @@ func unreadableFiles(err error) ([]Skipped, bool) {
 		default:
 			return nil, false
 		}
+	}
+	if len(list) == 0 {
+		return nil, false // it failed, and named no file
 	}
 	// git names a file twice (open, then unable to index): keep one.
 	slices.SortFunc(list, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
@@ -308,7 +494,7 @@ func unreadableFiles(err error) ([]Skipped, bool) {
 
 // commit makes the staged tree a snapshot unless it equals the newest.
 func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint64) (Snapshot, bool, error) {
-	if s.newest.n > 0 && st.tree == s.newest.tree {
+	if s.newest.n > 0 && st.tree == s.newest.tree && st.modes == s.newestModes {
 		return s.newest, false, nil
 	}
 	t := time.Now()
@@ -337,7 +523,7 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	// without rewriting (and renaming) the ones it keeps.
 	id, err := s.git.run(ctx, call{
 		args:  []string{"commit-tree", st.tree},
-		stdin: strings.NewReader(s.message(snap, st.skipped)),
+		stdin: strings.NewReader(s.message(snap, st.skipped, st.modes)),
 		env:   []string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date},
 	})
 	if err != nil {
@@ -349,9 +535,10 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	if _, err := s.git.run(ctx, call{args: []string{"update-ref", refName(snap.n), snap.ID, ""}}); err != nil {
 		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
-	s.newest = snap
+	s.newest, s.newestModes = snap, st.modes
 	s.count++
 	s.takesSinceG++
+	s.gcKick()
 	st.took.Commit = time.Since(t)
 	return snap, true, nil
 }
@@ -387,21 +574,38 @@ func parseRaw(out []byte) ([]change, error) {
 	return list, nil
 }
 
-// walk finds the regular files over the size limit and the nested
-// repositories (as repoSize), without following symbolic links and
-// without entering .git, the ignored directory names and the excluded paths (the store, the state directory). A few
-// goroutines share the directories: the walk is one lstat per file, and
-// lstat calls overlap well.
-func (s *Store) walk() (map[string]int64, error) {
-	over := map[string]int64{}
+// walked is what the walk of the workdir found.
+type walked struct {
+	over  map[string]int64       // files over the size limit; nested repositories as repoSize
+	modes map[string]fs.FileMode // files and directories a restore would otherwise give more permissions
+	odd   []Skipped              // what git would leave out without a word
+}
+
+// merge adds one directory's findings.
+func (w *walked) merge(o walked) {
+	maps.Copy(w.over, o.over)
+	maps.Copy(w.modes, o.modes)
+	w.odd = append(w.odd, o.odd...)
+}
+
+// walk finds the regular files over the size limit, the nested
+// repositories (as repoSize), the files and directories whose permissions
+// git does not keep (keptMode), and what git would leave out silently
+// (names it takes for .git, paths too long, directories it cannot read),
+// without following symbolic links and without entering .git, the ignored
+// directory names and the excluded paths (the store, the state
+// directory). A few goroutines share the directories: the walk is one
+// lstat per file, and lstat calls overlap well.
+func (s *Store) walk() (walked, error) {
+	res := walked{over: map[string]int64{}, modes: map[string]fs.FileMode{}}
 	root, err := os.Open(s.work)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	ents, err := root.ReadDir(-1)
 	root.Close()
 	if err != nil {
-		return nil, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	var (
 		mu      sync.Mutex
@@ -409,7 +613,8 @@ func (s *Store) walk() (map[string]int64, error) {
 		queue   []string
 		pending int // directories queued or being read
 	)
-	found := func(dir string, ents []fs.DirEntry) (subdirs []string, big map[string]int64) {
+	found := func(dir string, ents []fs.DirEntry) (subdirs []string, w walked) {
+		w = walked{over: map[string]int64{}, modes: map[string]fs.FileMode{}}
 		for _, e := range ents {
 			name := e.Name()
 			if name == ".git" {
@@ -419,6 +624,14 @@ func (s *Store) walk() (map[string]int64, error) {
 			if dir != "" {
 				child = dir + "/" + name
 			}
+			if isDotGit(name) {
+				w.odd = append(w.odd, Skipped{Path: child, Reason: ReasonGitName})
+				continue
+			}
+			if len(s.work)+1+len(child) > maxPathBytes {
+				w.odd = append(w.odd, Skipped{Path: child, Reason: ReasonPathTooLong})
+				continue
+			}
 			switch t := e.Type(); {
 			case t.IsDir():
 				if _, skip := slices.BinarySearch(s.ignoreDirs, name); skip {
@@ -427,20 +640,26 @@ func (s *Store) walk() (map[string]int64, error) {
 				if len(s.excludeAbs) > 0 && slices.Contains(s.excludeAbs, filepath.Join(s.work, filepath.FromSlash(child))) {
 					continue
 				}
+				if fi, err := e.Info(); err == nil && !keptMode(fi.Mode()) {
+					w.modes[child] = fi.Mode().Perm()
+				}
 				subdirs = append(subdirs, child)
-			case t.IsRegular() && s.opt.MaxFileBytes >= 0:
-				if fi, err := e.Info(); err == nil && fi.Size() > s.opt.MaxFileBytes {
-					if big == nil {
-						big = map[string]int64{}
-					}
-					big[child] = fi.Size()
+			case t.IsRegular():
+				fi, err := e.Info()
+				if err != nil {
+					continue // gone: git will not see it either
+				}
+				if s.opt.MaxFileBytes >= 0 && fi.Size() > s.opt.MaxFileBytes {
+					w.over[child] = fi.Size()
+				} else if !keptMode(fi.Mode()) {
+					w.modes[child] = fi.Mode().Perm()
 				}
 			}
 		}
-		return subdirs, big
+		return subdirs, w
 	}
-	queue, big := found("", ents)
-	maps.Copy(over, big)
+	queue, top := found("", ents)
+	res.merge(top)
 	pending = len(queue)
 	worker := func() {
 		mu.Lock()
@@ -456,21 +675,29 @@ func (s *Store) walk() (map[string]int64, error) {
 			queue = queue[:len(queue)-1]
 			mu.Unlock()
 			var subdirs []string
-			var big map[string]int64
-			if f, err := os.Open(filepath.Join(s.work, filepath.FromSlash(dir))); err == nil { // unreadable or gone: git will say
-				ents, _ := f.ReadDir(-1)
+			var w walked
+			f, err := os.Open(filepath.Join(s.work, filepath.FromSlash(dir)))
+			var ents []fs.DirEntry
+			if err == nil {
+				ents, err = f.ReadDir(-1)
 				f.Close()
-				if slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }) {
-					// A nested repository, submodule or linked worktree:
-					// left out whole, or git add would run git status
-					// in it, under its own configuration.
-					big = map[string]int64{dir: repoSize}
-				} else {
-					subdirs, big = found(dir, ents)
-				}
+			}
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				// gone since it was listed: git will not see it either
+			case err != nil:
+				// git would warn and go on: named, with the reason.
+				w.odd = []Skipped{{Path: dir + "/", Reason: ReasonUnreadable}}
+			case slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }):
+				// A nested repository, submodule or linked worktree:
+				// left out whole, or git add would run git status
+				// in it, under its own configuration.
+				w.over = map[string]int64{dir: repoSize}
+			default:
+				subdirs, w = found(dir, ents)
 			}
 			mu.Lock()
-			maps.Copy(over, big)
+			res.merge(w)
 			queue = append(queue, subdirs...)
 			pending += len(subdirs) - 1
 			cond.Broadcast()
@@ -481,7 +708,19 @@ func (s *Store) walk() (map[string]int64, error) {
 		wg.Go(worker)
 	}
 	wg.Wait()
-	return over, nil
+	return res, nil
+}
+
+// keptMode reports whether git keeps a file's or directory's permissions
+// closely enough: a restore writes 0644 or 0755 (for a directory, or a
+// file its owner may run), so permissions with a bit of those missing
+// (0600, 0640, 0700, …) are recorded with the snapshot and put back.
+func keptMode(m fs.FileMode) bool {
+	git := fs.FileMode(0o644)
+	if m.IsDir() || m&0o100 != 0 {
+		git = 0o755
+	}
+	return m.Perm()&git == git
 }
 
 // repoSize marks a nested repository in the walk's results.

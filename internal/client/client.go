@@ -14,9 +14,11 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/safesocket"
 )
 
 // ErrUnreachable wraps every failure to reach the daemon at all (no socket,
@@ -85,6 +87,44 @@ func (e *APIError) Error() string {
 // Do sends a request and returns the status and body of a 2xx answer; a
 // non-2xx answer is an *APIError, a failure to connect wraps ErrUnreachable.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
+	return c.do(ctx, c.http, method, path, query, body)
+}
+
+// DoPeer is Do over a connection of its own, and says who answered: the
+// kernel's credentials of the process listening at the other end of that
+// very connection. A caller that acts on what the answer claims (signals
+// the PID a status names) checks the claim against them, since anything
+// may be listening on a socket path.
+func (c *Client) DoPeer(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, safesocket.Cred, error) {
+	var mu sync.Mutex // a dial may finish after a cancelled request returned
+	var peer safesocket.Cred
+	peerErr := errors.New("no connection was made")
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "unix", c.Socket)
+			if err != nil {
+				return nil, err
+			}
+			cred, err := safesocket.PeerCred(conn)
+			mu.Lock()
+			peer, peerErr = cred, err
+			mu.Unlock()
+			return conn, nil
+		},
+		DisableKeepAlives: true,
+	}
+	defer tr.CloseIdleConnections()
+	out, err := c.do(ctx, &http.Client{Transport: tr}, method, path, query, body)
+	mu.Lock()
+	defer mu.Unlock()
+	if err == nil && peerErr != nil {
+		err = fmt.Errorf("who answers on %s: %w", c.Socket, peerErr)
+	}
+	return out, peer, err
+}
+
+func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, query url.Values, body []byte) ([]byte, error) {
 	if query == nil {
 		query = url.Values{}
 	}
@@ -109,7 +149,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, c.unreachable(ctx, reqCtx, timeout, err)
 	}

@@ -1,7 +1,8 @@
 // Package safesocket opens the daemon's Unix socket the careful way: it
 // refuses to start beside a live daemon, replaces a socket left behind by a
 // crashed one, creates the parent directory no more open than the socket,
-// and sets the socket's mode before anyone can use it.
+// and sets the socket's mode before anyone can use it. PeerCred tells who
+// is at the other end of a connection, as the kernel recorded it.
 package safesocket
 
 import (

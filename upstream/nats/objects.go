@@ -2,9 +2,17 @@ package nats
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"math"
 	"strings"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -18,8 +26,12 @@ import (
 // SnapshotBucketSuffix follows Bucket in the object store's name.
 const SnapshotBucketSuffix = "-snapshots"
 
-// ErrNoObject is returned by GetObject for a name the bucket lacks.
+// ErrNoObject is returned by OpenObject for a name the bucket lacks.
 var ErrNoObject = errors.New("no such object in the fleet's snapshot bucket")
+
+// ErrObjectDamaged is returned by an OpenObject reader whose content does
+// not match the digest the bucket recorded for it.
+var ErrObjectDamaged = errors.New("the object's content does not match the digest the bucket recorded")
 
 // SnapshotBucket names the object store that holds work snapshots.
 func (c *Client) SnapshotBucket() string { return c.o.Bucket + SnapshotBucketSuffix }
@@ -72,27 +84,115 @@ func (c *Client) HasObject(ctx context.Context, name string) (bool, error) {
 	return false, err
 }
 
+// objectChunkSize is the size of an object's chunks: the object store's
+// own default (nats.go's 128 KiB).
+const objectChunkSize = 128 << 10
+
 // PutObject stores data under name in the snapshot bucket (replacing it).
+//
+// It writes what jetstream's ObjectStore.Put writes (the chunks, then the
+// meta message that makes them the object, then the chunks of the object
+// it replaced purged), so every object store reader reads it, but through
+// this client's JetStream context with synchronous publishes. nats.go's Put
+// (v1.55.0, the newest) makes a JetStream context per call for
+// asynchronous publishes; that context's reconnect watcher goroutine, when
+// it starts after Put's clean-up has run, waits on a nil channel for ever:
+// about one put in 300, a slow leak in a daemon that ships snapshots for
+// weeks.
 func (c *Client) PutObject(ctx context.Context, name string, data []byte) error {
 	obj, err := c.objects(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = obj.PutBytes(ctx, name, data)
-	return err
+	replaced, err := obj.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
+	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return err
+	}
+	bucket := c.SnapshotBucket()
+	info := jetstream.ObjectInfo{Bucket: bucket, NUID: rand.Text(), Size: uint64(len(data)),
+		ObjectMeta: jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: objectChunkSize}}}
+	chunks := objectChunks(bucket, info.NUID)
+	digest := sha256.New()
+	for off := 0; off < len(data); off += objectChunkSize {
+		chunk := data[off:min(off+objectChunkSize, len(data))]
+		digest.Write(chunk)
+		if _, err := c.js.Publish(ctx, chunks, chunk); err != nil {
+			c.purgeObjectChunks(ctx, chunks)
+			return err
+		}
+		info.Chunks++
+	}
+	info.Digest = jetstream.GetObjectDigestValue(digest)
+	meta := natsgo.NewMsg("$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name)))
+	meta.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	if meta.Data, err = json.Marshal(info); err != nil {
+		c.purgeObjectChunks(ctx, chunks)
+		return err
+	}
+	if _, err := c.js.PublishMsg(ctx, meta); err != nil {
+		c.purgeObjectChunks(ctx, chunks)
+		return err
+	}
+	if replaced != nil && !replaced.Deleted {
+		c.purgeObjectChunks(ctx, objectChunks(bucket, replaced.NUID))
+	}
+	return nil
 }
 
-// GetObject reads name from the snapshot bucket; ErrNoObject when absent.
-func (c *Client) GetObject(ctx context.Context, name string) ([]byte, error) {
+// objectChunks is the subject of the chunks of the object store bucket's
+// object nuid.
+func objectChunks(bucket, nuid string) string { return "$O." + bucket + ".C." + nuid }
+
+// purgeObjectChunks removes chunks no object names (a put that failed half
+// way, an object replaced). As in nats.go's Put, a failure is not the
+// put's: the chunks only take room.
+func (c *Client) purgeObjectChunks(ctx context.Context, subject string) {
+	stream, err := c.js.Stream(ctx, "OBJ_"+c.SnapshotBucket())
+	if err == nil {
+		err = stream.Purge(ctx, jetstream.WithPurgeSubject(subject))
+	}
+	if err != nil {
+		c.log.Warn("fleet snapshots: could not purge unused object chunks; they only take room", "subject", subject, "err", err)
+	}
+}
+
+// OpenObject opens name in the snapshot bucket for reading, streamed
+// chunk by chunk (never whole in memory); size is the size the bucket
+// records for it, which the reader's content may belie. The caller closes
+// the reader. ErrNoObject when absent.
+func (c *Client) OpenObject(ctx context.Context, name string) (io.ReadCloser, int64, error) {
 	obj, err := c.objects(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	data, err := obj.GetBytes(ctx, name)
+	res, err := obj.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, ErrNoObject
+		return nil, 0, ErrNoObject
 	}
-	return data, err
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := res.Info()
+	if err != nil {
+		res.Close()
+		return nil, 0, err
+	}
+	if info.Size > math.MaxInt64 {
+		res.Close()
+		return nil, 0, fmt.Errorf("object %s: a size of %d bytes: %w", name, info.Size, ErrObjectDamaged)
+	}
+	return digestChecked{res}, int64(info.Size), nil
+}
+
+// digestChecked names a digest mismatch ErrObjectDamaged.
+type digestChecked struct{ jetstream.ObjectResult }
+
+func (d digestChecked) Read(p []byte) (int, error) {
+	n, err := d.ObjectResult.Read(p)
+	if errors.Is(err, jetstream.ErrDigestMismatch) {
+		err = fmt.Errorf("%w: %w", ErrObjectDamaged, err)
+	}
+	return n, err
 }
 
 // ListObjects names the objects of the snapshot bucket starting with

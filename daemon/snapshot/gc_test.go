@@ -1,0 +1,76 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Hundreds of rewrites of a large random file leave the store near
+// KeepBytes: the store collects by itself when it passes the bound.
+func TestKeepBytesHolds(t *testing.T) {
+	const fileBytes, keepBytes, rewrites = 256 << 10, 2 << 20, 150
+	wd := t.TempDir()
+	s := newStore(t, wd, Options{KeepCount: 1000, KeepBytes: keepBytes})
+	buf := make([]byte, fileBytes)
+	for i := range rewrites {
+		rand.Read(buf)
+		if err := os.WriteFile(filepath.Join(wd, "big.bin"), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		take(t, s, "quiet", uint64(i))
+	}
+	waitFor(t, s.gcIdle)
+	n, err := dirBytes(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := s.List(context.Background())
+	t.Logf("store at rest: %d bytes, %d snapshots", n, len(list))
+	if n > 2*keepBytes {
+		t.Fatalf("after %d rewrites of %d bytes the store is %d bytes at rest, keep_bytes %d", rewrites, fileBytes, n, keepBytes)
+	}
+	if len(list) >= rewrites || len(list) < 1 {
+		t.Fatalf("%d snapshots kept of %d", len(list), rewrites)
+	}
+}
+
+// A Take does not wait for a GC that is packing.
+func TestTakeDoesNotWaitForGC(t *testing.T) {
+	wd := t.TempDir()
+	write(t, wd, "a.txt", "1\n")
+	s := newStore(t, wd, Options{})
+	take(t, s, "start", 1)
+	waitFor(t, s.gcIdle)
+	held, release := make(chan struct{}), make(chan struct{})
+	s.compactHook = func() {
+		close(held)
+		<-release
+	}
+	gcDone := make(chan error, 1)
+	go func() { _, err := s.GC(context.Background()); gcDone <- err }()
+	<-held
+	took := make(chan error, 1)
+	go func() {
+		write(t, wd, "a.txt", "2\n")
+		_, _, err := s.Take(context.Background(), "quiet", 1)
+		took <- err
+	}()
+	select {
+	case err := <-took:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("a Take waited for a GC that was packing")
+	}
+	close(release)
+	if err := <-gcDone; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.gcIdle)
+}

@@ -1,0 +1,155 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// logSink collects one test's log.
+type logSink struct{ bytes.Buffer }
+
+func (l *logSink) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// mkdirDeep makes a chain of directories (and a file at its end) whose
+// path is longer than the system's limit, one openat at a time.
+func mkdirDeep(t *testing.T, dir string, depth int) {
+	t.Helper()
+	fd, err := syscall.Open(dir, syscall.O_DIRECTORY|syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("d", 200)
+	for range depth {
+		if err := syscall.Mkdirat(fd, name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := syscall.Openat(fd, name, syscall.O_DIRECTORY|syscall.O_RDONLY, 0)
+		syscall.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	f, err := syscall.Openat(fd, "deep.txt", syscall.O_CREAT|syscall.O_WRONLY, 0o644)
+	syscall.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Write(f, []byte("deep\n"))
+	syscall.Close(f)
+}
+
+// Every file a snapshot leaves out is in its skipped list with the reason:
+// names git takes for .git, paths too long for the system, directories
+// git cannot read (with git's warning logged).
+func TestOmissionsAreListed(t *testing.T) {
+	wd := t.TempDir()
+	write(t, wd, "a.txt", "a\n")
+	write(t, wd, ".GIT", "upper\n")
+	write(t, wd, "sub/.Git", "mixed\n")
+	write(t, wd, ".gitignore", "ignored/\n")
+	write(t, wd, "ignored/.GIT", "ignored anyway\n")
+	mkdirDeep(t, filepath.Join(wd), 25)
+	closed := os.Geteuid() != 0 // root reads a mode-000 directory
+	if closed {
+		write(t, wd, "closed/c.txt", "c\n")
+		chmod(t, wd, "closed", 0)
+		t.Cleanup(func() { os.Chmod(filepath.Join(wd, "closed"), 0o755) })
+	}
+	var log logSink
+	s := newStore(t, wd, Options{Logger: log.logger()})
+	snap, _ := take(t, s, "start", 1)
+	d, err := s.Show(context.Background(), snap.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, k := range d.SkippedFiles {
+		got[k.Path] = k.Reason
+	}
+	deep := strings.Repeat(strings.Repeat("d", 200)+"/", 20)
+	want := map[string]string{".GIT": ReasonGitName, "sub/.Git": ReasonGitName}
+	if closed {
+		want["closed/"] = ReasonUnreadable
+	}
+	for p, r := range want {
+		if got[p] != r {
+			t.Errorf("%s skipped as %q, want %q (skipped: %v)", p, got[p], r, got)
+		}
+	}
+	long := false
+	for p, r := range got {
+		long = long || strings.HasPrefix(p, deep) && r == ReasonPathTooLong
+	}
+	if !long {
+		t.Errorf("the path over 4,096 bytes is not listed: %v", keys(got))
+	}
+	if _, ok := got["ignored/.GIT"]; ok {
+		t.Error("an ignored file is listed as skipped")
+	}
+	if len(d.SkippedFiles) != d.Skipped || d.Skipped != len(want)+1 {
+		t.Errorf("skipped = %d, listed %v", d.Skipped, got)
+	}
+	if closed && !strings.Contains(log.String(), "could not open directory") {
+		t.Errorf("git's warning is not logged:\n%s", log.String())
+	}
+}
+
+// A git add that crashes (a file rewritten while git reads it: SIGBUS) and
+// leaves its index.lock is run again, and the snapshot is made.
+func TestCrashedAddIsRetried(t *testing.T) {
+	wd := t.TempDir()
+	write(t, wd, "a.txt", "a\n")
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	marker := filepath.Join(bin, "crashed")
+	script := `#!/bin/sh
+for a in "$@"; do
+	case "$a" in
+	--git-dir=*) dir="${a#--git-dir=}" ;;
+	add) if [ ! -e ` + marker + ` ]; then : > ` + marker + `; : > "$dir/index.lock"; kill -BUS $$; fi ;;
+	esac
+done
+exec ` + real + ` "$@"
+`
+	git := filepath.Join(bin, "git")
+	if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log logSink
+	s := newStore(t, wd, Options{Git: git, Logger: log.logger()})
+	snap, isNew, err := s.Take(context.Background(), "start", 1)
+	if err != nil || !isNew {
+		t.Fatalf("Take after a crashed git add: %v, %v\n%s", isNew, err, log.String())
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("git add never crashed: the test tests nothing")
+	}
+	if files := treeOf(t, s, snap.ID); files["a.txt"].content != "a\n" {
+		t.Fatalf("snapshot holds %v", keys(files))
+	}
+
+	// A git add that crashes every time fails the Take with what
+	// happened, and leaves no lock behind.
+	always := filepath.Join(bin, "git-always")
+	if err := os.WriteFile(always, []byte(strings.ReplaceAll(script, "[ ! -e "+marker+" ]", "true")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newStore(t, wd, Options{Git: always, Logger: log.logger()})
+	if _, _, err := s2.Take(context.Background(), "start", 1); err == nil || !strings.Contains(err.Error(), "crashed 3 times") {
+		t.Fatalf("Take with a git add that always crashes: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s2.Dir(), "index.lock")); !os.IsNotExist(err) {
+		t.Fatalf("index.lock left: %v", err)
+	}
+}

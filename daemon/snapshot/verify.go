@@ -1,0 +1,211 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// Bounds of a path a restore writes, those of Linux: a name over NAME_MAX
+// or a path over PATH_MAX cannot be created, and would fail a restore
+// half-way.
+const (
+	maxNameBytes = 255
+	maxPathBytes = 4095
+	// maxLinkBytes bounds a symbolic link's target.
+	maxLinkBytes = 4095
+)
+
+// checkTree checks the whole tree of a snapshot before a restore changes
+// anything (and a dry run gives the same verdict): every path as git would
+// check it, and ours (no "..", no empty, "." or absolute name, no .git in
+// any spelling a file system may fold to it, no name or path too long for
+// the disk, nothing in the daemon's own directories), every mode one a
+// restore can write, every object present, of its type and within
+// MaxFileBytes. A snapshot taken here passes; a forged or damaged one (from
+// another machine) is refused whole, as a *capsule.Error naming the first
+// problem, and nothing is written.
+func (s *Store) checkTree(ctx context.Context, snap Snapshot) error {
+	refuse := func(format string, args ...any) error {
+		return capsule.Refuse(capsule.CodeInvalidField, "id",
+			"snapshot %s cannot be restored, nothing was changed: %s", short(snap.ID), fmt.Sprintf(format, args...))
+	}
+	out, err := s.git.run(ctx, call{args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.tree}})
+	if err != nil {
+		return refuse("its tree cannot be read (an object is missing or damaged): %v", err)
+	}
+	type blob struct{ id, path, mode string }
+	var blobs []blob
+	trees := map[string]bool{}
+	treeIDs := []string{snap.tree}
+	seen := map[string]bool{}
+	for rec := range bytes.SplitSeq(bytes.TrimSuffix(out, []byte{0}), []byte{0}) {
+		if len(rec) == 0 {
+			continue
+		}
+		meta, p, ok := strings.Cut(string(rec), "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 || !objectIDRE.MatchString(f[2]) {
+			return refuse("ls-tree said %q", rec)
+		}
+		mode, typ, id := f[0], f[1], f[2]
+		if why := s.badPath(p); why != "" {
+			return refuse("the path %s %s", strconv.Quote(p), why)
+		}
+		if seen[p] {
+			return refuse("the path %s is in the tree twice", strconv.Quote(p))
+		}
+		seen[p] = true
+		// ls-tree -r -t names each tree before what it holds: a path
+		// whose directory was not named came from a name holding "/".
+		if dir, _, ok := cutLast(p); ok && !trees[dir] {
+			return refuse("the name %s holds a \"/\"", strconv.Quote(p))
+		}
+		switch {
+		case mode == "040000" && typ == "tree":
+			trees[p] = true
+			treeIDs = append(treeIDs, id)
+		case (mode == "100644" || mode == "100755" || mode == "120000") && typ == "blob":
+			blobs = append(blobs, blob{id: id, path: p, mode: mode})
+		case mode == gitlinkMode && typ == "commit":
+			// A nested repository: left alone by Restore and named.
+		default:
+			return refuse("the path %s has mode %s (%s), which a restore does not write", strconv.Quote(p), mode, typ)
+		}
+	}
+	// git reads a tree's modes canonicalized (100600 as 100644, an
+	// unknown one as a gitlink): the trees' own bytes are checked.
+	slices.Sort(treeIDs)
+	err = s.ReadObjects(ctx, slices.Compact(treeIDs), func(o Object, data []byte) error {
+		if mode, name, ok := oddMode(data); ok {
+			return refuse("the tree %s gives %s the mode %s, which a restore does not write", short(o.ID), strconv.Quote(name), mode)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(blobs) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	for _, b := range blobs {
+		in.WriteString(b.id + "\n")
+	}
+	// One answer line per line asked, in order.
+	info, err := s.git.run(ctx, call{args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, stdin: &in})
+	if err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(info), "\n"), "\n")
+	if len(lines) != len(blobs) {
+		return fmt.Errorf("snapshot store: cat-file answered %d lines for %d objects", len(lines), len(blobs))
+	}
+	for i, b := range blobs {
+		f := strings.Fields(lines[i])
+		switch {
+		case len(f) == 2 && f[1] == "missing":
+			return refuse("the content of %s (object %s) is missing", strconv.Quote(b.path), short(b.id))
+		case len(f) != 3 || f[0] != b.id:
+			return fmt.Errorf("snapshot store: cat-file said %q for %s", lines[i], b.id)
+		case f[1] != "blob":
+			return refuse("the content of %s (object %s) is a %s, not a file", strconv.Quote(b.path), short(b.id), f[1])
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return fmt.Errorf("snapshot store: cat-file gave the size %q for %s", f[2], b.id)
+		}
+		switch {
+		case b.mode == "120000" && (size == 0 || size > maxLinkBytes):
+			return refuse("the symbolic link %s has a target of %d bytes", strconv.Quote(b.path), size)
+		case s.opt.MaxFileBytes >= 0 && size > s.opt.MaxFileBytes:
+			return refuse("%s is %d bytes, over the snapshot size limit of %d (max_file_size)", strconv.Quote(b.path), size, s.opt.MaxFileBytes)
+		}
+	}
+	return nil
+}
+
+// oddMode returns the first entry of a tree object whose mode is not one
+// git writes itself.
+func oddMode(tree []byte) (mode, name string, ok bool) {
+	for len(tree) > 0 {
+		head, rest, found := bytes.Cut(tree, []byte{0})
+		if !found || len(rest) < 20 {
+			return "", "", false // git's own reading of the tree has judged it
+		}
+		m, n, _ := bytes.Cut(head, []byte{' '})
+		switch string(m) {
+		case "100644", "100755", "120000", "40000", "160000":
+		default:
+			return string(m), string(n), true
+		}
+		tree = rest[20:]
+	}
+	return "", "", false
+}
+
+// badPath says what is wrong with a path of a snapshot's tree as a path a
+// restore may write, or "".
+func (s *Store) badPath(p string) string {
+	switch {
+	case p == "":
+		return "is empty"
+	case strings.HasPrefix(p, "/"):
+		return "is absolute"
+	case strings.ContainsAny(p, "\x00"):
+		return "holds a NUL"
+	case len(s.work)+1+len(p) > maxPathBytes:
+		return fmt.Sprintf("is too long for the disk (%d bytes in the workdir)", len(s.work)+1+len(p))
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		switch {
+		case seg == "":
+			return "has an empty name in it"
+		case seg == "." || seg == "..":
+			return fmt.Sprintf("has %q in it", seg)
+		case len(seg) > maxNameBytes:
+			return fmt.Sprintf("has a name of %d bytes, over the disk's %d", len(seg), maxNameBytes)
+		case isDotGit(seg):
+			return "names .git (in some spelling), which a restore never writes"
+		}
+	}
+	abs := filepath.Join(s.work, filepath.FromSlash(p))
+	for _, ex := range s.excludeAbs {
+		if _, in := inside(ex, abs); in {
+			return "lies in the daemon's own directory"
+		}
+	}
+	return ""
+}
+
+// isDotGit reports whether a file name is, or a file system may take it
+// for, ".git": any case, trailing dots or spaces (NTFS), the 8.3 short
+// name GIT~1 (NTFS), or with characters HFS+ ignores.
+func isDotGit(name string) bool {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r == 0x200C || r == 0x200D || r == 0x200E || r == 0x200F,
+			r >= 0x202A && r <= 0x202E, r >= 0x206A && r <= 0x206F, r == 0xFEFF:
+			continue // ignored by HFS+
+		}
+		b.WriteRune(r)
+	}
+	n := strings.ToLower(strings.TrimRight(b.String(), ". "))
+	return n == ".git" || n == "git~1"
+}
+
+// cutLast splits a slash path at its last "/".
+func cutLast(p string) (dir, name string, ok bool) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", p, false
+	}
+	return p[:i], p[i+1:], true
+}

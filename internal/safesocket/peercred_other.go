@@ -1,0 +1,5 @@
+//go:build !linux && !darwin
+
+package safesocket
+
+func peerCred(int) (Cred, error) { return Cred{}, ErrNoPeerCred }
