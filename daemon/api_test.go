@@ -69,7 +69,9 @@ func TestSinceLastVisitResetsOnResume(t *testing.T) {
 		t.Fatal("peek reset the accumulators")
 	}
 	td.resume("")
-	deadline := time.Now().Add(5 * time.Second)
+	// The reset is lazy (it commits on its own within lazyDelay, or with
+	// the next write): wait for it, generously.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		slv = td.resume("?peek=1")["since_last_visit"].(map[string]any)
 		if slv["writes"].(float64) == 0 && len(slv["signals"].([]any)) == 0 {
@@ -257,12 +259,18 @@ func TestWaitWokenBySignalAndTimesOut(t *testing.T) {
 		status int
 		body   map[string]any
 	}
+	// The cursor of now: the waiter below sees the signal whether its
+	// request parks before the signal lands or comes after it (the parked
+	// wake-up itself is daemon/events' TestWaitWakesAllWaiters).
+	now := td.expectOK("GET", "/v1/continuity/wait?max_seconds=1", nil)
+	if now["woke"] != "timeout" {
+		t.Fatalf("a wait with nothing happening: %v", now)
+	}
 	ch := make(chan res, 1)
 	go func() {
-		s, b := td.do("GET", "/v1/continuity/wait?max_seconds=10", nil)
+		s, b := td.do("GET", fmt.Sprintf("/v1/continuity/wait?max_seconds=60&after=%v", now["cursor"]), nil)
 		ch <- res{s, b}
 	}()
-	time.Sleep(100 * time.Millisecond)
 	td.expectOK("POST", "/v1/signals", map[string]any{"kind": "compaction", "phase": "pre", "trigger": "auto"})
 	select {
 	case r := <-ch:
@@ -279,7 +287,7 @@ func TestWaitWokenBySignalAndTimesOut(t *testing.T) {
 		if again["woke"] != "event" || again["events"].([]any)[0].(map[string]any)["kind"] != "checkpoint" {
 			t.Fatalf("after cursor: %v", again)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("wait was not woken by the signal")
 	}
 	if r := td.expectOK("GET", "/v1/continuity/wait?max_seconds=1", nil); r["woke"] != "timeout" {
@@ -328,7 +336,7 @@ func TestConcurrentWritersAllLandInOrder(t *testing.T) {
 		t.Fatalf("%d accepted, want %d", len(seen), want)
 	}
 	// Every accepted write reaches the local archive, in order.
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		ws, _ := local.ReadAll(td.cfg.AgentDir("builder"))
 		return len(ws) == want
 	})
@@ -474,7 +482,7 @@ func TestSpoolFullRefusesExplicitWrites(t *testing.T) {
 	}
 	td.expectError("PUT", "/v1/capsule", map[string]any{"version": "1"}, http.StatusInsufficientStorage, capsule.CodeSpoolFull)
 	var up map[string]any
-	waitFor(t, 5*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		up = td.resume("?peek=1")["upstreams"].([]any)[0].(map[string]any)
 		return up["state"] == "retrying"
 	})
@@ -483,7 +491,7 @@ func TestSpoolFullRefusesExplicitWrites(t *testing.T) {
 	}
 	// Once the upstream works again the backlog drains and writes are taken.
 	os.Remove(filepath.Join(cfg.AgentDir("builder"), local.ArchiveDir))
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		s, _ := td.do("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "after the drain"})
 		return s == 200
 	})

@@ -83,7 +83,7 @@ func BenchmarkCoalescing(b *testing.B) {
 		start := time.Now()
 		for i := 0; i < n; i++ {
 			td.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": fmt.Sprint("focus ", i)})
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // benchmark only: writes paced like an agent's, the pacing measured
 		}
 		for pendingOf(td) > 0 {
 			time.Sleep(50 * time.Millisecond)

@@ -202,7 +202,7 @@ func BenchmarkSnapshotBurstCPU(b *testing.B) {
 	ratios := make([]float64, 0, b.N)
 	b.ResetTimer()
 	for i := 1; i <= b.N; i++ {
-		time.Sleep(300 * time.Millisecond) // past min_interval since the last record
+		time.Sleep(300 * time.Millisecond) // benchmark only: past min_interval since the last record (the policy's clock is real)
 		o, og, w := burst(i)
 		g := commit(i)
 		ours, oursGit, base, walls = append(ours, o), append(oursGit, og), append(base, g), append(walls, w)

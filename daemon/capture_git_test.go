@@ -41,13 +41,13 @@ func TestGitInitAfterStartIsFollowed(t *testing.T) {
 	os.WriteFile(filepath.Join(wd, "a.txt"), []byte("a"), 0o644)
 	gitIn(t, home, wd, "add", "a.txt")
 	gitIn(t, home, wd, "commit", "-q", "-m", "the first commit")
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		return slices.ContainsFunc(receipts(td), func(r string) bool { return strings.Contains(r, "the first commit") })
 	})
 	os.WriteFile(filepath.Join(wd, "b.txt"), []byte("b"), 0o644)
 	gitIn(t, home, wd, "add", "b.txt")
 	gitIn(t, home, wd, "commit", "-q", "-m", "the second commit")
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		return slices.ContainsFunc(receipts(td), func(r string) bool { return strings.Contains(r, "the second commit") })
 	})
 	for _, r := range receipts(td) {
@@ -79,7 +79,7 @@ func TestGitCloneAfterStartIsFollowed(t *testing.T) {
 	os.WriteFile(filepath.Join(clone, "g.txt"), []byte("g"), 0o644)
 	gitIn(t, home, clone, "add", "g.txt")
 	gitIn(t, home, clone, "commit", "-q", "-m", "work in the clone")
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		return slices.ContainsFunc(receipts(td), func(r string) bool { return strings.Contains(r, "work in the clone") })
 	})
 	for _, r := range receipts(td) {

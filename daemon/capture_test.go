@@ -39,7 +39,7 @@ func TestHandoffFileBecomesCheckpointAutomatically(t *testing.T) {
 	td := startDaemon(t, cfg)
 	os.WriteFile(filepath.Join(wd, "HANDOFF.md"), []byte("# Goal\nMigrate billing to the new client\n\n## Next\nSwap the callsites\n\n## Do not\nDelete the shim early\n"), 0o644)
 	os.WriteFile(filepath.Join(wd, "main.go"), []byte("package main\n"), 0o644)
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		r := td.resume("?peek=1")
 		ws, _ := r["working_state"].(map[string]any)
 		return r["focus"] == "Migrate billing to the new client" && ws != nil && ws["next_action"] == "Swap the callsites"
@@ -59,7 +59,7 @@ func TestHandoffFileBecomesCheckpointAutomatically(t *testing.T) {
 	if ps == nil || ps["phase"] != "acting" || strings.Contains(ps["next_action"].(string), "billing") {
 		t.Fatalf("public status (must be true and never copy private text): %v", ps)
 	}
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		ws, _ := local.ReadAll(cfg.AgentDir("builder"))
 		for _, w := range ws {
 			if w.Origin == "automatic" && w.Checkpoint != nil && w.Checkpoint.Focus != nil {
@@ -81,7 +81,7 @@ func TestHandoffFileWithSecretIsRefusedAndShown(t *testing.T) {
 	cfg, wd := captureConfig(t)
 	td := startDaemon(t, cfg)
 	os.WriteFile(filepath.Join(wd, "HANDOFF.md"), []byte("# Goal\ndeploy with ghp_R7x9Qm2LkP4vT8nZ3wY6bJ1cF5hD0sA2eG7k\n"), 0o644)
-	waitFor(t, 10*time.Second, func() bool { return len(td.resume("?peek=1")["refused"].([]any)) == 1 })
+	waitFor(t, 60*time.Second, func() bool { return len(td.resume("?peek=1")["refused"].([]any)) == 1 })
 	rf := td.resume("?peek=1")["refused"].([]any)[0].(map[string]any)
 	e := rf["error"].(map[string]any)
 	if rf["source"] != "HANDOFF.md" || e["code"] != "SECRET_DETECTED" || strings.Contains(e["message"].(string), "ghp_") {
@@ -92,7 +92,7 @@ func TestHandoffFileWithSecretIsRefusedAndShown(t *testing.T) {
 	}
 	// Fixed: the refusal goes away.
 	os.WriteFile(filepath.Join(wd, "HANDOFF.md"), []byte("# Goal\ndeploy with the token from the vault\n"), 0o644)
-	waitFor(t, 10*time.Second, func() bool { return len(td.resume("?peek=1")["refused"].([]any)) == 0 })
+	waitFor(t, 60*time.Second, func() bool { return len(td.resume("?peek=1")["refused"].([]any)) == 0 })
 }
 
 func TestCompactionSignalSealsACapsule(t *testing.T) {
@@ -100,7 +100,7 @@ func TestCompactionSignalSealsACapsule(t *testing.T) {
 	td := startDaemon(t, cfg)
 	td.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "keep going after the compaction"})
 	td.expectOK("POST", "/v1/signals", map[string]any{"kind": "compaction", "phase": "pre", "trigger": "auto"})
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		c, _ := td.resume("?peek=1")["capsule"].(map[string]any)
 		return c != nil && c["sealed"] == true
 	})
@@ -149,7 +149,7 @@ func TestTranscriptFollowedForUsageAndCompaction(t *testing.T) {
 		}
 	}
 	td := startDaemon(t, cfg)
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		f, _ := td.resume("?peek=1")["context"].(map[string]any)["used_fraction"].(float64)
 		return f > 0 && abs(f-want) <= 0.01
 	})
@@ -159,10 +159,22 @@ func TestTranscriptFollowedForUsageAndCompaction(t *testing.T) {
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(strings.Join(lines[boundary:], ""))
 	f.Close()
-	waitFor(t, 10*time.Second, func() bool {
-		return td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64) == 1
+	// The whole transcript read: its last usage is reported (computed
+	// independently, as above); by then the compaction counts once.
+	var wantEnd float64
+	for _, l := range lines[boundary:] {
+		if u, _ := tr.Line([]byte(l)); u.Usage != nil {
+			wantEnd = u.Usage.Fraction
+		}
+	}
+	if wantEnd == 0 {
+		t.Fatal("fixture changed: no usage after the compact boundary")
+	}
+	waitFor(t, 60*time.Second, func() bool {
+		c := td.resume("?peek=1")["context"].(map[string]any)
+		f, _ := c["used_fraction"].(float64)
+		return c["compactions"].(float64) >= 1 && abs(f-wantEnd) <= 0.01
 	})
-	time.Sleep(300 * time.Millisecond)
 	if n := td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64); n != 1 {
 		t.Fatalf("compactions %v, want exactly 1", n)
 	}
@@ -199,7 +211,7 @@ func TestGitCommitBecomesReceipt(t *testing.T) {
 	os.WriteFile(filepath.Join(wd, "b.txt"), []byte("b"), 0o644)
 	git("add", "b.txt")
 	git("commit", "-q", "-m", "rotate the key ghp_R7x9Qm2LkP4vT8nZ3wY6bJ1cF5hD0sA2eG7k")
-	waitFor(t, 10*time.Second, func() bool { return len(td.resume("?peek=1")["receipts"].([]any)) == 1 })
+	waitFor(t, 60*time.Second, func() bool { return len(td.resume("?peek=1")["receipts"].([]any)) == 1 })
 	rc := td.resume("?peek=1")["receipts"].([]any)[0].(string)
 	if !strings.HasPrefix(rc, "work@") || strings.Contains(rc, "ghp_") || !strings.Contains(rc, "rotate the key") {
 		t.Fatalf("receipt %q", rc)
@@ -242,7 +254,7 @@ func TestTranscriptPlanAndNewSession(t *testing.T) {
 	td := startDaemon(t, cfg)
 	waitPlan := func(want []capsule.PlanStep) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for {
 			raw, _ := json.Marshal(td.resume("?peek=1")["plan"])
 			var got []capsule.PlanStep
@@ -273,7 +285,7 @@ func TestTranscriptPlanAndNewSession(t *testing.T) {
 		t.Fatal("the sample's plan has no step in progress")
 	}
 	// Written while followed, its step in progress is the next action.
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		ws, _ := td.resume("?peek=1")["working_state"].(map[string]any)
 		return ws != nil && ws["next_action"] == cur.Step
 	})

@@ -49,7 +49,7 @@ func (r *qdayRig) upstream() map[string]any {
 func (r *qdayRig) waitState(t *testing.T, state string) map[string]any {
 	t.Helper()
 	var u map[string]any
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		u = r.upstream()
 		if u["state"] == state {
@@ -87,7 +87,7 @@ func (r *qdayRig) keyOf(t *testing.T, seq uint64) string {
 
 func (r *qdayRig) waitDelivered(t *testing.T, key string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		for _, req := range r.fake.Accepted() {
 			if req.IdempotencyKey == key {
@@ -240,7 +240,7 @@ func TestDelxCapsulesAndSessionEnd(t *testing.T) {
 	td.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "not for delx"})
 	td.expectOK("POST", "/v1/capsule/seal", nil)
 	td.expectOK("POST", "/v1/signals", map[string]any{"kind": "session", "event": "end", "reason": "logout"})
-	waitFor(t, 15*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		tools := map[string]int{}
 		for _, c := range fake.Calls() {
 			if c.Result == "ok" {

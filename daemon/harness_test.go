@@ -92,7 +92,7 @@ func startDaemonWith(t testing.TB, cfg *config.Config, opts Options) *testDaemon
 	case <-ready:
 	case err := <-td.done:
 		t.Fatalf("daemon did not start: %v", err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("daemon did not become ready")
 	}
 	td.http = &http.Client{Transport: &http.Transport{
@@ -117,7 +117,7 @@ func (td *testDaemon) stop() {
 		if err != nil {
 			td.t.Errorf("daemon Run: %v", err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second):
 		td.t.Error("daemon did not stop")
 	}
 }

@@ -136,7 +136,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descCommits, prometheus.CounterValue, float64(cs.Commits), name)
 		ch <- prometheus.MustNewConstMetric(descCWrites, prometheus.CounterValue, float64(cs.Writes), name)
 		ch <- prometheus.MustNewConstMetric(descCBusy, prometheus.CounterValue, cs.Busy.Seconds(), name)
-		ch <- prometheus.MustNewConstMetric(descCkpts, prometheus.CounterValue, float64(cs.Checkpoints), name)
+		ch <- prometheus.MustNewConstMetric(descCkpts, prometheus.CounterValue, float64(cs.Flushes), name)
 		for _, u := range a.UpstreamStates() {
 			ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(u.Pending), name, u.Name)
 			ch <- prometheus.MustNewConstMetric(descDead, prometheus.GaugeValue, float64(u.DeadLetter), name, u.Name)

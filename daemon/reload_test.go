@@ -106,7 +106,7 @@ func TestConfigFileChangeReloads(t *testing.T) {
 	r := startReloadRig(t, "alpha")
 	cfg := r.d.snap().cfg
 	writeConfig(t, r.path, cfg.Daemon.StateDir, cfg.Daemon.Socket, "alpha", "gamma")
-	waitFor(t, 10*time.Second, func() bool { return len(agentNames(r.testDaemon)) == 2 })
+	waitFor(t, 60*time.Second, func() bool { return len(agentNames(r.testDaemon)) == 2 })
 }
 
 func TestMetricsScrapeParses(t *testing.T) {
@@ -114,7 +114,7 @@ func TestMetricsScrapeParses(t *testing.T) {
 	td.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "measured"})
 	td.expectOK("POST", "/v1/signals", map[string]any{"kind": "context", "used_fraction": 0.5})
 	td.do("POST", "/v1/continuity/checkpoint", map[string]any{"decide": map[string]any{"chosen": "x", "because": "short"}})
-	waitFor(t, 5*time.Second, func() bool {
+	waitFor(t, 60*time.Second, func() bool {
 		return td.resume("?peek=1")["upstreams"].([]any)[0].(map[string]any)["pending"].(float64) == 0
 	})
 	status, raw := td.doRaw("GET", "/metrics", nil)

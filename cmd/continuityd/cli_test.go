@@ -169,7 +169,7 @@ func TestClientCommandsEndToEnd(t *testing.T) {
 		t.Fatalf("deadletter list: %d %q", code, out)
 	}
 	// The archive takes writes in batches; the golden resume shows it caught up.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		_, js, _ := run("", "status", "--json")
 		if strings.Contains(js, `"pending":0`) {

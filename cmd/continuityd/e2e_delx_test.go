@@ -129,7 +129,7 @@ token_file = %q
 	}
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for !cond() {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: never happened\ncalls: %+v\ndaemon: %s", what, fake.Calls(), p.stderr)

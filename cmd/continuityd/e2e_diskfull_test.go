@@ -123,7 +123,7 @@ func TestDiskFullRefusesCleanly(t *testing.T) {
 	// The archive holds those first writes before the disk fills, so its
 	// last page has room for part of the next line: a short write.
 	agentDir := filepath.Join(w.state, "agents", "builder")
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if ws, _ := local.ReadAll(agentDir); len(ws) >= 5 {
 			break
 		}

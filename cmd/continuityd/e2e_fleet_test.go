@@ -207,7 +207,7 @@ func TestFleetResumeAnywhere(t *testing.T) {
 	if lastSeq != 5 {
 		t.Fatalf("A's last seq %d, want 5", lastSeq)
 	}
-	fleetWait(t, 10*time.Second, "A's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == lastSeq })
+	fleetWait(t, 60*time.Second, "A's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == lastSeq })
 	before := fleetResumeDoc(t, a)
 	a.kill()
 	if err := os.RemoveAll(wa.state); err != nil {
@@ -272,7 +272,7 @@ func TestFleetResumeAnywhere(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &ans) != nil || !ans.Health.Connected || len(ans.Agents) != 1 || ans.Agents[0].Agent != "builder" || ans.Agents[0].Machine == "" {
 		t.Fatalf("fleet --json (%d): %s", code, out)
 	}
-	fleetWait(t, 10*time.Second, "B's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == lastSeq+1 })
+	fleetWait(t, 60*time.Second, "B's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == lastSeq+1 })
 }
 
 // With the fleet down at B's start, B starts degraded and writes; when the
@@ -291,7 +291,7 @@ func TestFleetDownAtStartCatchesUp(t *testing.T) {
 		"commitments": map[string]any{"open": []any{map[string]any{"title": "A's open loop"}}},
 	})
 	fleetPost(t, a, "/v1/continuity/checkpoint?sync=1", map[string]any{"working_state": map[string]any{"next_action": "A's next"}})
-	fleetWait(t, 10*time.Second, "A's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == 2 })
+	fleetWait(t, 60*time.Second, "A's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == 2 })
 	a.terminate(t)
 	os.RemoveAll(wa.state)
 	stopNATS(srv)
@@ -338,7 +338,7 @@ func TestFleetDownAtStartCatchesUp(t *testing.T) {
 		t.Errorf("B's write after the catch-up has seq %d, not after the fleet's 2", seq)
 	}
 	// B's offline write reached the fleet too.
-	fleetWait(t, 15*time.Second, "B's writes in the stream", func() bool {
+	fleetWait(t, 60*time.Second, "B's writes in the stream", func() bool {
 		got := streamWrites(t, url, "builder")
 		return len(got) == 4 && strings.Contains(fleetJSON(got[2].body), "B's own focus")
 	})
@@ -351,7 +351,7 @@ func TestFleetSplitWriters(t *testing.T) {
 	wa, wb := fleetWorkspace(t, url, ""), fleetWorkspace(t, url, "")
 	a := startProc(t, wa.socket, nil, "run", "--config", wa.config)
 	fleetPost(t, a, "/v1/continuity/checkpoint?sync=1", map[string]any{"focus": "A at work"})
-	fleetWait(t, 10*time.Second, "A's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == 1 })
+	fleetWait(t, 60*time.Second, "A's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == 1 })
 	b := startProc(t, wb.socket, nil, "run", "--config", wb.config)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -366,7 +366,7 @@ func TestFleetSplitWriters(t *testing.T) {
 		}
 	}()
 	for _, p := range []*proc{a, b} {
-		fleetWait(t, 20*time.Second, "a fleet_conflict in resume", func() bool {
+		fleetWait(t, 60*time.Second, "a fleet_conflict in resume", func() bool {
 			fc, _ := fleetResumeDoc(t, p)["fleet_conflict"].([]any)
 			return len(fc) > 0
 		})
@@ -412,7 +412,7 @@ func TestFleetDirections(t *testing.T) {
 		}
 	}
 	var texts []string
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for len(texts) < 2 && time.Now().Before(deadline) {
 		ans := get(t, p.client(), fmt.Sprintf("/v1/continuity/wait?max_seconds=5&after=%d", cursor))
 		cursor = uint64(ans["cursor"].(float64))

@@ -42,7 +42,7 @@ func fleetHasObject(url, name string) bool {
 func newestSnapshot(t *testing.T, p *proc) string {
 	t.Helper()
 	var id string
-	fleetWait(t, 20*time.Second, "the start snapshot", func() bool {
+	fleetWait(t, 60*time.Second, "the start snapshot", func() bool {
 		s, _ := fleetResumeDoc(t, p)["snapshot"].(map[string]any)
 		id, _ = s["id"].(string)
 		return id != ""
@@ -64,7 +64,7 @@ func TestFleetSnapshotRestoreOnAnotherMachine(t *testing.T) {
 	writeFile(t, workA, "notes/plan.md", "step 1\n")
 	a := startProc(t, wa.socket, nil, "run", "--config", wa.config)
 	id := newestSnapshot(t, a)
-	fleetWait(t, 20*time.Second, "the manifest in the bucket", func() bool {
+	fleetWait(t, 60*time.Second, "the manifest in the bucket", func() bool {
 		return fleetHasObject(url, "snap/builder/"+id)
 	})
 	a.terminate(t)

@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/holdgit"
 )
 
-// killTreeFiles is the size of the tree the kill test snapshots: big
-// enough that git needs seconds to store a rewrite of it (new objects for
-// every file), so a SIGKILL lands while a snapshot is in flight.
-const killTreeFiles = 3000
+// killTreeFiles is the size of the tree the kill test snapshots. Its size
+// does not time the kill (a git wrapper holds the snapshot for it); the
+// tree is many files so that a listed snapshot is seen to be whole.
+const killTreeFiles = 200
 
 func killTreeFile(i int) string { return fmt.Sprintf("big/d%02d/f%03d.txt", i/100, i%100) }
 
@@ -177,73 +178,109 @@ func waitSnapshots(t *testing.T, p *proc, want int, within time.Duration, when s
 	}
 }
 
+// waitWatching waits until the daemon's workdir watcher holds a watch on
+// every directory of the kill tree (the workdir, big/ and its dNN/): a
+// tree swapped in before that would go unseen, and no snapshot follow.
+func waitWatching(t *testing.T, p *proc, when string) {
+	t.Helper()
+	want := 2 + (killTreeFiles+99)/100
+	const gauge = `continuityd_watcher_watched_dirs{agent="builder"} `
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n := -1
+		for line := range strings.SplitSeq(fleetMetrics(t, p), "\n") {
+			if v, ok := strings.CutPrefix(line, gauge); ok {
+				n, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if n >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the watcher holds %d watches, want %d; log:\n%s", when, n, want, p.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestSnapshotSIGKILLMidSnapshot (issue 14): a daemon taking a work
-// snapshot of a 3,000-file tree is killed with SIGKILL at three points
-// of the snapshot (as git add starts, and later into it); its git runs
-// die with it. Each time the store is whole (git fsck), no snapshot of the
-// interrupted one is listed, and the restarted daemon comes up, lists only
-// whole snapshots (show answers, each holds the whole tree of one round)
-// and takes its start snapshot, which needs the store's locks the killed
-// git left behind cleared. Then a burst of edits gives a new snapshot.
+// snapshot is killed with SIGKILL at each point of the snapshot where
+// the store is changing: in the middle of git add (the index locked, half
+// the new objects written), before write-tree, before commit-tree and
+// before update-ref. A git wrapper (internal/holdgit) holds the snapshot
+// at the point until the test has killed the daemon, so the kill lands
+// there on any machine. The daemon's git dies with it. Each time the
+// store is whole (git fsck), no snapshot of the interrupted one is
+// listed, and the restarted daemon comes up, lists only whole snapshots
+// (show answers, each holds the whole tree of one round) and takes its
+// start snapshot, which needs the store's locks the killed git left
+// behind cleared. Then a burst of edits gives a new snapshot.
 func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes a 3,000-file tree several times")
+		t.Skip("writes a 200-file tree several times")
 	}
 	w, work := snapshotWorkspace(t, "")
 	store := filepath.Join(w.state, "agents", "builder", "snapshots.git")
-	lock := filepath.Join(store, "index.lock")
 	stage := filepath.Join(w.dir, "stage")
+	git := holdgit.New(t)
+	env := []string{"PATH=" + git.Dir() + string(os.PathListSeparator) + os.Getenv("PATH")}
 	writeKillTree(t, work, stage, 0)
-	p := startProc(t, w.socket, nil, "run", "--config", w.config)
-	ids := waitSnapshots(t, p, 1, 30*time.Second, "first start") // the start snapshot
+	p := startProc(t, w.socket, env, "run", "--config", w.config)
+	ids := waitSnapshots(t, p, 1, 60*time.Second, "first start") // the start snapshot
+	waitWatching(t, p, "first start")
 
-	for round, delay := range []time.Duration{0, 300 * time.Millisecond, 800 * time.Millisecond} {
+	points := []string{holdgit.MidAdd, holdgit.BeforeWriteTree, holdgit.BeforeCommitTree, holdgit.BeforeUpdateRef}
+	for round, point := range points {
 		r := round + 1
-		when := fmt.Sprintf("round %d (kill %s into git add)", r, delay)
-		writeKillTree(t, work, stage, r)
-		// The burst goes quiet, the policy asks for a snapshot: git add
-		// takes the store's index lock while it hashes the new files.
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if _, err := os.Stat(lock); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no snapshot started within 20 s; log:\n%s", when, p.stderr)
-			}
-			time.Sleep(2 * time.Millisecond)
+		when := fmt.Sprintf("round %d (kill before %s)", r, point)
+		if point == holdgit.MidAdd {
+			when = fmt.Sprintf("round %d (kill in the middle of git add)", r)
 		}
-		// The snapshots whole before the kill (read only; git's refs are
-		// consistent while the daemon writes).
 		before := len(strings.Fields(storeGit(t, store, "for-each-ref", "--format=%(objectname)", "refs/snapshots/")))
-		time.Sleep(delay)
+		git.Arm(t, point)
+		writeKillTree(t, work, stage, r)
+		// The burst goes quiet, the policy asks for a snapshot, and its git
+		// holds at the point.
+		git.WaitHeld(t, 60*time.Second, func() string { return "log:\n" + p.stderr.String() })
+		if point == holdgit.MidAdd {
+			if _, err := os.Stat(filepath.Join(store, "index.lock")); err != nil {
+				t.Fatalf("%s: git add holds without the store's index lock: %v", when, err)
+			}
+		}
 		kids := childPIDs(p.cmd.Process.Pid)
+		if len(kids) == 0 {
+			t.Fatalf("%s: the daemon has no child while its git is held", when)
+		}
 		p.kill()
 		killed := time.Now()
-		deadline = killed.Add(time.Second)
+		// Held, git would never end on its own: only the parent-death
+		// signal ends it, so a generous deadline cannot pass by chance.
+		deadline := killed.Add(30 * time.Second)
 		for _, k := range kids {
 			for alive(k) {
 				if time.Now().After(deadline) {
-					t.Fatalf("%s: the daemon's child %d outlived it by 1 s (no parent-death signal?)", when, k)
+					t.Fatalf("%s: the daemon's child %d outlived it by 30 s (no parent-death signal?)", when, k)
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
 		t.Logf("%s: children at the kill %v, gone after %s", when, kids, time.Since(killed))
+		git.Release(t) // a filter git add left orphaned ends
 
 		// Killed mid-way: no ref was made for the interrupted snapshot,
 		// and what refs there are reach whole objects.
 		refs := storeGit(t, store, "for-each-ref", "--format=%(objectname)", "refs/snapshots/")
 		if n := len(strings.Fields(refs)); n != before {
-			t.Fatalf("%s: the store has %d snapshot refs after the kill, %d before it: the snapshot finished before the kill (make the tree bigger)", when, n, before)
+			t.Fatalf("%s: the store has %d snapshot refs after the kill, %d before it", when, n, before)
 		}
 		storeGit(t, store, "fsck", "--connectivity-only", "--no-dangling")
 
-		p = startProc(t, w.socket, nil, "run", "--config", w.config)
+		p = startProc(t, w.socket, env, "run", "--config", w.config)
 		checkWholeSnapshots(t, p, store, listedSnapshots(t, p), when+", at restart")
 		// The restarted daemon snapshots the tree as it is (round r): its
 		// git needs the locks the killed one left gone.
-		ids = waitSnapshots(t, p, before+1, 30*time.Second, when+", the start snapshot after the restart")
+		ids = waitSnapshots(t, p, before+1, 60*time.Second, when+", the start snapshot after the restart")
+		waitWatching(t, p, when+", after the restart")
 		checkWholeSnapshots(t, p, store, ids, when+", after the start snapshot")
 		if got := storeGit(t, store, "cat-file", "blob", ids[0]+":"+killTreeFile(7)); got != strings.TrimSpace(killTreeText(r, 7)) {
 			t.Fatalf("%s: the start snapshot after the restart is not of round %d", when, r)
@@ -252,11 +289,11 @@ func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
 
 	// The next burst gives a new snapshot with its record.
 	agentDir := filepath.Join(w.state, "agents", "builder")
-	edited := []string{killTreeFile(11), killTreeFile(1234), killTreeFile(2999)}
+	edited := []string{killTreeFile(11), killTreeFile(123), killTreeFile(killTreeFiles - 1)}
 	for _, f := range edited {
 		writeFile(t, work, f, "edited after the kills: "+f+"\n")
 	}
-	rec := waitWork(t, agentDir, 30*time.Second, func(wk *capsule.Work) bool {
+	rec := waitWork(t, agentDir, 60*time.Second, func(wk *capsule.Work) bool {
 		return wk.Snapshot != nil && !slices.Contains(ids, wk.Snapshot.ID) &&
 			workFile(wk, edited[0]) != nil && workFile(wk, edited[1]) != nil && workFile(wk, edited[2]) != nil
 	})

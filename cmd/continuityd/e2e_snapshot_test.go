@@ -252,13 +252,13 @@ func TestSnapshotRestoreLeavesTheRepositoryAlone(t *testing.T) {
 
 	writeFile(t, work, "a.go", "a2\n")
 	writeFile(t, work, "b.go", "b2\n")
-	s1 := waitWork(t, agentDir, 20*time.Second, func(wk *capsule.Work) bool {
+	s1 := waitWork(t, agentDir, 60*time.Second, func(wk *capsule.Work) bool {
 		return wk.Snapshot != nil && workFile(wk, "a.go") != nil && workFile(wk, "b.go") != nil
 	}).Work.Snapshot.ID
 	writeFile(t, work, "a.go", "a3\n")
 	writeFile(t, work, "b.go", "b3\n")
 	writeFile(t, work, "c.go", "c3\n")
-	waitWork(t, agentDir, 20*time.Second, func(wk *capsule.Work) bool {
+	waitWork(t, agentDir, 60*time.Second, func(wk *capsule.Work) bool {
 		return wk.Snapshot != nil && wk.Snapshot.ID != s1 && workFile(wk, "c.go") != nil
 	})
 
@@ -322,7 +322,7 @@ func TestSnapshotNonGitWorkdir(t *testing.T) {
 	writeFile(t, work, "scratch.tmp", "x\n")
 	writeFile(t, work, "private/key.txt", "x\n")
 	writeFile(t, work, "large.dat", strings.Repeat("y", 2000))
-	rec := waitWork(t, agentDir, 20*time.Second, func(wk *capsule.Work) bool { return workFile(wk, "notes.md") != nil })
+	rec := waitWork(t, agentDir, 60*time.Second, func(wk *capsule.Work) bool { return workFile(wk, "notes.md") != nil })
 	for _, f := range rec.Work.Files {
 		if f.Path != "notes.md" {
 			t.Errorf("the record lists %s", f.Path)

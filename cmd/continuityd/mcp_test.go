@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,7 +19,7 @@ func TestMCPOverStdio(t *testing.T) {
 	startProc(t, w.socket, nil, "run", "--config", w.config)
 	cmd := exec.Command(binary, "mcp")
 	cmd.Env = append(os.Environ(), "CONTINUITYD_SOCKET="+w.socket)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -49,12 +50,20 @@ func TestMCPOverStdio(t *testing.T) {
 	if out, isErr := call("resume", nil); isErr || !strings.Contains(out, "talk MCP over stdio") {
 		t.Fatalf("resume: %s", out)
 	}
+	// The cursor of now: the waiter sees the signal whether it parks
+	// before the signal lands or asks after it.
+	now, _ := call("wait_for_event", map[string]any{"max_seconds": 1})
+	var at struct {
+		Cursor *uint64 `json:"cursor"`
+	}
+	if err := json.Unmarshal([]byte(now), &at); err != nil || at.Cursor == nil {
+		t.Fatalf("wait_for_event gave no cursor: %v %s", err, now)
+	}
 	done := make(chan string, 1)
 	go func() {
-		out, _ := call("wait_for_event", map[string]any{"max_seconds": 20})
+		out, _ := call("wait_for_event", map[string]any{"max_seconds": 20, "after": *at.Cursor})
 		done <- out
 	}()
-	time.Sleep(200 * time.Millisecond)
 	if out, isErr := call("signal", map[string]any{"kind": "context", "used_fraction": 0.7}); isErr {
 		t.Fatalf("signal: %s", out)
 	}
@@ -63,7 +72,7 @@ func TestMCPOverStdio(t *testing.T) {
 		if !strings.Contains(out, `"woke":"event"`) || !strings.Contains(out, `"via":"mcp"`) {
 			t.Fatalf("wait_for_event: %s", out)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("wait_for_event not woken")
 	}
 	if out, isErr := call("capsule_write", map[string]any{"capsule": map[string]any{"version": "9"}}); !isErr || !strings.HasPrefix(out, "INVALID_CAPSULE") {

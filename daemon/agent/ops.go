@@ -7,7 +7,6 @@ import (
 	"errors"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
@@ -186,39 +185,15 @@ func (a *Agent) PutCapsule(ctx context.Context, g *guard.Guard, body []byte) (*C
 	return &CapsuleAnswer{Seq: seq, Capsule: a.store.Capsule()}, nil
 }
 
-// sealOverrides are the fields a seal request may set on the capsule the
-// daemon builds; the rest comes from the residency.
-type sealOverrides struct {
-	Goal      *string         `json:"goal"`
-	Done      *string         `json:"done"`
-	Next      *string         `json:"next"`
-	Blockers  *string         `json:"blockers"`
-	DoNot     *string         `json:"do_not"`
-	Refuted   *string         `json:"refuted"`
-	Receipts  []string        `json:"receipts"`
-	HandoffTo *string         `json:"handoff_to"`
-	TTLDays   json.RawMessage `json:"ttl_days"`
-}
-
 // Seal builds a capsule from the current state and receipts (optionally
 // overridden by body), checks it like any capsule, and stores it sealed.
 func (a *Agent) Seal(ctx context.Context, g *guard.Guard, body []byte) (*CapsuleAnswer, error) {
-	var ov sealOverrides
-	if len(bytes.TrimSpace(body)) > 0 {
-		if !utf8.Valid(body) {
-			return nil, capsule.Refuse(capsule.CodeInvalidUTF8, "", "the body is not valid UTF-8")
-		}
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ov); err != nil {
-			return nil, capsule.Refuse(capsule.CodeInvalidCapsule, "", "seal body: %v", err)
-		}
-		if dec.More() {
-			return nil, capsule.Refuse(capsule.CodeInvalidJSON, "", "seal body: data after the JSON object")
-		}
+	ov, err := guard.DecodeSealRequest(body)
+	if err != nil {
+		return nil, err
 	}
 	c := capsule.Seal(a.store.Resume(), a.store.Capsule(), time.Now().UTC())
-	ov.apply(c)
+	ov.Apply(c)
 	if err := g.CheckCapsule(c); err != nil {
 		return nil, err
 	}
@@ -227,27 +202,6 @@ func (a *Agent) Seal(ctx context.Context, g *guard.Guard, body []byte) (*Capsule
 		return nil, err
 	}
 	return &CapsuleAnswer{Seq: seq, Capsule: a.store.Capsule()}, nil
-}
-
-func (o *sealOverrides) apply(c *capsule.Capsule) {
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(&c.Goal, o.Goal)
-	set(&c.Done, o.Done)
-	set(&c.Next, o.Next)
-	set(&c.Blockers, o.Blockers)
-	set(&c.DoNot, o.DoNot)
-	set(&c.Refuted, o.Refuted)
-	set(&c.HandoffTo, o.HandoffTo)
-	if o.Receipts != nil {
-		c.Receipts = o.Receipts
-	}
-	if o.TTLDays != nil {
-		c.TTLDays = o.TTLDays
-	}
 }
 
 // SignalAnswer is the answer to a signal: its sequence number and the

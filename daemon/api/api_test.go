@@ -327,7 +327,7 @@ func TestRoutes(t *testing.T) {
 	if c, _ := v["capsule"].(map[string]any); status != 200 || seqOf(v) != 4 || c["sealed"] != true || c["capsule"].(map[string]any)["goal"] != "g" {
 		t.Errorf("seal (focus → goal): %d %v", status, v)
 	}
-	if status, _, v := ta.do(t, "POST", "/v1/capsule/seal", `{"nonsense":1}`); status != 400 || !isError(v, capsule.CodeInvalidCapsule, "") {
+	if status, _, v := ta.do(t, "POST", "/v1/capsule/seal", `{"nonsense":1}`); status != 400 || !isError(v, capsule.CodeInvalidCapsule, "nonsense") {
 		t.Errorf("seal with an unknown field: %d %v", status, v)
 	}
 	status, _, v = ta.do(t, "GET", "/v1/capsule", "")

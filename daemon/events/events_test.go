@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -15,28 +16,30 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// Every waiter parked on the feed wakes with the event (synctest's Wait
+// makes sure that all of them are parked before it is published).
 func TestWaitWakesAllWaiters(t *testing.T) {
-	f := New(8)
-	start := f.Cursor()
-	var wg sync.WaitGroup
-	got := make([][]Event, 3)
-	for i := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			got[i], _, _ = f.Wait(ctx, start)
-		}()
-	}
-	time.Sleep(20 * time.Millisecond)
-	f.Publish(Event{Kind: "signal", Summary: "context 80% used"})
-	wg.Wait()
-	for i, evs := range got {
-		if len(evs) != 1 || evs[0].Kind != "signal" || evs[0].ID != 1 {
-			t.Fatalf("waiter %d got %+v", i, evs)
+	synctest.Test(t, func(t *testing.T) {
+		f := New(8)
+		start := f.Cursor()
+		var wg sync.WaitGroup
+		got := make([][]Event, 3)
+		for i := range got {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				got[i], _, _ = f.Wait(ctx, start)
+			})
 		}
-	}
+		synctest.Wait()
+		f.Publish(Event{Kind: "signal", Summary: "context 80% used"})
+		wg.Wait()
+		for i, evs := range got {
+			if len(evs) != 1 || evs[0].Kind != "signal" || evs[0].ID != 1 {
+				t.Fatalf("waiter %d got %+v", i, evs)
+			}
+		}
+	})
 }
 
 func TestWaitTimesOutAndWindowIsBounded(t *testing.T) {

@@ -820,7 +820,7 @@ func TestRunTicksAndExitsOnCancel(t *testing.T) {
 	done := make(chan struct{})
 	go func() { p.Run(ctx, in); close(done) }()
 	in <- Input{Kind: KindActivity}
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for len(store.checkpoints()) == 0 {
 		select {
 		case <-deadline:
@@ -831,7 +831,7 @@ func TestRunTicksAndExitsOnCancel(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("Run did not exit on cancel")
 	}
 
@@ -842,7 +842,7 @@ func TestRunTicksAndExitsOnCancel(t *testing.T) {
 	close(in2)
 	select {
 	case <-done2:
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("Run did not exit on a closed input")
 	}
 }

@@ -32,16 +32,12 @@ func (s *Store) checkpointIf(ctx context.Context, cp *capsule.Checkpoint, origin
 	if err != nil {
 		return 0, err
 	}
-	return s.submitOp(ctx, &op{
-		apply: func(t *txn) (uint64, error) {
-			if ifSeq != nil && t.d.Seq != *ifSeq {
-				return 0, capsule.ErrStaleState
-			}
-			return t.checkpoint(cp, origin, cpJSON)
-		},
-		done:   make(chan result, 1),
-		answer: origin == capsule.OriginExplicit, // the API answers with the state
-	})
+	return s.eng.Submit(ctx, func(t *txn) (uint64, error) {
+		if ifSeq != nil && t.d.Seq != *ifSeq {
+			return 0, capsule.ErrStaleState
+		}
+		return t.checkpoint(cp, origin, cpJSON)
+	}, origin == capsule.OriginExplicit) // the API answers with the state
 }
 
 func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin, cpJSON []byte) (uint64, error) {

@@ -12,14 +12,15 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/residency/storage"
 )
 
 // crashedWithRecords leaves a store as a SIGKILL would with n checkpoints
-// answered since bbolt's last checkpoint, and returns the log's records
+// answered since bbolt last caught up with the log (flushToBolt), and returns the log's records
 // past what bbolt holds and the seqs answered.
-func crashedWithRecords(t *testing.T, dir string, n int) ([]walRecord, []uint64) {
+func crashedWithRecords(t *testing.T, dir string, n int) ([]storage.Record, []uint64) {
 	t.Helper()
-	s := openStore(t, walOptions(dir, walSize))
+	s := openStore(t, walOptions(dir, storage.DefaultLogSize))
 	var seqs []uint64
 	for i := range n {
 		seq, err := s.Checkpoint(context.Background(), &capsule.Checkpoint{Focus: str(fmt.Sprint("step ", i))}, capsule.OriginExplicit)
@@ -33,7 +34,7 @@ func crashedWithRecords(t *testing.T, dir string, n int) ([]walRecord, []uint64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := parseWAL(data)
+	recs := parseLog(data)
 	if len(recs) < n {
 		t.Fatalf("%d records for %d writes", len(recs), n)
 	}
@@ -46,7 +47,7 @@ func wantDamage(t *testing.T, dir, file, found string) *DamageError {
 	t.Helper()
 	path := filepath.Join(dir, file)
 	before, _ := os.ReadFile(path)
-	s, err := Open(walOptions(dir, walSize))
+	s, err := Open(walOptions(dir, storage.DefaultLogSize))
 	if err == nil {
 		s.Close()
 		t.Fatal("opened a damaged residency without a word")
@@ -82,34 +83,34 @@ func flipBit(t *testing.T, path string, off int) {
 func TestWALDamageIsRefused(t *testing.T) {
 	cases := []struct {
 		name   string
-		damage func(t *testing.T, path string, recs []walRecord)
+		damage func(t *testing.T, path string, recs []storage.Record)
 		found  string
 	}{
-		{"bit flip early", func(t *testing.T, path string, recs []walRecord) {
-			flipBit(t, path, recs[0].off+walHeader+2)
+		{"bit flip early", func(t *testing.T, path string, recs []storage.Record) {
+			flipBit(t, path, recs[0].Off+storage.HeaderSize+2)
 		}, "valid records written later follow it"},
-		{"bit flip deep", func(t *testing.T, path string, recs []walRecord) {
-			flipBit(t, path, recs[len(recs)-3].off+walHeader+5)
+		{"bit flip deep", func(t *testing.T, path string, recs []storage.Record) {
+			flipBit(t, path, recs[len(recs)-3].Off+storage.HeaderSize+5)
 		}, "valid records written later follow it"},
-		{"bit flip in an id", func(t *testing.T, path string, recs []walRecord) {
-			flipBit(t, path, recs[4].off+9)
+		{"bit flip in an id", func(t *testing.T, path string, recs []storage.Record) {
+			flipBit(t, path, recs[4].Off+9)
 		}, "valid records written later follow it"},
-		{"truncated", func(t *testing.T, path string, recs []walRecord) {
-			if err := os.Truncate(path, int64(recs[len(recs)-1].off)); err != nil {
+		{"truncated", func(t *testing.T, path string, recs []storage.Record) {
+			if err := os.Truncate(path, int64(recs[len(recs)-1].Off)); err != nil {
 				t.Fatal(err)
 			}
 		}, "it was truncated"},
-		{"truncated to nothing", func(t *testing.T, path string, recs []walRecord) {
+		{"truncated to nothing", func(t *testing.T, path string, recs []storage.Record) {
 			if err := os.Truncate(path, 0); err != nil {
 				t.Fatal(err)
 			}
 		}, "it was truncated"},
-		{"zeroed", func(t *testing.T, path string, recs []walRecord) {
-			if err := os.WriteFile(path, make([]byte, walSize), 0o600); err != nil {
+		{"zeroed", func(t *testing.T, path string, recs []storage.Record) {
+			if err := os.WriteFile(path, make([]byte, storage.DefaultLogSize), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}, "all zeros"},
-		{"deleted", func(t *testing.T, path string, recs []walRecord) {
+		{"deleted", func(t *testing.T, path string, recs []storage.Record) {
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +141,7 @@ func TestWALDamageIsRefused(t *testing.T) {
 					t.Fatal("the damaged log is gone:", err)
 				}
 			}
-			s := openStore(t, walOptions(dir, walSize))
+			s := openStore(t, walOptions(dir, storage.DefaultLogSize))
 			last := seqs[len(seqs)-1]
 			if acc.NextSeq <= last {
 				t.Fatalf("next seq %d repeats an answered one (last %d)", acc.NextSeq, last)
@@ -178,8 +179,8 @@ func TestWALTornTailIsNotDamage(t *testing.T) {
 	last := recs[len(recs)-1]
 	// The last record half written over: its checksum fails, nothing valid
 	// and newer follows it.
-	flipBit(t, filepath.Join(dir, WALFile), last.off+walHeader+1)
-	s := openStore(t, walOptions(dir, walSize))
+	flipBit(t, filepath.Join(dir, WALFile), last.Off+storage.HeaderSize+1)
+	s := openStore(t, walOptions(dir, storage.DefaultLogSize))
 	if rec := s.Recovery(); rec.TornTail == "" || rec.Replayed != len(recs)-1 {
 		t.Fatalf("recovery %+v", rec)
 	}
@@ -194,7 +195,7 @@ func TestWALLossAfterCleanStopIsHarmless(t *testing.T) {
 	for _, damage := range []string{"remove", "zero", "truncate"} {
 		t.Run(damage, func(t *testing.T) {
 			dir := t.TempDir()
-			s := openStore(t, walOptions(dir, walSize))
+			s := openStore(t, walOptions(dir, storage.DefaultLogSize))
 			mixedWorkload(t, s, 1)
 			want := takeSnapshot(t, s)
 			if err := s.Close(); err != nil {
@@ -205,11 +206,11 @@ func TestWALLossAfterCleanStopIsHarmless(t *testing.T) {
 			case "remove":
 				os.Remove(path)
 			case "zero":
-				os.WriteFile(path, make([]byte, walSize), 0o600)
+				os.WriteFile(path, make([]byte, storage.DefaultLogSize), 0o600)
 			case "truncate":
 				os.Truncate(path, 100)
 			}
-			s = openStore(t, walOptions(dir, walSize))
+			s = openStore(t, walOptions(dir, storage.DefaultLogSize))
 			wantSnapshot(t, s, want, "after a clean stop and a lost log")
 		})
 	}
@@ -231,7 +232,7 @@ func TestSeqReservationIsInBbolt(t *testing.T) {
 
 func TestDamagedBboltIsAnErrorNotAPanic(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, walOptions(dir, walSize))
+	s := openStore(t, walOptions(dir, storage.DefaultLogSize))
 	mixedWorkload(t, s, 1)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ func TestDamagedBboltIsAnErrorNotAPanic(t *testing.T) {
 	if !acc.Fresh || len(acc.MovedAside) != 2 {
 		t.Fatalf("accepted %+v", acc)
 	}
-	s = openStore(t, walOptions(dir, walSize))
+	s = openStore(t, walOptions(dir, storage.DefaultLogSize))
 	if r := s.Resume(); r.Seq != 0 {
 		t.Fatalf("fresh residency at seq %d", r.Seq)
 	}

@@ -41,23 +41,26 @@ func (s *Store) Reject(ctx context.Context, upstream string, ws []capsule.Write,
 	if len(ws) == 0 {
 		return nil
 	}
-	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
-		b := t.tx.Bucket(bucketDead)
-		for _, w := range ws {
-			raw, err := json.Marshal(DeadLetter{Upstream: upstream, Write: w, Error: reason, At: t.now, Attempts: 1})
-			if err != nil {
-				return 0, err
-			}
-			if b.Get(deadKey(upstream, w.Seq)) == nil {
-				t.d.DeadLetters[upstream]++
-			}
-			if err := t.put(bucketDead, deadKey(upstream, w.Seq), raw); err != nil {
-				return 0, err
-			}
-		}
-		return 0, t.ack(upstream, ws[len(ws)-1].Seq, upstreams)
-	})
+	_, err := s.submit(ctx, func(t *txn) (uint64, error) { return 0, t.reject(upstream, ws, reason, upstreams) })
 	return err
+}
+
+// reject is Reject in a batch: a write already in the dead letter is
+// replaced, and counted once.
+func (t *txn) reject(upstream string, ws []capsule.Write, reason string, upstreams []string) error {
+	for _, w := range ws {
+		raw, err := json.Marshal(DeadLetter{Upstream: upstream, Write: w, Error: reason, At: t.now, Attempts: 1})
+		if err != nil {
+			return err
+		}
+		if t.kv.Get(bucketDead, deadKey(upstream, w.Seq)) == nil {
+			t.d.DeadLetters[upstream]++
+		}
+		if err := t.put(bucketDead, deadKey(upstream, w.Seq), raw); err != nil {
+			return err
+		}
+	}
+	return t.ack(upstream, ws[len(ws)-1].Seq, upstreams)
 }
 
 // DeadLetters lists an upstream's dead letter ("" lists every upstream's).
@@ -110,36 +113,38 @@ func (s *Store) DiscardDead(ctx context.Context, upstream string, seq uint64) (i
 }
 
 func (s *Store) editDead(ctx context.Context, upstream string, seq uint64, edit func([]byte, *DeadLetter, *txn) error) (int, error) {
-	n := 0
+	var n int
 	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
-		b := t.tx.Bucket(bucketDead)
-		var keys [][]byte
-		if seq != 0 {
-			if b.Get(deadKey(upstream, seq)) == nil {
-				return 0, capsule.Refuse(capsule.CodeNotFound, "seq",
-					"upstream %s has no dead letter with seq %d", upstream, seq)
-			}
-			keys = append(keys, deadKey(upstream, seq))
-		} else {
-			prefix := append([]byte(upstream), 0)
-			c := b.Cursor()
-			for k, _ := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, _ = c.Next() {
-				keys = append(keys, append([]byte(nil), k...))
-			}
-		}
-		for _, k := range keys {
-			var d DeadLetter
-			if err := json.Unmarshal(b.Get(k), &d); err != nil {
-				return 0, err
-			}
-			if err := edit(k, &d, t); err != nil {
-				return 0, err
-			}
-			n++
-		}
-		return 0, nil
+		var err error
+		n, err = t.editDead(upstream, seq, edit)
+		return 0, err
 	})
 	return n, err
+}
+
+// editDead applies edit to one dead letter of the upstream's (seq 0:
+// each of them) and says to how many.
+func (t *txn) editDead(upstream string, seq uint64, edit func([]byte, *DeadLetter, *txn) error) (int, error) {
+	var keys [][]byte
+	if seq != 0 {
+		if t.kv.Get(bucketDead, deadKey(upstream, seq)) == nil {
+			return 0, capsule.Refuse(capsule.CodeNotFound, "seq",
+				"upstream %s has no dead letter with seq %d", upstream, seq)
+		}
+		keys = append(keys, deadKey(upstream, seq))
+	} else {
+		keys = t.kv.Keys(bucketDead, append([]byte(upstream), 0), nil)
+	}
+	for i, k := range keys {
+		var d DeadLetter
+		if err := json.Unmarshal(t.kv.Get(bucketDead, k), &d); err != nil {
+			return i, err
+		}
+		if err := edit(k, &d, t); err != nil {
+			return i, err
+		}
+	}
+	return len(keys), nil
 }
 
 // Retries returns the upstream's dead letters marked for retry, oldest first.
@@ -158,30 +163,31 @@ func (s *Store) Retries(upstream string) ([]DeadLetter, error) {
 // leaves the dead letter) or refused again (it stays, unmarked, with the new
 // error).
 func (s *Store) RetryDone(ctx context.Context, upstream string, seq uint64, failure string) error {
-	_, err := s.submit(ctx, func(t *txn) (uint64, error) {
-		b := t.tx.Bucket(bucketDead)
-		k := deadKey(upstream, seq)
-		raw := b.Get(k)
-		if raw == nil {
-			return 0, nil // discarded meanwhile
-		}
-		if failure == "" {
-			t.d.DeadLetters[upstream]--
-			return 0, t.delete(bucketDead, k)
-		}
-		var d DeadLetter
-		if err := json.Unmarshal(raw, &d); err != nil {
-			return 0, err
-		}
-		d.Retry, d.Error, d.At = false, failure, t.now
-		d.Attempts++
-		out, err := json.Marshal(d)
-		if err != nil {
-			return 0, err
-		}
-		return 0, t.put(bucketDead, k, out)
-	})
+	_, err := s.submit(ctx, func(t *txn) (uint64, error) { return 0, t.retryDone(upstream, seq, failure) })
 	return err
+}
+
+func (t *txn) retryDone(upstream string, seq uint64, failure string) error {
+	k := deadKey(upstream, seq)
+	raw := t.kv.Get(bucketDead, k)
+	if raw == nil {
+		return nil // discarded meanwhile
+	}
+	if failure == "" {
+		t.d.DeadLetters[upstream]--
+		return t.delete(bucketDead, k)
+	}
+	var d DeadLetter
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return err
+	}
+	d.Retry, d.Error, d.At = false, failure, t.now
+	d.Attempts++
+	out, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return t.put(bucketDead, k, out)
 }
 
 func hasPrefix(k, prefix []byte) bool {

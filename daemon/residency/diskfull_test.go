@@ -55,7 +55,7 @@ func TestFullDiskRefusesWith507AndKeepsEveryAnsweredWrite(t *testing.T) {
 		os.Remove(dir)
 	})
 	opts := Options{Agent: "builder", Dir: filepath.Join(dir, "builder"), Upstreams: []string{"a"},
-		checkpointDelay: 10 * time.Millisecond, walSize: 64 << 10}
+		flushDelay: 10 * time.Millisecond, walSize: 64 << 10}
 	full, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -33,8 +32,7 @@ func (s *Store) Visit() (capsule.Resume, Visit) {
 	s.mu.RLock()
 	d, rec := s.cur, s.capsule
 	s.mu.RUnlock()
-	m := &visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal, shown: d.Since.Paths}
-	return resumeOf(s.agent, d, rec), Visit{mark: m}
+	return resumeOf(s.agent, d, rec), Visit{mark: markVisit(d)}
 }
 
 // Visited clears the since-last-visit accumulators that the visit v was
@@ -47,10 +45,18 @@ func (s *Store) Visited(v Visit) {
 	}
 	m := *v.mark
 	s.lazy(func(t *txn) (uint64, error) {
-		t.d.Since.resetTo(m, t.now)
+		t.visited(m)
 		return 0, nil
 	})
 }
+
+// markVisit is what a visit to the published document d sees.
+func markVisit(d *doc) *visitMark {
+	return &visitMark{seq: d.Seq, writes: d.Since.WritesTotal, paths: d.Since.PathsTotal, shown: d.Since.Paths}
+}
+
+// visited clears what the visit m was shown.
+func (t *txn) visited(m visitMark) { t.d.Since.resetTo(m, t.now) }
 
 // resumeOf is the residency part of the resume document for one published
 // state.
@@ -156,40 +162,6 @@ func orEmpty[T any](xs []T) []T {
 	return slices.Clone(xs)
 }
 
-// lazy queues an op whose outcome nobody waits for; it commits with the next
-// write, or on its own after lazyDelay. Dropped silently after Close.
-func (s *Store) lazy(apply func(*txn) (uint64, error)) {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return
-	}
-	s.lazyMu.Lock()
-	defer s.lazyMu.Unlock()
-	s.lazyOps = append(s.lazyOps, &op{apply: apply})
-	if s.lazyTimer == nil {
-		s.lazyTimer = time.AfterFunc(lazyDelay, func() {
-			select {
-			case s.flush <- struct{}{}:
-			default:
-			}
-		})
-	}
-}
-
-// takeLazy returns the lazy ops waiting, for the commit about to happen.
-func (s *Store) takeLazy() []*op {
-	s.lazyMu.Lock()
-	defer s.lazyMu.Unlock()
-	ops := s.lazyOps
-	s.lazyOps = nil
-	if s.lazyTimer != nil {
-		s.lazyTimer.Stop()
-		s.lazyTimer = nil
-	}
-	return ops
-}
-
 // Pending returns up to max logged writes after the upstream's cursor and
 // after `after` (what the caller has delivered but may not see acknowledged
 // yet), oldest first.
@@ -248,6 +220,14 @@ func cursorIn(tx *bolt.Tx, upstream string) uint64 {
 	return 0
 }
 
+// cursor is the upstream's acknowledged seq as the batch sees it.
+func (t *txn) cursor(upstream string) uint64 {
+	if v := t.kv.Get(bucketCursors, []byte(upstream)); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
 // Ack records that the upstream has taken every logged write up to seq, and
 // prunes log entries every upstream has taken. It does not wait: the ack
 // rides on the next commit (see lazyDelay); if a crash loses it, the writes
@@ -260,7 +240,7 @@ func (s *Store) Ack(upstream string, seq uint64, upstreams []string) {
 // ack moves the upstream's cursor to seq and prunes the log below the
 // slowest upstream's cursor.
 func (t *txn) ack(upstream string, seq uint64, upstreams []string) error {
-	if old := cursorIn(t.tx, upstream); seq <= old {
+	if old := t.cursor(upstream); seq <= old {
 		return nil
 	}
 	if err := t.put(bucketCursors, []byte(upstream), u64(seq)); err != nil {
@@ -269,14 +249,10 @@ func (t *txn) ack(upstream string, seq uint64, upstreams []string) error {
 	t.acked[upstream] = seq
 	low := seq
 	for _, u := range upstreams {
-		low = min(low, cursorIn(t.tx, u))
+		low = min(low, t.cursor(u))
 	}
 	// Collect first: deleting under a live cursor skips keys.
-	var drop [][]byte
-	c := t.tx.Bucket(bucketLog).Cursor()
-	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low; k, _ = c.Next() {
-		drop = append(drop, append([]byte(nil), k...))
-	}
+	drop := t.kv.Keys(bucketLog, nil, func(k []byte) bool { return binary.BigEndian.Uint64(k) <= low })
 	for _, k := range drop {
 		if err := t.delete(bucketLog, k); err != nil {
 			return err

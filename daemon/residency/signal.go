@@ -98,14 +98,16 @@ func signalSummary(s *capsule.Signal) string {
 // example paths (already redacted by the caller, most recent first), each
 // listed once with how many times it changed, and how many changed.
 func (s *Store) NoteActivity(ctx context.Context, paths []string, count int) (uint64, error) {
-	return s.submit(ctx, func(t *txn) (uint64, error) {
-		seq := t.nextSeq()
-		sp := &t.d.Since
-		sp.notePaths(seq, paths)
-		sp.PathsTotal += count
-		t.events = append(t.events, Event{Seq: seq, Kind: "activity", Summary: fmt.Sprintf("%d paths changed", count)})
-		return seq, nil
-	})
+	return s.submit(ctx, func(t *txn) (uint64, error) { return t.noteActivity(paths, count), nil })
+}
+
+func (t *txn) noteActivity(paths []string, count int) uint64 {
+	seq := t.nextSeq()
+	sp := &t.d.Since
+	sp.notePaths(seq, paths)
+	sp.PathsTotal += count
+	t.events = append(t.events, Event{Seq: seq, Kind: "activity", Summary: fmt.Sprintf("%d paths changed", count)})
+	return seq
 }
 
 // AddReceipt records a receipt (a commit, a deploy id), already redacted; a

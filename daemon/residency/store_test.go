@@ -183,7 +183,7 @@ func TestClosedStoreRefusesWrites(t *testing.T) {
 // waitAcked waits for a lazy ack to commit (at most lazyDelay plus a commit).
 func waitAcked(t *testing.T, s *Store, upstream string, seq uint64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for s.Acknowledged(upstream) < seq {
 		if time.Now().After(deadline) {
 			t.Fatalf("ack of %s up to %d never committed", upstream, seq)

@@ -23,7 +23,7 @@ var floors = []struct {
 	{[]string{"config"}, false},
 	{[]string{"upstream"}, false},
 	{[]string{"upstream/*"}, false},
-	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/statefiles", "daemon/place", "daemon/snapshot", "daemon/fleetsnap"}, true},
+	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/statefiles", "daemon/place", "daemon/snapshot", "daemon/fleetsnap", "daemon/residency/storage"}, true},
 	{[]string{"daemon/residency"}, false},
 	{[]string{"daemon/outbox"}, false},
 	{[]string{"daemon/capture"}, false},
@@ -109,7 +109,7 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"internal/termsafe": 0, "capsule": 1, "capsule/guard": 2, "internal/client": 2, "config": 3, "upstream": 4,
-		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/api": 12, "daemon": 13,
+		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/residency/storage": 6, "daemon/api": 12, "daemon": 13,
 		"packaging": 14, "cmd/continuityd": 15, "packaging/gen": 15, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {

@@ -422,12 +422,14 @@ func TestCloseEndsSlowRequestsAndSessions(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	for s.Pending() != 0 {
-		time.Sleep(5 * time.Millisecond)
+	for deadline := time.Now().Add(60 * time.Second); s.Pending() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request never reached the server")
+		}
 	}
 	start := time.Now()
 	s.Close()
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second { // far under the script's minute
 		t.Errorf("Close took %v", d)
 	}
 	<-done
@@ -439,7 +441,7 @@ func TestCloseEndsSlowRequestsAndSessions(t *testing.T) {
 // keeps asking for up to 10 seconds.
 func verifyNoLeaks(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err := goleak.Find()
 		if err == nil {

@@ -125,18 +125,24 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	c := newTestClient(t, []string{serverURL(s)}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	subs := s.NumSubscriptions()
 	go func() {
 		_, err := c.Wait(ctx, "builder", 90)
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// Cancelled while it waits: once the server holds its subscription.
+	for deadline := time.Now().Add(60 * time.Second); s.NumSubscriptions() <= subs; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the wait never subscribed (%d subscriptions)", s.NumSubscriptions())
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:
 		if err == nil {
 			t.Fatal("a cancelled wait answered")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("wait ignored its context")
 	}
 }

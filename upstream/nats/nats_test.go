@@ -267,7 +267,7 @@ func TestAuthentication(t *testing.T) {
 	mu.Lock()
 	tok = "tok-right-1"
 	mu.Unlock()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err = c.Deliver(ctx, "a", focusWrite("r", 1, "x"))
 		if err == nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,24 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain fails the run if goroutines outlive the tests. goleak's
+// VerifyTestMain gives up after about two seconds, which a loaded machine
+// can exceed while the embedded servers' file stores wind down (seen:
+// flushStreamStateLoop), so this keeps asking for up to a minute.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if code == 0 {
+		deadline := time.Now().Add(60 * time.Second)
+		for err := goleak.Find(); err != nil; err = goleak.Find() {
+			if time.Now().After(deadline) {
+				fmt.Fprintf(os.Stderr, "goleak: goroutines outlived the tests:\n%v\n", err)
+				code = 1
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	os.Exit(code)
 }
 
 // testServerOpts is a JetStream server on a random loopback port with its

@@ -150,7 +150,7 @@ func (r *conflictRecorder) wait(t *testing.T, who string) ConflictError {
 	t.Helper()
 	select {
 	case <-r.ch:
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatalf("%s never reported the other writer", who)
 	}
 	r.mu.Lock()

@@ -207,7 +207,7 @@ func BenchmarkIdleCPU(b *testing.B) {
 		_, w, stop := runBenchWatcher(b, root, Options{})
 		runtime.GC()
 		c0 := baseline.ProcessCPU()
-		time.Sleep(time.Duration(secs) * time.Second)
+		time.Sleep(time.Duration(secs) * time.Second) // the idle period whose CPU is measured
 		cpu += baseline.ProcessCPU() - c0
 		summaries += w.Stats().Summaries
 		stop()

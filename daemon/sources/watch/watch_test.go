@@ -95,7 +95,7 @@ func start(t *testing.T, root string, o Options, prepare func(*Watcher)) *harnes
 	case <-w.Ready():
 	case err := <-h.done:
 		t.Fatalf("Run returned early: %v", err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("watcher not ready after 10s")
 	}
 	return h
@@ -112,8 +112,8 @@ func (h *harness) stop() {
 		if err != nil {
 			h.t.Errorf("Run: %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		h.t.Error("Run did not return within 10s of cancel")
+	case <-time.After(60 * time.Second):
+		h.t.Error("Run did not return within 60 s of cancel")
 	}
 }
 
@@ -204,12 +204,12 @@ func TestNestedDirsCreatedAfterStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.write("a/b/c/f.txt", "x")
-	h.waitPaths(5*time.Second, "a/b/c/f.txt")
+	h.waitPaths(60*time.Second, "a/b/c/f.txt")
 
 	// The new directories are watched: later files in them are seen too.
 	h.write("a/b/c/g.txt", "y")
 	h.write("a/h.txt", "z")
-	h.waitPaths(5*time.Second, "a/b/c/g.txt", "a/h.txt")
+	h.waitPaths(60*time.Second, "a/b/c/g.txt", "a/h.txt")
 	if n := h.w.Stats().WatchedDirs; n != 4 {
 		t.Errorf("WatchedDirs = %d, want 4 (root, a, a/b, a/b/c)", n)
 	}
@@ -236,7 +236,7 @@ func TestFilesCreatedBeforeTheirDirIsWatched(t *testing.T) {
 			want = append(want, p)
 		}
 	}
-	h.waitPaths(10*time.Second, want...)
+	h.waitPaths(60*time.Second, want...)
 }
 
 func TestRenameOverSaveReportsTargetOnly(t *testing.T) {
@@ -270,7 +270,7 @@ func TestRenameOverSaveReportsTargetOnly(t *testing.T) {
 	remove("y.go~")
 	remove(".y.go.swp")
 
-	h.waitPaths(5*time.Second, "x.go", "y.go")
+	h.waitPaths(60*time.Second, "x.go", "y.go")
 	h.settle()
 	seen := h.seenPaths()
 	for p, n := range seen {
@@ -295,10 +295,10 @@ func TestDirectoryRenamedWithinTree(t *testing.T) {
 	if err := os.Rename(filepath.Join(root, "a"), filepath.Join(root, "b")); err != nil {
 		t.Fatal(err)
 	}
-	h.waitPaths(5*time.Second, "a/", "b/sub/f.txt")
+	h.waitPaths(60*time.Second, "a/", "b/sub/f.txt")
 	h.reset()
 	h.write("b/sub/g.txt", "y")
-	h.waitPaths(5*time.Second, "b/sub/g.txt")
+	h.waitPaths(60*time.Second, "b/sub/g.txt")
 	h.settle()
 	for p := range h.seenPaths() {
 		if strings.HasPrefix(p, "a/") {
@@ -312,7 +312,7 @@ func TestDirectoryRenamedWithinTree(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, "b")); err != nil {
 		t.Fatal(err)
 	}
-	h.waitPaths(5*time.Second, "b/")
+	h.waitPaths(60*time.Second, "b/")
 	if n := h.w.Stats().WatchedDirs; n != 1 {
 		t.Errorf("WatchedDirs after removal = %d, want 1", n)
 	}
@@ -346,7 +346,7 @@ func TestIgnoreRules(t *testing.T) {
 	h.write(".git/objects/ab/cdef", "git internals")
 	h.write(".git/index", "git internals")
 	h.write("real.txt", "reported")
-	h.waitPaths(5*time.Second, "real.txt", "important.log", "sub/keep.log", "local/y.txt", "deep/gen/z.txt")
+	h.waitPaths(60*time.Second, "real.txt", "important.log", "sub/keep.log", "local/y.txt", "deep/gen/z.txt")
 	h.settle()
 	want := []string{"real.txt", "important.log", "sub/keep.log", "local/y.txt", "deep/gen/z.txt"}
 	for p := range h.seenPaths() {
@@ -359,15 +359,15 @@ func TestIgnoreRules(t *testing.T) {
 	h.reset()
 	before := h.w.Stats().WatchedDirs
 	mustWrite(t, filepath.Join(root, ".gitignore"), "*.log\n*.txt\n")
-	h.waitPaths(5*time.Second, ".gitignore")
+	h.waitPaths(60*time.Second, ".gitignore")
 	h.write("new.txt", "ignored now")
 	h.write("new.md", "reported")
-	h.waitPaths(5*time.Second, "new.md")
-	waitFor(t, 5*time.Second, "gen/ watched after the .gitignore change", func() bool {
+	h.waitPaths(60*time.Second, "new.md")
+	waitFor(t, 60*time.Second, "gen/ watched after the .gitignore change", func() bool {
 		return h.w.Stats().WatchedDirs == before+1
 	})
 	h.write("gen/other.md", "reported: gen/ is no longer ignored")
-	h.waitPaths(5*time.Second, "gen/other.md")
+	h.waitPaths(60*time.Second, "gen/other.md")
 	h.settle()
 	if h.seenPaths()["new.txt"] != 0 {
 		t.Error("new.txt reported after *.txt was added to .gitignore")
@@ -395,7 +395,7 @@ func TestRootInsideRepository(t *testing.T) {
 	h.write("x.tmpdata", "ignored by svc/.gitignore")
 	h.write("gen/out.go", "ignored: anchored at the repository root")
 	h.write("main.go", "reported")
-	h.waitPaths(5*time.Second, "main.go")
+	h.waitPaths(60*time.Second, "main.go")
 	h.settle()
 	if got := h.seenPaths(); len(got) != 1 {
 		t.Errorf("reported %v, want only main.go", got)
@@ -406,7 +406,7 @@ func TestRootInsideRepository(t *testing.T) {
 		if want, _ := filepath.EvalSymlinks(repo); dir != want {
 			t.Errorf("OnGitEvent(%q), want %q", dir, want)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("no OnGitEvent for the enclosing repository")
 	}
 }
@@ -442,7 +442,7 @@ func TestOverflowRescans(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "lost"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the failed watch", func() bool { return h.w.Stats().WatchErrors == 1 })
+	waitFor(t, 60*time.Second, "the failed watch", func() bool { return h.w.Stats().WatchErrors == 1 })
 	h.write("lost/f.txt", "not seen: no watch")
 	time.Sleep(3 * testQuiet)
 	if h.seenPaths()["lost/f.txt"] != 0 {
@@ -451,7 +451,7 @@ func TestOverflowRescans(t *testing.T) {
 
 	failLost.Delete("on")
 	h.w.injectErr <- fsnotify.ErrEventOverflow
-	h.waitPaths(5*time.Second, "lost/f.txt")
+	h.waitPaths(60*time.Second, "lost/f.txt")
 	var rescanned bool
 	for _, s := range h.summaries() {
 		rescanned = rescanned || s.Rescanned && slices.Contains(s.Paths, "lost/f.txt")
@@ -470,7 +470,7 @@ func TestOverflowRescans(t *testing.T) {
 	}
 	// The rescan placed the missing watch.
 	h.write("lost/g.txt", "seen")
-	h.waitPaths(5*time.Second, "lost/g.txt")
+	h.waitPaths(60*time.Second, "lost/g.txt")
 }
 
 func TestWatchLimitDegrades(t *testing.T) {
@@ -492,7 +492,7 @@ func TestWatchLimitDegrades(t *testing.T) {
 		h.write(fmt.Sprintf("later/deep%d/f", i), "x")
 	}
 	h.write("fine/ok.txt", "still watching")
-	h.waitPaths(5*time.Second, "fine/ok.txt")
+	h.waitPaths(60*time.Second, "fine/ok.txt")
 	if n := strings.Count(h.logs.String(), "fs.inotify.max_user_watches=524288"); n != 1 {
 		t.Errorf("%d log lines name fs.inotify.max_user_watches, want 1:\n%s", n, h.logs)
 	}
@@ -519,7 +519,7 @@ func TestGitEvents(t *testing.T) {
 			if got != want {
 				t.Fatalf("OnGitEvent(%q), want %q", got, want)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Fatalf("no OnGitEvent(%q)", want)
 		}
 	}
@@ -653,7 +653,7 @@ func TestRunTwiceAndBadRoot(t *testing.T) {
 func TestPendingActivityFlushedOnStop(t *testing.T) {
 	h := start(t, t.TempDir(), Options{Quiet: time.Minute}, nil)
 	h.write("f.txt", "x")
-	waitFor(t, 5*time.Second, "the change recorded", func() bool { return h.w.Stats().Changes > 0 })
+	waitFor(t, 60*time.Second, "the change recorded", func() bool { return h.w.Stats().Changes > 0 })
 	h.stop()
 	select {
 	case s := <-h.sums:
