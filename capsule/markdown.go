@@ -151,7 +151,7 @@ func (r *Resume) sinceLastVisitText(now time.Time) string {
 	var slv strings.Builder
 	s := r.SinceLastVisit
 	if s.Writes > 0 {
-		fmt.Fprintf(&slv, "- %d writes\n", s.Writes)
+		fmt.Fprintf(&slv, "- %d %s\n", s.Writes, Plural(s.Writes, "write", "writes"))
 	}
 	if s.PathCount > 0 {
 		paths := lastN(s.Paths, 10)
@@ -162,7 +162,7 @@ func (r *Resume) sinceLastVisitText(now time.Time) string {
 				shown[i] += fmt.Sprintf(" (×%d)", n)
 			}
 		}
-		fmt.Fprintf(&slv, "- %d paths changed: %s\n", s.PathCount, strings.Join(shown, ", "))
+		fmt.Fprintf(&slv, "- %d %s changed: %s\n", s.PathCount, Plural(s.PathCount, "path", "paths"), strings.Join(shown, ", "))
 	}
 	for _, c := range s.Commits {
 		fmt.Fprintf(&slv, "- commit %s\n", c)
@@ -180,7 +180,7 @@ func (r *Resume) snapshotText(now time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("last snapshot %s: %d %s; `continuityd snapshot diff`\n",
-		age(now, s.At), s.Files, plural(s.Files, "file", "files"))
+		age(now, s.At), s.Files, Plural(s.Files, "file", "files"))
 }
 
 func (r *Resume) contextText() string {
@@ -189,7 +189,7 @@ func (r *Resume) contextText() string {
 		fmt.Fprintf(&ctx, "- context %.0f%% used\n", *r.Context.UsedFraction*100)
 	}
 	if r.Context.Compactions > 0 {
-		fmt.Fprintf(&ctx, "- %d compactions\n", r.Context.Compactions)
+		fmt.Fprintf(&ctx, "- %d %s\n", r.Context.Compactions, Plural(r.Context.Compactions, "compaction", "compactions"))
 	}
 	return ctx.String()
 }

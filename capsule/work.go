@@ -98,7 +98,7 @@ func (w *Work) Summary() string {
 	var parts []string
 	if n := w.FileCount(); n > 0 {
 		a, d := w.Lines()
-		parts = append(parts, fmt.Sprintf("%d %s changed (+%d −%d)", n, plural(n, "file", "files"), a, d))
+		parts = append(parts, fmt.Sprintf("%d %s changed (+%d −%d)", n, Plural(n, "file", "files"), a, d))
 	}
 	switch n := len(w.Commits); {
 	case n == 1:
@@ -137,7 +137,9 @@ func shortID(id string) string {
 	return id
 }
 
-func plural(n int, one, many string) string {
+// Plural is one for n == 1, else many: text for a person says "1 write",
+// "2 writes".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

@@ -59,6 +59,9 @@ type Transcripts struct {
 	Enabled    bool   `toml:"enabled"`     // default true
 	ClaudeHome string `toml:"claude_home"` // default ~/.claude
 	CodexHome  string `toml:"codex_home"`  // default ~/.codex
+	// Rescan is how often the follower looks for a new session without a
+	// file event: a safety net under the directory watches (default 30s).
+	Rescan Duration `toml:"rescan"`
 }
 
 // Snapshots is the [snapshots] table: the work snapshots each agent's

@@ -73,7 +73,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 		Upstreams: map[string]Upstream{},
 		Guard:     Guard{AllowedLinkDomains: []string{"qdaybunker.fun", "dexscreener.com"}},
 		Outbox:    defaultOutbox(),
-		Watch:     defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex"},
+		Watch:     defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex", Rescan: Duration{DefaultTranscriptRescan}},
 		Snapshots: defaultSnapshots(),
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -136,7 +136,7 @@ func TestDecodeFullConfig(t *testing.T) {
 		},
 		Guard:  Guard{AllowedLinkDomains: []string{}},
 		Outbox: defaultOutbox(),
-		Watch:  defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex"},
+		Watch:  defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex", Rescan: Duration{DefaultTranscriptRescan}},
 		Snapshots: defaultSnapshots(),
 	}
 	if !reflect.DeepEqual(c, want) {

@@ -113,9 +113,10 @@ type rawPolicy struct {
 }
 
 type rawTranscripts struct {
-	Enabled    *bool  `toml:"enabled"`
-	ClaudeHome string `toml:"claude_home"`
-	CodexHome  string `toml:"codex_home"`
+	Enabled    *bool   `toml:"enabled"`
+	ClaudeHome string  `toml:"claude_home"`
+	CodexHome  string  `toml:"codex_home"`
+	Rescan     *string `toml:"rescan"`
 }
 
 type rawOutbox struct {

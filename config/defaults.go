@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -96,6 +97,31 @@ func defaultPaths(lookup func(string) (string, bool), euid int, home string) (st
 	}
 	stateDir = filepath.Join(base, "continuityd")
 	return stateDir, userSocket(lookup, stateDir)
+}
+
+// PathsNote says why the daemon uses the state directory and socket it
+// was given, when that is not what the user may expect: for root, the
+// system's places rather than the XDG ones of the environment. It is ""
+// when there is nothing to say (not root, or paths the file chose).
+func PathsNote(stateDir, socket string) string {
+	return pathsNote(os.LookupEnv, os.Geteuid(), stateDir, socket)
+}
+
+func pathsNote(lookup func(string) (string, bool), euid int, stateDir, socket string) string {
+	if euid != 0 || stateDir != fhsStateDir && socket != fhsSocket {
+		return ""
+	}
+	var ignored []string
+	for _, name := range []string{"XDG_RUNTIME_DIR", "XDG_STATE_HOME"} {
+		if v, ok := lookup(name); ok && v != "" {
+			ignored = append(ignored, "$"+name+" ("+v+")")
+		}
+	}
+	note := "running as root: state in " + stateDir + ", socket " + socket + ", the system's places for a service"
+	if len(ignored) > 0 {
+		note += "; " + strings.Join(ignored, " and ") + " ignored for root"
+	}
+	return note
 }
 
 // userSocket is a non-root user's default socket: in the runtime directory,

@@ -75,3 +75,32 @@ func TestHomeExpansion(t *testing.T) {
 		t.Errorf("got %q %q", c.Daemon.StateDir, c.Daemon.Socket)
 	}
 }
+
+// TestPathsNote: as root, the start says which paths it chose and that
+// the XDG variables of the environment are ignored; for anyone else, and
+// for paths a config chose, nothing.
+func TestPathsNote(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	xdg := env(map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"})
+	cases := []struct {
+		name          string
+		lookup        func(string) (string, bool)
+		euid          int
+		state, socket string
+		want          string
+	}{
+		{"root, XDG set", xdg, 0, fhsStateDir, fhsSocket,
+			"running as root: state in /var/lib/continuityd, socket /run/continuityd/continuityd.sock, the system's places for a service; $XDG_RUNTIME_DIR (/run/user/1000) ignored for root"},
+		{"root, no XDG", env(nil), 0, fhsStateDir, fhsSocket,
+			"running as root: state in /var/lib/continuityd, socket /run/continuityd/continuityd.sock, the system's places for a service"},
+		{"root, paths from a config", xdg, 0, "/srv/cd", "/srv/cd/cd.sock", ""},
+		{"a user", xdg, 1000, "/home/u/.local/state/continuityd", "/run/user/1000/continuityd/continuityd.sock", ""},
+	}
+	for _, c := range cases {
+		if got := pathsNote(c.lookup, c.euid, c.state, c.socket); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -110,6 +110,7 @@ var keySpecs = []keySpec{
 	{"transcripts.enabled", "true or false", boolKinds},
 	{"transcripts.claude_home", "a string", stringKinds},
 	{"transcripts.codex_home", "a string", stringKinds},
+	{"transcripts.rescan", wantDuration, stringKinds},
 	{"snapshots", "a table ([snapshots])", tableKinds},
 	{"snapshots.enabled", "true or false", boolKinds},
 	{"snapshots.max_file_size", "an integer (bytes)", integerKinds},

@@ -682,7 +682,8 @@ func (c *checker) policy(r rawPolicy) Policy {
 }
 
 func (c *checker) transcripts(r rawTranscripts) Transcripts {
-	t := Transcripts{Enabled: boolOr(r.Enabled, true)}
+	t := Transcripts{Enabled: boolOr(r.Enabled, true),
+		Rescan: c.timeout("transcripts.rescan", r.Rescan, DefaultTranscriptRescan)}
 	home := c.env.home()
 	defClaude, defCodex := "", ""
 	if filepath.IsAbs(home) {
@@ -697,6 +698,10 @@ func (c *checker) transcripts(r rawTranscripts) Transcripts {
 	}
 	return t
 }
+
+// DefaultTranscriptRescan is how often, by default, the transcript
+// follower looks for a new session without a file event.
+const DefaultTranscriptRescan = 30 * time.Second
 
 // Snapshot defaults: they fit a laptop (daemon/snapshot takes them as its own).
 const (

@@ -290,3 +290,137 @@ func TestTranscriptPlanAndNewSession(t *testing.T) {
 		return ws != nil && ws["next_action"] == cur.Step
 	})
 }
+
+// transcriptHealth is the detail of the agent's transcripts component in
+// status ("" before there is one).
+func transcriptHealth(td *testDaemon) string {
+	_, st := td.do("GET", "/v1/status", nil)
+	agents, _ := st["agents"].([]any)
+	for _, a := range agents {
+		comps, _ := a.(map[string]any)["components"].([]any)
+		for _, c := range comps {
+			if m, _ := c.(map[string]any); m["name"] == "transcripts" {
+				d, _ := m["detail"].(string)
+				return m["state"].(string) + ": " + d
+			}
+		}
+	}
+	return ""
+}
+
+// TestTranscriptNewProjectFolderFollowedByWatch: a Claude Code session
+// started after the daemon, in a project Claude Code had never seen (its
+// project folder does not exist yet), is followed because the folders are
+// watched: the rescan is set to 10 minutes, so only the watch can find it.
+// The fixture is a real transcript (testdata/plans/NOTE.md says where from).
+func TestTranscriptNewProjectFolderFollowedByWatch(t *testing.T) {
+	name := "claude-todowrite-v2.0.14-jnarowski-agentcmd"
+	raw, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "plans", name+".golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []capsule.PlanStep
+	if err := json.Unmarshal(golden, &want); err != nil {
+		t.Fatal(err)
+	}
+	cfg, wd := captureConfig(t)
+	cfg.Watch.Enabled = false
+	home := filepath.Join(filepath.Dir(cfg.Daemon.StateDir), "claude")
+	os.MkdirAll(home, 0o700) // Claude Code is installed, but has no projects folder yet
+	cfg.Transcripts = config.Transcripts{Enabled: true, ClaudeHome: home, Rescan: config.Duration{Duration: 10 * time.Minute}}
+	td := startDaemon(t, cfg)
+	proj := transcript.ClaudeProjectDir(home, wd)
+	// The follower has looked once and is waiting: what appears now can
+	// only be found by a watch.
+	waitFor(t, 30*time.Second, func() bool {
+		return transcriptHealth(td) == "ok: no session yet; watching "+proj
+	})
+
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(proj, "00000000-0000-4000-8000-000000000003.jsonl")
+	if err := os.WriteFile(session, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second) // generous: the rescan is 10 minutes away
+	for {
+		got, _ := json.Marshal(td.resume("?peek=1")["plan"])
+		var plan []capsule.PlanStep
+		json.Unmarshal(got, &plan)
+		if slices.Equal(plan, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new session was not followed: plan in resume %s, transcripts %q", got, transcriptHealth(td))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h := transcriptHealth(td); h != "ok: following "+session {
+		t.Fatalf("transcripts component %q, want following %s", h, session)
+	}
+}
+
+// TestCodexRolloutFollowedByWatch: a Codex rollout whose first line was
+// not whole when the follower looked (Codex writes session_meta in pieces)
+// is followed once the line is complete: the write, not the 10-minute
+// rescan, makes the follower look again (it sees no new file appear). The
+// fixture is a real rollout (testdata/NOTE.md), its cwd set to the workdir.
+func TestCodexRolloutFollowedByWatch(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("sources", "transcript", "testdata", "rollout-2026-05-11-v0.125.0-token-count.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, wd := captureConfig(t)
+	cfg.Watch.Enabled = false
+	codex := filepath.Join(filepath.Dir(cfg.Daemon.StateDir), "codex")
+	cfg.Transcripts = config.Transcripts{Enabled: true, CodexHome: codex, Rescan: config.Duration{Duration: 10 * time.Minute}}
+	first, rest, _ := strings.Cut(string(raw), "\n")
+	var meta map[string]any
+	if err := json.Unmarshal([]byte(first), &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta["payload"].(map[string]any)["cwd"] = wd
+	line, _ := json.Marshal(meta)
+
+	now := time.Now()
+	day := filepath.Join(codex, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"))
+	if err := os.MkdirAll(day, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rollout := filepath.Join(day, "rollout-2026-05-11T08-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl")
+	half := len(line) / 2
+	if err := os.WriteFile(rollout, line[:half], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemon(t, cfg)
+	// The first scan is done: it saw the rollout, whose first line is not
+	// whole, so it does not know whose session it is yet.
+	waitFor(t, 30*time.Second, func() bool { return strings.HasPrefix(transcriptHealth(td), "ok: no session yet") })
+
+	f, err := os.OpenFile(rollout, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(line[half:])
+	f.WriteString("\n" + rest)
+	f.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if h := transcriptHealth(td); h == "ok: following "+rollout {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the completed rollout was not followed: transcripts %q", transcriptHealth(td))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		f, _ := td.resume("?peek=1")["context"].(map[string]any)["used_fraction"].(float64)
+		return f > 0
+	})
+}

@@ -70,10 +70,23 @@ type Daemon struct {
 	// stopping, or failed to start); Reload then returns ErrNotRunning.
 	notServing     chan struct{}
 	stopServingOne sync.Once
+	// lastReload is how the last reload went (nil before any), for
+	// status: a reload refused for a typo must not look healthy.
+	lastReload atomic.Pointer[api.ReloadStatus]
 
 	apiToken string // for the loopback listener; "" when there is none
 
 	spoolKick chan struct{} // asks spoolLoop for another ingest
+}
+
+// workdirs names each agent's workdir, "name=dir" in config order ("name="
+// for an agent without one), for the start line.
+func (s *snapshot) workdirs() []string {
+	out := make([]string, 0, len(s.cfg.Agents))
+	for _, ac := range s.cfg.Agents {
+		out = append(out, ac.Name+"="+ac.Workdir)
+	}
+	return out
 }
 
 // snapshot is one running configuration. Agents and upstream runtimes are
@@ -203,8 +216,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			}()
 		}
 	}
+	if note := config.PathsNote(next.cfg.Daemon.StateDir, next.cfg.Daemon.Socket); note != "" {
+		d.log.Info(note)
+	}
 	d.log.Info("continuityd listening", "socket", next.cfg.Daemon.Socket, "listen", next.cfg.Daemon.Listen,
-		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "config", configName(next.cfg), "version", d.version)
+		"state_dir", next.cfg.Daemon.StateDir, "agents", next.names, "workdirs", next.workdirs(),
+		"config", configName(next.cfg), "version", d.version)
 	// The spool is stored once the daemon answers: however many events
 	// it holds, they never hold off the socket.
 	wg.Add(1)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/upstream"
@@ -87,6 +88,7 @@ func (d *Daemon) reload(ctx context.Context) error {
 		var err error
 		if cfg, err = d.opts.Load(); err != nil {
 			d.metrics.reloads.WithLabelValues("refused").Inc()
+			d.noteReload("refused", err)
 			d.log.Error("config reload refused; the running configuration stays", "err", err)
 			return err
 		}
@@ -127,12 +129,23 @@ func (d *Daemon) reload(ctx context.Context) error {
 	}
 	if err != nil {
 		d.metrics.reloads.WithLabelValues("partial").Inc()
+		d.noteReload("partial", err)
 		d.log.Error("config reloaded with errors", "err", err, "started", added, "stopped", removed, "kept", kept)
 		return err
 	}
 	d.metrics.reloads.WithLabelValues("ok").Inc()
+	d.noteReload("ok", nil)
 	d.log.Info("config reloaded", "started", added, "stopped", removed, "kept", kept)
 	return nil
+}
+
+// noteReload keeps how the reload that just ended went, for status.
+func (d *Daemon) noteReload(outcome string, err error) {
+	r := &api.ReloadStatus{At: time.Now().UTC(), Outcome: outcome}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	d.lastReload.Store(r)
 }
 
 // build makes the snapshot for cfg, carrying over from old every upstream

@@ -38,7 +38,7 @@ func (d *Daemon) Status() api.Status {
 		Version: d.version, PID: os.Getpid(), StartedAt: d.started,
 		UptimeSec: int64(time.Since(d.started).Seconds()),
 		Socket:    cfg.Daemon.Socket, Listen: cfg.Daemon.Listen, StateDir: cfg.Daemon.StateDir,
-		Config: configName(cfg), Agents: []api.AgentStatus{},
+		Config: configName(cfg), Agents: []api.AgentStatus{}, LastReload: d.lastReload.Load(),
 	}
 	for _, ac := range cfg.Agents {
 		name := ac.Name
@@ -55,7 +55,7 @@ func (d *Daemon) Status() api.Status {
 		st.Agents = append(st.Agents, api.AgentStatus{
 			Name: name, Workdir: a.Config().Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
 			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,
-			Degraded: res.Degraded, Refused: res.Refused, FleetConflict: res.FleetConflict, RestoredFrom: res.RestoredFrom,
+			Degraded: res.Degraded, Refused: res.Refused, Components: a.Capture().Health(), FleetConflict: res.FleetConflict, RestoredFrom: res.RestoredFrom,
 			SnapshotProblem: a.SnapshotProblem(),
 		})
 	}

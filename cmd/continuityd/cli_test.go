@@ -61,6 +61,9 @@ func TestUsageAndVersionExitCodes(t *testing.T) {
 	if code, _, errs := cli(t, nil, "", "frobnicate"); code != exitUsage || !strings.Contains(errs, `unknown command "frobnicate"`) {
 		t.Fatalf("unknown command: %d %s", code, errs)
 	}
+	if code, _, errs := cli(t, nil, "", "snapshot", "lst"); code != exitUsage || !strings.HasPrefix(errs, `continuityd snapshot: unknown action "lst"`) {
+		t.Fatalf("unknown snapshot action: %d %s", code, errs)
+	}
 	if code, _, _ := cli(t, nil, "", "checkpoint", "--no-such-flag"); code != exitUsage {
 		t.Fatalf("bad flag: %d", code)
 	}

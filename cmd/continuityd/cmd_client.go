@@ -222,6 +222,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	tw.Flush()
+	printHealth(e.stdout, &st)
 	for _, a := range damaged {
 		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", termsafe.Name(a.Name), termsafe.Text(a.Damaged))
 	}

@@ -45,11 +45,37 @@ func cmdDeadLetter(ctx context.Context, e *env, args []string) int {
 		if !ok {
 			return exitUsage
 		}
-		return deadLetterAct(ctx, e, c, sub, *up, seq)
+		code := deadLetterAct(ctx, e, c, sub, *up, seq)
+		if code == exitFailed && *up != "" {
+			explainMissingUpstream(ctx, e, cf, "deadletter "+sub, *up)
+		}
+		return code
 	default:
 		fs.Usage()
 		return exitUsage
 	}
+}
+
+// explainMissingUpstream adds, after a refusal, that a daemon running the
+// embedded default has no upstream named up: dead letters come from a
+// qday or delx upstream, which takes a config.
+func explainMissingUpstream(ctx context.Context, e *env, cf clientFlags, command, up string) {
+	st, _, _, err := runningDaemon(ctx, e, cf)
+	if err != nil || st.Config != "(embedded default)" {
+		return
+	}
+	for _, a := range st.Agents {
+		for _, u := range a.Upstreams {
+			if u.Name == up {
+				return
+			}
+		}
+	}
+	kind := "qday"
+	if up == "delx" {
+		kind = "delx"
+	}
+	needsConfig(e.stderr, command, kind)
 }
 
 // deadLetterList prints the dead letters (of one upstream, or all) as a

@@ -41,14 +41,18 @@ func cmdDelx(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "continuityd delx register: %v\n", err)
 		return exitUsage
 	}
-	cfg, name, code := configAgent(e, cf, "delx register")
+	cfg, name, code := configAgent(e, cf, "delx register", "delx")
 	if code != exitOK {
 		return code
 	}
 	ac, _ := cfg.Agent(name)
 	up, uc, err := delxUpstream(cfg, ac, *upName)
 	if err != nil {
-		return usageErr(err)
+		code := usageErr(err)
+		if cfg.Path == "" {
+			needsConfig(e.stderr, "delx register", "delx")
+		}
+		return code
 	}
 	if _, ok := ac.Identity[up]; ok {
 		return usageErr(fmt.Errorf("agent %s has its Delx identity for upstream %s in %s ([agent.identity.%s]), which wins over a registered one; remove that table to register here", name, up, configName(cfg), up))

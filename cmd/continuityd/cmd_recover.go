@@ -26,7 +26,7 @@ func cmdRecover(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	cfg, name, code := configAgent(e, cf, "recover")
+	cfg, name, code := configAgent(e, cf, "recover", "qday")
 	if code != exitOK {
 		return code
 	}
@@ -62,8 +62,10 @@ func cmdRecover(ctx context.Context, e *env, args []string) int {
 
 // configAgent loads the configuration the flags name (or the embedded
 // default) and picks the agent: the one named, or the only one. code is
-// exitUsage, said on stderr, when either fails.
-func configAgent(e *env, cf clientFlags, command string) (cfg *config.Config, name string, code int) {
+// exitUsage, said on stderr, when either fails; an agent the embedded
+// default does not have (the tour's builder) is said to need a config with
+// an upstream of kind.
+func configAgent(e *env, cf clientFlags, command, kind string) (cfg *config.Config, name string, code int) {
 	cfg, err := loadConfig(e, cf.config)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
@@ -71,6 +73,9 @@ func configAgent(e *env, cf clientFlags, command string) (cfg *config.Config, na
 	}
 	if name, err = pickAgent(cfg, cf.agent); err != nil {
 		fmt.Fprintf(e.stderr, "continuityd %s: %v\n", command, err)
+		if cfg.Path == "" {
+			needsConfig(e.stderr, command, kind)
+		}
 		return nil, "", exitUsage
 	}
 	return cfg, name, exitOK

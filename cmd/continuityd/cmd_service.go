@@ -374,7 +374,7 @@ func serviceStatus(e *env, sa serviceArgs) int {
 func serviceStatusTo(e *env, w io.Writer, sa serviceArgs) int {
 	st, err := queryState(sa)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd: service status: %v\n", err)
+		fmt.Fprintf(e.stderr, "continuityd: service status: cannot ask the service manager whether the service is installed or running: %v\n", err)
 		return statusNotRunning
 	}
 	fmt.Fprint(w, st)
@@ -391,22 +391,15 @@ func serviceFail(e *env, err error) int {
 }
 
 // serviceState is a service manager's answer, reduced to what `service
-// status` reports: its exit status and a one-line summary, followed by the
-// manager's own properties as it gave them.
+// status` reports: its exit status and a one-line summary in plain words
+// (installed or not, running, starting or stopped, and why), not the
+// manager's own properties.
 type serviceState struct {
 	code    int
 	summary string
-	props   [][2]string
 }
 
-func (st serviceState) String() string {
-	var b strings.Builder
-	b.WriteString(st.summary + "\n")
-	for _, p := range st.props {
-		fmt.Fprintf(&b, "  %s=%s\n", p[0], p[1])
-	}
-	return b.String()
-}
+func (st serviceState) String() string { return st.summary + "\n" }
 
 // systemdProperties are the properties `service status` asks systemctl for.
 var systemdProperties = []string{"LoadState", "ActiveState", "SubState", "MainPID", "Result", "NRestarts", "ExecMainStatus", "UnitFileState", "FragmentPath"}
@@ -421,31 +414,46 @@ func parseSystemctlShow(unit, scope, out string) serviceState {
 			continue
 		}
 		v[k] = val
-		st.props = append(st.props, [2]string{k, val})
 	}
 	head := fmt.Sprintf("%s (%s)", unit, scope)
 	switch load := v["LoadState"]; load {
 	case "loaded":
 	case "not-found", "":
-		if load == "" {
-			load = "unknown"
-		}
-		st.code, st.summary = statusNotInstalled, fmt.Sprintf("%s: not installed (LoadState=%s)", head, load)
+		st.code, st.summary = statusNotInstalled, head+": not installed"
 		return st
-	default: // masked, bad-setting, error
-		st.code, st.summary = statusNotRunning, fmt.Sprintf("%s: %s (LoadState=%s)", head, v["ActiveState"], load)
+	case "masked":
+		st.code, st.summary = statusNotRunning, head+": installed, stopped: masked (systemctl unmask "+unit+")"
+		return st
+	default: // bad-setting, error
+		st.code, st.summary = statusNotRunning, head+": installed, stopped: the unit file cannot be loaded ("+load+")"
 		return st
 	}
-	state := fmt.Sprintf("%s (%s)", v["ActiveState"], v["SubState"])
+	failed := ""
+	if r := v["Result"]; r != "" && r != "success" {
+		failed = " (" + r + ")"
+	}
 	switch v["ActiveState"] {
 	case "active", "reloading":
 		st.code = statusRunning
-		st.summary = fmt.Sprintf("%s: %s, pid %s", head, state, v["MainPID"])
-	default: // inactive, failed, activating (not yet ready, or waiting to restart), deactivating
+		st.summary = fmt.Sprintf("%s: installed, running, pid %s", head, v["MainPID"])
+	case "activating":
 		st.code = statusNotRunning
-		st.summary = fmt.Sprintf("%s: %s", head, state)
-		if r := v["Result"]; r != "" && r != "success" {
-			st.summary += ", result " + r
+		if v["SubState"] == "auto-restart" {
+			st.summary = head + ": installed, stopped: restarting after a failure" + failed
+		} else {
+			st.summary = head + ": installed, starting"
+		}
+	case "failed":
+		st.code = statusNotRunning
+		st.summary = head + ": installed, stopped: failed" + failed
+	case "deactivating":
+		st.code = statusNotRunning
+		st.summary = head + ": installed, stopping"
+	default: // inactive
+		st.code = statusNotRunning
+		st.summary = head + ": installed, stopped"
+		if failed != "" {
+			st.summary += ": last run failed" + failed
 		}
 	}
 	if n := v["NRestarts"]; n != "" && n != "0" {
@@ -468,15 +476,14 @@ func parseLaunchctlPrint(target, out string) serviceState {
 			continue
 		}
 		v[k] = val
-		st.props = append(st.props, [2]string{k, val})
 	}
 	switch {
 	case v["state"] == "running" && v["pid"] != "":
 		st.code = statusRunning
-		st.summary = fmt.Sprintf("%s: running, pid %s", target, v["pid"])
+		st.summary = fmt.Sprintf("%s: installed, running, pid %s", target, v["pid"])
 	default:
 		st.code = statusNotRunning
-		st.summary = fmt.Sprintf("%s: %s", target, orUnknown(v["state"]))
+		st.summary = fmt.Sprintf("%s: installed, stopped (%s)", target, orUnknown(v["state"]))
 		if c := v["last exit code"]; c != "" {
 			st.summary += ", last exit code " + c
 		}

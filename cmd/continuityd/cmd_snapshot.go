@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/termsafe"
@@ -40,6 +41,9 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) int {
 	sub, rest := pos[0], pos[1:]
 	nargs := map[string][2]int{"list": {0, 0}, "show": {1, 1}, "diff": {0, 2}, "restore": {1, 1}}
 	n, ok := nargs[sub]
+	if !ok {
+		fmt.Fprintf(e.stderr, "continuityd snapshot: unknown action %q\n", sub)
+	}
 	if !ok || len(rest) < n[0] || len(rest) > n[1] {
 		fs.Usage()
 		return exitUsage
@@ -122,8 +126,8 @@ func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJS
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Name(f.Status), lines, termsafe.Name(f.Path))
 	}
 	tw.Flush()
-	if d.FilesCut {
-		fmt.Fprintln(e.stdout, "(more files than listed)")
+	if more := d.Added + d.Modified + d.Deleted - len(d.Files); d.FilesCut && more > 0 {
+		fmt.Fprintf(e.stdout, "(%d more changed %s not listed)\n", more, capsule.Plural(more, "file", "files"))
 	}
 	for _, s := range d.SkippedFiles {
 		fmt.Fprintf(e.stdout, "skipped (%s, %d bytes): %s\n", termsafe.Line(s.Reason), s.Size, termsafe.Name(s.Path))

@@ -4,13 +4,57 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/internal/safesocket"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
+
+// printHealth prints, below status's table, each agent's workdir and how
+// its watch, transcripts and snapshots are doing, and how the last
+// configuration reload went: what a person needs to see that something
+// does not work.
+func printHealth(w io.Writer, st *api.Status) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, a := range st.Agents {
+		if a.Damaged != "" {
+			continue
+		}
+		workdir := a.Workdir
+		if workdir == "" {
+			workdir = "(none: nothing is watched)"
+		}
+		fmt.Fprintf(tw, "\nagent %s\t%s\n", termsafe.Line(a.Name), termsafe.Line(workdir))
+		for _, c := range a.Components {
+			state := c.State
+			if c.Detail != "" {
+				state += ": " + c.Detail
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", termsafe.Line(c.Name), termsafe.Line(state))
+		}
+	}
+	tw.Flush()
+	if r := st.LastReload; r != nil {
+		at := r.At.UTC().Format(time.RFC3339)
+		switch r.Outcome {
+		case "ok":
+			fmt.Fprintf(w, "\nlast reload: ok at %s\n", at)
+		default:
+			// A config error may name several problems, one a line.
+			lines := strings.Split(strings.TrimRight(r.Error, "\n"), "\n")
+			fmt.Fprintf(w, "\nlast reload: %s at %s: %s\n", termsafe.Line(r.Outcome), at, termsafe.Line(lines[0]))
+			for _, l := range lines[1:] {
+				fmt.Fprintf(w, "  %s\n", termsafe.Line(l))
+			}
+		}
+	}
+}
 
 // runningDaemon asks the daemon the client flags name for its status, for
 // commands that change files the daemon reads and then tell it so

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/capture"
 )
 
 // Status is the answer to GET /v1/status and `continuityd status --json`.
@@ -19,6 +20,19 @@ type Status struct {
 	StateDir  string        `json:"state_dir"`
 	Config    string        `json:"config"`
 	Agents    []AgentStatus `json:"agents"`
+	// LastReload is how the last configuration reload went; absent
+	// before any.
+	LastReload *ReloadStatus `json:"last_reload,omitempty"`
+}
+
+// ReloadStatus is the outcome of a configuration reload (SIGHUP, or the
+// file changed).
+type ReloadStatus struct {
+	At time.Time `json:"at"`
+	// Outcome is ok, refused (the file is invalid: the running
+	// configuration stays) or partial (some agents could not start).
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
 }
 
 // AgentStatus is one agent's line in Status.
@@ -32,6 +46,9 @@ type AgentStatus struct {
 	Upstreams   []capsule.UpstreamState `json:"upstreams"`
 	Degraded    []string                `json:"degraded"`
 	Refused     []capsule.Refusal       `json:"refused"`
+	// Components says how the workdir watch, the transcript follower and
+	// the work snapshots are doing: ok, degraded (with why) or off.
+	Components []capture.Component `json:"components"`
 	// SnapshotProblem says why degraded names "snapshots".
 	SnapshotProblem string `json:"snapshot_problem,omitempty"`
 	// Damaged is set for an agent refused because its files are damaged:

@@ -41,6 +41,7 @@ type Capture struct {
 	inputs  chan policy.Input
 
 	watcher     *watch.Watcher // nil when not watching
+	watchErr    string         // why the workdir could not be watched at all
 	transcripts *transcriptFollower
 	mu          sync.Mutex
 	handoffs    map[string]string         // handoff file → its mtime last applied, or the refusal
@@ -157,6 +158,9 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	})
 	if err != nil {
 		c.log.Warn("cannot watch the workdir; automatic capture is off for it", "workdir", wd, "err", err)
+		c.mu.Lock()
+		c.watchErr = "cannot watch the workdir: " + err.Error()
+		c.mu.Unlock()
 		return
 	}
 	c.mu.Lock()

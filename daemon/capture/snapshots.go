@@ -3,7 +3,10 @@ package capture
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/policy"
@@ -29,6 +32,7 @@ type snapshots struct {
 	recorded string   // the snapshot the last work record carried
 	commits  []string // commit receipts since the last work record
 	err      error    // the last snapshot failure, nil after a success
+	starting bool     // the start snapshot is under way
 }
 
 // UseSnapshots makes the policy's triggers that follow changes snapshot
@@ -93,15 +97,79 @@ func (c *Capture) noteCommit(receipt string) {
 	}
 }
 
+// progressEvery is how often a snapshot at the start says how far it got
+// in the log.
+const progressEvery = 5 * time.Second
+
 // start takes the snapshot of the tree as the daemon finds it (no record:
 // nothing happened yet); the first work record reports changes against it.
+// A large tree takes seconds: the log says when it starts, how far it got
+// every progressEvery and when it is done, and status shows it meanwhile.
 func (s *snapshots) start(ctx context.Context) {
+	s.mu.Lock()
+	s.starting = true
+	s.mu.Unlock()
+	began := time.Now()
+	s.c.log.Info("taking the start snapshot of the workdir", "workdir", s.c.workdir)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if p := s.store.Progress(); p.Step != "" {
+					s.c.log.Info("start snapshot under way", "step", p.Step, "files", p.Files,
+						"elapsed", time.Since(began).Round(time.Second))
+				}
+			}
+		}
+	})
 	snap, _, err := s.take(ctx, TriggerStart, s.c.store.Resume().Seq)
+	close(done)
+	wg.Wait()
+	s.mu.Lock()
+	s.starting = false
 	if err == nil {
-		s.mu.Lock()
 		s.recorded = snap.ID
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
+	if err == nil {
+		s.c.log.Info("start snapshot taken", "snapshot", snap.ID, "files", snap.Took.Files, "changed", snap.Files(),
+			"took", time.Since(began).Round(time.Millisecond))
+	}
+}
+
+// startProgress is the snapshots component's detail while the start
+// snapshot is under way ("" otherwise).
+func (s *snapshots) startProgress() string {
+	s.mu.Lock()
+	starting := s.starting
+	s.mu.Unlock()
+	if !starting {
+		return ""
+	}
+	p := s.store.Progress()
+	switch p.Step {
+	case "":
+		return "taking the start snapshot"
+	case snapshot.StepWalk:
+		return fmt.Sprintf("taking the start snapshot: %s, %s files so far", p.Step, groupThousands(p.Files))
+	default:
+		return fmt.Sprintf("taking the start snapshot: %s (%s files)", p.Step, groupThousands(p.Files))
+	}
+}
+
+// groupThousands writes n with commas between groups of three digits.
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func (s *snapshots) take(ctx context.Context, trigger string, seq uint64) (snapshot.Snapshot, bool, error) {

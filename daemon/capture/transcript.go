@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
 	"github.com/continuityd/continuityd/internal/atomicfile"
@@ -30,6 +31,9 @@ type transcriptFollower struct {
 
 	mu   sync.Mutex
 	path string // followed now; "" when none
+	// waiting is where a session is awaited while none is followed (set
+	// once the first scan is done); failed is why nothing can be followed.
+	waiting, failed string
 }
 
 // offsetsFile keeps, per agent, where each transcript was read up to.
@@ -71,25 +75,31 @@ func (f *transcriptFollower) follow(path string) {
 	}
 }
 
-// rescanEvery is how often the follower looks for a new session even
-// without a file event (Codex's dated folder changes at midnight; a
-// project folder may not exist when following begins).
-const rescanEvery = 30 * time.Second
-
 // run follows transcripts until ctx ends: the workdir's newest one, then
 // whichever a hook names or a new session starts (transcript.Finder). It
-// wakes on file events, and every rescanEvery to look for a new session.
+// wakes on file events: in the folder of the transcript followed, in the
+// folders where a new session appears and in their parents up to the
+// agent's home (so a project folder created after the start is seen as it
+// appears). transcripts.rescan is a safety net for what a watch cannot
+// say (a watch limit reached, a home created after the start).
 func (f *transcriptFollower) run(ctx context.Context) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		f.c.log.Warn("cannot follow transcripts", "err", err)
+		f.mu.Lock()
+		f.failed = "cannot watch: " + err.Error()
+		f.mu.Unlock()
 		return
 	}
 	defer w.Close()
 	t := f.c.cfg.Transcripts
 	r := &transcriptReader{f: f, w: w, lastFrac: -1, finder: transcript.NewFinder(t.ClaudeHome, t.CodexHome, f.c.workdir)}
 	r.rescan(ctx)
-	tick := time.NewTicker(rescanEvery)
+	every := t.Rescan.Duration
+	if every <= 0 {
+		every = config.DefaultTranscriptRescan
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -105,12 +115,7 @@ func (f *transcriptFollower) run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			switch {
-			case r.tail != nil && filepath.Clean(ev.Name) == filepath.Clean(r.tail.Path) && ev.Op&(fsnotify.Write|fsnotify.Create) != 0:
-				r.read(ctx)
-			case ev.Op&fsnotify.Create != 0 && strings.HasSuffix(ev.Name, ".jsonl"):
-				r.rescan(ctx) // a new session, perhaps
-			}
+			r.event(ctx, ev)
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
@@ -134,23 +139,66 @@ type transcriptReader struct {
 	historyEnd int64
 	lastFrac   float64 // the context fraction signalled last; -1 before any
 	finder     *transcript.Finder
-	watching   map[string]bool // the folders watched for new sessions
-	scanned    bool            // the first Scan is done
+	watching   map[string]bool // the folders watched for new sessions, and their parents
+	// sessionDirs are the folders where a new session's file appears,
+	// chainDirs their parents up to the agent's home (from the last rescan).
+	sessionDirs, chainDirs map[string]bool
+	scanned                bool // the first Scan is done
+}
+
+// event acts on one file event: reads what the followed transcript
+// gained, and scans again when a new session may have begun.
+func (r *transcriptReader) event(ctx context.Context, ev fsnotify.Event) {
+	name := filepath.Clean(ev.Name)
+	if ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 && r.watching[name] {
+		delete(r.watching, name) // the kernel dropped its watch; rescan adds it again
+	}
+	parent := filepath.Dir(name)
+	switch {
+	case r.tail != nil && name == filepath.Clean(r.tail.Path) && ev.Op&(fsnotify.Write|fsnotify.Create) != 0:
+		r.read(ctx)
+	case r.sessionDirs[parent] && strings.HasSuffix(name, ".jsonl") &&
+		(ev.Op&fsnotify.Create != 0 || ev.Op&fsnotify.Write != 0 && !r.finder.Settled(name)):
+		r.rescan(ctx) // a new session, perhaps (a rollout says whose once its first line is whole)
+	case r.chainDirs[parent] && ev.Op&fsnotify.Create != 0 && isDir(name):
+		r.rescan(ctx) // a folder on the way to where sessions appear
+	}
+}
+
+// isDir reports whether path is a directory now (not following a link).
+func isDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
 }
 
 // rescan follows the transcript the Finder picks when it changed, and
-// keeps a watch on the folders where a new session would appear.
+// keeps a watch on the folders where a new session would appear and on
+// their parents.
 func (r *transcriptReader) rescan(ctx context.Context) {
 	if r.watching == nil {
 		r.watching = map[string]bool{}
 	}
-	for _, d := range r.finder.WatchDirs(time.Now()) {
-		if !r.watching[d] && r.w.Add(d) == nil {
-			r.watching[d] = true
+	r.sessionDirs, r.chainDirs = map[string]bool{}, map[string]bool{}
+	for _, chain := range r.finder.WatchChains(time.Now()) {
+		r.sessionDirs[chain[0]] = true
+		for _, d := range chain[1:] {
+			r.chainDirs[d] = true
+		}
+		// Parents first, so that a folder created between two Adds is
+		// either watched or seen by the Scan below.
+		for i := len(chain) - 1; i >= 0; i-- {
+			if d := chain[i]; !r.watching[d] && r.w.Add(d) == nil {
+				r.watching[d] = true
+			}
 		}
 	}
 	first := !r.scanned
 	r.scanned = true
+	defer func() {
+		r.f.mu.Lock()
+		r.f.waiting = strings.Join(r.finder.WatchDirs(time.Now()), ", ")
+		r.f.mu.Unlock()
+	}()
 	if p, _, changed := r.finder.Scan(); changed && p != "" {
 		r.start(p)
 		if !first {

@@ -24,15 +24,13 @@ func (s *Store) PutCapsule(ctx context.Context, c *capsule.Capsule, sealed bool,
 		t.capsule = &capsule.CapsuleRecord{Capsule: cc, StoredAt: t.now, Sealed: sealed, Seq: seq}
 		t.capsuleChanged = true
 		t.d.CapsuleSeq = seq
-		now := t.now
-		t.d.LastWriteAt = &now
 		t.d.Since.WritesTotal++
 		if full {
 			t.d.UnshippedCapsule = true
 			t.events = append(t.events, Event{Seq: seq, Kind: string(kind), Origin: origin, Summary: "capsule stored; will ship once the outbox has room"})
 			return seq, nil
 		}
-		if err := t.logWrite(&capsule.Write{Seq: seq, Kind: kind, Origin: origin, At: now, Capsule: &cc}); err != nil {
+		if err := t.logWrite(&capsule.Write{Seq: seq, Kind: kind, Origin: origin, At: t.now, Capsule: &cc}); err != nil {
 			return 0, err
 		}
 		summary := "capsule stored"

@@ -100,7 +100,6 @@ func (t *txn) checkpoint(cp *capsule.Checkpoint, origin capsule.Origin, cpJSON [
 			return 0, err
 		}
 	}
-	d.LastWriteAt = &now
 	d.Since.WritesTotal++
 	if full {
 		d.Unshipped = true

@@ -90,7 +90,9 @@ func resumeOf(agent string, d *doc, rec *capsule.CapsuleRecord) capsule.Resume {
 }
 
 // StateJSON is Resume() encoded as JSON (no HTML escaping, no
-// trailing newline), as a checkpoint answer carries it. The encoding is
+// trailing newline), as a checkpoint answer carries it, less "snapshot"
+// and "upstreams": the residency does not know them (the agent adds them
+// to a resume), and a null and an empty list would say there are none. The encoding is
 // made once per published state: for a checkpoint from the API, it is
 // started by the commit while the write-ahead log syncs, and the callers
 // answered by that commit wait for it here (the commit itself does not:
@@ -140,9 +142,17 @@ func (e *encodedState) encode(agent string) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if e.err = enc.Encode(resumeOf(agent, e.d, e.c)); e.err == nil {
+	if e.err = enc.Encode(savedState{Resume: resumeOf(agent, e.d, e.c)}); e.err == nil {
 		e.raw = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
+}
+
+// savedState is a Resume without the fields only the agent fills: the
+// empty fields here, shallower than the Resume's own, hide them.
+type savedState struct {
+	capsule.Resume
+	Snapshot  *struct{}  `json:"snapshot,omitempty"`
+	Upstreams []struct{} `json:"upstreams,omitempty"`
 }
 
 func orEmpty[T any](xs []T) []T {

@@ -291,9 +291,14 @@ func (t *txn) put(bucket, key, value []byte) error { return t.kv.Put(bucket, key
 
 func (t *txn) delete(bucket, key []byte) error { return t.kv.Delete(bucket, key) }
 
-// nextSeq assigns the next sequence number.
+// nextSeq assigns the next sequence number. Every numbered write (a
+// checkpoint, a capsule, a signal, a work record, a session end) is a
+// write: LastWriteAt moves with the number, so status never shows a seq
+// above zero with no last write.
 func (t *txn) nextSeq() uint64 {
 	t.d.Seq++
+	now := t.now
+	t.d.LastWriteAt = &now
 	return t.d.Seq
 }
 

@@ -192,7 +192,8 @@ func waitAcked(t *testing.T, s *Store, upstream string, seq uint64) {
 	}
 }
 
-// StateJSON is Resume(false) encoded, whether the writer made it during the
+// StateJSON is Resume(false) encoded, less the fields only the agent
+// fills (snapshot, upstreams), whether the writer made it during the
 // commit (an API checkpoint) or the reader makes it (any other write).
 func TestStateJSONIsTheEncodedResume(t *testing.T) {
 	s := open(t, t.TempDir(), "local")
@@ -207,9 +208,16 @@ func TestStateJSONIsTheEncodedResume(t *testing.T) {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		enc.Encode(s.Resume())
+		enc.Encode(savedState{Resume: s.Resume()})
 		if want := bytes.TrimSuffix(buf.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
 			t.Fatalf("%s:\n got %s\nwant %s", when, got, want)
+		}
+		var m map[string]any
+		json.Unmarshal(got, &m)
+		_, snap := m["snapshot"]
+		_, ups := m["upstreams"]
+		if snap || ups || m["focus"] == nil && when != "fresh" {
+			t.Fatalf("%s: the saved state carries snapshot or upstreams, or lost its focus: %s", when, got)
 		}
 	}
 	check("fresh")
@@ -316,5 +324,23 @@ func TestCheckpointIfRefusesAStaleRead(t *testing.T) {
 	}
 	if got := s.Resume().Focus; got != "derived" {
 		t.Fatalf("a current conditional write was not stored: %q", got)
+	}
+}
+
+// TestSignalIsALastWrite: a store whose only writes are signals (hooks,
+// transcripts) has a last write: status never shows "SEQ 2, LAST WRITE
+// never".
+func TestSignalIsALastWrite(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir(), "local")
+	defer s.Close()
+	for range 2 {
+		if _, err := s.Signal(ctx, &capsule.Signal{Kind: "context", UsedFraction: ptrF(0.4)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := s.Resume()
+	if r.Seq != 2 || r.LastWriteAt == nil {
+		t.Fatalf("seq %d, last write %v: a numbered write without a last write", r.Seq, r.LastWriteAt)
 	}
 }

@@ -3,9 +3,11 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -471,4 +473,32 @@ func randomText(n int, seed int64) string {
 		b[i] = byte(x)
 	}
 	return string(b)
+}
+
+// TestTakeProgress: a Take under way says which step it is in and how many
+// files the walk found (status shows it for a large first snapshot); the
+// snapshot keeps the count; nothing is under way after.
+func TestTakeProgress(t *testing.T) {
+	work := t.TempDir()
+	for i := range 25 {
+		write(t, work, fmt.Sprintf("d%d/f%d.txt", i%5, i), "x")
+	}
+	s := newStore(t, work, Options{})
+	seen := map[string]Progress{}
+	s.stepHook = func(step string) { seen[step] = s.Progress() }
+	snap, _ := take(t, s, "start", 0)
+	want := map[string]Progress{
+		StepWalk:  {Step: StepWalk, Files: 0},
+		StepStore: {Step: StepStore, Files: 25},
+		StepTree:  {Step: StepTree, Files: 25},
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("progress seen %+v, want %+v", seen, want)
+	}
+	if snap.Took.Files != 25 {
+		t.Fatalf("Took.Files %d, want 25", snap.Took.Files)
+	}
+	if p := s.Progress(); p != (Progress{}) {
+		t.Fatalf("progress after the Take: %+v", p)
+	}
 }

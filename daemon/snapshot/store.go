@@ -100,6 +100,9 @@ type Timings struct {
 	Tree   time.Duration // git write-tree and the diff against the parent
 	Commit time.Duration // git commit-tree and update-ref
 	Total  time.Duration
+	// Files is how many files the walk found in the workdir (a snapshot
+	// stores them all, less those skipped).
+	Files int64
 }
 
 // Store is one agent's snapshot store. Take, Restore and GC run one at a
@@ -122,6 +125,14 @@ type Store struct {
 	// compactHook, when set (by tests), runs as a GC starts to pack: it
 	// holds a GC there.
 	compactHook func()
+
+	// What a Take under way is doing, for Progress (read from any
+	// goroutine): its step ("" when none) and the files the walk found.
+	step      atomic.Pointer[string]
+	stepFiles atomic.Int64
+	// stepHook, when set (by this package's tests), runs as each step
+	// begins, so a test can look at Progress mid-Take.
+	stepHook func(step string)
 
 	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
 	newest      Snapshot         // newest.n == 0: no snapshot yet

@@ -63,6 +63,42 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 	return snap, isNew, nil
 }
 
+// Progress is what a Take under way is doing: Step is "" when none is,
+// else StepWalk (Files counts the files found so far), StepStore (Files
+// is how many the walk found) or StepTree.
+type Progress struct {
+	Step  string
+	Files int64
+}
+
+// The steps of a Take, for Progress.
+const (
+	StepWalk  = "walking the tree"
+	StepStore = "storing the files"
+	StepTree  = "writing the tree"
+)
+
+// Progress says how far the Take under way got; safe from any goroutine,
+// while a Take holds the store. A first snapshot of a large tree takes
+// seconds: status and the log show it moving.
+func (s *Store) Progress() Progress {
+	p := s.step.Load()
+	if p == nil || *p == "" {
+		return Progress{}
+	}
+	return Progress{Step: *p, Files: s.stepFiles.Load()}
+}
+
+func (s *Store) setStep(step string) {
+	if step == StepWalk {
+		s.stepFiles.Store(0)
+	}
+	s.step.Store(&step)
+	if s.stepHook != nil && step != "" {
+		s.stepHook(step)
+	}
+}
+
 // staged is the work tree as written into the store's objects, not yet
 // a snapshot.
 type staged struct {
@@ -93,14 +129,18 @@ func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
 	s.clearStaleLocks()
 
 	t := time.Now()
+	s.setStep(StepWalk)
+	defer s.setStep("")
 	found, err := s.walk()
 	if err != nil {
 		return st, err
 	}
 	over := found.over
 	st.took.Walk = time.Since(t)
+	st.took.Files = s.stepFiles.Load()
 
 	t = time.Now()
+	s.setStep(StepStore)
 	if err := s.excludeOversized(ctx, over); err != nil {
 		return st, err
 	}
@@ -131,6 +171,7 @@ func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
 	st.took.Add = time.Since(t)
 
 	t = time.Now()
+	s.setStep(StepTree)
 	for attempt := 0; ; attempt++ {
 		if st.tree, err = s.git.text(ctx, "write-tree"); err != nil {
 			return st, fmt.Errorf("snapshot of %s: %w", s.work, err)
@@ -615,6 +656,8 @@ func (s *Store) walk() (walked, error) {
 	)
 	found := func(dir string, ents []fs.DirEntry) (subdirs []string, w walked) {
 		w = walked{over: map[string]int64{}, modes: map[string]fs.FileMode{}}
+		files := 0
+		defer func() { s.stepFiles.Add(int64(files)) }()
 		for _, e := range ents {
 			name := e.Name()
 			if name == ".git" {
@@ -645,6 +688,7 @@ func (s *Store) walk() (walked, error) {
 				}
 				subdirs = append(subdirs, child)
 			case t.IsRegular():
+				files++
 				fi, err := e.Info()
 				if err != nil {
 					continue // gone: git will not see it either
@@ -654,6 +698,8 @@ func (s *Store) walk() (walked, error) {
 				} else if !keptMode(fi.Mode()) {
 					w.modes[child] = fi.Mode().Perm()
 				}
+			case t&fs.ModeSymlink != 0:
+				files++ // stored as a link
 			}
 		}
 		return subdirs, w

@@ -2,9 +2,12 @@
 // picks up its work, into the sections of a Continuity Capsule: Goal, Done,
 // Next, Blockers, Do not, Refuted.
 //
-// The text of each section is kept exactly as written, never shortened: the
+// The text of each section is kept as written, never shortened: the
 // daemon's capsule guard decides whether it is acceptable, and refuses
-// rather than cuts. This package only finds the sections.
+// rather than cuts. This package only finds the sections, and takes the
+// list marker off a section that is one list item ("## Next\n- swap the
+// callsites" is "swap the callsites"): a person's bullet is not part of
+// what they wrote.
 package handoff
 
 import (
@@ -85,7 +88,8 @@ var sectionNames = map[string]section{
 // than keeping one loses nothing the agent wrote.
 //
 // Each body is the text exactly as written, less its leading and trailing
-// blank lines and its final line break. Parse fails only on invalid UTF-8
+// blank lines and its final line break, and less the list marker ("- ",
+// "* ", "+ ", "1. ", "1) ") of a body that is a single list item. Parse fails only on invalid UTF-8
 // or when none of the known headings is present.
 func Parse(md []byte) (*Handoff, error) {
 	if !utf8.Valid(md) {
@@ -205,7 +209,7 @@ func (p *parser) join(s section) string {
 			parts = append(parts, b)
 		}
 	}
-	return strings.Join(parts, "\n\n")
+	return stripSingleItemMarker(strings.Join(parts, "\n\n"))
 }
 
 // clip shortens a heading for a warning message (only there: section text

@@ -156,3 +156,38 @@ func TestCapsule(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 }
+
+// A handoff written in a person's style: a section that is one bullet
+// loses its marker, a section of several bullets keeps them all.
+func TestParseSingleItemListMarker(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"dash", "- swap the callsites", "swap the callsites"},
+		{"star", "* swap the callsites", "swap the callsites"},
+		{"plus", "+ swap the callsites", "swap the callsites"},
+		{"numbered dot", "1. swap the callsites", "swap the callsites"},
+		{"numbered paren", "12) swap the callsites", "swap the callsites"},
+		{"indented, tab after marker", "  -\tswap the callsites", "swap the callsites"},
+		{"continuation kept", "- swap the callsites\n  then run the tests", "swap the callsites\n  then run the tests"},
+		{"two items kept", "- swap the callsites\n- run the tests", "- swap the callsites\n- run the tests"},
+		{"numbered list kept", "1. a\n2. b", "1. a\n2. b"},
+		{"text kept", "-not a bullet", "-not a bullet"},
+		{"negative number kept", "-3 degrees", "-3 degrees"},
+		{"version kept", "1.2 is out", "1.2 is out"},
+		{"lone dash kept", "-", "-"},
+		{"prose then bullet kept", "do this:\n- swap", "do this:\n- swap"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h, err := Parse([]byte("## Next\n" + c.body + "\n\n## Goal\n- ship it\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Next != c.want {
+				t.Errorf("Next = %q, want %q", h.Next, c.want)
+			}
+			if h.Goal != "ship it" {
+				t.Errorf("Goal = %q, want %q", h.Goal, "ship it")
+			}
+		})
+	}
+}

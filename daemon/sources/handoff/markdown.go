@@ -136,3 +136,48 @@ func trimBlankLines(s string) string {
 		s = s[:i]
 	}
 }
+
+// listMarker returns the length of the list marker that starts line (after
+// up to three spaces of indent, counted in the length): "- ", "* ", "+ ",
+// or one to nine digits then "." or ")" and a space or tab; 0 if none.
+func listMarker(line string) int {
+	rest, ok := indent(line)
+	if !ok {
+		return 0
+	}
+	lead := len(line) - len(rest)
+	n := 0
+	switch {
+	case rest != "" && (rest[0] == '-' || rest[0] == '*' || rest[0] == '+'):
+		n = 1
+	default:
+		for n < len(rest) && n < 9 && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n == 0 || n == len(rest) || rest[n] != '.' && rest[n] != ')' {
+			return 0
+		}
+		n++
+	}
+	if n >= len(rest) || rest[n] != ' ' && rest[n] != '\t' {
+		return 0
+	}
+	return lead + n + 1
+}
+
+// stripSingleItemMarker takes the list marker off body when body is one
+// list item: its first line starts with a marker and no later line does
+// (a later line is that item's continuation). A body of several items, or
+// of text that is not a list, is returned as it is.
+func stripSingleItemMarker(body string) string {
+	n := listMarker(body)
+	if n == 0 {
+		return body
+	}
+	for _, line := range strings.Split(body, "\n")[1:] {
+		if listMarker(line) > 0 {
+			return body
+		}
+	}
+	return strings.TrimLeft(body[n:], " \t")
+}

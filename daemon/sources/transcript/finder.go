@@ -3,6 +3,7 @@ package transcript
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -74,6 +75,43 @@ func (f *Finder) WatchDirs(now time.Time) []string {
 		dirs = append(dirs, filepath.Join(d, now.Format("2006"), now.Format("01"), now.Format("02")))
 	}
 	return dirs
+}
+
+// WatchChains returns, for each folder of WatchDirs, that folder and its
+// parents up to the agent's home (~/.claude, ~/.codex), nearest first. A
+// follower watches all of them: a folder that does not exist yet (the
+// first session in a project, a new day's Codex folder) is noticed when
+// it is created in its parent, and the session in it at once, without
+// waiting for a rescan.
+func (f *Finder) WatchChains(now time.Time) [][]string {
+	var chains [][]string
+	for _, d := range f.WatchDirs(now) {
+		home := f.claudeHome
+		if !strings.HasPrefix(d, filepath.Clean(f.claudeHome)+string(filepath.Separator)) || f.claudeHome == "" {
+			home = f.codexHome
+		}
+		home = filepath.Clean(home)
+		chain := []string{d}
+		for p := d; p != home && filepath.Dir(p) != p; {
+			p = filepath.Dir(p)
+			chain = append(chain, p)
+		}
+		chains = append(chains, chain)
+	}
+	return chains
+}
+
+// Settled reports whether the Finder has nothing more to learn from path
+// before it changes: a transcript of the workdir it listed, or a rollout
+// whose session_meta it has read. A write to a file that is not settled
+// (a rollout whose first line was not complete yet) may make it the
+// workdir's new session, so it is worth a Scan.
+func (f *Finder) Settled(path string) bool {
+	if f.known[path] {
+		return true
+	}
+	_, ok := f.rolloutCwd[path]
+	return ok
 }
 
 // Follow tells the Finder the follower now follows path (a transcript a

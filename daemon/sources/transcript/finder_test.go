@@ -3,6 +3,7 @@ package transcript
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -136,5 +137,20 @@ func TestFinderNewCodexSession(t *testing.T) {
 	writeAt(t, b, codexMeta("b", wd+"/"), base.Add(3*time.Minute))
 	if got, _, changed := f.Scan(); got != b || !changed {
 		t.Fatalf("new session: %q %v", got, changed)
+	}
+}
+
+// WatchChains names each folder where a session appears and its parents
+// up to the agent's home, so a folder created later is seen in its parent.
+func TestFinderWatchChains(t *testing.T) {
+	f := NewFinder("/h/.claude", "/h/.codex", "/w")
+	now := time.Date(2026, 3, 4, 10, 0, 0, 0, time.Local)
+	got := f.WatchChains(now)
+	want := [][]string{
+		{"/h/.claude/projects/-w", "/h/.claude/projects", "/h/.claude"},
+		{"/h/.codex/sessions/2026/03/04", "/h/.codex/sessions/2026/03", "/h/.codex/sessions/2026", "/h/.codex/sessions", "/h/.codex"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("WatchChains = %q, want %q", got, want)
 	}
 }

@@ -1,0 +1,84 @@
+package capture
+
+// Component is how one of the capture's parts is doing, for status: the
+// workdir watch, the transcript follower, the work snapshots.
+type Component struct {
+	Name string `json:"name"` // watch, transcripts, snapshots
+	// State is ok, degraded (Detail says why) or off (not configured).
+	State  string `json:"state"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Component states.
+const (
+	StateOK       = "ok"
+	StateDegraded = "degraded"
+	StateOff      = "off"
+)
+
+// Health says how the watch, the transcripts and the snapshots are doing,
+// in that order, each with what it is doing now (a first snapshot under
+// way shows how far it got).
+func (c *Capture) Health() []Component {
+	return []Component{c.watchHealth(), c.transcripts.health(), c.snapshotHealth()}
+}
+
+func (c *Capture) watchHealth() Component {
+	h := Component{Name: "watch", State: StateOff}
+	if c.workdir == "" || !c.cfg.Watch.Enabled {
+		return h
+	}
+	c.mu.Lock()
+	w, failed := c.watcher, c.watchErr
+	c.mu.Unlock()
+	switch {
+	case failed != "":
+		h.State, h.Detail = StateDegraded, failed
+	case w == nil:
+		h.State, h.Detail = StateOK, "starting"
+	case w.Degraded() != "":
+		h.State, h.Detail = StateDegraded, w.Degraded()
+	default:
+		h.State = StateOK
+	}
+	return h
+}
+
+func (c *Capture) snapshotHealth() Component {
+	h := Component{Name: "snapshots", State: StateOff}
+	s := c.snapshotter()
+	if s == nil {
+		return h
+	}
+	s.mu.Lock()
+	err := s.err
+	s.mu.Unlock()
+	switch {
+	case err != nil:
+		h.State, h.Detail = StateDegraded, err.Error()
+	default:
+		h.State, h.Detail = StateOK, s.startProgress()
+	}
+	return h
+}
+
+// health is the follower's part of Health.
+func (f *transcriptFollower) health() Component {
+	h := Component{Name: "transcripts", State: StateOff}
+	if f.c.workdir == "" || !f.c.cfg.Transcripts.Enabled {
+		return h
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.failed != "":
+		h.State, h.Detail = StateDegraded, f.failed
+	case f.path != "":
+		h.State, h.Detail = StateOK, "following "+f.path
+	case f.waiting != "":
+		h.State, h.Detail = StateOK, "no session yet; watching "+f.waiting
+	default:
+		h.State, h.Detail = StateOK, "starting"
+	}
+	return h
+}
