@@ -171,7 +171,7 @@ func TestRestoreLinkWhereADirectoryIs(t *testing.T) {
 	if len(res.Refused) != 0 {
 		t.Fatalf("refused = %+v, but the link was made", res.Refused)
 	}
-	want := []FileChange{{Path: "link", Status: StatusAdded}, {Path: "link/in.txt", Status: StatusDeleted}}
+	want := []FileChange{{Path: "link", Status: StatusAdded, LinesAdded: 1}, {Path: "link/in.txt", Status: StatusDeleted, LinesDeleted: 1}}
 	if !slices.Equal(res.Changes, want) {
 		t.Fatalf("changes = %+v, want %+v", res.Changes, want)
 	}
