@@ -371,7 +371,8 @@ func TestSameStateDirRefused(t *testing.T) {
 	d2, _ := New(&cfg2, Options{})
 	start := time.Now()
 	err := d2.Run(t.Context())
-	if err == nil || !strings.Contains(err.Error(), "locked by another process") {
+	if err == nil || !strings.Contains(err.Error(), "another continuityd is running on state directory") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), cfg.Daemon.Socket) {
 		t.Fatalf("second daemon on the same state: %v", err)
 	}
 	if time.Since(start) > 10*time.Second {

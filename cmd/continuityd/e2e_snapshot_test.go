@@ -143,6 +143,9 @@ func TestSnapshotEmbeddedDefaultWritesWorkRecord(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	env := []string{"CONTINUITYD_STATE_DIR=" + state, "CONTINUITYD_SOCKET=" + sock}
 	p := startProcIn(t, work, sock, env, "run")
+	// The start snapshot is taken in the background: the edits below are
+	// a burst after it only once it is there.
+	waitSnapshots(t, p, 1, time.Minute, "the start snapshot")
 	c := p.client()
 	defer c.CloseIdleConnections()
 
@@ -246,6 +249,9 @@ func TestSnapshotRestoreLeavesTheRepositoryAlone(t *testing.T) {
 	gitBefore := dirDigest(t, filepath.Join(work, ".git"))
 
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	// The start snapshot is taken in the background: the edits below are
+	// a burst after it only once it is there.
+	waitSnapshots(t, p, 1, time.Minute, "the start snapshot")
 	c := p.client()
 	defer c.CloseIdleConnections()
 	agentDir := filepath.Join(w.state, "agents", "builder")
@@ -315,6 +321,9 @@ func TestSnapshotNonGitWorkdir(t *testing.T) {
 	writeFile(t, work, ".gitignore", "*.tmp\n")
 	writeFile(t, work, "notes.md", "one\n")
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	// The start snapshot is taken in the background: the edits below are
+	// a burst after it only once it is there.
+	waitSnapshots(t, p, 1, time.Minute, "the start snapshot")
 	c := p.client()
 	defer c.CloseIdleConnections()
 	agentDir := filepath.Join(w.state, "agents", "builder")

@@ -557,7 +557,9 @@ func TestHookCommandWithDaemonDown(t *testing.T) {
 	post(c, "/v1/continuity/checkpoint", map[string]any{"focus": "the focus the hook must recall"})
 	c.CloseIdleConnections()
 	p.terminate(t) // leaves the last resume on disk
-	startHook := `{"session_id":"s2","transcript_path":"/tmp/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"SessionStart","source":"resume"}`
+	// Asked from the agent's workdir: the last resume answers for its own
+	// place only (an agent is its place).
+	startHook := `{"session_id":"s2","transcript_path":"/tmp/t.jsonl","cwd":"` + filepath.Join(w.dir, "work") + `","hook_event_name":"SessionStart","source":"resume"}`
 	code, out, _ = cli(t, env, startHook, "hook")
 	if code != 0 || !strings.Contains(out, "the focus the hook must recall") || !strings.Contains(out, "not reachable") {
 		t.Fatalf("SessionStart with the daemon down: %d %q", code, out)
