@@ -487,7 +487,7 @@ func readFleetStream(t *testing.T, url, filter string, fn func(jetstream.Msg)) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // generous: -race beside other packages reads slowly
 	var next, last uint64 = 1, 0
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
