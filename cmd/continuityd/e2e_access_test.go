@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestAgentAccessOnSharedSocket: with socket_mode 0660 a member of the
@@ -68,18 +67,14 @@ func TestAgentAccessOnSharedSocket(t *testing.T) {
 	defer c.CloseIdleConnections()
 	// Each agent's first snapshot, seen by root (whom every agent admits).
 	latest := map[string]string{}
-	deadline := time.Now().Add(60 * time.Second)
 	for _, name := range []string{"theirs", "ours"} {
-		for latest[name] == "" {
-			if snaps, _ := get(t, c, "/v1/snapshots?agent="+name)["snapshots"].([]any); len(snaps) > 0 {
+		waitUntil(t, func() string { return "agent " + name + " has no snapshot within 60 s:\n" + p.stderr.String() }, func() bool {
+			snaps, _ := get(t, c, "/v1/snapshots?agent="+name)["snapshots"].([]any)
+			if len(snaps) > 0 {
 				latest[name] = snaps[0].(map[string]any)["id"].(string)
-				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("agent %s has no snapshot within 60 s:\n%s", name, p.stderr)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return latest[name] != ""
+		})
 	}
 	if err := os.WriteFile(secret, []byte("db password is newer, the owner's edit\n"), 0o640); err != nil {
 		t.Fatal(err)

@@ -172,20 +172,14 @@ func TestConfiguredAgentMovedIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.cmd.Process.Signal(syscall.SIGHUP)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitUntil(t, func() string { return "the agent moved on purpose is not served after a reload: " + p.stderr.String() }, func() bool {
 		resp, err := c.Get("http://d/v1/continuity?peek=1")
-		if err == nil {
-			var m map[string]any
-			json.NewDecoder(resp.Body).Decode(&m)
-			resp.Body.Close()
-			if resp.StatusCode == 200 && m["focus"] == "in the first place" {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent moved on purpose is not served after a reload: %s", p.stderr)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a condition, with the deadline above
-	}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode == 200 && m["focus"] == "in the first place"
+	})
 }

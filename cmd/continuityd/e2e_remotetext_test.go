@@ -41,21 +41,16 @@ func qdayWorkspace(t *testing.T, fake *qdaytest.Server, extra string) (*workspac
 	return w, []string{"CD_REMOTE_TOKEN=remote-token", "CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
 }
 
-// waitSeen polls cond with a generous deadline and fails with what was
-// last seen.
+// waitSeen is waitUntil for a condition that also says what it saw, for
+// the failure message.
 func waitSeen(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 60 s; last seen: %s", what, seen)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var seen string
+	waitUntil(t, func() string { return what + ": not within 60 s; last seen: " + seen }, func() bool {
+		ok, s := cond()
+		seen = s
+		return ok
+	})
 }
 
 func sessionStartPayload(cwd string) string {
