@@ -97,9 +97,10 @@ type snapshot struct {
 	agents map[string]*agent.Agent
 	names  []string // config order
 	ups    map[string]*agent.Upstream
-	// damaged holds the agents refused because their files are damaged
-	// (a residency.DamageError): they are not served until an operator
-	// accepts the loss and the daemon reloads; the others run.
+	// damaged holds the agents refused before they were opened: their
+	// files are damaged (a residency.DamageError) or their state belongs
+	// to another workdir (a place.MovedError). They are not served until
+	// an operator acts and the daemon reloads; the others run.
 	damaged map[string]error
 }
 

@@ -1,12 +1,15 @@
 package daemon
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/continuityd/continuityd/daemon/residency"
 )
 
 // metrics are the daemon's Prometheus metrics, on a registry of its own (no
@@ -125,8 +128,12 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.d.snap()
-	for name := range st.damaged {
-		ch <- prometheus.MustNewConstMetric(descDamaged, prometheus.GaugeValue, 1, name)
+	for name, err := range st.damaged {
+		// Only damage: an agent refused for another workdir (place) is not
+		// a case for `recover --accept-loss`, which the metric's help names.
+		if de := (*residency.DamageError)(nil); errors.As(err, &de) {
+			ch <- prometheus.MustNewConstMetric(descDamaged, prometheus.GaugeValue, 1, name)
+		}
 	}
 	for _, name := range st.names {
 		a := st.agents[name]

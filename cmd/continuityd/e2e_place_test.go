@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,6 +163,13 @@ func TestConfiguredAgentMovedIsRefused(t *testing.T) {
 	}
 	if strings.Contains(body.Error.Message, "in the first place") {
 		t.Fatalf("the refusal shows the old state: %s", body.Error.Message)
+	}
+	if m, err := c.Get("http://d/metrics"); err == nil {
+		b, _ := io.ReadAll(m.Body)
+		m.Body.Close()
+		if strings.Contains(string(b), `continuityd_agent_damaged{agent="builder"}`) {
+			t.Errorf("a moved agent is counted as damaged (recover --accept-loss is not its way out)")
+		}
 	}
 	if !strings.Contains(p.stderr.String(), "belongs to another workdir") {
 		t.Errorf("the log does not say why the agent is refused: %s", p.stderr)
