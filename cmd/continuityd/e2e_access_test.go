@@ -19,24 +19,9 @@ import (
 // naming it and changes nothing; "ours" names the member in users and
 // serves it; the member's status lists "ours" only; root sees both.
 func TestAgentAccessOnSharedSocket(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("switching users needs root")
-	}
-	top, err := os.MkdirTemp("", "cdaccess")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
+	top := usersTop(t, "cdaccess", "daemon", "daemon/theirs", "daemon/ours")
 	home := filepath.Join(top, "daemon")
 	workTheirs, workOurs := filepath.Join(home, "theirs"), filepath.Join(home, "ours")
-	for _, d := range []string{home, workTheirs, workOurs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(d, daemonID, daemonID); err != nil {
-			t.Fatal(err)
-		}
-	}
 	secret := filepath.Join(workTheirs, "db.conf")
 	if err := os.WriteFile(secret, []byte("db password is hunter2\n"), 0o640); err != nil {
 		t.Fatal(err)
@@ -46,11 +31,6 @@ func TestAgentAccessOnSharedSocket(t *testing.T) {
 	}
 	for _, f := range []string{secret, filepath.Join(workOurs, "notes.md")} {
 		if err := os.Chown(f, daemonID, daemonID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range []string{top, filepath.Dir(binary)} {
-		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}

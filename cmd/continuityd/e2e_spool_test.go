@@ -19,39 +19,20 @@ import (
 // daemon refuses the link with a log line, leaves the file where it was and
 // the other directory untouched, and goes on serving.
 func TestSpoolFailedSymlinkIsNotFollowed(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("switching users needs root")
-	}
-	top, err := os.MkdirTemp("", "cdspool")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
+	top := usersTop(t, "cdspool", "daemon", "daemon/work")
 	home := filepath.Join(top, "daemon")
 	work := filepath.Join(home, "work")
 	// Another user's project, which the daemon's user may write in (as a
 	// group-shared checkout would let it).
 	victim := filepath.Join(top, "victim")
-	for _, d := range []string{home, work, victim} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range []string{home, work} {
-		if err := os.Chown(d, daemonID, daemonID); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Mkdir(victim, 0o777); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.Chown(victim, outsiderID, outsiderID); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(victim, 0o777); err != nil {
 		t.Fatal(err)
-	}
-	for _, d := range []string{top, filepath.Dir(binary)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
 	}
 	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
 	config := filepath.Join(top, "continuityd.toml")

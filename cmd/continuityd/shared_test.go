@@ -49,24 +49,27 @@ func runAs(t *testing.T, cred *syscall.Credential, env []string, stdin string, a
 	return 0, out.String(), errb.String()
 }
 
-// TestGroupSharedDaemonAcrossUsers runs the daemon as one user and the
-// hooks of two others, for real (it needs root to switch users): with
-// socket_mode 0660 a member of the daemon's group reaches the socket, and
-// while the daemon is down spools events it stores at its next start and
-// answers SessionStart from the last resume; an outsider gets neither.
-// Back to 0600, the spool and the agent's directory close again.
-func TestGroupSharedDaemonAcrossUsers(t *testing.T) {
+// usersTop is a temporary directory for a test that runs the daemon and
+// its clients as other users (it needs root; the test is skipped
+// otherwise): it and the binary's directory are searchable by them, and
+// each of dirs is made under it and owned by the daemon's user.
+func usersTop(t *testing.T, prefix string, dirs ...string) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("switching users needs root")
 	}
-	top, err := os.MkdirTemp("", "cdshared")
+	top, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(top) })
-	home := filepath.Join(top, "daemon") // the daemon's own, as /var/lib is a system service's
-	work := filepath.Join(home, "work")
-	for _, d := range []string{home, work} {
+	for _, d := range []string{top, filepath.Dir(binary)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range dirs {
+		d = filepath.Join(top, d)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -74,13 +77,19 @@ func TestGroupSharedDaemonAcrossUsers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The test's own directories must let the other users reach the binary
-	// and the config.
-	for _, d := range []string{top, filepath.Dir(binary)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return top
+}
+
+// TestGroupSharedDaemonAcrossUsers runs the daemon as one user and the
+// hooks of two others, for real (it needs root to switch users): with
+// socket_mode 0660 a member of the daemon's group reaches the socket, and
+// while the daemon is down spools events it stores at its next start and
+// answers SessionStart from the last resume; an outsider gets neither.
+// Back to 0600, the spool and the agent's directory close again.
+func TestGroupSharedDaemonAcrossUsers(t *testing.T) {
+	top := usersTop(t, "cdshared", "daemon", "daemon/work")
+	home := filepath.Join(top, "daemon") // the daemon's own, as /var/lib is a system service's
+	work := filepath.Join(home, "work")
 	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
 	config := filepath.Join(top, "continuityd.toml")
 	writeConfig := func(mode string) {
