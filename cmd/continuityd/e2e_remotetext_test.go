@@ -94,6 +94,9 @@ func TestSessionStartHookIsFreshWithASlowUpstream(t *testing.T) {
 	p := startProc(t, w.socket, env, "run", "--config", w.config)
 	c := p.client()
 	defer c.CloseIdleConnections()
+	// The start snapshot's work record is a write of its own: let it land
+	// before the visit, or it counts after it on a slow machine.
+	waitSnapshots(t, p, 1, time.Minute, "the start snapshot")
 	if code, m, err := post(c, "/v1/continuity/checkpoint", map[string]any{"focus": "the focus of this very moment"}); code != 200 {
 		t.Fatalf("checkpoint: %d %v %v", code, m, err)
 	}
