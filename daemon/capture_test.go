@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +37,8 @@ func captureConfig(t *testing.T) (*config.Config, string) {
 // quiet period, through the outbox like any write.
 func TestHandoffFileBecomesCheckpointAutomatically(t *testing.T) {
 	cfg, wd := captureConfig(t)
-	td := startDaemon(t, cfg)
+	var log lockedBuffer // the policy's debug log: when its quiet-period decision is made
+	td := startDaemonWith(t, cfg, Options{Version: "test", Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	os.WriteFile(filepath.Join(wd, "HANDOFF.md"), []byte("# Goal\nMigrate billing to the new client\n\n## Next\nSwap the callsites\n\n## Do not\nDelete the shim early\n"), 0o644)
 	os.WriteFile(filepath.Join(wd, "main.go"), []byte("package main\n"), 0o644)
 	waitFor(t, 60*time.Second, func() bool {
@@ -70,8 +72,19 @@ func TestHandoffFileBecomesCheckpointAutomatically(t *testing.T) {
 	})
 	// The agent's own later write is never overwritten by the same file.
 	td.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "the agent's own focus"})
+	decided := func() (n int) {
+		for line := range strings.Lines(log.String()) {
+			if strings.Contains(line, `msg="nothing to send"`) && strings.Contains(line, "trigger=quiet") {
+				n++
+			}
+		}
+		return n
+	}
+	before := decided()
 	os.WriteFile(filepath.Join(wd, "other.txt"), []byte("x"), 0o644)
-	time.Sleep(time.Second)
+	// The policy has made its quiet-period decision on that activity (the
+	// moment it would have re-applied the file's focus): then look.
+	waitFor(t, 60*time.Second, func() bool { return decided() > before })
 	if f := td.resume("?peek=1")["focus"]; f != "the agent's own focus" {
 		t.Fatalf("derived content overwrote a newer explicit write: %v", f)
 	}

@@ -157,6 +157,9 @@ type Options struct {
 
 	// connectOptions are appended last (tests).
 	connectOptions []natsgo.Option
+	// observed, when set, is told each key revision the watcher has
+	// handled (tests: a point where "nothing was reported" can be looked at).
+	observed func(agent string, revision uint64)
 }
 
 // Client is the NATS JetStream upstream. It is safe for concurrent use.

@@ -357,6 +357,9 @@ func (c *Client) watch(ctx context.Context, agent string) {
 }
 
 func (c *Client) observe(ctx context.Context, agent string, e jetstream.KeyValueEntry) {
+	if c.o.observed != nil {
+		defer c.o.observed(agent, e.Revision())
+	}
 	env, err := decodeEnvelope(e.Value())
 	if err != nil || env.writer() == c.me() {
 		return

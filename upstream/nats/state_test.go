@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,7 +236,12 @@ func TestResumeAnywhereIsNoConflict(t *testing.T) {
 	a.Close() // the pod is rescheduled
 
 	rb := newRecorder()
-	b := newTestClient(t, []string{serverURL(s)}, func(o *Options) { o.Machine = "host-b"; o.OnConflict = rb.on })
+	var seen atomic.Uint64 // the last revision b's watcher handled
+	b := newTestClient(t, []string{serverURL(s)}, func(o *Options) {
+		o.Machine = "host-b"
+		o.OnConflict = rb.on
+		o.observed = func(_ string, rev uint64) { seen.Store(rev) }
+	})
 	r, err := b.Restore(ctx, "builder")
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +252,11 @@ func TestResumeAnywhereIsNoConflict(t *testing.T) {
 			t.Fatalf("write %d: %v", seq, err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // let the watcher see everything
+	for deadline := time.Now().Add(60 * time.Second); seen.Load() < rev; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("b's watcher saw revision %d, not the last written (%d)", seen.Load(), rev)
+		}
+	}
 	if cs := b.Conflicts(); len(cs) != 0 || len(rb.got) != 0 {
 		t.Fatalf("a clean move reported as a conflict: %+v", cs)
 	}
