@@ -18,9 +18,23 @@ import (
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
-// hookBudget is how long `continuityd hook` may take in all: the interface
-// promises agents half a second, and process start-up needs some of it.
+// hookBudget is how long `continuityd hook` (and statusline) may take in
+// all: the interface promises agents half a second, and process start-up
+// needs some of it. $CONTINUITYD_HOOK_BUDGET (a Go duration, 50ms to 5m)
+// gives a machine too slow for it more; the tests use it so that what
+// they check never depends on the machine's speed.
 const hookBudget = 400 * time.Millisecond
+
+// hookBudget is the budget this process runs under; a value that is not a
+// duration in range is ignored (a hook never fails its agent).
+func (e *env) hookBudget() time.Duration {
+	if v := e.getenv("CONTINUITYD_HOOK_BUDGET"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d >= 50*time.Millisecond && d <= 5*time.Minute {
+			return d
+		}
+	}
+	return hookBudget
+}
 
 // cmdHook reads a Claude Code or Codex hook payload on stdin, forwards the
 // signal it means to the daemon, and on SessionStart prints the hook output
@@ -30,7 +44,7 @@ const hookBudget = 400 * time.Millisecond
 // daemon to ingest at its next start, and SessionStart is answered from
 // the last resume the daemon left on disk.
 func cmdHook(ctx context.Context, e *env, args []string) int {
-	ctx, cancel := context.WithTimeout(ctx, hookBudget)
+	ctx, cancel := context.WithTimeout(ctx, e.hookBudget())
 	defer cancel()
 	fs := newFlagSet(e, "hook", "[--agent A] < payload.json")
 	var cf clientFlags

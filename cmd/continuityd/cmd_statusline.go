@@ -24,7 +24,7 @@ import (
 // runs the user's own statusline command on the same payload and prints its
 // line too. Like hook it always exits 0 within its budget.
 func cmdStatusline(ctx context.Context, e *env, args []string) int {
-	ctx, cancel := context.WithTimeout(ctx, hookBudget)
+	ctx, cancel := context.WithTimeout(ctx, e.hookBudget())
 	defer cancel()
 	fs := newFlagSet(e, "statusline", "[--agent A] [--wrap 'your statusline command'] < payload.json")
 	var cf clientFlags

@@ -78,7 +78,7 @@ func hookContext(t *testing.T, env []string, cwd string) string {
 
 func sinceWrites(t *testing.T, c *http.Client) float64 {
 	t.Helper()
-	return get(t, c, "/v1/continuity?peek=1")["since_last_visit"].(map[string]any)["writes"].(float64)
+	return get(t, c, "/v1/continuity?peek=1&local=1")["since_last_visit"].(map[string]any)["writes"].(float64)
 }
 
 // TestSessionStartHookIsFreshWithASlowUpstream: with Q-Day's resume hanging,
@@ -90,7 +90,10 @@ func TestSessionStartHookIsFreshWithASlowUpstream(t *testing.T) {
 	defer fake.Close()
 	hang := qdaytest.Fault{Kind: qdaytest.Hang, Path: qdaytest.ResumePath}
 	fake.Script(hang, hang, hang)
-	w, env := qdayWorkspace(t, fake, "")
+	// A resume that waited for Q-Day would take five minutes: a hook with
+	// ten seconds answers only from the state it has.
+	w, env := qdayWorkspace(t, fake, "\n[outbox]\nresume_timeout = \"5m\"\n")
+	env = append(env, "CONTINUITYD_HOOK_BUDGET=10s")
 	p := startProc(t, w.socket, env, "run", "--config", w.config)
 	c := p.client()
 	defer c.CloseIdleConnections()
@@ -120,6 +123,7 @@ func TestSessionStartHookIsFreshWhileTheRateLimitWaits(t *testing.T) {
 	fake := qdaytest.New(qdaytest.Options{Token: "remote-token"})
 	defer fake.Close()
 	w, env := qdayWorkspace(t, fake, "rate = 0.00166\nburst = 1\n\n[outbox]\nresume_timeout = \"5h\"\n")
+	env = append(env, "CONTINUITYD_HOOK_BUDGET=10s") // a resume that waited would wait for hours
 	p := startProc(t, w.socket, env, "run", "--config", w.config)
 	c := p.client()
 	defer c.CloseIdleConnections()
