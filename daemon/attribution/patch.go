@@ -64,3 +64,28 @@ func PatchPaths(patch string) (paths []string, refused []string) {
 	}
 	return paths, refused
 }
+
+// EditPathField returns the tool_input field that names the file of one of
+// Claude Code's edit tools (Edit, Write, MultiEdit: file_path;
+// NotebookEdit: notebook_path), "" for any other tool.
+func EditPathField(tool string) string {
+	switch tool {
+	case "Edit", "Write", "MultiEdit":
+		return "file_path"
+	case "NotebookEdit":
+		return "notebook_path"
+	}
+	return ""
+}
+
+// IsShellTool reports whether a tool name is a shell tool's: Claude Code's
+// Bash, and Codex's, which its hooks send as Bash too (codex-rs
+// HookToolName::bash) and its rollouts name shell, shell_command,
+// exec_command or local_shell.
+func IsShellTool(name string) bool {
+	switch name {
+	case "Bash", "shell", "shell_command", "exec_command", "local_shell":
+		return true
+	}
+	return false
+}

@@ -47,20 +47,6 @@ type Tool struct {
 	Refused []string
 }
 
-// editPathFields are the tool_input fields naming the file of each edit
-// tool of Claude Code.
-var editPathFields = map[string]string{
-	"Edit":         "file_path",
-	"Write":        "file_path",
-	"MultiEdit":    "file_path",
-	"NotebookEdit": "notebook_path",
-}
-
-// shellTools are the tool names of shell tools.
-var shellTools = map[string]bool{
-	"Bash": true, "shell": true, "shell_command": true, "exec_command": true, "local_shell": true,
-}
-
 // toolInput holds the tool_input fields read; everything else (content,
 // old_string, new_string, …) is skipped by the decoder.
 type toolInput struct {
@@ -80,7 +66,7 @@ func toolFor(p *payload) *Tool {
 		return nil
 	}
 	t := &Tool{Name: p.ToolName, ID: toolID(p.ToolUseID)}
-	if shellTools[p.ToolName] {
+	if attribution.IsShellTool(p.ToolName) {
 		t.Kind = ToolShellEnd
 		if pre {
 			t.Kind = ToolShellStart
@@ -96,9 +82,9 @@ func toolFor(p *payload) *Tool {
 	}
 	t.Kind = ToolEdit
 	switch {
-	case editPathFields[p.ToolName] == "file_path":
+	case attribution.EditPathField(p.ToolName) == "file_path":
 		t.add(in.FilePath)
-	case editPathFields[p.ToolName] == "notebook_path":
+	case attribution.EditPathField(p.ToolName) == "notebook_path":
 		t.add(in.NotebookPath)
 	case p.ToolName == "apply_patch":
 		var patch string

@@ -67,7 +67,9 @@ type Update struct {
 	// Plan is non-nil when this line stated the agent's plan and the plan
 	// differs from the last one stated: it is then the whole plan, to
 	// store in place of the old one (Steps empty: the plan is now empty).
-	Plan *Plan
+	Plan *Plan // Tools is non-nil when this line completed tool calls that changed
+	// files or ran a shell (tools.go).
+	Tools *ToolCalls
 }
 
 // State is what a Tracker knows after the lines it consumed.
@@ -141,6 +143,7 @@ type Tracker struct {
 	claude claudeState
 	codex  codexState
 	plan   planState
+	tools  pendingCalls // edit and shell calls waiting for their results
 }
 
 // NewTracker returns a Tracker for format f with default options.
@@ -179,10 +182,12 @@ func (t *Tracker) Line(line []byte) (Update, error) {
 	case ClaudeCode:
 		if u, err = t.claudeLine(line); err == nil {
 			t.claudePlan(&u, line)
+			t.claudeTools(&u, line)
 		}
 	case Codex:
 		if u, err = t.codexLine(line); err == nil {
 			t.codexPlan(&u, line)
+			t.codexTools(&u, line)
 		}
 	default:
 		return Update{}, fmt.Errorf("transcript: unknown format %d", int(t.format))
