@@ -227,13 +227,14 @@ func (r repo) run(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 // Head returns the commit the agent's HEAD names in workdir, "" when the
-// repository has no commit yet.
+// repository has no commit yet or the workdir is in no repository (then
+// every file a snapshot holds is uncommitted work).
 func Head(ctx context.Context, git, workdir string) (string, error) {
 	out, err := repo{git: git, dir: workdir}.run(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}")
 	if err != nil {
 		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 1 {
-			return "", nil // no commit yet
+		if errors.As(err, &ee) && (ee.ExitCode() == 1 || strings.Contains(err.Error(), "not a git repository")) {
+			return "", nil
 		}
 		return "", err
 	}

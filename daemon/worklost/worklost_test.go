@@ -243,3 +243,38 @@ func TestRestoreCommandQuoting(t *testing.T) {
 		t.Errorf("RestoreCommand =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// Outside any repository nothing is committed: a file a snapshot held and
+// an rm took is lost all the same.
+func TestWorkLostWithoutRepository(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	write(t, work, "notes.txt", "an hour of notes\n")
+	if head, err := Head(ctx, "", work); err != nil || head != "" {
+		t.Fatalf("Head outside a repository = %q, %v", head, err)
+	}
+	st, err := snapshot.Open(ctx, snapshot.Options{Dir: filepath.Join(root, "state", "snapshots.git"), Workdir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	before, _, err := st.Take(ctx, "quiet", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(work, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := st.Take(ctx, "quiet", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl, err := Detect(ctx, Input{Store: st, Workdir: work, Agent: "builder", Before: Point{Snapshot: before.ID}, After: Point{Snapshot: after.ID}})
+	if err != nil || wl == nil || !reflect.DeepEqual(wl.Paths, []string{"notes.txt"}) {
+		t.Fatalf("Detect = %+v, %v", wl, err)
+	}
+	if want := "continuityd snapshot restore " + before.ID + " --agent builder --path notes.txt"; wl.Restore != want {
+		t.Errorf("restore = %q, want %q", wl.Restore, want)
+	}
+}
