@@ -127,10 +127,11 @@ type Ledger struct {
 	mu  sync.Mutex
 	opt Options
 
-	claims []claim            // waiting to explain a change, oldest first
-	shells map[string]*window // by agent + "\x00" + tool call id
-	closed []*window          // ended, newest last
-	paths  map[string][]Change
+	claims     map[string][]claim // by path, oldest first: waiting to explain a change
+	claimOrder []string           // the path of every claim held, oldest first (for the bound)
+	shells     map[string]*window // by agent + "\x00" + tool call id
+	closed     []*window          // ended, newest last
+	paths      map[string][]Change
 	// pending holds, per agent, the paths it changed since its last
 	// checkpoint: a path held by two agents is a conflict.
 	pending map[string]map[string]time.Time
@@ -138,8 +139,8 @@ type Ledger struct {
 }
 
 type claim struct {
-	agent, kind, path string
-	at                time.Time
+	agent, kind string
+	at          time.Time
 }
 
 type window struct {
@@ -158,7 +159,7 @@ func New(o Options) *Ledger {
 	if o.MaxHistory <= 0 {
 		o.MaxHistory = DefaultMaxHistory
 	}
-	return &Ledger{opt: o, shells: map[string]*window{}, paths: map[string][]Change{},
+	return &Ledger{opt: o, claims: map[string][]claim{}, shells: map[string]*window{}, paths: map[string][]Change{},
 		pending: map[string]map[string]time.Time{}, visits: map[string]time.Time{}}
 }
 
@@ -197,13 +198,21 @@ func (l *Ledger) Tool(ev ToolEvent) (Result, error) {
 	defer l.mu.Unlock()
 	var res Result
 	for _, p := range dedupe(ev.Paths) {
-		l.claims = append(l.claims, claim{agent: ev.Agent, kind: ev.Kind, path: p, at: ev.At})
+		l.claims[p] = append(l.claims[p], claim{agent: ev.Agent, kind: ev.Kind, at: ev.At})
+		l.claimOrder = append(l.claimOrder, p)
 		if i, ok := l.lastOutside(p, func(at time.Time) bool { return within(at, ev.At, l.opt.Slack) }); ok {
 			l.recredit(&res, p, i, ev.Agent, ev.Kind)
 		}
 	}
-	if len(l.claims) > maxClaims {
-		l.claims = slices.Delete(l.claims, 0, len(l.claims)-maxClaims)
+	for len(l.claimOrder) > maxClaims {
+		// Forget the oldest claim: the first of its path's.
+		p := l.claimOrder[0]
+		l.claimOrder = l.claimOrder[1:]
+		if rest := l.claims[p][1:]; len(rest) > 0 {
+			l.claims[p] = rest
+		} else {
+			delete(l.claims, p)
+		}
 	}
 	return res, nil
 }
@@ -369,19 +378,19 @@ func (l *Ledger) ChangedBy(agent string, since time.Time) []string {
 // claim within Slack, else the agents whose shell window covers at, else
 // nobody.
 func (l *Ledger) claimFor(p string, at time.Time) ([]string, string) {
-	best := -1
+	var best *claim
 	var bestGap time.Duration
-	for i, c := range l.claims {
-		if c.path != p || !within(c.at, at, l.opt.Slack) {
+	for i, c := range l.claims[p] {
+		if !within(c.at, at, l.opt.Slack) {
 			continue
 		}
 		gap := absDur(c.at.Sub(at))
-		if best < 0 || gap < bestGap || gap == bestGap && c.agent < l.claims[best].agent {
-			best, bestGap = i, gap
+		if best == nil || gap < bestGap || gap == bestGap && c.agent < best.agent {
+			best, bestGap = &l.claims[p][i], gap
 		}
 	}
-	if best >= 0 {
-		return []string{l.claims[best].agent}, l.claims[best].kind
+	if best != nil {
+		return []string{best.agent}, best.kind
 	}
 	var agents []string
 	for _, w := range l.windows() {

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,24 @@ func TestLedgerBounds(t *testing.T) {
 	}
 	if want := []string{"b", "c", "d", "d"}; !reflect.DeepEqual(paths, want) {
 		t.Errorf("kept %v, want %v", paths, want)
+	}
+}
+
+// Claims are bounded too: the oldest is forgotten first, and no longer
+// explains a change.
+func TestLedgerClaimBound(t *testing.T) {
+	must := mustOK(t)
+	l := New(Options{})
+	must(l.Tool(ToolEvent{Agent: "a", Kind: KindEdit, Paths: []string{"old.go"}, At: at(0)}))
+	must(l.Tool(ToolEvent{Agent: "a", Kind: KindEdit, Paths: []string{"kept.go"}, At: at(0)}))
+	paths := make([]string, 0, maxClaims-1)
+	for i := range maxClaims - 1 {
+		paths = append(paths, "gen/f"+strconv.Itoa(i))
+	}
+	must(l.Tool(ToolEvent{Agent: "a", Kind: KindEdit, Paths: paths, At: at(0)}))
+	got := credits(must(l.Burst(Burst{Paths: []string{"old.go", "kept.go", "gen/f0"}, At: at(0)})))
+	want := map[string]string{"old.go": "/outside", "kept.go": "a/edit", "gen/f0": "a/edit"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("credits = %v, want %v", got, want)
 	}
 }
