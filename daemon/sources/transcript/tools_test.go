@@ -159,3 +159,28 @@ func TestCodexShellApplyPatch(t *testing.T) {
 		t.Errorf("tools = %v, want %v", got, want)
 	}
 }
+
+// Each transcript names the conversation's latest point: Claude Code's
+// entry uuid, Codex's item id (0.146) or, before item ids, its turn id.
+func TestLastMessageID(t *testing.T) {
+	for file, want := range map[string]string{
+		"transcript-manual-compact-v2.0.76-fasthooks.jsonl":               "5685c15e-81ef-48c0-902c-5acad440265a",
+		"transcript-autocompact-opus46-v2.1.39.jsonl":                     "d3231929-5c7c-41e7-9d4d-ef12e6c9b880",
+		"transcript-manual-compact-excerpt-v2.1.270-shepherd.jsonl":       "9bfa6d4d-1a84-41ac-8224-6b45e799e374",
+		"rollout-2026-05-11-v0.125.0-token-count.jsonl":                   "019e162b-0011-7240-abbc-f7b732e49728",
+		"rollout-2026-02-23-v0.104.0-alpha.1-autocompact-sanitized.jsonl": "019c8f8c-1cc1-7c11-8d86-fc93f07292b0",
+		"rollout-schema-catalog-v0.146.0-agent-sessions.jsonl":            "msg-2", // later ids are "[trimmed for fixture]": not ids
+	} {
+		f := ClaudeCode
+		if strings.HasPrefix(file, "rollout-") {
+			f = Codex
+		}
+		tr := NewTracker(f)
+		for _, l := range fixtureLines(t, file) {
+			tr.Line(l)
+		}
+		if got := tr.State().LastMessageID; got != want {
+			t.Errorf("%s: LastMessageID = %q, want %q", file, got, want)
+		}
+	}
+}

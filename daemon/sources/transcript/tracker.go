@@ -85,6 +85,12 @@ type State struct {
 	LastCompaction *Compaction
 	// Plan is the agent's latest plan; nil until a line stated one.
 	Plan *Plan
+	// LastMessageID locates the conversation's latest point, for a
+	// snapshot to record which turn it matches: Claude Code's uuid of the
+	// latest main-chain user or assistant entry; Codex's id of the latest
+	// response item, or, for versions that write no item ids (before
+	// 0.146), the turn_id of the latest turn. "" until a line names one.
+	LastMessageID string
 	// Lines counts every line passed to Line, Malformed those that were
 	// not well-formed JSON objects.
 	Lines, Malformed int64
@@ -134,6 +140,7 @@ type Tracker struct {
 	redactStep func(string) string
 
 	sessionID, cwd string
+	lastMessage    string
 	usage          Usage
 	hasUsage       bool
 	compactions    int
@@ -209,6 +216,8 @@ func (t *Tracker) State() State {
 		Lines:       t.lines,
 		Malformed:   t.bad,
 		Plan:        t.plan.statePlan(),
+
+		LastMessageID: t.lastMessage,
 	}
 	if t.hasUsage {
 		u := t.usage
@@ -247,6 +256,14 @@ func (t *Tracker) observeSession(u *Update, id string) {
 	if validSessionID(id) && id != t.sessionID {
 		t.sessionID = id
 		u.SessionID = id
+	}
+}
+
+// observeMessage records the id of the conversation's latest point if it
+// is id-shaped.
+func (t *Tracker) observeMessage(id string) {
+	if validSessionID(id) {
+		t.lastMessage = id
 	}
 }
 
