@@ -115,6 +115,8 @@ type change struct {
 	oldMode string
 	newMode string
 	path    string
+	oldID   string // the blob (or tree, gitlink) on each side; zeros where absent
+	newID   string
 }
 
 const gitlinkMode = "160000"
@@ -609,7 +611,7 @@ func parseRaw(out []byte) ([]change, error) {
 		if !strings.HasPrefix(f[i], ":") || len(head) != 5 || i+1 >= len(f) {
 			return nil, fmt.Errorf("snapshot store: unexpected diff line %q", f[i])
 		}
-		list = append(list, change{status: head[4][0], oldMode: head[0], newMode: head[1], path: f[i+1]})
+		list = append(list, change{status: head[4][0], oldMode: head[0], newMode: head[1], oldID: head[2], newID: head[3], path: f[i+1]})
 		i++
 	}
 	return list, nil

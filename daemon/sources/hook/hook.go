@@ -1,8 +1,9 @@
 // Package hook reduces an agent's hook payload (Claude Code or Codex, on
 // the hook command's stdin) to what continuityd may keep: which session,
 // which transcript, which directory, and the context signal the event
-// means. Prompt text, tool input, assistant messages and compact summaries
-// are never kept: only markers travel on.
+// means, and which files a tool call changed (tool.go). Prompt text, tool
+// input other than the changed files' paths, assistant messages and
+// compact summaries are never kept: only markers travel on.
 package hook
 
 import (
@@ -37,6 +38,9 @@ type Event struct {
 	// Signal is what the event means for the daemon; nil for events that
 	// mean nothing to it (PreToolUse, Notification, …).
 	Signal *capsule.Signal
+	// Tool is what a tool call's PreToolUse or PostToolUse says about the
+	// files the agent changes (tool.go); nil for other events and tools.
+	Tool *Tool
 }
 
 // IsSessionStart reports whether the hook must answer with the resume.
@@ -54,6 +58,10 @@ type payload struct {
 	Reason         string  `json:"reason"`  // SessionEnd
 	TurnID         *string `json:"turn_id"` // Codex only
 	Model          string  `json:"model"`
+	// Pre/PostToolUse (tool.go)
+	ToolName  string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input"`
+	ToolUseID string          `json:"tool_use_id"`
 }
 
 // envelope is a capture tool's wrapper around the raw payload (the
@@ -95,6 +103,7 @@ func Parse(b []byte) (*Event, error) {
 		e.TranscriptPath = *p.TranscriptPath
 	}
 	e.Signal = signalFor(&p)
+	e.Tool = toolFor(&p)
 	if e.Signal != nil {
 		e.Signal.SessionID = clip(p.SessionID)
 		e.Signal.TranscriptPath = clip(e.TranscriptPath)

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/attribution"
 )
 
 // want is the signal a payload must become ("" kind: none; "" from: any).
@@ -185,6 +187,8 @@ func FuzzParse(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	f.Add([]byte(`{"hook_event_name":"PostToolUse","tool_name":"apply_patch","tool_input":{"command":"*** Update File: a\n*** Move to: b"}}`))
+	f.Add([]byte(`{"hook_event_name":"PostToolUse","tool_name":"NotebookEdit","tool_input":{"notebook_path":"/w/n.ipynb"}}`))
 	g, err := guard.New(guard.Options{})
 	if err != nil {
 		f.Fatal(err)
@@ -207,6 +211,23 @@ func FuzzParse(f *testing.F) {
 				if !asErr(err, &ce) || (ce.Field != "session_id" && ce.Field != "transcript_path") {
 					t.Fatalf("signal %s refused: %v", raw, err)
 				}
+			}
+		}
+		if tl := e.Tool; tl != nil {
+			// What a tool claims passed the path check; what it refused
+			// shows no raw control character; an id is id-shaped.
+			for _, p := range tl.Paths {
+				if err := attribution.CheckPath(p); err != nil {
+					t.Fatalf("tool path %q: %v", p, err)
+				}
+			}
+			for _, r := range tl.Refused {
+				if strings.IndexFunc(r, unicode.IsControl) >= 0 {
+					t.Fatalf("refusal with a control character: %q", r)
+				}
+			}
+			if tl.ID != toolID(tl.ID) || len(tl.Paths) > attribution.MaxPathsPerCall {
+				t.Fatalf("tool %+v", tl)
 			}
 		}
 	})

@@ -85,6 +85,9 @@ func (t *Tracker) claudeLine(line []byte) (Update, error) {
 		t.observeCwd(&u, e.Cwd.v)
 	}
 
+	if (e.Type.v == "user" || e.Type.v == "assistant") && !sidechain && e.UUID.ok {
+		t.observeMessage(e.UUID.v)
+	}
 	switch {
 	case e.Type.v == "assistant" && !sidechain:
 		t.claudeUsage(&u, &e)

@@ -35,7 +35,8 @@ type codexLine struct {
 // reads; each type uses its own subset.
 type codexPayload struct {
 	Type               str            `json:"type"`                 // event_msg
-	ID                 str            `json:"id"`                   // session_meta
+	ID                 str            `json:"id"`                   // session_meta, response_item (0.146+)
+	TurnID             str            `json:"turn_id"`              // turn_context
 	Cwd                str            `json:"cwd"`                  // session_meta
 	ModelContextWindow num            `json:"model_context_window"` // task_started
 	Info               obj[codexInfo] `json:"info"`                 // token_count
@@ -66,6 +67,14 @@ func (t *Tracker) codexLine(line []byte) (Update, error) {
 		t.observeSession(&u, p.ID.v)
 		if p.Cwd.ok {
 			t.observeCwd(&u, p.Cwd.v)
+		}
+	case "turn_context":
+		if l.Payload.ok && p.TurnID.ok {
+			t.observeMessage(p.TurnID.v)
+		}
+	case "response_item":
+		if l.Payload.ok && p.ID.ok {
+			t.observeMessage(p.ID.v)
 		}
 	case "compacted":
 		t.observeCompaction(&u, Compaction{PreTokens: t.codex.lastTokens})

@@ -11,7 +11,9 @@
 // strict shape before it is kept, and the plan: the text and status of each
 // step the agent wrote into its plan tool (TodoWrite, the task tools,
 // update_plan), made one line, cut to capsule.MaxPlanStep characters and
-// redacted of credentials step by step (plan.go).
+// redacted of credentials step by step (plan.go); and the paths the agent's
+// edit tools changed and the times its shell tool ran (tools.go), for
+// attribution when no hook runs: never a file's content or a command.
 //
 // The parts:
 //   - Tracker consumes a transcript's lines in file order (format.go,

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/attribution"
 )
 
 // FuzzTrackerLine feeds every line of the input to one Tracker, in the
@@ -25,6 +26,8 @@ import (
 // identifiers pass their shape checks; the state agrees with the updates.
 func FuzzTrackerLine(f *testing.F) {
 	f.Add(false, []byte(`{"type":"assistant","message":{"id":"m","usage":{"input_tokens":1}}}`))
+	f.Add(false, []byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/w/a"}}]}}`+"\n"+`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1"}]}}`))
+	f.Add(true, []byte(`{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","input":"*** Update File: a\n*** Move to: b"}}`))
 	f.Add(true, []byte(`{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":1},"model_context_window":2}}}`))
 	f.Fuzz(func(t *testing.T, codex bool, data []byte) {
 		format := ClaudeCode
@@ -80,6 +83,9 @@ func FuzzTrackerLine(f *testing.F) {
 			if u.Cwd != "" && (!validCwd(u.Cwd) || u.Cwd != s.Cwd) {
 				t.Fatalf("cwd %q (state %q)", u.Cwd, s.Cwd)
 			}
+			if u.Tools != nil {
+				checkTools(t, u.Tools)
+			}
 			if s.Compactions != compactions {
 				t.Fatalf("Compactions = %d, saw %d", s.Compactions, compactions)
 			}
@@ -88,6 +94,27 @@ func FuzzTrackerLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkTools: every path a tool call claims passed the shape check, and a
+// refusal shows no raw control character.
+func checkTools(t *testing.T, tc *ToolCalls) {
+	t.Helper()
+	for _, e := range tc.Edits {
+		if len(e.Paths) > attribution.MaxPathsPerCall {
+			t.Fatalf("%d paths in one edit", len(e.Paths))
+		}
+		for _, p := range e.Paths {
+			if err := attribution.CheckPath(p); err != nil {
+				t.Fatalf("edit path %q: %v", p, err)
+			}
+		}
+		for _, r := range e.Refused {
+			if strings.IndexFunc(r, unicode.IsControl) >= 0 {
+				t.Fatalf("refusal with a control character: %q", r)
+			}
+		}
+	}
 }
 
 func checkUsage(t *testing.T, u Usage) {

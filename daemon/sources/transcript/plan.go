@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -218,13 +219,19 @@ func sortedTaskIDs(tasks map[string]step) []string {
 	return ids
 }
 
-// pendingCall is a Claude Code plan call waiting for its result.
+// pendingCall is a Claude Code plan call, or a tool call, waiting for its
+// result.
 type pendingCall struct {
 	name    string
 	todos   []step // TodoWrite
 	subject string // TaskCreate, TaskUpdate ("" when not set)
 	taskID  string // TaskUpdate
 	status  string // TaskUpdate ("" when not set)
+
+	// An edit or shell tool call (tools.go): the paths it names, those
+	// refused, and when it was called.
+	paths, refused []string
+	at             time.Time
 }
 
 // pendingCalls remembers the last calls by tool_use id, in bounded memory:

@@ -67,7 +67,9 @@ type Update struct {
 	// Plan is non-nil when this line stated the agent's plan and the plan
 	// differs from the last one stated: it is then the whole plan, to
 	// store in place of the old one (Steps empty: the plan is now empty).
-	Plan *Plan
+	Plan *Plan // Tools is non-nil when this line completed tool calls that changed
+	// files or ran a shell (tools.go).
+	Tools *ToolCalls
 }
 
 // State is what a Tracker knows after the lines it consumed.
@@ -83,6 +85,12 @@ type State struct {
 	LastCompaction *Compaction
 	// Plan is the agent's latest plan; nil until a line stated one.
 	Plan *Plan
+	// LastMessageID locates the conversation's latest point, for a
+	// snapshot to record which turn it matches: Claude Code's uuid of the
+	// latest main-chain user or assistant entry; Codex's id of the latest
+	// response item, or, for versions that write no item ids (before
+	// 0.146), the turn_id of the latest turn. "" until a line names one.
+	LastMessageID string
 	// Lines counts every line passed to Line, Malformed those that were
 	// not well-formed JSON objects.
 	Lines, Malformed int64
@@ -132,6 +140,7 @@ type Tracker struct {
 	redactStep func(string) string
 
 	sessionID, cwd string
+	lastMessage    string
 	usage          Usage
 	hasUsage       bool
 	compactions    int
@@ -141,6 +150,7 @@ type Tracker struct {
 	claude claudeState
 	codex  codexState
 	plan   planState
+	tools  pendingCalls // edit and shell calls waiting for their results
 }
 
 // NewTracker returns a Tracker for format f with default options.
@@ -179,10 +189,12 @@ func (t *Tracker) Line(line []byte) (Update, error) {
 	case ClaudeCode:
 		if u, err = t.claudeLine(line); err == nil {
 			t.claudePlan(&u, line)
+			t.claudeTools(&u, line)
 		}
 	case Codex:
 		if u, err = t.codexLine(line); err == nil {
 			t.codexPlan(&u, line)
+			t.codexTools(&u, line)
 		}
 	default:
 		return Update{}, fmt.Errorf("transcript: unknown format %d", int(t.format))
@@ -204,6 +216,8 @@ func (t *Tracker) State() State {
 		Lines:       t.lines,
 		Malformed:   t.bad,
 		Plan:        t.plan.statePlan(),
+
+		LastMessageID: t.lastMessage,
 	}
 	if t.hasUsage {
 		u := t.usage
@@ -242,6 +256,14 @@ func (t *Tracker) observeSession(u *Update, id string) {
 	if validSessionID(id) && id != t.sessionID {
 		t.sessionID = id
 		u.SessionID = id
+	}
+}
+
+// observeMessage records the id of the conversation's latest point if it
+// is id-shaped.
+func (t *Tracker) observeMessage(id string) {
+	if validSessionID(id) {
+		t.lastMessage = id
 	}
 }
 

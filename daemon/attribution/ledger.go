@@ -1,0 +1,549 @@
+package attribution
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// How a change was credited.
+const (
+	KindEdit       = "edit"       // an edit tool's hook (Edit, Write, MultiEdit, NotebookEdit, apply_patch)
+	KindTranscript = "transcript" // the same calls, read from the agent's transcript (no hook ran)
+	KindShell      = "shell"      // changed while the agent's shell tool ran
+	KindOutside    = "outside"    // nobody claimed it: a person, an editor, another program
+)
+
+// Labels of who changed a path, as an agent sees them (interface.md, "Who
+// changed what").
+const (
+	LabelSelf    = "agent"   // the agent looking
+	LabelOutside = "outside" // nobody claimed it
+	labelOther   = "agent:"  // + the other agent's name
+)
+
+// Label names who changed a path as viewer sees it: "agent" for its own
+// changes, "agent:NAME" for another agent's, "outside" for nobody's (by "").
+func Label(viewer, by string) string {
+	switch by {
+	case "":
+		return LabelOutside
+	case viewer:
+		return LabelSelf
+	}
+	return labelOther + by
+}
+
+// ToolEvent is what an agent's tool call claims: it changed these paths
+// (relative to the workdir, as Resolver.Rel gives them) at At. Kind is
+// KindEdit (from a hook) or KindTranscript.
+type ToolEvent struct {
+	Agent string
+	Kind  string
+	Paths []string
+	At    time.Time
+}
+
+// Burst is what the workdir watcher saw: these paths changed at At (when
+// the changes happened, not when the burst was flushed).
+type Burst struct {
+	Paths []string
+	At    time.Time
+}
+
+// Change is one path credited to whoever changed it. By is the agent's
+// name, "" for outside.
+type Change struct {
+	Path string    `json:"path"`
+	By   string    `json:"by"`
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`
+}
+
+// Conflict is a path that several agents changed, none of them since
+// checkpointing past it.
+type Conflict struct {
+	Path   string    `json:"path"`
+	Agents []string  `json:"agents"` // sorted
+	At     time.Time `json:"at"`     // the latest of their changes
+}
+
+// ByOther is a path another agent, or someone outside, changed since an
+// agent's last visit; By is a Label ("agent:NAME" or "outside").
+type ByOther struct {
+	Path string `json:"path"`
+	By   string `json:"by"`
+}
+
+// Result is what one call to the ledger decided: the changes it credited
+// (or credited anew: a change first seen as outside that a late claim
+// explains), and the conflicts that arose, to tell both agents.
+type Result struct {
+	Credits   []Change
+	Conflicts []Conflict
+}
+
+// Options bound a Ledger.
+type Options struct {
+	// Slack is how far apart in time a claim and the change it explains
+	// may be: a hook's PostToolUse comes after the file changed, the
+	// watcher reports a change after its quiet period, and a transcript is
+	// read later still (its lines carry the time of the call). 0 means
+	// DefaultSlack.
+	Slack time.Duration
+	// MaxPaths bounds the paths whose history is kept (the least recently
+	// changed are forgotten first). 0 means DefaultMaxPaths.
+	MaxPaths int
+	// MaxHistory bounds the changes kept per path. 0 means
+	// DefaultMaxHistory.
+	MaxHistory int
+}
+
+// Defaults of Options.
+const (
+	DefaultSlack      = 5 * time.Second
+	DefaultMaxPaths   = 20000
+	DefaultMaxHistory = 8
+	// maxShells bounds the shell windows remembered after they closed.
+	maxShells = 64
+	// maxClaims bounds the claims waiting for the change they explain.
+	maxClaims = 4 * MaxPathsPerCall
+)
+
+// Ledger credits each change in a shared workdir to the agent whose tool
+// made it. It is pure bookkeeping: time comes in with each event, nothing
+// is read from disk, and the same events give the same answers. It is safe
+// for concurrent use.
+//
+// A change (a Burst path) is credited, in this order, to the agent whose
+// edit claim on that path is nearest in time (within Slack), to the agents
+// whose shell tool was running then (or had ended less than Slack before),
+// else to outside. Claims and shell starts that arrive after the change
+// they explain (a hook is slower than the watcher) credit it anew when it
+// was outside.
+type Ledger struct {
+	mu  sync.Mutex
+	opt Options
+
+	claims     map[string][]claim // by path, oldest first: waiting to explain a change
+	claimOrder []string           // the path of every claim held, oldest first (for the bound)
+	shells     map[string]*window // by agent + "\x00" + tool call id
+	closed     []*window          // ended, newest last
+	paths      map[string][]Change
+	// pending holds, per agent, the paths it changed since its last
+	// checkpoint: a path held by two agents is a conflict.
+	pending map[string]map[string]time.Time
+	visits  map[string]time.Time
+}
+
+type claim struct {
+	agent, kind string
+	at          time.Time
+}
+
+type window struct {
+	agent      string
+	start, end time.Time // end zero while the tool runs
+}
+
+// New makes an empty Ledger.
+func New(o Options) *Ledger {
+	if o.Slack <= 0 {
+		o.Slack = DefaultSlack
+	}
+	if o.MaxPaths <= 0 {
+		o.MaxPaths = DefaultMaxPaths
+	}
+	if o.MaxHistory <= 0 {
+		o.MaxHistory = DefaultMaxHistory
+	}
+	return &Ledger{opt: o, claims: map[string][]claim{}, shells: map[string]*window{}, paths: map[string][]Change{},
+		pending: map[string]map[string]time.Time{}, visits: map[string]time.Time{}}
+}
+
+func checkAgent(agent string) error {
+	if agent == "" {
+		return fmt.Errorf("attribution: a tool event with no agent")
+	}
+	return CheckPath(agent) // a name: same shape rules as a path's
+}
+
+func checkPaths(paths []string) error {
+	if len(paths) > maxClaims {
+		return fmt.Errorf("attribution: %d paths in one event (at most %d)", len(paths), maxClaims)
+	}
+	for _, p := range paths {
+		if err := validRel(p); err != nil {
+			return fmt.Errorf("attribution: %w", err)
+		}
+	}
+	return nil
+}
+
+// Tool records what an agent's tool call claims, and credits to it the
+// changes of those paths that were seen first and credited to outside.
+func (l *Ledger) Tool(ev ToolEvent) (Result, error) {
+	if err := checkAgent(ev.Agent); err != nil {
+		return Result{}, err
+	}
+	if ev.Kind != KindEdit && ev.Kind != KindTranscript {
+		return Result{}, fmt.Errorf("attribution: a tool event of kind %q (edit or transcript)", ev.Kind)
+	}
+	if err := checkPaths(ev.Paths); err != nil {
+		return Result{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var res Result
+	for _, p := range dedupe(ev.Paths) {
+		l.claims[p] = append(l.claims[p], claim{agent: ev.Agent, kind: ev.Kind, at: ev.At})
+		l.claimOrder = append(l.claimOrder, p)
+		if i, ok := l.lastOutside(p, func(at time.Time) bool { return within(at, ev.At, l.opt.Slack) }); ok {
+			l.recredit(&res, p, i, ev.Agent, ev.Kind)
+		}
+	}
+	for len(l.claimOrder) > maxClaims {
+		// Forget the oldest claim: the first of its path's.
+		p := l.claimOrder[0]
+		l.claimOrder = l.claimOrder[1:]
+		if rest := l.claims[p][1:]; len(rest) > 0 {
+			l.claims[p] = rest
+		} else {
+			delete(l.claims, p)
+		}
+	}
+	return res, nil
+}
+
+// ShellStart records that an agent's shell tool call id began at at
+// (PreToolUse): what changes until it ends counts as the agent's. Changes
+// seen since at and credited to outside are credited to it.
+func (l *Ledger) ShellStart(agent, id string, at time.Time) (Result, error) {
+	if err := checkAgent(agent); err != nil {
+		return Result{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := &window{agent: agent, start: at}
+	l.shells[agent+"\x00"+id] = w
+	if len(l.shells) > maxShells {
+		// A PostToolUse that never came: forget the oldest start.
+		l.dropOldestShell()
+	}
+	return l.recreditWindow(w), nil
+}
+
+// ShellEnd records that the shell tool call id ended at at (PostToolUse).
+// Changes seen until Slack after it still count as the agent's: the
+// watcher reports them after a quiet period. An end without its start is
+// ignored.
+func (l *Ledger) ShellEnd(agent, id string, at time.Time) (Result, error) {
+	if err := checkAgent(agent); err != nil {
+		return Result{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := agent + "\x00" + id
+	w, ok := l.shells[key]
+	if !ok {
+		return Result{}, nil
+	}
+	delete(l.shells, key)
+	w.end = at
+	if w.end.Before(w.start) {
+		w.end = w.start
+	}
+	l.closed = append(l.closed, w)
+	if len(l.closed) > maxShells {
+		l.closed = slices.Delete(l.closed, 0, len(l.closed)-maxShells)
+	}
+	return l.recreditWindow(w), nil
+}
+
+// Burst credits each changed path to whoever changed it.
+func (l *Ledger) Burst(b Burst) (Result, error) {
+	if err := checkPaths(b.Paths); err != nil {
+		return Result{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var res Result
+	for _, p := range dedupe(b.Paths) {
+		by, kind := l.claimFor(p, b.At)
+		if len(by) == 0 {
+			l.record(&res, Change{Path: p, Kind: KindOutside, At: b.At})
+			continue
+		}
+		for _, a := range by {
+			l.record(&res, Change{Path: p, By: a, Kind: kind, At: b.At})
+		}
+	}
+	return res, nil
+}
+
+// Checkpoint records that agent checkpointed at at: the paths it changed
+// until then are no longer its open work, and a conflict on them ends.
+func (l *Ledger) Checkpoint(agent string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, t := range l.pending[agent] {
+		if !t.After(at) {
+			delete(l.pending[agent], p)
+		}
+	}
+}
+
+// Visit records that agent looked (resumed) at at: ByOthers answers from
+// there on.
+func (l *Ledger) Visit(agent string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.visits[agent] = at
+}
+
+// ByOthers lists the paths someone other than agent changed since its last
+// visit (all that are remembered if it never visited), each with who,
+// sorted by path.
+func (l *Ledger) ByOthers(agent string) []ByOther {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	since := l.visits[agent]
+	seen := map[ByOther]bool{}
+	var out []ByOther
+	for p, hist := range l.paths {
+		for _, c := range hist {
+			if c.By == agent || !c.At.After(since) {
+				continue
+			}
+			o := ByOther{Path: p, By: Label(agent, c.By)}
+			if !seen[o] {
+				seen[o] = true
+				out = append(out, o)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b ByOther) int { return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.By, b.By)) })
+	return out
+}
+
+// Conflicts lists the paths agent changed since its last checkpoint that
+// another agent changed since its own, sorted by path.
+func (l *Ledger) Conflicts(agent string) []Conflict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Conflict
+	for p := range l.pending[agent] {
+		if c, ok := l.conflictOn(p); ok {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b Conflict) int { return cmp.Compare(a.Path, b.Path) })
+	return out
+}
+
+// ChangesSince lists, per path, the changes made after since, sorted by
+// path then time: who changed what since a snapshot.
+func (l *Ledger) ChangesSince(since time.Time) []Change {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Change
+	for _, hist := range l.paths {
+		for _, c := range hist {
+			if c.At.After(since) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Change) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), a.At.Compare(b.At), cmp.Compare(a.By, b.By))
+	})
+	return out
+}
+
+// ChangedBy lists the paths agent changed after since, sorted: what a
+// restore without --path may touch.
+func (l *Ledger) ChangedBy(agent string, since time.Time) []string {
+	var out []string
+	for _, c := range l.ChangesSince(since) {
+		if c.By == agent && (len(out) == 0 || out[len(out)-1] != c.Path) {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
+// claimFor returns who changed p at at: the agent of the nearest edit
+// claim within Slack, else the agents whose shell window covers at, else
+// nobody.
+func (l *Ledger) claimFor(p string, at time.Time) ([]string, string) {
+	var best *claim
+	var bestGap time.Duration
+	for i, c := range l.claims[p] {
+		if !within(c.at, at, l.opt.Slack) {
+			continue
+		}
+		gap := absDur(c.at.Sub(at))
+		if best == nil || gap < bestGap || gap == bestGap && c.agent < best.agent {
+			best, bestGap = &l.claims[p][i], gap
+		}
+	}
+	if best != nil {
+		return []string{best.agent}, best.kind
+	}
+	var agents []string
+	for _, w := range l.windows() {
+		if l.covers(w, at) && !slices.Contains(agents, w.agent) {
+			agents = append(agents, w.agent)
+		}
+	}
+	slices.Sort(agents)
+	return agents, KindShell
+}
+
+// windows returns the open and the recently closed shell windows, in a
+// fixed order.
+func (l *Ledger) windows() []*window {
+	ws := slices.Clone(l.closed)
+	for _, w := range l.shells {
+		ws = append(ws, w)
+	}
+	slices.SortFunc(ws, func(a, b *window) int { return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.agent, b.agent)) })
+	return ws
+}
+
+func (l *Ledger) covers(w *window, at time.Time) bool {
+	if at.Before(w.start) {
+		return false
+	}
+	return w.end.IsZero() || !at.After(w.end.Add(l.opt.Slack))
+}
+
+// recreditWindow credits to w's agent the outside changes it covers.
+func (l *Ledger) recreditWindow(w *window) Result {
+	var res Result
+	paths := make([]string, 0, len(l.paths))
+	for p := range l.paths {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		if i, ok := l.lastOutside(p, func(at time.Time) bool { return l.covers(w, at) }); ok {
+			l.recredit(&res, p, i, w.agent, KindShell)
+		}
+	}
+	return res
+}
+
+// lastOutside finds the latest change of p credited to outside whose time
+// match accepts.
+func (l *Ledger) lastOutside(p string, match func(time.Time) bool) (int, bool) {
+	hist := l.paths[p]
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].By == "" && match(hist[i].At) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// recredit gives the outside change hist[i] of p to agent.
+func (l *Ledger) recredit(res *Result, p string, i int, agent, kind string) {
+	c := l.paths[p][i]
+	c.By, c.Kind = agent, kind
+	l.paths[p][i] = c
+	res.Credits = append(res.Credits, c)
+	l.hold(res, c)
+}
+
+// record keeps a change in p's history and, for an agent's, in its open
+// work.
+func (l *Ledger) record(res *Result, c Change) {
+	hist := append(l.paths[c.Path], c)
+	if len(hist) > l.opt.MaxHistory {
+		hist = slices.Delete(hist, 0, len(hist)-l.opt.MaxHistory)
+	}
+	l.paths[c.Path] = hist
+	res.Credits = append(res.Credits, c)
+	if c.By != "" {
+		l.hold(res, c)
+	}
+	if len(l.paths) > l.opt.MaxPaths {
+		l.forgetOldestPath()
+	}
+}
+
+// hold adds c's path to its agent's open work and reports a conflict
+// when the path becomes another agent's too.
+func (l *Ledger) hold(res *Result, c Change) {
+	mine := l.pending[c.By]
+	if mine == nil {
+		mine = map[string]time.Time{}
+		l.pending[c.By] = mine
+	}
+	_, had := mine[c.Path]
+	if t, ok := mine[c.Path]; !ok || c.At.After(t) {
+		mine[c.Path] = c.At
+	}
+	if had {
+		return
+	}
+	if conflict, ok := l.conflictOn(c.Path); ok {
+		res.Conflicts = append(res.Conflicts, conflict)
+	}
+}
+
+// conflictOn reports whether p is the open work of several agents.
+func (l *Ledger) conflictOn(p string) (Conflict, bool) {
+	c := Conflict{Path: p}
+	for agent, paths := range l.pending {
+		if t, ok := paths[p]; ok {
+			c.Agents = append(c.Agents, agent)
+			if t.After(c.At) {
+				c.At = t
+			}
+		}
+	}
+	slices.Sort(c.Agents)
+	return c, len(c.Agents) > 1
+}
+
+func (l *Ledger) forgetOldestPath() {
+	var oldest string
+	var at time.Time
+	first := true
+	for p, hist := range l.paths {
+		t := hist[len(hist)-1].At
+		if first || t.Before(at) || t.Equal(at) && p < oldest {
+			oldest, at, first = p, t, false
+		}
+	}
+	delete(l.paths, oldest)
+}
+
+func (l *Ledger) dropOldestShell() {
+	var key string
+	var w *window
+	for k, v := range l.shells {
+		if w == nil || v.start.Before(w.start) || v.start.Equal(w.start) && k < key {
+			key, w = k, v
+		}
+	}
+	delete(l.shells, key)
+}
+
+func within(a, b time.Time, slack time.Duration) bool { return absDur(a.Sub(b)) <= slack }
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+func dedupe(paths []string) []string {
+	out := slices.Clone(paths)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
