@@ -216,7 +216,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if missing {
 			continue // reported above
 		}
-		a, err := agent.Open(cfg, ac, next.ups, next.guard, d.log, d.metrics)
+		a, err := agent.Open(agentOptions(cfg, ac, next.ups, next.guard, d.log, d.metrics))
 		var damage *residency.DamageError
 		var moved *place.MovedError
 		if errors.As(err, &damage) || errors.As(err, &moved) {
