@@ -1,0 +1,79 @@
+package capture
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/continuityd/continuityd/capsule"
+)
+
+// TestActivityIsSinceLastVisit: what changes in the workdir, seen by the
+// real watcher, becomes since_last_visit's paths, secret-redacted; the
+// daemon's own directory inside the workdir never counts as the agent's
+// work; a visit the agent received clears what it was shown.
+func TestActivityIsSinceLastVisit(t *testing.T) {
+	o := testOptions(t)
+	own := filepath.Join(o.Workdir, ".continuityd-state")
+	writeFile(t, filepath.Join(own, "agents", "builder", "residency.db"), "the daemon's own")
+	o.Watch.Own = []string{own, filepath.Join(t.TempDir(), "socket-dir")}
+	r := startCapture(t, o)
+
+	// The daemon writes in its own directory first: were it not ignored,
+	// it would be seen no later than what follows.
+	writeFile(t, filepath.Join(own, "agents", "builder", "last-resume.json"), "{}")
+	writeFile(t, filepath.Join(o.Workdir, "src", "main.go"), "package main\n")
+	writeFile(t, filepath.Join(o.Workdir, "notes-"+secretToken+".txt"), "x")
+	got := waitResume(t, r.store, "the changes in since_last_visit", func(res capsule.Resume) bool {
+		return slices.Contains(res.SinceLastVisit.Paths, "src/main.go") &&
+			slices.ContainsFunc(res.SinceLastVisit.Paths, func(p string) bool { return strings.HasPrefix(p, "notes-") })
+	})
+	for _, p := range got.SinceLastVisit.Paths {
+		if strings.Contains(p, ".continuityd-state") {
+			t.Errorf("the daemon's own file counted as the agent's work: %q", p)
+		}
+		if strings.Contains(p, "ghp_") {
+			t.Errorf("a path kept its secret: %q", p)
+		}
+	}
+	if got.SinceLastVisit.PathCount < 2 {
+		t.Errorf("path_count %d, want at least the 2 changes", got.SinceLastVisit.PathCount)
+	}
+
+	// The agent received that visit: what it was shown goes, what comes
+	// after is news.
+	_, visit := r.store.Visit()
+	r.store.Visited(visit)
+	writeFile(t, filepath.Join(o.Workdir, "src", "later.go"), "package main\n")
+	waitResume(t, r.store, "only the later change in since_last_visit", func(res capsule.Resume) bool {
+		return slices.Equal(res.SinceLastVisit.Paths, []string{"src/later.go"})
+	})
+}
+
+// TestGitCommitBecomesReceipt: a commit in the watched workdir (seen by
+// the watcher, no polling) becomes a receipt naming the repository, with
+// its subject secret-redacted, and a commit since the last visit.
+func TestGitCommitBecomesReceipt(t *testing.T) {
+	o := testOptions(t)
+	wd := o.Workdir
+	gitIn(t, wd, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(wd, "a.txt"), "a")
+	gitIn(t, wd, "add", "a.txt")
+	gitIn(t, wd, "commit", "-q", "-m", "first")
+	r := startCapture(t, o)
+	writeFile(t, filepath.Join(wd, "b.txt"), "b")
+	gitIn(t, wd, "add", "b.txt")
+	gitIn(t, wd, "commit", "-q", "-m", "rotate the key "+secretToken)
+	got := waitResume(t, r.store, "the commit's receipt", func(res capsule.Resume) bool { return len(res.Receipts) > 0 })
+	if len(got.Receipts) != 1 {
+		t.Fatalf("receipts %q: want the one commit after the start (the first is where it stood)", got.Receipts)
+	}
+	rc := got.Receipts[0]
+	if !strings.HasPrefix(rc, filepath.Base(wd)+"@") || strings.Contains(rc, "ghp_") || !strings.Contains(rc, "rotate the key") {
+		t.Fatalf("receipt %q: want %s@<sha> and the subject without its secret", rc, filepath.Base(wd))
+	}
+	if c := got.SinceLastVisit.Commits; len(c) != 1 {
+		t.Fatalf("since_last_visit commits %q", c)
+	}
+}
