@@ -77,3 +77,60 @@ func TestGitCommitBecomesReceipt(t *testing.T) {
 		t.Fatalf("since_last_visit commits %q", c)
 	}
 }
+
+// hasReceipt accepts a resume with a receipt that holds s.
+func hasReceipt(s string) func(capsule.Resume) bool {
+	return func(r capsule.Resume) bool {
+		return slices.ContainsFunc(r.Receipts, func(rc string) bool { return strings.Contains(rc, s) })
+	}
+}
+
+// TestGitInitAfterStartIsFollowed: a repository created in the workdir
+// after the capture started (git init and a first commit at once, before
+// any check could see the repository empty) is followed: its commits
+// become receipts naming it.
+func TestGitInitAfterStartIsFollowed(t *testing.T) {
+	o := testOptions(t)
+	wd := o.Workdir
+	r := startCapture(t, o)
+	gitIn(t, wd, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(wd, "a.txt"), "a")
+	gitIn(t, wd, "add", "a.txt")
+	gitIn(t, wd, "commit", "-q", "-m", "the first commit")
+	waitResume(t, r.store, "the first commit's receipt", hasReceipt("the first commit"))
+	writeFile(t, filepath.Join(wd, "b.txt"), "b")
+	gitIn(t, wd, "add", "b.txt")
+	gitIn(t, wd, "commit", "-q", "-m", "the second commit")
+	got := waitResume(t, r.store, "the second commit's receipt", hasReceipt("the second commit"))
+	for _, rc := range got.Receipts {
+		if !strings.HasPrefix(rc, filepath.Base(wd)+"@") {
+			t.Fatalf("receipt %q: want the repository's name first", rc)
+		}
+	}
+}
+
+// TestGitCloneAfterStartIsFollowed: a repository cloned into the workdir
+// after the start is followed from the cloned commit: its history is not
+// taken for the agent's work, a commit made in the clone is a receipt.
+func TestGitCloneAfterStartIsFollowed(t *testing.T) {
+	o := testOptions(t)
+	src := t.TempDir()
+	gitIn(t, src, "init", "-q", "-b", "main")
+	for _, m := range []string{"old history one", "old history two"} {
+		writeFile(t, filepath.Join(src, "f.txt"), m)
+		gitIn(t, src, "add", "f.txt")
+		gitIn(t, src, "commit", "-q", "-m", m)
+	}
+	r := startCapture(t, o)
+	gitIn(t, o.Workdir, "clone", "-q", src, "cloned")
+	clone := filepath.Join(o.Workdir, "cloned")
+	writeFile(t, filepath.Join(clone, "g.txt"), "g")
+	gitIn(t, clone, "add", "g.txt")
+	gitIn(t, clone, "commit", "-q", "-m", "work in the clone")
+	got := waitResume(t, r.store, "the clone's commit's receipt", hasReceipt("work in the clone"))
+	for _, rc := range got.Receipts {
+		if strings.Contains(rc, "old history") || !strings.HasPrefix(rc, "cloned@") {
+			t.Fatalf("receipts %q: want only the clone's new commit", got.Receipts)
+		}
+	}
+}
