@@ -54,11 +54,15 @@ type running struct {
 	stop  func() // stops the capture and closes the store; idempotent
 }
 
+// logReader is the upstream whose cursor the tests read the residency's
+// log with (nothing ships to it).
+const logReader = "reader"
+
 // newCapture opens the residency in o.Dir and the capture over it (not
 // started); the store is closed when the test ends.
 func newCapture(t *testing.T, o Options) *running {
 	t.Helper()
-	store, err := residency.Open(residency.Options{Agent: o.Agent, Dir: o.Dir})
+	store, err := residency.Open(residency.Options{Agent: o.Agent, Dir: o.Dir, Upstreams: []string{logReader}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +82,13 @@ func newCapture(t *testing.T, o Options) *running {
 func startCapture(t *testing.T, o Options) *running {
 	t.Helper()
 	r := newCapture(t, o)
+	startCaptureOf(t, r)
+	return r
+}
+
+// startCaptureOf starts r; it stops when the test ends (or at r.stop).
+func startCaptureOf(t *testing.T, r *running) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	r.Start(ctx, &wg)
@@ -90,7 +101,6 @@ func startCapture(t *testing.T, o Options) *running {
 			closeStore()
 		})
 	}
-	return r
 }
 
 // waitResume polls the agent's resume until ok accepts it, and fails
