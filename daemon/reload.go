@@ -216,7 +216,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if missing {
 			continue // reported above
 		}
-		a, err := agent.Open(cfg, ac, next.ups, next.guard, d.log, d.metrics)
+		a, err := agent.Open(agentOptions(cfg, ac, next.ups, next.guard, d.log, d.metrics))
 		var damage *residency.DamageError
 		var moved *place.MovedError
 		if errors.As(err, &damage) || errors.As(err, &moved) {
@@ -232,10 +232,13 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 	return next, errors.Join(errs...)
 }
 
-// sameAgent reports whether the running agent oa can serve ac unchanged.
+// sameAgent reports whether the running agent oa can serve ac unchanged:
+// the wiring builds it the same options from the new configuration as from
+// the old (its table, [outbox], [snapshots], [watch], [policy],
+// [transcripts]: each package holds its own copy, so a change reaches it
+// only by reopening the agent).
 func (d *Daemon) sameAgent(oa *agent.Agent, ac config.Agent, old, next *snapshot) bool {
-	if oa.Config().Workdir != ac.Workdir || !slices.Equal(oa.Config().Upstreams, ac.Upstreams) || old.cfg.Outbox != next.cfg.Outbox ||
-		!reflect.DeepEqual(old.cfg.Snapshots, next.cfg.Snapshots) {
+	if !reflect.DeepEqual(agentOptions(old.cfg, oa.Config(), nil, nil, nil, nil), agentOptions(next.cfg, ac, nil, nil, nil, nil)) {
 		return false
 	}
 	// The agent's capture checks what it derives with the guard it was

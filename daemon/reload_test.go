@@ -210,3 +210,34 @@ func TestReloadOfTheGuardReachesCapture(t *testing.T) {
 		t.Fatalf("state after the agent reopened: %v", f)
 	}
 }
+
+// A reload that changes what an agent's capture runs with ([policy],
+// [watch], [transcripts]) or who may use it reopens the agent, so the
+// change applies as the README says; its state is kept.
+func TestReloadOfAgentSettingsReopensTheAgent(t *testing.T) {
+	r := startReloadRig(t, "alpha")
+	r.expectOK("POST", "/v1/continuity/checkpoint", map[string]any{"focus": "kept"})
+	for _, change := range []string{
+		"\n[policy]\nquiet = \"7s\"\n",
+		"\n[watch]\nhandoff_file = \"NOTES.md\"\n",
+		"\n[transcripts]\nrescan = \"9s\"\n",
+	} {
+		before := r.d.snap().agents["alpha"]
+		raw, err := os.ReadFile(r.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(r.path, append(raw, change...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.d.Reload(); err != nil {
+			t.Fatalf("reload with %q: %v", change, err)
+		}
+		if r.d.snap().agents["alpha"] == before {
+			t.Fatalf("a reload adding %q kept the agent as it was opened", change)
+		}
+		if f := r.resume("?peek=1")["focus"]; f != "kept" {
+			t.Fatalf("state after the agent reopened: %v", f)
+		}
+	}
+}

@@ -98,11 +98,46 @@ type Agent struct {
 // lastResumeEvery bounds how often the last-resume file is rewritten.
 const lastResumeEvery = time.Second
 
+// Options are what one agent runs with: the daemon's wiring builds them
+// from the configuration, so this package never reads the whole of it.
+type Options struct {
+	// Config is the agent's own table: its name, workdir, upstreams and
+	// who may use it (the API checks access against it; a reload compares).
+	Config config.Agent
+	Dir    string           // its state directory
+	Modes  statefiles.Modes // of that directory and its last-resume file
+	// Upstreams holds the run time of every upstream the agent names.
+	Upstreams map[string]*Upstream
+	// MaxPending bounds the writes no upstream has taken yet
+	// (residency.Options.MaxPending).
+	MaxPending int
+	// Outbox holds the delivery timings (MinBackoff, MaxBackoff,
+	// MaxRetryAfter, UnauthorizedRetry); the rest of each upstream's
+	// outbox.Options Open fills in.
+	Outbox outbox.Options
+	// ResumeTimeout bounds asking the upstreams for their views in Resume.
+	ResumeTimeout time.Duration
+	// Snapshots opens the agent's work snapshot store (Dir, Workdir and
+	// Logger are set by Open); nil: snapshots are off or there is no
+	// workdir.
+	Snapshots *snapshot.Options
+	// FleetWithhold are the patterns of files never shipped to the fleet
+	// (snapshots.fleet_withhold).
+	FleetWithhold []string
+	// Capture is the agent's automatic side; Agent, Dir, Workdir, Store,
+	// Guard and Logger are the agent's own and set by Open.
+	Capture  capture.Options
+	Guard    *guard.Guard
+	Logger   *slog.Logger
+	Observer Observer
+}
+
 // Open opens the agent's residency and prepares its shippers; Start runs
-// them. ups holds the runtime of every upstream the agent names.
-func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guard.Guard, log *slog.Logger, obs Observer) (*Agent, error) {
-	a := &Agent{name: ac.Name, cfg: ac, dir: cfg.AgentDir(ac.Name), feed: events.New(feedWindow), obs: obs, dirty: make(chan struct{}, 1),
-		guard: g, log: log.With("agent", ac.Name), resumeTimeout: cfg.Outbox.ResumeTimeout.Duration, remote: map[string]capsule.RemoteView{}}
+// them.
+func Open(o Options) (*Agent, error) {
+	ac, ups, g, log, obs := o.Config, o.Upstreams, o.Guard, o.Logger, o.Observer
+	a := &Agent{name: ac.Name, cfg: ac, dir: o.Dir, feed: events.New(feedWindow), obs: obs, dirty: make(chan struct{}, 1),
+		guard: g, log: log.With("agent", ac.Name), resumeTimeout: o.ResumeTimeout, remote: map[string]capsule.RemoteView{}}
 	// An agent is its place: state that belongs to another workdir is
 	// refused before anything of it is opened.
 	if err := place.Check(ac.Name, a.dir, ac.Workdir); err != nil {
@@ -113,7 +148,7 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 		Dir:        a.dir,
 		Upstreams:  ac.Upstreams,
 		OnCommit:   a.onCommit,
-		MaxPending: cfg.Outbox.MaxPending,
+		MaxPending: o.MaxPending,
 	})
 	if err != nil {
 		return nil, err
@@ -130,34 +165,31 @@ func Open(cfg *config.Config, ac config.Agent, ups map[string]*Upstream, g *guar
 		a.log.Info("write-ahead log was missing after a clean stop (nothing was in it); made a new one", "log", filepath.Join(a.dir, residency.WALFile))
 	}
 	a.store = store
-	a.modes = statefiles.ModesFor(cfg.Daemon.SocketPerm())
+	a.modes = o.Modes
 	if err := os.Chmod(a.dir, a.modes.Dir); err != nil {
 		store.Close()
 		return nil, err
 	}
-	a.capture = capture.New(ac, a.dir, store, cfg, g, log)
-	a.openSnapshots(cfg, ac)
+	co := o.Capture
+	co.Agent, co.Dir, co.Workdir, co.Store, co.Guard, co.Logger = ac.Name, a.dir, ac.Workdir, store, g, log
+	a.capture = capture.New(co)
+	a.openSnapshots(o.Snapshots)
 	for _, name := range ac.Upstreams {
 		ur := ups[name]
 		a.ups = append(a.ups, ur)
-		a.shippers = append(a.shippers, outbox.New(outbox.Options{
-			Agent: ac.Name, Store: store, Upstream: ur.Client, Upstreams: ac.Upstreams,
-			Limiter: ur.Limiter, Coalesce: ur.Coalesce, Logger: log,
-			MinBackoff:        cfg.Outbox.MinBackoff.Duration,
-			MaxBackoff:        cfg.Outbox.MaxBackoff.Duration,
-			MaxRetryAfter:     cfg.Outbox.MaxRetryAfter.Duration,
-			UnauthorizedRetry: cfg.Outbox.UnauthorizedRetry.Duration,
-			Linger:            ur.Linger,
-			OnAttempt:         func(outcome string, d time.Duration) { obs.Delivery(name, outcome, d) },
-			OnFailure: func(w capsule.Write, reason string) {
-				a.feed.Publish(events.Event{Kind: "delivery_failed", Seq: w.Seq,
-					Summary: "upstream " + name + " refused seq for good; kept in its dead letter: " + reason,
-					Data:    map[string]any{"upstream": name, "seq": w.Seq, "error": reason}})
-			},
-		}))
+		oo := o.Outbox
+		oo.Agent, oo.Store, oo.Upstream, oo.Upstreams = ac.Name, store, ur.Client, ac.Upstreams
+		oo.Limiter, oo.Coalesce, oo.Logger, oo.Linger = ur.Limiter, ur.Coalesce, log, ur.Linger
+		oo.OnAttempt = func(outcome string, d time.Duration) { obs.Delivery(name, outcome, d) }
+		oo.OnFailure = func(w capsule.Write, reason string) {
+			a.feed.Publish(events.Event{Kind: "delivery_failed", Seq: w.Seq,
+				Summary: "upstream " + name + " refused seq for good; kept in its dead letter: " + reason,
+				Data:    map[string]any{"upstream": name, "seq": w.Seq, "error": reason}})
+		}
+		a.shippers = append(a.shippers, outbox.New(oo))
 	}
 	a.openFleets()
-	a.openFleetSnaps(cfg, g)
+	a.openFleetSnaps(o.FleetWithhold, g)
 	return a, nil
 }
 

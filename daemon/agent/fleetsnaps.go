@@ -7,7 +7,6 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	fleet "github.com/continuityd/continuityd/upstream/nats"
@@ -34,8 +33,9 @@ type fleetSnaps struct {
 
 // openFleetSnaps links the store to the first nats upstream with
 // snapshots on, and has each work record name the files kept off the
-// fleet. Called by Open after the store and the fleets are open.
-func (a *Agent) openFleetSnaps(cfg *config.Config, g *guard.Guard) {
+// fleet (withhold: snapshots.fleet_withhold). Called by Open after the
+// store and the fleets are open.
+func (a *Agent) openFleetSnaps(withhold []string, g *guard.Guard) {
 	if a.snaps == nil {
 		return
 	}
@@ -44,7 +44,7 @@ func (a *Agent) openFleetSnaps(cfg *config.Config, g *guard.Guard) {
 		if !ok || !ur.Cfg.Snapshots {
 			continue
 		}
-		w, err := fleetsnap.NewWithholder(cfg.Snapshots.FleetWithhold, g)
+		w, err := fleetsnap.NewWithholder(withhold, g)
 		if err != nil {
 			// config.Check refused such patterns already: ship nothing.
 			a.log.Error("work snapshots are not shipped to the fleet", "upstream", c.Name(), "err", err)

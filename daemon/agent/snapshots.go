@@ -9,7 +9,6 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 )
 
@@ -19,35 +18,22 @@ const StoreDir = "snapshots.git"
 // snapOpenTimeout bounds opening (or making) the store: a few git runs.
 const snapOpenTimeout = 30 * time.Second
 
-// openSnapshots opens the agent's work snapshot store when snapshots are
-// on and the agent has a workdir. A failure (git missing, too old, or
-// failing) leaves the agent running with degraded ["snapshots"] and the
-// reason logged and given by the snapshot calls.
-func (a *Agent) openSnapshots(cfg *config.Config, ac config.Agent) {
-	if !cfg.Snapshots.Enabled || ac.Workdir == "" {
+// openSnapshots opens the agent's work snapshot store as o says (nil:
+// snapshots are off or the agent has no workdir). A failure (git missing,
+// too old, or failing) leaves the agent running with degraded
+// ["snapshots"] and the reason logged and given by the snapshot calls.
+func (a *Agent) openSnapshots(o *snapshot.Options) {
+	if o == nil {
 		return
 	}
-	maxFile := cfg.Snapshots.MaxFileSize
-	if maxFile == 0 {
-		maxFile = -1 // no limit
-	}
-	var exclude []string
-	for _, own := range []string{cfg.Daemon.StateDir, filepath.Dir(cfg.Daemon.Socket)} {
-		if own != "" && own != "." {
-			exclude = append(exclude, own)
-		}
-	}
+	so := *o
+	so.Dir, so.Workdir, so.Logger = filepath.Join(a.dir, StoreDir), a.cfg.Workdir, a.log
 	ctx, cancel := context.WithTimeout(context.Background(), snapOpenTimeout)
 	defer cancel()
-	st, err := snapshot.Open(ctx, snapshot.Options{
-		Dir: filepath.Join(a.dir, StoreDir), Workdir: ac.Workdir,
-		Ignore: cfg.Watch.Ignore, IgnoreDirs: cfg.Watch.IgnoreDirs, Exclude: exclude,
-		MaxFileBytes: maxFile, KeepCount: cfg.Snapshots.Keep, KeepBytes: cfg.Snapshots.KeepBytes,
-		Logger: a.log,
-	})
+	st, err := snapshot.Open(ctx, so)
 	if err != nil {
 		a.snapErr = err
-		a.log.Warn("work snapshots are unavailable for this agent; it runs on, degraded [\"snapshots\"]", "workdir", ac.Workdir, "err", err)
+		a.log.Warn("work snapshots are unavailable for this agent; it runs on, degraded [\"snapshots\"]", "workdir", so.Workdir, "err", err)
 		return
 	}
 	a.snaps = st

@@ -88,7 +88,8 @@ func newTestAPI(t *testing.T) *testAPI {
 	uc, _ := cfg.UpstreamFor("local")
 	archive := local.New("local", cfg.AgentDir)
 	ups := map[string]*agent.Upstream{"local": {Cfg: uc, Client: archive, Limiter: rate.NewLimiter(rate.Inf, 1)}}
-	ag, err := agent.Open(cfg, cfg.Agents[0], ups, g, slog.New(slog.DiscardHandler), noObserver{})
+	ag, err := agent.Open(agent.Options{Config: cfg.Agents[0], Dir: cfg.AgentDir("builder"), Modes: statefiles.ModesFor(cfg.Daemon.SocketPerm()),
+		Upstreams: ups, ResumeTimeout: cfg.Outbox.ResumeTimeout.Duration, Guard: g, Logger: slog.New(slog.DiscardHandler), Observer: noObserver{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/sources/gitwatch"
@@ -30,15 +29,12 @@ import (
 // and outbox as the agent itself. Nothing here invents content: paths and
 // counts, the agent's own handoff text, and markers.
 type Capture struct {
-	agent   string
-	dir     string // the agent's state directory
-	workdir string
-	store   *residency.Store
-	cfg     *config.Config
-	guard   *guard.Guard
-	log     *slog.Logger
-	policy  *policy.Policy
-	inputs  chan policy.Input
+	o      Options
+	store  *residency.Store
+	guard  *guard.Guard
+	log    *slog.Logger
+	policy *policy.Policy
+	inputs chan policy.Input
 
 	watcher     *watch.Watcher // nil when not watching
 	watchErr    string         // why the workdir could not be watched at all
@@ -54,41 +50,14 @@ type Capture struct {
 // never block on it, so a full buffer drops (activity is repeated anyway).
 const policyInputs = 1024
 
-// New prepares the sources and policy of agent ac, whose state directory
-// is dir and whose residency is store; Start runs them.
-func New(ac config.Agent, dir string, store *residency.Store, cfg *config.Config, g *guard.Guard, log *slog.Logger) *Capture {
-	c := &Capture{agent: ac.Name, dir: dir, workdir: ac.Workdir, store: store, cfg: cfg, guard: g, log: log.With("agent", ac.Name),
+// New prepares the sources and policy of the agent o names; Start runs
+// them.
+func New(o Options) *Capture {
+	c := &Capture{o: o, store: o.Store, guard: o.Guard, log: o.Logger.With("agent", o.Agent),
 		inputs: make(chan policy.Input, policyInputs), handoffs: map[string]string{}}
-	pc := policy.DefaultConfig()
-	p := cfg.Policy
-	pc.Enabled = p.Enabled
-	pc.Quiet, pc.MaxDelay, pc.MinInterval = p.Quiet.Duration, p.MaxDelay.Duration, p.MinInterval.Duration
-	pc.IdleAfter, pc.Refresh = p.IdleAfter.Duration, p.Refresh.Duration
-	if len(p.Thresholds) > 0 {
-		pc.Thresholds = slices.Clone(p.Thresholds)
-	}
-	pc.SealOnCompaction, pc.SealOnSessionEnd = p.SealOnCompaction, p.SealOnSessionEnd
-	pc.PublicStatus = publicStatusOn(p.PublicStatus, ac, cfg)
-	c.policy = policy.New(ac.Name, pc, store, c.seal, log, time.Now)
+	c.policy = policy.New(o.Agent, o.Policy, o.Store, c.seal, o.Logger, time.Now)
 	c.transcripts = newTranscriptFollower(c)
 	return c
-}
-
-// publicStatusOn decides whether the policy manages the PUBLIC status:
-// "auto" turns it on only where an upstream shows it (Q-Day's office).
-func publicStatusOn(mode string, ac config.Agent, cfg *config.Config) bool {
-	switch mode {
-	case "on":
-		return true
-	case "off":
-		return false
-	}
-	for _, name := range ac.Upstreams {
-		if uc, ok := cfg.UpstreamFor(name); ok && uc.Kind == config.KindQDay {
-			return true
-		}
-	}
-	return false
 }
 
 // seal builds the capsule the policy seals, exactly as POST
@@ -118,7 +87,7 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 		defer wg.Done()
 		c.policy.Run(ctx, c.inputs)
 	}()
-	wd := c.workdir
+	wd := c.o.Workdir
 	// The tree as the daemon finds it is the first snapshot, taken in the
 	// background: a large tree must not hold up the daemon's start (agents
 	// start one after another, before the socket serves) or a reload. The
@@ -131,29 +100,29 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 			s.start(ctx)
 		}()
 	}
-	if wd != "" && c.cfg.Transcripts.Enabled {
+	if wd != "" && c.o.Transcripts.Enabled {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c.transcripts.run(ctx)
 		}()
 	}
-	if wd == "" || !c.cfg.Watch.Enabled {
+	if wd == "" || !c.o.Watch.Enabled {
 		return
 	}
 	c.checkHandoffs(ctx) // files written while the daemon was down
 	c.primeGit(wd)
-	ignore := slices.Clone(c.cfg.Watch.Ignore)
+	ignore := slices.Clone(c.o.Watch.Ignore)
 	// The daemon's own files must not count as the agent's work: a state
 	// directory inside the workdir would otherwise feed on itself.
-	for _, own := range []string{c.cfg.Daemon.StateDir, filepath.Dir(c.cfg.Daemon.Socket)} {
+	for _, own := range c.o.Watch.Own {
 		if rel, err := filepath.Rel(wd, own); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			ignore = append(ignore, "/"+filepath.ToSlash(rel)+"/")
 		}
 	}
 	w, err := watch.New(watch.Options{
-		Root: wd, Ignore: ignore, IgnoreDirs: c.cfg.Watch.IgnoreDirs,
-		Quiet: c.cfg.Watch.Quiet.Duration, Logger: c.log,
+		Root: wd, Ignore: ignore, IgnoreDirs: c.o.Watch.IgnoreDirs,
+		Quiet: c.o.Watch.Quiet, Logger: c.log,
 		OnGitEvent: func(dir string) { c.gitCheck(ctx, dir) },
 	})
 	if err != nil {
@@ -214,7 +183,7 @@ func (c *Capture) activity(ctx context.Context, s watch.Summary) {
 	// A summary lists at most some paths: past that, look anyway.
 	handoffChanged := s.Rescanned || s.Count > len(s.Paths)
 	for _, p := range s.Paths {
-		if p == filepath.ToSlash(c.cfg.Watch.HandoffFile) || p == filepath.ToSlash(c.cfg.Watch.CapsuleFile) {
+		if p == filepath.ToSlash(c.o.Watch.HandoffFile) || p == filepath.ToSlash(c.o.Watch.CapsuleFile) {
 			handoffChanged = true
 		}
 		paths = append(paths, c.guard.Redact(p))
@@ -239,14 +208,14 @@ func (c *Capture) activity(ctx context.Context, s watch.Summary) {
 // on, a device never read) and are read through the size limit, so an
 // oversized file is refused without being read.
 func (c *Capture) checkHandoffs(ctx context.Context) {
-	wd := c.workdir
+	wd := c.o.Workdir
 	root, err := os.OpenRoot(wd)
 	if err != nil {
 		c.log.Debug("cannot open the workdir for its handoff files", "workdir", wd, "err", err)
 		return
 	}
 	defer root.Close()
-	for _, name := range []string{c.cfg.Watch.HandoffFile, c.cfg.Watch.CapsuleFile} {
+	for _, name := range []string{c.o.Watch.HandoffFile, c.o.Watch.CapsuleFile} {
 		raw, fi, oerr := safefile.ReadFileIn(root, name, guard.MaxBodyBytes)
 		if errors.Is(oerr, fs.ErrNotExist) {
 			continue
@@ -304,7 +273,7 @@ func refuseFile(name string, err error) *capsule.Error {
 // readHandoff parses and guards one handoff file's content.
 func (c *Capture) readHandoff(name string, raw []byte, mtime time.Time) (*policy.Derived, *capsule.Error) {
 	d := &policy.Derived{Source: name, ChangedAt: mtime}
-	if name == c.cfg.Watch.CapsuleFile {
+	if name == c.o.Watch.CapsuleFile {
 		cp, err := c.guard.DecodeCapsule(raw)
 		if err != nil {
 			return nil, asError(err)
@@ -366,7 +335,7 @@ func asError(err error) *capsule.Error {
 
 // Signal tells the policy about a stored signal (from the store's commit).
 func (c *Capture) Signal(s *capsule.Signal) {
-	if s.TranscriptPath != "" && s.Via != "transcript" && c.cfg.Transcripts.Enabled {
+	if s.TranscriptPath != "" && s.Via != "transcript" && c.o.Transcripts.Enabled {
 		c.transcripts.follow(s.TranscriptPath)
 	}
 	sc := *s

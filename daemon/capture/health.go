@@ -25,7 +25,7 @@ func (c *Capture) Health() []Component {
 
 func (c *Capture) watchHealth() Component {
 	h := Component{Name: "watch", State: StateOff}
-	if c.workdir == "" || !c.cfg.Watch.Enabled {
+	if c.o.Workdir == "" || !c.o.Watch.Enabled {
 		return h
 	}
 	c.mu.Lock()
@@ -65,7 +65,7 @@ func (c *Capture) snapshotHealth() Component {
 // health is the follower's part of Health.
 func (f *transcriptFollower) health() Component {
 	h := Component{Name: "transcripts", State: StateOff}
-	if f.c.workdir == "" || !f.c.cfg.Transcripts.Enabled {
+	if f.c.o.Workdir == "" || !f.c.o.Transcripts.Enabled {
 		return h
 	}
 	f.mu.Lock()

@@ -49,7 +49,7 @@ func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
 // ExplicitCheckpoint tells the policy the agent saved a checkpoint of its
 // own (snapshots.on_explicit_checkpoint): a work record may follow.
 func (c *Capture) ExplicitCheckpoint() {
-	if c.cfg.Snapshots.OnExplicitCheckpoint && c.snapshotter() != nil {
+	if c.o.SnapshotOnExplicitCheckpoint && c.snapshotter() != nil {
 		c.feed(policy.Input{Kind: policy.KindCheckpoint})
 	}
 }
@@ -110,7 +110,7 @@ func (s *snapshots) start(ctx context.Context) {
 	s.starting = true
 	s.mu.Unlock()
 	began := time.Now()
-	s.c.log.Info("taking the start snapshot of the workdir", "workdir", s.c.workdir)
+	s.c.log.Info("taking the start snapshot of the workdir", "workdir", s.c.o.Workdir)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {

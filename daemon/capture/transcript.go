@@ -14,7 +14,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
 	"github.com/continuityd/continuityd/internal/atomicfile"
@@ -51,7 +50,7 @@ func newTranscriptFollower(c *Capture) *transcriptFollower {
 // allowed reports whether path lies in a configured transcript home: a
 // hook payload names the transcript, and the daemon reads only there.
 func (f *transcriptFollower) allowed(path string) bool {
-	t := f.c.cfg.Transcripts
+	t := f.c.o.Transcripts
 	path = filepath.Clean(path)
 	for _, home := range []string{t.ClaudeHome, t.CodexHome} {
 		if home != "" && strings.HasPrefix(path, filepath.Clean(home)+string(filepath.Separator)) {
@@ -92,15 +91,15 @@ func (f *transcriptFollower) run(ctx context.Context) {
 		return
 	}
 	defer w.Close()
-	t := f.c.cfg.Transcripts
-	r := &transcriptReader{f: f, w: w, lastFrac: -1, finder: transcript.NewFinder(t.ClaudeHome, t.CodexHome, f.c.workdir)}
+	t := f.c.o.Transcripts
+	r := &transcriptReader{f: f, w: w, lastFrac: -1, finder: transcript.NewFinder(t.ClaudeHome, t.CodexHome, f.c.o.Workdir)}
 	r.rescan(ctx)
-	every := t.Rescan.Duration
-	if every <= 0 {
-		every = config.DefaultTranscriptRescan
+	var rescan <-chan time.Time // nil: the watches alone
+	if t.Rescan > 0 {
+		tick := time.NewTicker(t.Rescan)
+		defer tick.Stop()
+		rescan = tick.C
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,7 +108,7 @@ func (f *transcriptFollower) run(ctx context.Context) {
 			r.finder.Follow(p)
 			r.start(p)
 			r.read(ctx)
-		case <-tick.C:
+		case <-rescan:
 			r.rescan(ctx)
 		case ev, ok := <-w.Events:
 			if !ok {
@@ -374,7 +373,7 @@ func (f *transcriptFollower) signal(ctx context.Context, s *capsule.Signal) {
 	}
 }
 
-func (f *transcriptFollower) offsetsPath() string { return filepath.Join(f.c.dir, offsetsFile) }
+func (f *transcriptFollower) offsetsPath() string { return filepath.Join(f.c.o.Dir, offsetsFile) }
 
 func (f *transcriptFollower) loadOffset(path string) (savedOffset, bool) {
 	m := map[string]savedOffset{}

@@ -1,0 +1,58 @@
+package capture
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/policy"
+	"github.com/continuityd/continuityd/daemon/residency"
+)
+
+// Options are what one agent's capture needs: the daemon's wiring builds
+// them from the configuration (the agent's table, [watch], [transcripts],
+// [policy], [snapshots]), so this package never reads the configuration
+// itself and a test states exactly what it runs with.
+type Options struct {
+	Agent   string // the agent's name
+	Dir     string // the agent's state directory (the transcript offsets are kept there)
+	Workdir string // the agent's workdir; "" : nothing is watched or followed
+
+	Store  *residency.Store // the agent's residency, written through
+	Guard  *guard.Guard     // what the capture derives is checked with it
+	Logger *slog.Logger
+
+	Policy      policy.Config // the agent's automatic checkpoint policy
+	Watch       WatchOptions
+	Transcripts TranscriptOptions
+	// SnapshotOnExplicitCheckpoint lets the agent's own checkpoint be
+	// followed by a work record (snapshots.on_explicit_checkpoint).
+	SnapshotOnExplicitCheckpoint bool
+}
+
+// WatchOptions say how the workdir is watched and which handoff files in
+// it are read.
+type WatchOptions struct {
+	Enabled    bool
+	Ignore     []string      // gitignore-style patterns, relative to the workdir
+	IgnoreDirs []string      // directory names never watched
+	Quiet      time.Duration // activity is summarised after this long without change
+	// HandoffFile and CapsuleFile are the handoff files, relative to the
+	// workdir: the first becomes derived focus and working state, the
+	// second a capsule draft.
+	HandoffFile, CapsuleFile string
+	// Own are the daemon's own directories (state, socket): where one lies
+	// inside the workdir it is ignored, so the daemon's writes never count
+	// as the agent's work.
+	Own []string
+}
+
+// TranscriptOptions say where the agent's transcripts are found.
+type TranscriptOptions struct {
+	Enabled               bool
+	ClaudeHome, CodexHome string
+	// Rescan is how often the follower looks for a new session without a
+	// file event (a safety net under the watches); 0: never, the watches
+	// alone.
+	Rescan time.Duration
+}
