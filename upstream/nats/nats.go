@@ -2,6 +2,13 @@
 // sharing agents through NATS JetStream, so an agent can resume on any
 // machine that reaches the fleet.
 //
+// The Client ships the writes (upstream.Upstream) and answers what
+// daemon/agent asks of a fleet (its Fleet interface: restore and replay,
+// the state published, other writers, the fleet's agents, work
+// snapshots) in capsule's fleet types. Its settings' rules are
+// internal/natsrules', which config applies to the file too. Only the
+// daemon's wiring names this package.
+//
 // # What goes where
 //
 // With the defaults (SubjectPrefix "continuityd", Stream "CONTINUITYD",
@@ -153,7 +160,7 @@ type Options struct {
 	// OnConflict, when set, is called (from a goroutine of the client's)
 	// when another writer of an agent is first seen, so the daemon can log,
 	// count and raise an event at once. It must not block.
-	OnConflict func(ConflictError)
+	OnConflict func(capsule.FleetConflictError)
 	// Logger gets connection events and conflicts (default slog.Default()).
 	Logger *slog.Logger
 
@@ -387,19 +394,10 @@ func (c *Client) WriteSubject(agent string, k capsule.WriteKind) string {
 // DirectionSubject is the subject operators publish agent's directions to.
 func (c *Client) DirectionSubject(agent string) string { return c.subjects.direction(agent) }
 
-// Health is the connection's state, for status and `continuityd fleet`.
-type Health struct {
-	Connected  bool   `json:"connected"`
-	State      string `json:"state"`            // connected, reconnecting, connecting, closed, ...
-	Server     string `json:"server,omitempty"` // without credentials
-	Reconnects uint64 `json:"reconnects"`
-	LastError  string `json:"last_error,omitempty"`
-}
-
 // Health reports the connection's state.
-func (c *Client) Health() Health {
+func (c *Client) Health() capsule.FleetHealth {
 	st := c.nc.Status()
-	h := Health{Connected: st == natsgo.CONNECTED, State: strings.ToLower(st.String()),
+	h := capsule.FleetHealth{Connected: st == natsgo.CONNECTED, State: strings.ToLower(st.String()),
 		Server: c.nc.ConnectedUrlRedacted(), Reconnects: c.nc.Stats().Reconnects}
 	if err := c.nc.LastError(); err != nil {
 		h.LastError = err.Error()
