@@ -1,6 +1,18 @@
 package capsule
 
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A fleet upstream (kind "nats") is a two-way sync: beside the writes it
+// ships, it keeps each agent's latest state for a restore on another
+// machine, reports another daemon writing the same agent, lists the agents
+// it knows and stores work snapshots. The types below are what it speaks;
+// daemon/agent's Fleet interface says what is asked of it, and
+// upstream/nats answers.
 
 // RestoredFrom says where an agent's state came from when its local state
 // was empty and a fleet upstream held it (resume "restored_from").
@@ -34,3 +46,100 @@ type FleetConflict struct {
 	Seq      uint64    `json:"seq"`  // the other writer's latest seq
 	At       time.Time `json:"at"`   // its latest sign of life
 }
+
+// ErrFleetConflict is matched (errors.Is) by every *FleetConflictError.
+var ErrFleetConflict = errors.New("another daemon is writing this agent")
+
+// FleetConflictError says another daemon (Machine, Instance) writes the
+// same agent through a fleet. Neither side's state is overwritten: the
+// daemon that holds the agent's key (Held) keeps writing it; the other
+// keeps its state apart, until an operator stops one of them (or
+// deliberately takes the key over by writing at Revision). It is the data
+// of the agent's fleet_conflict event.
+type FleetConflictError struct {
+	Agent    string    `json:"agent"`
+	Machine  string    `json:"machine"`            // the other writer
+	Instance string    `json:"instance,omitempty"` // the other writer's instance, if it gave one
+	Revision uint64    `json:"revision"`           // the agent key's revision when seen
+	Seq      uint64    `json:"seq"`                // the other writer's latest log seq
+	At       time.Time `json:"at"`                 // the other writer's latest write of its state
+	// Held is true when this daemon's state is the agent key's (the other
+	// writer's is kept apart), false when the other's is.
+	Held bool `json:"held"`
+}
+
+func (e *FleetConflictError) Error() string {
+	who := e.Machine
+	if e.Instance != "" {
+		who += " (" + e.Instance + ")"
+	}
+	if e.Held {
+		return fmt.Sprintf("agent %s: %s is writing this agent too (its state is kept apart, seq %d at %s); stop one of the two daemons",
+			e.Agent, who, e.Seq, e.At.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("agent %s: %s wrote this agent's fleet state since this daemon did (revision %d, seq %d at %s); this daemon's state is kept apart and not written over it; stop one of the two daemons",
+		e.Agent, who, e.Revision, e.Seq, e.At.Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrFleetConflict) true.
+func (e *FleetConflictError) Is(target error) bool { return target == ErrFleetConflict }
+
+// FleetState is what a fleet holds of an agent: its latest state document
+// and where its writes end. Writes after Seq (up to LastSeq) are in the
+// fleet's log: replaying them from Seq+1 catches the state up.
+type FleetState struct {
+	Agent string `json:"agent"`
+	// Found is false when the fleet has no state for the agent (LastSeq
+	// may still say writes reached its log).
+	Found bool `json:"found"`
+	// State is the document as its writer put it (a resume document),
+	// untrusted: it passes the guard before anything of it is kept.
+	State    json.RawMessage `json:"state,omitempty"`
+	Revision uint64          `json:"revision"` // the state's revision: the next write of it names it
+	Machine  string          `json:"machine,omitempty"`
+	Instance string          `json:"instance,omitempty"`
+	// Self is set when this daemon wrote the state (same machine and
+	// instance): it is no other writer's.
+	Self    bool          `json:"self,omitempty"`
+	Seq     uint64        `json:"seq"`              // the log seq the state includes
+	At      time.Time     `json:"at,omitzero"`      // when it was put
+	Age     time.Duration `json:"age"`              // how long ago
+	LastSeq uint64        `json:"last_seq"`         // the latest write's log seq in the fleet
+	LastAt  time.Time     `json:"last_at,omitzero"` // when the fleet stored it
+	// Conflicts are the states other writers kept apart.
+	Conflicts []FleetConflictError `json:"conflicts,omitempty"`
+}
+
+// FleetEntry is one agent a fleet knows (GET /v1/fleet).
+type FleetEntry struct {
+	Agent           string          `json:"agent"`
+	Machine         string          `json:"machine"`
+	Instance        string          `json:"instance,omitempty"`
+	Revision        uint64          `json:"revision"`
+	Seq             uint64          `json:"seq"`
+	UpdatedAt       time.Time       `json:"updated_at"`           // when its state was put
+	LastWrite       *time.Time      `json:"last_write,omitempty"` // its latest accepted write
+	ContextFraction *float64        `json:"context_fraction,omitempty"`
+	PublicPhase     string          `json:"public_phase,omitempty"`
+	Upstreams       json.RawMessage `json:"upstreams,omitempty"` // its upstreams' health as its daemon reported it
+	// ConflictWith names other writers whose kept-apart states are fresh.
+	ConflictWith []string `json:"conflict_with,omitempty"`
+}
+
+// FleetHealth is a fleet upstream's connection as this daemon sees it, for
+// status and `continuityd fleet`.
+type FleetHealth struct {
+	Connected  bool   `json:"connected"`
+	State      string `json:"state"`            // connected, reconnecting, connecting, closed, ...
+	Server     string `json:"server,omitempty"` // without credentials
+	Reconnects uint64 `json:"reconnects"`
+	LastError  string `json:"last_error,omitempty"`
+}
+
+// ErrFleetObjectMissing is wrapped by a fleet's answer for a snapshot
+// object it does not hold.
+var ErrFleetObjectMissing = errors.New("no such object in the fleet's snapshot bucket")
+
+// ErrFleetObjectDamaged is wrapped by the errors of a fleet's reader whose
+// content does not match the digest the fleet recorded for it.
+var ErrFleetObjectDamaged = errors.New("the object's content does not match the digest the bucket recorded")

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/continuityd/continuityd/internal/natsrules"
 )
 
 // Upstream kinds.
@@ -54,9 +56,9 @@ func kindDefaults(kind string) Upstream {
 	case KindNATS:
 		// A JetStream publish is cheap for the server; the limit keeps a
 		// runaway agent from flooding a shared fleet.
-		u.Rate, u.Burst, u.Timeout = 50, 100, Duration{10 * time.Second}
-		u.Stream, u.Bucket, u.SubjectPrefix, u.Replicas = "CONTINUITYD", "continuityd", "continuityd", 1
-		u.ConflictWindow = Duration{10 * time.Minute}
+		u.Rate, u.Burst, u.Timeout = 50, 100, Duration{natsrules.DefaultTimeout}
+		u.Stream, u.Bucket, u.SubjectPrefix = natsrules.DefaultStream, natsrules.DefaultBucket, natsrules.DefaultSubjectPrefix
+		u.Replicas, u.ConflictWindow = natsrules.DefaultReplicas, Duration{natsrules.DefaultConflictWindow}
 	default:
 		// Delx allows 60 requests per 60 s per client, and Q-Day's
 		// published design defaults to 60 a minute per agent.

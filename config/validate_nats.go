@@ -1,19 +1,15 @@
 package config
 
 import (
-	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/continuityd/continuityd/internal/natsrules"
 )
 
-// natsName is a JetStream stream or bucket name: no dots, spaces or
-// wildcards (they would be read as subject tokens).
-var natsName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// natsPrefix is a subject prefix: dot-separated tokens of the same
-// characters, no wildcards.
-var natsPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$`)
+// A nats upstream's rules (names, limits, servers) are natsrules', which
+// upstream/nats's New applies too; here they are applied to the file, so
+// an error names the key and its line.
 
 // notNATS refuses the keys only a nats upstream takes.
 func (c *checker) notNATS(p string, r rawUpstream) {
@@ -41,28 +37,12 @@ func (c *checker) nats(p string, r rawUpstream, u *Upstream) {
 	}
 	for i, s := range u.URLs() {
 		// The value is never repeated: it may hold credentials.
-		v, err := url.Parse(s)
-		switch {
-		case err != nil:
-			c.fail(urlKey, "server "+itoa(i+1)+" is not a valid URL")
-		case v.User != nil:
-			c.fail(urlKey, "credentials in the url are not allowed; use creds_file, nkey_file, token_env or token_file")
-		case v.Scheme != "nats" && v.Scheme != "tls" && v.Scheme != "ws" && v.Scheme != "wss":
-			c.fail(urlKey, "server "+itoa(i+1)+" must be a nats://, tls://, ws:// or wss:// URL (tls:// and wss:// for TLS)")
-		case v.Hostname() == "":
-			c.fail(urlKey, "server "+itoa(i+1)+" must name a host")
-		case v.RawQuery != "" || v.Fragment != "" || (v.Path != "" && v.Path != "/"):
-			c.fail(urlKey, "server "+itoa(i+1)+" must be scheme://host:port, without a path, query or fragment")
+		if err := natsrules.CheckServerURL(s); err != nil {
+			c.fail(urlKey, "server "+itoa(i+1)+" "+err.Error())
 		}
 	}
-	n := 0
-	for _, set := range []bool{r.CredsFile != "", r.NKeyFile != "", r.TokenEnv != "" || r.TokenFile != ""} {
-		if set {
-			n++
-		}
-	}
-	if n > 1 {
-		c.fail(joinKey(p, "creds_file"), "set at most one of creds_file, nkey_file and token_env/token_file")
+	if err := natsrules.CheckOneAuth(r.CredsFile != "", r.NKeyFile != "", r.TokenEnv != "" || r.TokenFile != ""); err != nil {
+		c.fail(joinKey(p, "creds_file"), err.Error())
 	}
 	if u.HasToken() {
 		c.token(p, KindNATS, u)
@@ -76,25 +56,25 @@ func (c *checker) nats(p string, r rawUpstream, u *Upstream) {
 	c.caFile(p, r, u)
 	if r.Stream != "" {
 		u.Stream = r.Stream
-		if !natsName.MatchString(r.Stream) {
-			c.failGot(joinKey(p, "stream"), "must be 1 to 64 letters, digits, '-' or '_' (a JetStream stream name)", r.Stream)
+		if err := natsrules.CheckStream(r.Stream); err != nil {
+			c.failGot(joinKey(p, "stream"), err.Error(), r.Stream)
 		}
 	}
 	if r.Bucket != "" {
 		u.Bucket = r.Bucket
-		if !natsName.MatchString(r.Bucket) {
-			c.failGot(joinKey(p, "bucket"), "must be 1 to 64 letters, digits, '-' or '_' (a key-value bucket name)", r.Bucket)
+		if err := natsrules.CheckBucket(r.Bucket); err != nil {
+			c.failGot(joinKey(p, "bucket"), err.Error(), r.Bucket)
 		}
 	}
 	if r.SubjectPrefix != "" {
 		u.SubjectPrefix = r.SubjectPrefix
-		if !natsPrefix.MatchString(r.SubjectPrefix) {
-			c.failGot(joinKey(p, "subject_prefix"), "must be dot-separated tokens of letters, digits, '-' or '_' (no wildcards)", r.SubjectPrefix)
+		if err := natsrules.CheckSubjectPrefix(r.SubjectPrefix); err != nil {
+			c.failGot(joinKey(p, "subject_prefix"), err.Error(), r.SubjectPrefix)
 		}
 	}
 	if r.Replicas != nil {
-		if *r.Replicas < 1 || *r.Replicas > 5 {
-			c.failGot(joinKey(p, "replicas"), "must be 1 to 5 (3 for a three-node cluster)", *r.Replicas)
+		if err := natsrules.CheckReplicas(*r.Replicas); err != nil {
+			c.failGot(joinKey(p, "replicas"), err.Error(), *r.Replicas)
 		} else {
 			u.Replicas = int(*r.Replicas)
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,5 +41,35 @@ func TestValidateNATS(t *testing.T) {
 	}
 	if u := mustDecode(t, src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, `snapshots = true`)).Upstreams["fleet"]; !u.Snapshots {
 		t.Errorf("snapshots = true did not turn it on: %+v", u)
+	}
+}
+
+// The nats rules' limits at their boundaries, through the file: the last
+// value in is taken, the first out is refused naming its key. New applies
+// the same rules (internal/natsrules), so nothing the file passes is
+// refused when the daemon builds the client.
+func TestValidateNATSLimits(t *testing.T) {
+	prefix := func(tokens int) string {
+		return strings.TrimSuffix(strings.Repeat(strings.Repeat("p", 64)+".", tokens), ".")
+	}
+	long := strings.Repeat("S", 64)
+	fleet := func(line string) string {
+		return src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222"`, line)
+	}
+	runErrCases(t, []errCase{
+		{"prefix of 9 tokens", fleet(`subject_prefix = "` + prefix(9) + `"`), "upstream.fleet.subject_prefix", 4, 1, "at most 8 dot-separated tokens"},
+		{"prefix token of 65", fleet(`subject_prefix = "a.` + long + `x"`), "upstream.fleet.subject_prefix", 4, 1, "tokens of 1 to 64"},
+		{"stream of 65", fleet(`stream = "` + long + `x"`), "upstream.fleet.stream", 4, 1, "1 to 64"},
+		{"bucket of 65", fleet(`bucket = "` + long + `x"`), "upstream.fleet.bucket", 4, 1, "1 to 64"},
+		{"replicas 0", fleet(`replicas = 0`), "upstream.fleet.replicas", 4, 1, "must be 1 to 5"},
+		{"replicas 6", fleet(`replicas = 6`), "upstream.fleet.replicas", 4, 1, "must be 1 to 5"},
+		{"url with a path", src(`[upstream.fleet]`, `kind = "nats"`, `url = "nats://a:4222/x"`), "upstream.fleet.url", 3, 1, "server 1 must be scheme://host:port"},
+	})
+	c := mustDecode(t, fleet(`subject_prefix = "`+prefix(8)+`"`))
+	if got := c.Upstreams["fleet"].SubjectPrefix; got != prefix(8) {
+		t.Errorf("a prefix of 8 tokens of 64 = %q", got)
+	}
+	for _, line := range []string{`stream = "` + long + `"`, `bucket = "` + long + `"`, `replicas = 1`, `replicas = 5`} {
+		mustDecode(t, fleet(line))
 	}
 }

@@ -9,13 +9,17 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
-	"github.com/continuityd/continuityd/upstream"
 	fleet "github.com/continuityd/continuityd/upstream/nats"
 )
 
+// The nats client is the agents' Fleet (and an upstream.Upstream). This
+// file is the only one outside cmd/ that names upstream/nats (the layout
+// test keeps it so): the rest of the daemon asks the Fleet interface.
+var _ agent.Fleet = (*fleet.Client)(nil)
+
 // newFleet builds a nats (fleet) upstream. Its outbox never coalesces: the
 // fleet keeps every write, and a restore replays them.
-func (d *Daemon) newFleet(name string, uc config.Upstream, cfg *config.Config) (upstream.Upstream, bool, error) {
+func (d *Daemon) newFleet(name string, uc config.Upstream, cfg *config.Config) (*fleet.Client, error) {
 	var token func() (string, error)
 	if uc.HasToken() {
 		token = uc.Token
@@ -24,22 +28,18 @@ func (d *Daemon) newFleet(name string, uc config.Upstream, cfg *config.Config) (
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	c, err := fleet.New(fleet.Options{
+	return fleet.New(fleet.Options{
 		Name: name, URLs: uc.URLs(), CredsFile: uc.CredsFile, NKeyFile: uc.NKeyFile, Token: token,
 		CAFile: uc.CAFile, Stream: uc.Stream, Bucket: uc.Bucket, SubjectPrefix: uc.SubjectPrefix,
 		Replicas: uc.Replicas, Machine: host, Instance: agent.FleetInstance(cfg.Daemon.StateDir),
 		Timeout: uc.Timeout.Duration, ConflictWindow: uc.ConflictWindow.Duration, Logger: d.log,
-		OnConflict: func(ce fleet.ConflictError) { d.onFleetConflict(name, ce) },
+		OnConflict: func(ce capsule.FleetConflictError) { d.onFleetConflict(name, ce) },
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	return c, false, nil
 }
 
 // onFleetConflict tells the agent another daemon writes it (from the
 // client's goroutine; never blocks).
-func (d *Daemon) onFleetConflict(upstreamName string, ce fleet.ConflictError) {
+func (d *Daemon) onFleetConflict(upstreamName string, ce capsule.FleetConflictError) {
 	st := d.snap()
 	if st == nil {
 		return
@@ -59,10 +59,8 @@ func releaseFleets(old, next *snapshot, removed []string) {
 			continue
 		}
 		for _, u := range oa.Config().Upstreams {
-			if ur := next.ups[u]; ur != nil && ur == old.ups[u] {
-				if c, ok := ur.Client.(*fleet.Client); ok {
-					c.Release(name)
-				}
+			if ur := next.ups[u]; ur != nil && ur == old.ups[u] && ur.Fleet != nil {
+				ur.Fleet.Release(name)
 			}
 		}
 	}
@@ -74,7 +72,7 @@ func (d *Daemon) Fleet(ctx context.Context, upstreamName string) (*api.FleetAnsw
 	st := d.snap()
 	var names []string
 	for name, ur := range st.ups {
-		if _, ok := ur.Client.(*fleet.Client); ok {
+		if ur.Fleet != nil {
 			names = append(names, name)
 		}
 	}
@@ -92,16 +90,16 @@ func (d *Daemon) Fleet(ctx context.Context, upstreamName string) (*api.FleetAnsw
 		return nil, capsule.Refuse(capsule.CodeNotFound, "upstream",
 			"no nats upstream of that name is in use; the nats upstreams are %v", names)
 	}
-	c := st.ups[upstreamName].Client.(*fleet.Client)
-	ans := &api.FleetAnswer{Upstream: upstreamName, Stream: c.Stream(), Bucket: c.Bucket(), Health: c.Health()}
-	entries, err := c.Fleet(ctx)
+	ur := st.ups[upstreamName]
+	ans := &api.FleetAnswer{Upstream: upstreamName, Stream: ur.Cfg.Stream, Bucket: ur.Cfg.Bucket, Health: ur.Fleet.Health()}
+	entries, err := ur.Fleet.Agents(ctx)
 	if err != nil {
 		return nil, capsule.Refuse(capsule.CodeFleetUnavailable, "upstream",
 			"the fleet (upstream %s) did not answer: %v; its health: %s", upstreamName, err, ans.Health.State)
 	}
 	ans.Agents = entries
 	if ans.Agents == nil {
-		ans.Agents = []fleet.FleetEntry{}
+		ans.Agents = []capsule.FleetEntry{}
 	}
 	return ans, nil
 }

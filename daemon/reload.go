@@ -18,7 +18,6 @@ import (
 	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
-	"github.com/continuityd/continuityd/upstream"
 	"github.com/continuityd/continuityd/upstream/delx"
 	"github.com/continuityd/continuityd/upstream/local"
 	"github.com/continuityd/continuityd/upstream/qday"
@@ -178,17 +177,12 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 				next.ups[name] = ou
 				continue
 			}
-			up, coalesce, err := d.newUpstream(name, uc, cfg)
+			ur, err := d.newUpstream(name, uc, cfg)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("upstream %s: %w", name, err))
 				continue
 			}
-			next.ups[name] = &agent.Upstream{Cfg: uc, Client: up, Coalesce: coalesce, Limiter: newLimiter(uc)}
-			if uc.Kind == config.KindLocal {
-				// The archive is for people: a fifth of a second late costs
-				// nothing, and one flush per batch spares the disk.
-				next.ups[name].Linger = 200 * time.Millisecond
-			}
+			next.ups[name] = ur
 		}
 	}
 	keep := map[string]bool{}
@@ -254,33 +248,49 @@ func (d *Daemon) sameAgent(oa *agent.Agent, ac config.Agent, old, next *snapshot
 	return true
 }
 
-// newUpstream builds the client for one upstream, and says whether its
-// outbox coalesces runs of state-only checkpoints (only where each call
-// costs: the local archive keeps every write).
-func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config) (upstream.Upstream, bool, error) {
+// newUpstream builds the runtime of one upstream: its client, its rate
+// limit, whether its outbox coalesces runs of state-only checkpoints (only
+// where each call costs: the local archive and the fleet keep every
+// write), and, for a fleet, the client as the agents' Fleet.
+func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config) (*agent.Upstream, error) {
+	ur := &agent.Upstream{Cfg: uc, Limiter: newLimiter(uc)}
 	switch uc.Kind {
 	case config.KindLocal:
-		return local.New(name, cfg.AgentDir).WithLogger(d.log), false, nil
+		ur.Client = local.New(name, cfg.AgentDir).WithLogger(d.log)
+		// The archive is for people: a fifth of a second late costs
+		// nothing, and one flush per batch spares the disk.
+		ur.Linger = 200 * time.Millisecond
 	case config.KindDelx:
 		roots, err := uc.CAPool()
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		c, err := delx.New(delx.Options{Name: name, URL: uc.URL, Identity: d.delxIdentity(name, cfg), Timeout: uc.Timeout.Duration, RootCAs: roots})
-		return c, false, err
+		if err != nil {
+			return nil, err
+		}
+		ur.Client = c
 	case config.KindNATS:
-		return d.newFleet(name, uc, cfg)
+		c, err := d.newFleet(name, uc, cfg)
+		if err != nil {
+			return nil, err
+		}
+		ur.Client, ur.Fleet = c, c
 	case config.KindQDay:
 		roots, err := uc.CAPool()
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		c, err := qday.New(qday.Options{Name: name, URL: uc.URL, Token: uc.Token, Timeout: uc.Timeout.Duration,
 			UserAgent: "continuityd/" + d.version, RootCAs: roots})
-		return c, true, err
+		if err != nil {
+			return nil, err
+		}
+		ur.Client, ur.Coalesce = c, true
 	default:
-		return nil, false, fmt.Errorf("kind %q is not available in this build yet", uc.Kind)
+		return nil, fmt.Errorf("kind %q is not available in this build yet", uc.Kind)
 	}
+	return ur, nil
 }
 
 // delxIdentity is the identity source of the delx upstream name: for each

@@ -53,7 +53,7 @@ func forgeFleetState(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	defer member.Close()
-	if _, err := member.Fleet(ctx); err != nil { // makes the stream and the bucket
+	if _, err := member.Agents(ctx); err != nil { // makes the stream and the bucket
 		t.Fatal(err)
 	}
 	focus := strings.Repeat("forged ", 200_000/7) + "\x1b[2J\x07\x00\u009b AKIAIOSFODNN7EXAMPLQ 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"

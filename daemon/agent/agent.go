@@ -37,8 +37,11 @@ const feedWindow = 512
 // Upstream is one configured upstream at run time, shared by every agent
 // that ships to it: the client and its rate limit.
 type Upstream struct {
-	Cfg      config.Upstream // what it was built from (a reload compares)
-	Client   upstream.Upstream
+	Cfg    config.Upstream // what it was built from (a reload compares)
+	Client upstream.Upstream
+	// Fleet is set for a fleet upstream (kind "nats"): the same client,
+	// as what the agent asks of a fleet beside shipping.
+	Fleet    Fleet
 	Limiter  *rate.Limiter
 	Coalesce bool
 	Linger   time.Duration // the outbox gathers writes this long before a short batch

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,15 +15,57 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/events"
+	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
-	fleet "github.com/continuityd/continuityd/upstream/nats"
 )
 
 // The agent's side of its fleet upstreams (kind "nats"): its latest state is
 // published to the fleet's bucket after writes; an agent whose residency is
 // empty is restored from the fleet before it is served; another daemon
 // writing the same agent is reported.
+
+// Fleet is a fleet upstream as the agents and the daemon use it. A fleet is
+// a two-way sync, which the one-way upstream.Upstream (that ships the
+// writes, and which the same client implements) does not model: the
+// fleet also gives an agent back on another machine, reports two daemons
+// writing one agent, lists the agents it knows and carries work snapshots.
+// The daemon's wiring sets it on the Upstream it builds (upstream/nats
+// implements it); nothing here names the implementation.
+type Fleet interface {
+	// Restore reads what the fleet holds of agent: its latest state and
+	// where its writes end. Replay calls apply with each of agent's writes
+	// from log seq fromSeq on, in the fleet's order, each once; an error
+	// from apply stops it and is returned.
+	Restore(ctx context.Context, agent string) (*capsule.FleetState, error)
+	Replay(ctx context.Context, agent string, fromSeq uint64, apply func(capsule.Write) error) error
+
+	// PutState publishes agent's resume document if the fleet's copy is
+	// still at revision lastRev (0: none yet, or this daemon's own), and
+	// returns the new revision for the next call. When another daemon
+	// writes the agent, nothing is written over either state and the
+	// error is a *capsule.FleetConflictError (errors.Is
+	// capsule.ErrFleetConflict); the revision is then non-zero when this
+	// daemon's state went in (Held).
+	PutState(ctx context.Context, agent string, doc json.RawMessage, lastRev uint64) (uint64, error)
+
+	// Conflicts lists, for every agent, the other writer seen within the
+	// conflict window. Release stops watching agent (it left this daemon):
+	// another daemon writing it afterwards is no conflict of this one's.
+	Conflicts() []capsule.FleetConflictError
+	Release(agent string)
+
+	// Agents lists every agent the fleet knows, by name; Health is the
+	// connection as this daemon sees it (GET /v1/fleet).
+	Agents(ctx context.Context) ([]capsule.FleetEntry, error)
+	Health() capsule.FleetHealth
+
+	// Machine names this daemon in the fleet; the work snapshots it ships
+	// are signed with it.
+	Machine() string
+	// The fleet's snapshot bucket: work snapshots shipped and fetched.
+	fleetsnap.Bucket
+}
 
 // publishEvery bounds how often the state is put to the fleet's bucket.
 const publishEvery = time.Second
@@ -47,7 +88,7 @@ func FleetInstance(stateDir string) string {
 // fleetLink is one fleet upstream of the agent.
 type fleetLink struct {
 	name    string
-	c       *fleet.Client
+	c       Fleet
 	ship    *outbox.Shipper // held (not run) until a pending restore is done
 	timeout time.Duration
 	window  time.Duration // conflict_window
@@ -79,16 +120,12 @@ func (fl *fleetLink) touch() {
 // unanswered restore leaves the agent empty and degraded; Start retries it.
 func (a *Agent) openFleets() {
 	for i, ur := range a.ups {
-		c, ok := ur.Client.(*fleet.Client)
-		if !ok {
+		if ur.Fleet == nil {
 			continue
 		}
-		fl := &fleetLink{name: ur.Client.Name(), c: c, ship: a.shippers[i], timeout: ur.Cfg.Timeout.Duration,
-			window: cmp.Or(ur.Cfg.ConflictWindow.Duration, fleet.DefaultConflictWindow), dirty: make(chan struct{}, 1)}
-		if fl.timeout <= 0 {
-			fl.timeout = fleet.DefaultTimeout
-		}
-		a.fleets = append(a.fleets, fl)
+		// config sets both (more than zero) for every nats upstream.
+		a.fleets = append(a.fleets, &fleetLink{name: ur.Client.Name(), c: ur.Fleet, ship: a.shippers[i],
+			timeout: ur.Cfg.Timeout.Duration, window: ur.Cfg.ConflictWindow.Duration, dirty: make(chan struct{}, 1)})
 	}
 	if len(a.fleets) == 0 || !a.residencyEmpty() {
 		return
@@ -165,7 +202,7 @@ func (a *Agent) restoreFrom(ctx context.Context, fl *fleetLink) error {
 		from = &capsule.RestoredFrom{Upstream: fl.name, Machine: r.Machine, Instance: r.Instance, At: r.At,
 			AgeSeconds: int64(r.Age / time.Second), Revision: r.Revision, Seq: r.Seq, LastSeq: r.LastSeq,
 			Replayed: res.Applied, Merged: res.Merged, RestoredAt: time.Now().UTC()}
-		if r.Found && !fl.c.IsSelf(r.Machine, r.Instance) && r.Age < fl.window {
+		if r.Found && !r.Self && r.Age < fl.window {
 			from.PreviousWriterRecent = true
 		}
 		a.log.Info("agent restored from the fleet", "upstream", fl.name, "machine", r.Machine, "state_seq", r.Seq,
@@ -363,10 +400,9 @@ func (a *Agent) putState(ctx context.Context, fl *fleetLink, always bool) bool {
 		return true
 	}
 	newRev, err := fl.c.PutState(ctx, a.name, doc, rev)
-	var ce *fleet.ConflictError
 	switch {
 	case err == nil:
-	case errors.As(err, &ce):
+	case errors.Is(err, capsule.ErrFleetConflict):
 		// Reported (once per episode) through the client's OnConflict.
 	default:
 		if ctx.Err() == nil {
@@ -406,7 +442,7 @@ func (a *Agent) fleetTouch() {
 // FleetConflict reports another daemon writing this agent through the
 // fleet upstream as a fleet_conflict event. The fleet client calls it once
 // per episode (and logs it), from its own goroutine; it never blocks.
-func (a *Agent) FleetConflict(upstream string, ce fleet.ConflictError) {
+func (a *Agent) FleetConflict(upstream string, ce capsule.FleetConflictError) {
 	a.feed.Publish(events.Event{Kind: "fleet_conflict", Seq: ce.Seq,
 		Summary: "another daemon (machine " + ce.Machine + ") is writing this agent through upstream " + upstream,
 		Data:    ce})

@@ -9,7 +9,6 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/snapshot"
-	fleet "github.com/continuityd/continuityd/upstream/nats"
 )
 
 // Work snapshots across machines: with a nats upstream's `snapshots =
@@ -40,18 +39,19 @@ func (a *Agent) openFleetSnaps(withhold []string, g *guard.Guard) {
 		return
 	}
 	for _, ur := range a.ups {
-		c, ok := ur.Client.(*fleet.Client)
-		if !ok || !ur.Cfg.Snapshots {
+		f := ur.Fleet
+		if f == nil || !ur.Cfg.Snapshots {
 			continue
 		}
+		name := ur.Client.Name()
 		w, err := fleetsnap.NewWithholder(withhold, g)
 		if err != nil {
 			// config.Check refused such patterns already: ship nothing.
-			a.log.Error("work snapshots are not shipped to the fleet", "upstream", c.Name(), "err", err)
+			a.log.Error("work snapshots are not shipped to the fleet", "upstream", name, "err", err)
 			return
 		}
-		a.fsnaps = &fleetSnaps{upstream: c.Name(), bucket: c,
-			ship: fleetsnap.NewShipper(a.snaps, c, w, a.name, c.Machine(), a.log),
+		a.fsnaps = &fleetSnaps{upstream: name, bucket: f,
+			ship: fleetsnap.NewShipper(a.snaps, f, w, a.name, f.Machine(), a.log),
 			due:  make(chan struct{}, 1)}
 		st := a.snaps
 		a.capture.NameWithheld(func(ctx context.Context, id string) ([]snapshot.Withheld, error) { return w.Withheld(ctx, st, id) })

@@ -46,21 +46,19 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot"
-	fleet "github.com/continuityd/continuityd/upstream/nats"
 )
 
-// Bucket is the fleet's object store as the nats upstream's client gives
-// it. OpenObject returns an error wrapping fleet.ErrNoObject for a name the
-// bucket lacks, and a reader whose errors wrap fleet.ErrObjectDamaged when
-// the content belies the bucket's digest.
+// Bucket is the fleet's object store as this package uses it (a fleet
+// upstream's client implements it). OpenObject returns an error wrapping
+// capsule.ErrFleetObjectMissing for a name the bucket lacks, and a reader
+// whose errors wrap capsule.ErrFleetObjectDamaged when the content belies
+// the bucket's digest.
 type Bucket interface {
 	HasObject(ctx context.Context, name string) (bool, error)
 	PutObject(ctx context.Context, name string, data []byte) error
 	OpenObject(ctx context.Context, name string) (io.ReadCloser, int64, error)
 	ListObjects(ctx context.Context, prefix string) ([]string, error)
 }
-
-var _ Bucket = (*fleet.Client)(nil)
 
 // Manifest is one snapshot in the bucket.
 type Manifest struct {
@@ -277,7 +275,7 @@ func Fetch(ctx context.Context, store *snapshot.Store, bucket Bucket, agent, id 
 		}
 	}
 	m, err := readManifest(ctx, bucket, agent, name)
-	if errors.Is(err, fleet.ErrNoObject) {
+	if errors.Is(err, capsule.ErrFleetObjectMissing) {
 		return snapshot.Snapshot{}, notFound(agent, id)
 	}
 	if err != nil {
@@ -345,7 +343,7 @@ func readManifest(ctx context.Context, bucket Bucket, agent, name string) (Manif
 // receive streams one object from the bucket into the store.
 func receive(ctx context.Context, store *snapshot.Store, bucket Bucket, o snapshot.Object) error {
 	rc, size, err := bucket.OpenObject(ctx, objectName(o.ID))
-	if errors.Is(err, fleet.ErrNoObject) {
+	if errors.Is(err, capsule.ErrFleetObjectMissing) {
 		return fmt.Errorf("the manifest lists it and the bucket lacks it: %w", snapshot.ErrDamaged)
 	}
 	if err != nil {
@@ -359,7 +357,7 @@ func receive(ctx context.Context, store *snapshot.Store, bucket Bucket, o snapsh
 // came from the fleet is not what it claims (a retry will not help); any
 // other error is returned as it is.
 func damaged(agent, id string, err error) error {
-	if err == nil || !(errors.Is(err, snapshot.ErrDamaged) || errors.Is(err, fleet.ErrObjectDamaged)) {
+	if err == nil || !(errors.Is(err, snapshot.ErrDamaged) || errors.Is(err, capsule.ErrFleetObjectDamaged)) {
 		return err
 	}
 	return capsule.Refuse(capsule.CodeFleetSnapshotDamaged, "id",

@@ -15,6 +15,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"golang.org/x/time/rate"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/upstream"
 )
 
@@ -209,7 +210,7 @@ func TestClusterConservation(t *testing.T) {
 	if ce := rb.wait(t, "b"); ce.Machine != "host-a" {
 		t.Errorf("b: %+v", ce)
 	}
-	if _, err := a.PutState(ctx, "split", resumeDoc(t, "split", 2, "a", "", 0), revA); !errors.Is(err, ErrConflict) {
+	if _, err := a.PutState(ctx, "split", resumeDoc(t, "split", 2, "a", "", 0), revA); !errors.Is(err, capsule.ErrFleetConflict) {
 		t.Fatalf("a's write over b's: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/upstream"
 )
@@ -239,7 +240,7 @@ func (c *Client) Resume(ctx context.Context, agent string) (json.RawMessage, err
 		view["state"] = map[string]any{"machine": r.Machine, "instance": r.Instance, "revision": r.Revision,
 			"seq": r.Seq, "at": r.At, "age_seconds": int64(r.Age.Seconds())}
 	}
-	conflicts := []ConflictError{}
+	conflicts := []capsule.FleetConflictError{}
 	for _, ce := range c.Conflicts() {
 		if ce.Agent == agent {
 			conflicts = append(conflicts, ce)

@@ -2,6 +2,13 @@
 // sharing agents through NATS JetStream, so an agent can resume on any
 // machine that reaches the fleet.
 //
+// The Client ships the writes (upstream.Upstream) and answers what
+// daemon/agent asks of a fleet (its Fleet interface: restore and replay,
+// the state published, other writers, the fleet's agents, work
+// snapshots) in capsule's fleet types. Its settings' rules are
+// internal/natsrules', which config applies to the file too. Only the
+// daemon's wiring names this package.
+//
 // # What goes where
 //
 // With the defaults (SubjectPrefix "continuityd", Stream "CONTINUITYD",
@@ -61,13 +68,14 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +85,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/natsrules"
 	"github.com/continuityd/continuityd/upstream"
 )
 
@@ -85,11 +94,11 @@ const Kind = "nats"
 
 // Defaults.
 const (
-	DefaultSubjectPrefix = "continuityd"
-	DefaultStream        = "CONTINUITYD"
-	DefaultBucket        = "continuityd"
+	DefaultSubjectPrefix = natsrules.DefaultSubjectPrefix
+	DefaultStream        = natsrules.DefaultStream
+	DefaultBucket        = natsrules.DefaultBucket
 	// DefaultTimeout bounds one publish or request.
-	DefaultTimeout = 10 * time.Second
+	DefaultTimeout = natsrules.DefaultTimeout
 	// DuplicateWindow is the de-duplication window of a stream this
 	// package creates: a write retried within it after a crash or a lost
 	// acknowledgement is stored once.
@@ -102,7 +111,7 @@ const (
 	StoreFullRetry = 30 * time.Second
 	// DefaultConflictWindow is how long after another writer's last sign
 	// of life a conflict is still reported.
-	DefaultConflictWindow = 10 * time.Minute
+	DefaultConflictWindow = natsrules.DefaultConflictWindow
 	// MinWaitSeconds and MaxWaitSeconds bound Wait's maxSeconds.
 	MinWaitSeconds = 1
 	MaxWaitSeconds = 90
@@ -151,7 +160,7 @@ type Options struct {
 	// OnConflict, when set, is called (from a goroutine of the client's)
 	// when another writer of an agent is first seen, so the daemon can log,
 	// count and raise an event at once. It must not block.
-	OnConflict func(ConflictError)
+	OnConflict func(capsule.FleetConflictError)
 	// Logger gets connection events and conflicts (default slog.Default()).
 	Logger *slog.Logger
 
@@ -207,12 +216,6 @@ var (
 // one key (the config's agent name rule).
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
-// streamNamePattern: stream and bucket names are one subject token.
-var streamNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// prefixPattern: one or more tokens of safe characters.
-var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
-
 // New checks o and connects. The connection is made in the background
 // when the servers are unreachable (the daemon starts offline, and
 // deliveries retry until the fleet answers); a bad option is an error.
@@ -227,43 +230,31 @@ func New(o Options) (*Client, error) {
 	if len(o.URLs) == 0 {
 		return nil, fail("url: no server given (e.g. nats://127.0.0.1:4222)")
 	}
+	// The rules are natsrules', which config applies to the file too.
 	for i, raw := range o.URLs {
-		if err := checkURL(raw); err != nil {
-			return nil, fail("url %d: %v", i+1, err)
+		if err := natsrules.CheckServerURL(raw); err != nil {
+			return nil, fail("url: server %d %v", i+1, err)
 		}
 	}
-	n := 0
-	for _, set := range []bool{o.CredsFile != "", o.NKeyFile != "", o.Token != nil} {
-		if set {
-			n++
+	if err := natsrules.CheckOneAuth(o.CredsFile != "", o.NKeyFile != "", o.Token != nil); err != nil {
+		return nil, fail("%v", err)
+	}
+	o.Stream = cmp.Or(o.Stream, DefaultStream)
+	o.Bucket = cmp.Or(o.Bucket, DefaultBucket)
+	o.SubjectPrefix = cmp.Or(o.SubjectPrefix, DefaultSubjectPrefix)
+	o.Replicas = cmp.Or(o.Replicas, natsrules.DefaultReplicas)
+	for _, c := range []struct {
+		key, value string
+		err        error
+	}{
+		{"stream", strconv.Quote(o.Stream), natsrules.CheckStream(o.Stream)},
+		{"bucket", strconv.Quote(o.Bucket), natsrules.CheckBucket(o.Bucket)},
+		{"subject_prefix", strconv.Quote(o.SubjectPrefix), natsrules.CheckSubjectPrefix(o.SubjectPrefix)},
+		{"replicas", strconv.Itoa(o.Replicas), natsrules.CheckReplicas(int64(o.Replicas))},
+	} {
+		if c.err != nil {
+			return nil, fail("%s %s: %v", c.key, c.value, c.err)
 		}
-	}
-	if n > 1 {
-		return nil, fail("give one of creds_file, nkey_file and token_env/token_file, not several")
-	}
-	if o.Stream == "" {
-		o.Stream = DefaultStream
-	}
-	if o.Bucket == "" {
-		o.Bucket = DefaultBucket
-	}
-	if o.SubjectPrefix == "" {
-		o.SubjectPrefix = DefaultSubjectPrefix
-	}
-	if !streamNamePattern.MatchString(o.Stream) {
-		return nil, fail("stream %q: letters, digits, - and _ only", o.Stream)
-	}
-	if !streamNamePattern.MatchString(o.Bucket) {
-		return nil, fail("bucket %q: letters, digits, - and _ only", o.Bucket)
-	}
-	if !prefixPattern.MatchString(o.SubjectPrefix) {
-		return nil, fail("subject prefix %q: dot-separated tokens of letters, digits, - and _", o.SubjectPrefix)
-	}
-	if o.Replicas == 0 {
-		o.Replicas = 1
-	}
-	if o.Replicas < 1 || o.Replicas > 5 {
-		return nil, fail("replicas %d: 1 to 5", o.Replicas)
 	}
 	if o.Timeout < 0 {
 		return nil, fail("negative timeout %v", o.Timeout)
@@ -367,34 +358,6 @@ func reconnectDelay(attempts int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// checkURL refuses URLs that would carry a credential or could not reach
-// a server. The URL itself is never quoted: it may hold a secret by mistake.
-func checkURL(raw string) error {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return errors.New("is empty")
-	}
-	if strings.Contains(raw, ",") {
-		return errors.New("holds a comma; give each server as its own URL")
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return errors.New("does not parse")
-	}
-	switch u.Scheme {
-	case "nats", "tls", "ws", "wss":
-	default:
-		return errors.New("must start with nats:// or tls:// (or ws://, wss://)")
-	}
-	if u.User != nil {
-		return errors.New("must not carry credentials; use creds_file, nkey_file, token_env or token_file")
-	}
-	if u.Hostname() == "" {
-		return errors.New("has no host")
-	}
-	return nil
-}
-
 // notePermission remembers the last publish permission violation, so a
 // publish that then times out is classified Unauthorized.
 func (c *Client) notePermission(err error) {
@@ -431,19 +394,10 @@ func (c *Client) WriteSubject(agent string, k capsule.WriteKind) string {
 // DirectionSubject is the subject operators publish agent's directions to.
 func (c *Client) DirectionSubject(agent string) string { return c.subjects.direction(agent) }
 
-// Health is the connection's state, for status and `continuityd fleet`.
-type Health struct {
-	Connected  bool   `json:"connected"`
-	State      string `json:"state"`            // connected, reconnecting, connecting, closed, ...
-	Server     string `json:"server,omitempty"` // without credentials
-	Reconnects uint64 `json:"reconnects"`
-	LastError  string `json:"last_error,omitempty"`
-}
-
 // Health reports the connection's state.
-func (c *Client) Health() Health {
+func (c *Client) Health() capsule.FleetHealth {
 	st := c.nc.Status()
-	h := Health{Connected: st == natsgo.CONNECTED, State: strings.ToLower(st.String()),
+	h := capsule.FleetHealth{Connected: st == natsgo.CONNECTED, State: strings.ToLower(st.String()),
 		Server: c.nc.ConnectedUrlRedacted(), Reconnects: c.nc.Stats().Reconnects}
 	if err := c.nc.LastError(); err != nil {
 		h.LastError = err.Error()

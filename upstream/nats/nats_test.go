@@ -150,16 +150,21 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		mod  func(*Options)
 		want string
 	}{
-		"no url":       {func(o *Options) { o.URLs = nil }, "no server"},
-		"credentials":  {func(o *Options) { o.URLs = []string{"nats://u:sekrit@h:4222"} }, "must not carry credentials"},
-		"scheme":       {func(o *Options) { o.URLs = []string{"http://h"} }, "nats://"},
-		"two auths":    {func(o *Options) { o.CredsFile = "/x"; o.Token = func() (string, error) { return "", nil } }, "not several"},
-		"no machine":   {func(o *Options) { o.Machine = "" }, "machine"},
-		"replicas":     {func(o *Options) { o.Replicas = 7 }, "replicas 7"},
-		"bad stream":   {func(o *Options) { o.Stream = "a.b" }, "stream"},
-		"bad prefix":   {func(o *Options) { o.SubjectPrefix = "a.>" }, "subject prefix"},
-		"missing nkey": {func(o *Options) { o.NKeyFile = filepath.Join(t.TempDir(), "none") }, "nkey_file"},
-		"comma in url": {func(o *Options) { o.URLs = []string{"nats://a:1,nats://b:2"} }, "comma"},
+		"no url":      {func(o *Options) { o.URLs = nil }, "no server"},
+		"credentials": {func(o *Options) { o.URLs = []string{"nats://u:sekrit@h:4222"} }, "credentials in the url are not allowed"},
+		"scheme":      {func(o *Options) { o.URLs = []string{"http://h"} }, "nats://"},
+		"two auths":   {func(o *Options) { o.CredsFile = "/x"; o.Token = func() (string, error) { return "", nil } }, "at most one of"},
+		"no machine":  {func(o *Options) { o.Machine = "" }, "machine"},
+		"replicas":    {func(o *Options) { o.Replicas = 7 }, "replicas 7"},
+		"bad stream":  {func(o *Options) { o.Stream = "a.b" }, "stream"},
+		"bad prefix":  {func(o *Options) { o.SubjectPrefix = "a.>" }, "subject_prefix"},
+		// The limits config applies (internal/natsrules), at their boundaries.
+		"prefix of 9 tokens": {func(o *Options) { o.SubjectPrefix = "a.b.c.d.e.f.g.h.i" }, "at most 8"},
+		"token of 65":        {func(o *Options) { o.SubjectPrefix = strings.Repeat("p", 65) }, "1 to 64"},
+		"stream of 65":       {func(o *Options) { o.Stream = strings.Repeat("S", 65) }, "1 to 64"},
+		"url with a path":    {func(o *Options) { o.URLs = []string{"nats://h:4222/x"} }, "without a path"},
+		"missing nkey":       {func(o *Options) { o.NKeyFile = filepath.Join(t.TempDir(), "none") }, "nkey_file"},
+		"comma in url":       {func(o *Options) { o.URLs = []string{"nats://a:1,nats://b:2"} }, "comma"},
 	} {
 		o := base
 		tc.mod(&o)
@@ -173,6 +178,16 @@ func TestNewRefusesBadOptions(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// The last values in are taken.
+	o := base
+	o.SubjectPrefix = strings.TrimSuffix(strings.Repeat(strings.Repeat("p", 64)+".", 8), ".")
+	o.Stream, o.Bucket, o.Replicas = strings.Repeat("S", 64), strings.Repeat("b", 64), 5
+	o.Logger = quietLogger()
+	c, err := New(o)
+	if err != nil {
+		t.Fatalf("the limits' last values refused: %v", err)
+	}
+	c.Close()
 }
 
 func TestClassification(t *testing.T) {

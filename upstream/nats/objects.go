@@ -14,6 +14,8 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // Work snapshots across machines (the upstream's `snapshots = true`): the
@@ -25,13 +27,6 @@ import (
 
 // SnapshotBucketSuffix follows Bucket in the object store's name.
 const SnapshotBucketSuffix = "-snapshots"
-
-// ErrNoObject is returned by OpenObject for a name the bucket lacks.
-var ErrNoObject = errors.New("no such object in the fleet's snapshot bucket")
-
-// ErrObjectDamaged is returned by an OpenObject reader whose content does
-// not match the digest the bucket recorded for it.
-var ErrObjectDamaged = errors.New("the object's content does not match the digest the bucket recorded")
 
 // SnapshotBucket names the object store that holds work snapshots.
 func (c *Client) SnapshotBucket() string { return c.o.Bucket + SnapshotBucketSuffix }
@@ -159,7 +154,7 @@ func (c *Client) purgeObjectChunks(ctx context.Context, subject string) {
 // OpenObject opens name in the snapshot bucket for reading, streamed
 // chunk by chunk (never whole in memory); size is the size the bucket
 // records for it, which the reader's content may belie. The caller closes
-// the reader. ErrNoObject when absent.
+// the reader. capsule.ErrFleetObjectMissing when absent.
 func (c *Client) OpenObject(ctx context.Context, name string) (io.ReadCloser, int64, error) {
 	obj, err := c.objects(ctx)
 	if err != nil {
@@ -167,7 +162,7 @@ func (c *Client) OpenObject(ctx context.Context, name string) (io.ReadCloser, in
 	}
 	res, err := obj.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, 0, ErrNoObject
+		return nil, 0, capsule.ErrFleetObjectMissing
 	}
 	if err != nil {
 		return nil, 0, err
@@ -179,18 +174,18 @@ func (c *Client) OpenObject(ctx context.Context, name string) (io.ReadCloser, in
 	}
 	if info.Size > math.MaxInt64 {
 		res.Close()
-		return nil, 0, fmt.Errorf("object %s: a size of %d bytes: %w", name, info.Size, ErrObjectDamaged)
+		return nil, 0, fmt.Errorf("object %s: a size of %d bytes: %w", name, info.Size, capsule.ErrFleetObjectDamaged)
 	}
 	return digestChecked{res}, int64(info.Size), nil
 }
 
-// digestChecked names a digest mismatch ErrObjectDamaged.
+// digestChecked names a digest mismatch capsule.ErrFleetObjectDamaged.
 type digestChecked struct{ jetstream.ObjectResult }
 
 func (d digestChecked) Read(p []byte) (int, error) {
 	n, err := d.ObjectResult.Read(p)
 	if errors.Is(err, jetstream.ErrDigestMismatch) {
-		err = fmt.Errorf("%w: %w", ErrObjectDamaged, err)
+		err = fmt.Errorf("%w: %w", capsule.ErrFleetObjectDamaged, err)
 	}
 	return n, err
 }

@@ -18,42 +18,6 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 )
 
-// ErrConflict is matched (errors.Is) by every *ConflictError.
-var ErrConflict = errors.New("another daemon is writing this agent")
-
-// ConflictError says another daemon (Machine, Instance) writes the same
-// agent. Neither side's state is overwritten: the daemon that holds the
-// agent's key (Held) keeps writing it; the other keeps its state under its
-// own conflict key, until an operator stops one of them (or deliberately
-// takes the key over by passing Revision as PutState's lastRev).
-type ConflictError struct {
-	Agent    string    `json:"agent"`
-	Machine  string    `json:"machine"`            // the other writer
-	Instance string    `json:"instance,omitempty"` // the other writer's instance, if it gave one
-	Revision uint64    `json:"revision"`           // the agent key's revision when seen
-	Seq      uint64    `json:"seq"`                // the other writer's latest log seq
-	At       time.Time `json:"at"`                 // the other writer's latest write of its state
-	// Held is true when this daemon's state is the agent key's (the other
-	// writer's is in its conflict key), false when the other's is.
-	Held bool `json:"held"`
-}
-
-func (e *ConflictError) Error() string {
-	who := e.Machine
-	if e.Instance != "" {
-		who += " (" + e.Instance + ")"
-	}
-	if e.Held {
-		return fmt.Sprintf("agent %s: %s is writing this agent too (its state is kept apart, seq %d at %s); stop one of the two daemons",
-			e.Agent, who, e.Seq, e.At.Format(time.RFC3339))
-	}
-	return fmt.Sprintf("agent %s: %s wrote this agent's fleet state since this daemon did (revision %d, seq %d at %s); this daemon's state is kept apart and not written over it; stop one of the two daemons",
-		e.Agent, who, e.Revision, e.Seq, e.At.Format(time.RFC3339))
-}
-
-// Is makes errors.Is(err, ErrConflict) true.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
-
 // envelope is the value of an agent's key (and of a conflict key).
 type envelope struct {
 	V            int             `json:"v"`
@@ -119,7 +83,7 @@ type agentState struct {
 	base      uint64 // revisions up to base are history this daemon took on
 	holding   bool   // the last PutState wrote the agent key
 	lastVal   []byte // the last envelope this daemon tried to write
-	other     *ConflictError
+	other     *capsule.FleetConflictError
 	otherSeen time.Time
 	reported  bool
 	cancel    func() // stops the watcher
@@ -127,9 +91,9 @@ type agentState struct {
 
 func (c *Client) me() string { return writerID(c.o.Machine, c.o.Instance) }
 
-// IsSelf reports whether machine and instance name this daemon (Options'
+// isSelf reports whether machine and instance name this daemon (Options'
 // Machine and Instance): a state it wrote itself is no other writer's.
-func (c *Client) IsSelf(machine, instance string) bool {
+func (c *Client) isSelf(machine, instance string) bool {
 	return machine == c.o.Machine && instance == c.o.Instance
 }
 
@@ -166,10 +130,10 @@ func (c *Client) envelope(agent string, doc json.RawMessage) (envelope, error) {
 //
 // When another daemon wrote the key since, nothing is written over it:
 // this daemon's state goes to its conflict key, and PutState returns 0 and
-// a *ConflictError naming the other writer (Held false). When this daemon
+// a *capsule.FleetConflictError naming the other writer (Held false). When this daemon
 // holds the key but another one is writing the same agent (its conflict
 // key is fresh), the state is written and PutState returns the new
-// revision and a *ConflictError with Held true. The first PutState of an
+// revision and a *capsule.FleetConflictError with Held true. The first PutState of an
 // agent starts a watcher that reports the other writer through
 // Options.OnConflict within moments, whichever side writes next.
 func (c *Client) PutState(ctx context.Context, agent string, doc json.RawMessage, lastRev uint64) (uint64, error) {
@@ -221,7 +185,7 @@ func (c *Client) PutState(ctx context.Context, agent string, doc json.RawMessage
 			rev = e.Revision()
 			continue
 		}
-		ce := &ConflictError{Agent: agent, Machine: cur.Machine, Instance: cur.Instance,
+		ce := &capsule.FleetConflictError{Agent: agent, Machine: cur.Machine, Instance: cur.Instance,
 			Revision: e.Revision(), Seq: cur.Seq, At: cur.At}
 		c.noteConflict(agent, ce, false)
 		c.putSide(ctx, agent, cur.writer())
@@ -271,7 +235,7 @@ func (c *Client) held(agent string, rev uint64) error {
 
 // freshConflict returns the other writer seen within the conflict window.
 // Called with c.mu held.
-func (c *Client) freshConflict(st *agentState) *ConflictError {
+func (c *Client) freshConflict(st *agentState) *capsule.FleetConflictError {
 	if st.other == nil {
 		return nil
 	}
@@ -283,7 +247,7 @@ func (c *Client) freshConflict(st *agentState) *ConflictError {
 }
 
 // noteConflict records another writer and reports it once per episode.
-func (c *Client) noteConflict(agent string, ce *ConflictError, held bool) {
+func (c *Client) noteConflict(agent string, ce *capsule.FleetConflictError, held bool) {
 	c.mu.Lock()
 	st := c.agents[agent]
 	if st == nil {
@@ -364,7 +328,7 @@ func (c *Client) observe(ctx context.Context, agent string, e jetstream.KeyValue
 	if err != nil || env.writer() == c.me() {
 		return
 	}
-	ce := &ConflictError{Agent: agent, Machine: env.Machine, Instance: env.Instance,
+	ce := &capsule.FleetConflictError{Agent: agent, Machine: env.Machine, Instance: env.Instance,
 		Revision: e.Revision(), Seq: env.Seq, At: env.At}
 	if e.Key() == agent {
 		c.mu.Lock()
@@ -394,16 +358,16 @@ func (c *Client) observe(ctx context.Context, agent string, e jetstream.KeyValue
 
 // Conflicts lists the agents with another writer seen within the conflict
 // window (for status and a metric).
-func (c *Client) Conflicts() []ConflictError {
+func (c *Client) Conflicts() []capsule.FleetConflictError {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []ConflictError
+	var out []capsule.FleetConflictError
 	for _, st := range c.agents {
 		if o := c.freshConflict(st); o != nil {
 			out = append(out, *o)
 		}
 	}
-	slices.SortFunc(out, func(a, b ConflictError) int { return strings.Compare(a.Agent, b.Agent) })
+	slices.SortFunc(out, func(a, b capsule.FleetConflictError) int { return strings.Compare(a.Agent, b.Agent) })
 	return out
 }
 
@@ -419,37 +383,17 @@ func (c *Client) Release(agent string) {
 	}
 }
 
-// Restored is what the fleet holds of an agent.
-type Restored struct {
-	Agent string `json:"agent"`
-	// Found is false when the bucket has no state for the agent (LastSeq
-	// may still say writes reached the stream).
-	Found bool `json:"found"`
-	// State is the document as the writer put it (a resume document).
-	State    json.RawMessage `json:"state,omitempty"`
-	Revision uint64          `json:"revision"` // pass to PutState as lastRev
-	Machine  string          `json:"machine,omitempty"`
-	Instance string          `json:"instance,omitempty"`
-	Seq      uint64          `json:"seq"`              // the log seq the state includes
-	At       time.Time       `json:"at,omitzero"`      // when it was put
-	Age      time.Duration   `json:"age"`              // how long ago
-	LastSeq  uint64          `json:"last_seq"`         // the latest write's log seq in the stream
-	LastAt   time.Time       `json:"last_at,omitzero"` // when the stream stored it
-	// Conflicts are the states other writers kept apart (their conflict keys).
-	Conflicts []ConflictError `json:"conflicts,omitempty"`
-}
-
 // Restore reads the agent's latest state and where its writes end in the
 // stream. Writes after Seq (up to LastSeq) are in the stream: Replay them
 // from Seq+1 to catch the state up.
-func (c *Client) Restore(ctx context.Context, agent string) (*Restored, error) {
+func (c *Client) Restore(ctx context.Context, agent string) (*capsule.FleetState, error) {
 	return c.restore(ctx, agent, true)
 }
 
 // restore is Restore; sides says whether to read the conflict keys (a
 // listing costs a consumer on the server, so Resume leaves them out and
 // shows the conflicts the watcher saw).
-func (c *Client) restore(ctx context.Context, agent string, sides bool) (*Restored, error) {
+func (c *Client) restore(ctx context.Context, agent string, sides bool) (*capsule.FleetState, error) {
 	if !namePattern.MatchString(agent) {
 		return nil, fmt.Errorf("nats: agent name %q cannot be a key", agent)
 	}
@@ -458,7 +402,7 @@ func (c *Client) restore(ctx context.Context, agent string, sides bool) (*Restor
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	r := &Restored{Agent: agent}
+	r := &capsule.FleetState{Agent: agent}
 	e, err := c.kv.Get(ctx, agent)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -471,6 +415,7 @@ func (c *Client) restore(ctx context.Context, agent string, sides bool) (*Restor
 		}
 		r.Found, r.State, r.Revision = true, env.State, e.Revision()
 		r.Machine, r.Instance, r.Seq, r.At = env.Machine, env.Instance, env.Seq, env.At
+		r.Self = c.isSelf(env.Machine, env.Instance)
 		r.Age = max(time.Since(env.At), 0)
 	}
 	seq, at, err := c.lastWrite(ctx, agent)
@@ -485,7 +430,7 @@ func (c *Client) restore(ctx context.Context, agent string, sides bool) (*Restor
 		for k := range lister.Keys() {
 			if se, err := c.kv.Get(ctx, k); err == nil {
 				if env, err := decodeEnvelope(se.Value()); err == nil {
-					r.Conflicts = append(r.Conflicts, ConflictError{Agent: agent, Machine: env.Machine,
+					r.Conflicts = append(r.Conflicts, capsule.FleetConflictError{Agent: agent, Machine: env.Machine,
 						Instance: env.Instance, Revision: se.Revision(), Seq: env.Seq, At: env.At})
 				}
 			}
@@ -603,24 +548,8 @@ func (c *Client) replayOne(m jetstream.Msg, fromSeq uint64, seen map[string]stru
 	return fn(w)
 }
 
-// FleetEntry is one agent the bucket knows.
-type FleetEntry struct {
-	Agent           string          `json:"agent"`
-	Machine         string          `json:"machine"`
-	Instance        string          `json:"instance,omitempty"`
-	Revision        uint64          `json:"revision"`
-	Seq             uint64          `json:"seq"`
-	UpdatedAt       time.Time       `json:"updated_at"`           // when its state was put
-	LastWrite       *time.Time      `json:"last_write,omitempty"` // its latest accepted write
-	ContextFraction *float64        `json:"context_fraction,omitempty"`
-	PublicPhase     string          `json:"public_phase,omitempty"`
-	Upstreams       json.RawMessage `json:"upstreams,omitempty"` // its upstreams' health as its daemon reported it
-	// ConflictWith names other writers whose conflict keys are fresh.
-	ConflictWith []string `json:"conflict_with,omitempty"`
-}
-
-// Fleet lists every agent in the bucket, by name.
-func (c *Client) Fleet(ctx context.Context) ([]FleetEntry, error) {
+// Agents lists every agent in the bucket, by name.
+func (c *Client) Agents(ctx context.Context) ([]capsule.FleetEntry, error) {
 	if err := c.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -631,7 +560,7 @@ func (c *Client) Fleet(ctx context.Context) ([]FleetEntry, error) {
 		return nil, fmt.Errorf("nats: listing bucket %s: %w", c.o.Bucket, err)
 	}
 	defer w.Stop()
-	byAgent := map[string]*FleetEntry{}
+	byAgent := map[string]*capsule.FleetEntry{}
 	sides := map[string][]envelope{}
 	for {
 		var e jetstream.KeyValueEntry
@@ -651,11 +580,11 @@ func (c *Client) Fleet(ctx context.Context) ([]FleetEntry, error) {
 			sides[agent] = append(sides[agent], env)
 			continue
 		}
-		byAgent[e.Key()] = &FleetEntry{Agent: e.Key(), Machine: env.Machine, Instance: env.Instance,
+		byAgent[e.Key()] = &capsule.FleetEntry{Agent: e.Key(), Machine: env.Machine, Instance: env.Instance,
 			Revision: e.Revision(), Seq: env.Seq, UpdatedAt: env.At, LastWrite: env.LastWriteAt,
 			ContextFraction: env.UsedFraction, PublicPhase: env.Phase, Upstreams: env.Upstreams}
 	}
-	out := make([]FleetEntry, 0, len(byAgent))
+	out := make([]capsule.FleetEntry, 0, len(byAgent))
 	for agent, fe := range byAgent {
 		for _, s := range sides[agent] {
 			if time.Since(s.At) <= c.o.ConflictWindow && s.writer() != writerID(fe.Machine, fe.Instance) {
@@ -664,6 +593,6 @@ func (c *Client) Fleet(ctx context.Context) ([]FleetEntry, error) {
 		}
 		out = append(out, *fe)
 	}
-	slices.SortFunc(out, func(a, b FleetEntry) int { return strings.Compare(a.Agent, b.Agent) })
+	slices.SortFunc(out, func(a, b capsule.FleetEntry) int { return strings.Compare(a.Agent, b.Agent) })
 	return out, nil
 }

@@ -61,9 +61,13 @@ func TestRestoreAndReplayGiveBackWhatReachedTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc capsule.Resume
-	if !r.Found || r.Machine != "old-host" || r.Seq != 20 || r.LastSeq != 30 || r.Revision == 0 || r.At.IsZero() || r.Age < 0 || r.Age > time.Minute ||
+	if !r.Found || r.Machine != "old-host" || r.Self || r.Seq != 20 || r.LastSeq != 30 || r.Revision == 0 || r.At.IsZero() || r.Age < 0 || r.Age > time.Minute ||
 		json.Unmarshal(r.State, &doc) != nil || doc.Focus != "focus 20" {
 		t.Fatalf("restore: %+v", r)
+	}
+	// The writer restoring what it wrote itself knows it.
+	if own, err := a.Restore(ctx, "builder"); err != nil || !own.Self {
+		t.Fatalf("restore by its own writer: %+v %v", own, err)
 	}
 	var got []uint64
 	err = b.Replay(ctx, "builder", r.Seq+1, func(w capsule.Write) error {
@@ -134,20 +138,20 @@ func TestSameWriterRestartIsNoConflict(t *testing.T) {
 // conflictRecorder collects OnConflict calls.
 type conflictRecorder struct {
 	mu  sync.Mutex
-	got []ConflictError
+	got []capsule.FleetConflictError
 	ch  chan struct{}
 }
 
 func newRecorder() *conflictRecorder { return &conflictRecorder{ch: make(chan struct{}, 16)} }
 
-func (r *conflictRecorder) on(ce ConflictError) {
+func (r *conflictRecorder) on(ce capsule.FleetConflictError) {
 	r.mu.Lock()
 	r.got = append(r.got, ce)
 	r.mu.Unlock()
 	r.ch <- struct{}{}
 }
 
-func (r *conflictRecorder) wait(t *testing.T, who string) ConflictError {
+func (r *conflictRecorder) wait(t *testing.T, who string) capsule.FleetConflictError {
 	t.Helper()
 	select {
 	case <-r.ch:
@@ -194,8 +198,8 @@ func TestSplitWritersBothReportAndNeitherOverwrites(t *testing.T) {
 
 	// A writes again: refused with the other writer named, nothing written over B.
 	_, err = a.PutState(ctx, "builder", resumeDoc(t, "builder", 7, "a's newer focus", "acting", 0.1), revA)
-	var ce *ConflictError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || ce.Machine != "host-b" || ce.Held || ce.Revision != revB {
+	var ce *capsule.FleetConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, capsule.ErrFleetConflict) || ce.Machine != "host-b" || ce.Held || ce.Revision != revB {
 		t.Fatalf("a's write: %v", err)
 	}
 	r, err = b.Restore(ctx, "builder")
@@ -220,7 +224,7 @@ func TestSplitWritersBothReportAndNeitherOverwrites(t *testing.T) {
 		}
 	}
 	// The fleet listing shows it too.
-	fl, err := a.Fleet(ctx)
+	fl, err := a.Agents(ctx)
 	if err != nil || len(fl) != 1 || fl[0].Machine != "host-b" || len(fl[0].ConflictWith) != 1 || fl[0].ConflictWith[0] != "host-a" {
 		t.Fatalf("fleet: %+v %v", fl, err)
 	}
@@ -267,7 +271,7 @@ func TestFleetListsAgents(t *testing.T) {
 	ctx := ctxT(t)
 	a := newTestClient(t, []string{serverURL(s)}, func(o *Options) { o.Machine = "host-a" })
 	b := newTestClient(t, []string{serverURL(s)}, func(o *Options) { o.Machine = "host-b" })
-	if fl, err := a.Fleet(ctx); err != nil || len(fl) != 0 {
+	if fl, err := a.Agents(ctx); err != nil || len(fl) != 0 {
 		t.Fatalf("empty fleet: %+v %v", fl, err)
 	}
 	if _, err := a.PutState(ctx, "builder", resumeDoc(t, "builder", 3, "f", "acting", 0.83), 0); err != nil {
@@ -276,7 +280,7 @@ func TestFleetListsAgents(t *testing.T) {
 	if _, err := b.PutState(ctx, "reviewer", resumeDoc(t, "reviewer", 9, "f", "", 0.1), 0); err != nil {
 		t.Fatal(err)
 	}
-	fl, err := b.Fleet(context.Background())
+	fl, err := b.Agents(context.Background())
 	if err != nil || len(fl) != 2 {
 		t.Fatalf("fleet: %+v %v", fl, err)
 	}
