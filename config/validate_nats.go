@@ -2,18 +2,19 @@ package config
 
 import (
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // natsName is a JetStream stream or bucket name: no dots, spaces or
 // wildcards (they would be read as subject tokens).
-var natsName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var natsName = lazyregexp.New(`^[A-Za-z0-9_-]{1,64}$`)
 
 // natsPrefix is a subject prefix: dot-separated tokens of the same
 // characters, no wildcards.
-var natsPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$`)
+var natsPrefix = lazyregexp.New(`^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$`)
 
 // notNATS refuses the keys only a nats upstream takes.
 func (c *checker) notNATS(p string, r rawUpstream) {

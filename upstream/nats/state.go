@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // ErrConflict is matched (errors.Is) by every *ConflictError.
@@ -137,7 +137,7 @@ func (c *Client) IsSelf(machine, instance string) bool {
 func (c *Client) Machine() string { return c.o.Machine }
 
 // sideKeyToken makes a writer id one key token.
-var sideKeyUnsafe = regexp.MustCompile(`[^A-Za-z0-9_=-]`)
+var sideKeyUnsafe = lazyregexp.New(`[^A-Za-z0-9_=-]`)
 
 func (c *Client) sideKey(agent string) string {
 	return agent + ".conflict." + sideKeyUnsafe.ReplaceAllString(c.me(), "_")
