@@ -10,13 +10,13 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 	"github.com/continuityd/continuityd/internal/safesocket"
 )
 
@@ -261,7 +261,7 @@ func (c *checker) timeout(key string, s *string, def time.Duration) Duration {
 // namePattern is what an agent or upstream name must look like: it names a
 // directory, so no separators, dots or upper case (which would collide on
 // case-insensitive file systems).
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var namePattern = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 const nameRule = "must be 1 to 63 lowercase letters, digits, '-' or '_', starting with a letter or digit"
 
@@ -523,7 +523,7 @@ func (c *checker) remoteURL(key, kind, s string) {
 }
 
 // envNamePattern is a portable environment variable name.
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNamePattern = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // token checks that a network upstream says where its token is, one way.
 func (c *checker) token(p, kind string, u *Upstream) {

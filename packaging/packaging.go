@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/continuityd/continuityd/config"
@@ -49,9 +50,11 @@ const (
 //go:embed templates/continuityd.service.tmpl templates/dev.continuityd.plist.tmpl sysusers/continuityd.conf man/continuityd.1
 var files embed.FS
 
+// The templates are parsed on first use, not at package initialisation:
+// every process of the binary (each agent hook) would pay for them.
 var (
-	unitTmpl  = parse("templates/continuityd.service.tmpl")
-	plistTmpl = parse("templates/dev.continuityd.plist.tmpl")
+	unitTmpl  = sync.OnceValue(func() *template.Template { return parse("templates/continuityd.service.tmpl") })
+	plistTmpl = sync.OnceValue(func() *template.Template { return parse("templates/dev.continuityd.plist.tmpl") })
 )
 
 func parse(name string) *template.Template {
@@ -177,7 +180,7 @@ func (u Unit) Render() ([]byte, error) {
 		v.HomeBinds = len(v.BindPaths)+len(v.BindReadOnlyPaths) > 0
 	}
 	var b bytes.Buffer
-	if err := unitTmpl.Execute(&b, v); err != nil {
+	if err := unitTmpl().Execute(&b, v); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -325,7 +328,7 @@ func (p Plist) Render() ([]byte, error) {
 		Label string
 	}{p, LaunchdLabel}
 	var b bytes.Buffer
-	if err := plistTmpl.Execute(&b, view); err != nil {
+	if err := plistTmpl().Execute(&b, view); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

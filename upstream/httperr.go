@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // Shared HTTP helpers for the backends: every HTTP upstream classifies its
@@ -196,9 +196,9 @@ func cleanCode(s string) string {
 // credential, well-known key prefixes, and long runs of token characters
 // that carry digits (random keys, hex and base64 blobs, JWTs, UUIDs).
 var (
-	reAuthScheme = regexp.MustCompile(`(?i)\b(bearer)\s+[^\s,;"']+`)
-	reKeyPrefix  = regexp.MustCompile(`\b(sk|pk|rk|ghp|gho|ghs|ghu|github_pat|xox[abpors]|glpat|AKIA)[-_][A-Za-z0-9_\-]{6,}`)
-	reTokenRun   = regexp.MustCompile(`[A-Za-z0-9+/=_\-.~]{20,}`)
+	reAuthScheme = lazyregexp.New(`(?i)\b(bearer)\s+[^\s,;"']+`)
+	reKeyPrefix  = lazyregexp.New(`\b(sk|pk|rk|ghp|gho|ghs|ghu|github_pat|xox[abpors]|glpat|AKIA)[-_][A-Za-z0-9_\-]{6,}`)
+	reTokenRun   = lazyregexp.New(`[A-Za-z0-9+/=_\-.~]{20,}`)
 )
 
 // CleanMessage makes an upstream's error message safe to keep: control

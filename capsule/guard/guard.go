@@ -91,7 +91,7 @@ func New(opts Options) (*Guard, error) {
 		return nil, fmt.Errorf("capsule: loading the secret rules: %w", err)
 	}
 	g.rules = rules
-	g.extraRules = ownSecretRules
+	g.extraRules = ownSecretRules()
 	sch, err := compileCapsuleSchema()
 	if err != nil {
 		return nil, fmt.Errorf("capsule: compiling the capsule schema: %w", err)

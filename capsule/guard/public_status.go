@@ -2,13 +2,13 @@ package guard
 
 import (
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // The public status is PUBLIC: the Q-Day office shows it to anyone. So on
@@ -29,17 +29,17 @@ const maxEpochMillis = 253402300799999
 // 40+ base64 one. A 40-hex git SHA is fine in a receipt, but not on a
 // public board.
 var (
-	publicSKRe     = regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{8,}`)
-	publicBearerRe = regexp.MustCompile(`(?i)\bbearer[ \t]+([^\s]{8,})`)
-	publicHexRe    = regexp.MustCompile(`[0-9A-Fa-f]{32,}`)
-	publicB64Re    = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
+	publicSKRe     = lazyregexp.New(`\bsk-[A-Za-z0-9_-]{8,}`)
+	publicBearerRe = lazyregexp.New(`(?i)\bbearer[ \t]+([^\s]{8,})`)
+	publicHexRe    = lazyregexp.New(`[0-9A-Fa-f]{32,}`)
+	publicB64Re    = lazyregexp.New(`[A-Za-z0-9+/_-]{40,}={0,2}`)
 	// An email address: local part, @, a host with at least one dot and a
 	// letter-only top-level label. "repo@a1b2c3d" (a receipt) is not one.
-	emailRe = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`)
+	emailRe = lazyregexp.New(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`)
 	// A link is a scheme:// URL or a www. host; bare words with dots
 	// (main.go, qdaybunker.fun) are not links.
-	schemeLinkRe = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://([^\s/?#\\]*)`)
-	wwwLinkRe    = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9.-])(www\.[^\s/?#\\]*)`)
+	schemeLinkRe = lazyregexp.New(`(?i)\b[a-z][a-z0-9+.-]*://([^\s/?#\\]*)`)
+	wwwLinkRe    = lazyregexp.New(`(?i)(?:^|[^A-Za-z0-9.-])(www\.[^\s/?#\\]*)`)
 )
 
 // publicStatusFields are the fields of a public status.

@@ -4,8 +4,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 	"github.com/continuityd/continuityd/internal/secretrules"
 )
 
@@ -271,9 +273,10 @@ func continuitydSecretRules() []secretRule {
 	}
 }
 
-// ownSecretRules are continuityd's own rules, compiled once and never
+// ownSecretRules are continuityd's own rules, compiled on first use (not
+// at package initialisation, which every hook process pays) and never
 // changed: every Guard and RedactCredentialShapes share them.
-var ownSecretRules = continuitydSecretRules()
+var ownSecretRules = sync.OnceValue(continuitydSecretRules)
 
 // RedactCredentialShapes replaces with marker every span the secret guard's
 // rules find in s: gitleaks' rule set (the one secretrules.Default every
@@ -290,7 +293,7 @@ func RedactCredentialShapes(s, marker string) string {
 	if err != nil {
 		return marker
 	}
-	spans := credentialSpans(set, ownSecretRules, s)
+	spans := credentialSpans(set, ownSecretRules(), s)
 	if len(spans) == 0 {
 		return s
 	}
@@ -344,7 +347,7 @@ var technicalWords = map[string]bool{
 
 // nameNumberRe is a name and a number joined by a hyphen: a standard, an
 // algorithm or a ticket (AES-256, ISO-8601, OPS-1234), not a password.
-var nameNumberRe = regexp.MustCompile(`^[A-Za-z]{1,8}-[0-9]{1,5}$`)
+var nameNumberRe = lazyregexp.New(`^[A-Za-z]{1,8}-[0-9]{1,5}$`)
 
 // isPathOrLink reports a value that is a file path (PWD=/home/agent/work2,
 // pwd: ./build-2) or a link to where a secret is kept, not a secret.

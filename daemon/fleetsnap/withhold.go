@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // Nothing secret leaves the machine. Before a snapshot is shipped, each
@@ -65,7 +65,7 @@ func NewWithholder(patterns []string, secrets Secrets) (*Withholder, error) {
 
 // sshKeyRE names OpenSSH's private key files (their .pub halves are
 // public).
-var sshKeyRE = regexp.MustCompile(`^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$`)
+var sshKeyRE = lazyregexp.New(`^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$`)
 
 // byName says why a file is withheld for its path alone, or "".
 func (w *Withholder) byName(rel string) string {

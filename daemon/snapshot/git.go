@@ -9,9 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // minGit is the oldest git the store is known to work with: every command
@@ -226,7 +227,7 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 
 func (b *limitedBuffer) String() string { return string(b.buf) }
 
-var gitVersionRE = regexp.MustCompile(`^git version (\d+)\.(\d+)`)
+var gitVersionRE = lazyregexp.New(`^git version (\d+)\.(\d+)`)
 
 // checkGit finds git and checks its version. The error says what is
 // missing and how to get it: the daemon shows it as the reason the agent's

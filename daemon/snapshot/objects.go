@@ -8,10 +8,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // Objects, for shipping snapshots to another machine: a snapshot is its
@@ -31,7 +32,7 @@ type Object struct {
 	Type string `json:"type"` // "commit", "tree" or "blob"
 }
 
-var objectIDRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var objectIDRE = lazyregexp.New(`^[0-9a-f]{40}$`)
 
 // Objects lists the objects snapshot id is made of: its commit first,
 // then its root tree, then every tree and blob the tree reaches (each

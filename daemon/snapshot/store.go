@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // Defaults of Options: the configuration's ([snapshots]), so the two
@@ -147,7 +147,7 @@ type Store struct {
 // ErrClosed is returned by calls on a closed Store.
 var ErrClosed = errors.New("snapshot store closed")
 
-var triggerRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+var triggerRE = lazyregexp.New(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
 // Open opens (or makes) the store of one agent. An error wrapping
 // ErrGitUnavailable means git is missing or too old; any error leaves the
@@ -569,7 +569,7 @@ func refName(n uint64) string { return fmt.Sprintf("%s%012d", refPrefix, n) }
 
 // ---- errors for the API ------------------------------------------------
 
-var idRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+var idRE = lazyregexp.New(`^[0-9a-f]{7,40}$`)
 
 // CheckID normalizes a snapshot id a person typed (a full id or a prefix
 // of 7+ characters) and refuses, naming field, one that cannot be.

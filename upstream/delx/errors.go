@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 	"github.com/continuityd/continuityd/upstream"
 )
 
@@ -281,10 +281,10 @@ func toolError(tool string, res *mcp.CallToolResult, sent *capsule.Capsule) *ups
 //
 // Anything else is Rejected.
 var (
-	rateLimitText = regexp.MustCompile(`(?i)rate[ _-]?limit|too many requests|throttl|quota exceeded|\b429\b|-32029`)
-	contentText   = regexp.MustCompile(`(?i)secret|credential[- ]shaped|schema|refused before storage|invalid[ _]capsule`)
-	authText      = regexp.MustCompile(`(?i)\bunauthori[sz]ed\b|\bunauthenticated\b|\bforbidden\b|\bnot authori[sz]ed\b|permission denied|access denied|authentication (failed|required)|\b(invalid|expired|missing|revoked|bad|unknown|wrong) (agent[ _])?(token|credentials?|api[ _]key)\b|\b(token|credentials?) (is |are |has been |have been )?(invalid|expired|revoked|missing|not valid)\b|\b40[13]\b`)
-	retryInText   = regexp.MustCompile(`(?i)retry[ _-]?after(?:[ _]seconds)?["']?\s*[:=]?\s*(\d+)|(?:retry|try again) in (\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?)\b`)
+	rateLimitText = lazyregexp.New(`(?i)rate[ _-]?limit|too many requests|throttl|quota exceeded|\b429\b|-32029`)
+	contentText   = lazyregexp.New(`(?i)secret|credential[- ]shaped|schema|refused before storage|invalid[ _]capsule`)
+	authText      = lazyregexp.New(`(?i)\bunauthori[sz]ed\b|\bunauthenticated\b|\bforbidden\b|\bnot authori[sz]ed\b|permission denied|access denied|authentication (failed|required)|\b(invalid|expired|missing|revoked|bad|unknown|wrong) (agent[ _])?(token|credentials?|api[ _]key)\b|\b(token|credentials?) (is |are |has been |have been )?(invalid|expired|revoked|missing|not valid)\b|\b40[13]\b`)
+	retryInText   = lazyregexp.New(`(?i)retry[ _-]?after(?:[ _]seconds)?["']?\s*[:=]?\s*(\d+)|(?:retry|try again) in (\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?)\b`)
 )
 
 // textOutcome classifies server text; ok is false when it says nothing

@@ -74,7 +74,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +84,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 	"github.com/continuityd/continuityd/internal/natsrules"
 	"github.com/continuityd/continuityd/upstream"
 )
@@ -214,7 +214,7 @@ var (
 
 // namePattern is what an agent name must be to be one subject token and
 // one key (the config's agent name rule).
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var namePattern = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // New checks o and connects. The connection is made in the background
 // when the servers are unreachable (the daemon starts offline, and
@@ -468,7 +468,7 @@ func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) err
 }
 
 // kindPattern: a write kind is one subject token.
-var kindPattern = regexp.MustCompile(`^[a-z0-9_]{1,40}$`)
+var kindPattern = lazyregexp.New(`^[a-z0-9_]{1,40}$`)
 
 // classify turns a publish or request error into an *upstream.Error.
 func (c *Client) classify(err error, subj string, start time.Time) *upstream.Error {

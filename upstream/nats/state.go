@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // envelope is the value of an agent's key (and of a conflict key).
@@ -101,7 +101,7 @@ func (c *Client) isSelf(machine, instance string) bool {
 func (c *Client) Machine() string { return c.o.Machine }
 
 // sideKeyToken makes a writer id one key token.
-var sideKeyUnsafe = regexp.MustCompile(`[^A-Za-z0-9_=-]`)
+var sideKeyUnsafe = lazyregexp.New(`[^A-Za-z0-9_=-]`)
 
 func (c *Client) sideKey(agent string) string {
 	return agent + ".conflict." + sideKeyUnsafe.ReplaceAllString(c.me(), "_")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/continuityd/continuityd/internal/atomicfile"
 )
@@ -24,7 +25,9 @@ const DefaultLogSize = 4 << 20
 // HeaderSize is the length of a record's header.
 const HeaderSize = 16
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// crcTable is built on first use: building it at package initialisation
+// would cost every process of the binary (each agent hook) its tables.
+var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // Log is the log file and the position of the next record. It belongs to
 // whoever holds the store's commit lock.
@@ -151,7 +154,7 @@ func ReadRecord(data []byte, off int) (r Record, end int, ok bool) {
 	if n == 0 || end > len(data) || end < off {
 		return Record{}, 0, false
 	}
-	if crc32.Checksum(data[off+4:end], crcTable) != sum {
+	if crc32.Checksum(data[off+4:end], crcTable()) != sum {
 		return Record{}, 0, false
 	}
 	return Record{ID: id, Payload: data[off+HeaderSize : end], Off: off}, end, true
@@ -163,7 +166,7 @@ func EncodeRecord(id uint64, payload []byte) []byte {
 	binary.LittleEndian.PutUint32(buf[4:], uint32(len(payload)))
 	binary.LittleEndian.PutUint64(buf[8:], id)
 	copy(buf[HeaderSize:], payload)
-	binary.LittleEndian.PutUint32(buf[0:], crc32.Checksum(buf[4:], crcTable))
+	binary.LittleEndian.PutUint32(buf[0:], crc32.Checksum(buf[4:], crcTable()))
 	return buf
 }
 
