@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -208,28 +209,16 @@ func postCheckpoint(ctx context.Context, e *env, cf *clientFlags, body []byte, s
 	if sync {
 		q.Set("sync", "1")
 	}
-	out, err := c.Do(ctx, http.MethodPost, "/v1/continuity/checkpoint", q, body)
+	ans, _, err := ops.Checkpoint.Call(ctx, c, ops.Args{Query: q, Body: body})
 	if err != nil {
 		return fail(e, err)
 	}
-	return printCheckpointAnswer(e, out)
+	return printCheckpointAnswer(e, ans)
 }
 
 // printCheckpointAnswer prints the seq the write was saved as and, with
 // --sync, what each upstream did with it.
-func printCheckpointAnswer(e *env, out []byte) int {
-	var ans struct {
-		Seq  uint64 `json:"seq"`
-		Sync []struct {
-			Name      string  `json:"name"`
-			Delivered bool    `json:"delivered"`
-			State     string  `json:"state"`
-			Error     *string `json:"error"`
-		} `json:"sync"`
-	}
-	if err := json.Unmarshal(out, &ans); err != nil {
-		return fail(e, err)
-	}
+func printCheckpointAnswer(e *env, ans *agent.CheckpointAnswer) int {
 	fmt.Fprintf(e.stdout, "checkpoint saved (seq %d)\n", ans.Seq)
 	for _, s := range ans.Sync {
 		line := fmt.Sprintf("  %s: delivered", s.Name)
