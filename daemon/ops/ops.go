@@ -56,7 +56,7 @@ type Op struct {
 	// Request is the zero value of its body's Go type; nil: no body.
 	Request any
 	// Answer is the zero value of its JSON answer's Go type; nil when the
-	// answer is not JSON (AnswerMedia says what it is).
+	// answer is not JSON (AnswerMedia says what it is; "" : no body).
 	Answer      any
 	AnswerMedia string
 	// Errors are the error codes it may answer (each with the status
