@@ -143,12 +143,12 @@ func (f *checkpointFlags) body(e *env) (body []byte, ok bool) {
 		}
 		b["public_status"] = ps
 	}
-	ops, ok := f.commitmentOps(e)
+	commitments, ok := f.commitmentOps(e)
 	if !ok {
 		return nil, false
 	}
-	if len(ops) > 0 {
-		b["commitments"] = ops
+	if len(commitments) > 0 {
+		b["commitments"] = commitments
 	}
 	if f.stop.set {
 		b["stop"] = map[string]string{"reason": f.stop.v}
@@ -167,14 +167,14 @@ func (f *checkpointFlags) body(e *env) (body []byte, ok bool) {
 // commitmentOps builds the body's commitments member from --open, --close
 // and --drop; ok is false, with the reason on stderr, when a --close or
 // --drop is not ID=VALUE.
-func (f *checkpointFlags) commitmentOps(e *env) (ops map[string]any, ok bool) {
-	ops = map[string]any{}
+func (f *checkpointFlags) commitmentOps(e *env) (commitments map[string]any, ok bool) {
+	commitments = map[string]any{}
 	if len(f.open) > 0 {
 		var l []map[string]string
 		for _, t := range f.open {
 			l = append(l, map[string]string{"title": t})
 		}
-		ops["open"] = l
+		commitments["open"] = l
 	}
 	for name, list := range map[string]listFlag{"close": f.closeOps, "drop": f.drop} {
 		if len(list) == 0 {
@@ -193,9 +193,9 @@ func (f *checkpointFlags) commitmentOps(e *env) (ops map[string]any, ok bool) {
 			}
 			l = append(l, map[string]string{"id": id, key: val})
 		}
-		ops[name] = l
+		commitments[name] = l
 	}
-	return ops, true
+	return commitments, true
 }
 
 // postCheckpoint sends the body and prints the daemon's answer.
