@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -93,5 +95,43 @@ func TestEveryOperationHasItsCommand(t *testing.T) {
 		if _, ok := notOperations[c.name]; !ok && !inTable[c.name] {
 			t.Errorf("command %s is no door of an operation of the table, nor among the commands that are none", c.name)
 		}
+	}
+}
+
+// The checkpoint's field flags build the operation's request type: each
+// flag its field, nothing else.
+func TestCheckpointFlagsBody(t *testing.T) {
+	sock, take := socktest.Serve(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"seq":1,"state":{}}`)
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--focus", "f", "--next", "n", "--result-ref", "", "--waiting-for", "w",
+			"--decide", "c", "--because", "b", "--passed-over", "p",
+			"--status-phase", "acting", "--status-next", "sn", "--status-reason", "r",
+			"--open", "t1", "--open", "t2", "--close", "id1=post:x", "--drop", "id2=no longer needed"},
+			`{"focus":"f","working_state":{"next_action":"n","result_ref":"","waiting_for":"w"},
+			"decide":{"chosen":"c","because":"b","passed_over":"p"},
+			"public_status":{"phase":"acting","next_action":"sn","reason":"r"},
+			"commitments":{"open":[{"title":"t1"},{"title":"t2"}],"close":[{"id":"id1","evidence":"post:x"}],"drop":[{"id":"id2","reason":"no longer needed"}]}}`},
+		{[]string{"--stop", "told to"}, `{"stop":{"reason":"told to"}}`},
+		{[]string{"--resume-residency"}, `{"resume_residency":true}`},
+		{[]string{"--last-result", "ok"}, `{"working_state":{"last_result":"ok"}}`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(append(append([]string{"checkpoint"}, tc.args...), "--socket", sock), strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			t.Fatalf("checkpoint %v: exit %d: %s", tc.args, code, &stderr)
+		}
+		seen := take()
+		var got, want any
+		if len(seen) != 1 || json.Unmarshal([]byte(seen[0].Body), &got) != nil || json.Unmarshal([]byte(tc.want), &want) != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("checkpoint %v sent %+v, want the body %s", tc.args, seen, tc.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"checkpoint", "--close", "nothing", "--socket", sock}, strings.NewReader(""), &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--close wants ID=VALUE") {
+		t.Errorf("a malformed --close: exit %d: %s", code, &stderr)
 	}
 }
