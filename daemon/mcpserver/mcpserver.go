@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
@@ -151,6 +152,11 @@ func (t *tools) handlers() map[string]mcp.ToolHandler {
 func args(req *mcp.CallToolRequest, control ...string) (map[string]json.RawMessage, map[string]json.RawMessage, error) {
 	body := map[string]json.RawMessage{}
 	if raw := req.Params.Arguments; len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		// As strict as any body: a key given twice is refused here, where
+		// the map below would keep the last one silently.
+		if err := guard.CheckObject(raw, len(raw)); err != nil {
+			return nil, nil, err
+		}
 		if err := json.Unmarshal(raw, &body); err != nil {
 			return nil, nil, fmt.Errorf("arguments must be a JSON object: %w", err)
 		}
@@ -261,7 +267,13 @@ func toolError(err error) *mcp.CallToolResult {
 	}
 }
 
+// badArgs is a refusal of a tool's arguments: the guard's own (with its
+// code and field), or INVALID_JSON.
 func badArgs(err error) *mcp.CallToolResult {
+	var ce *capsule.Error
+	if errors.As(err, &ce) {
+		return toolError(err)
+	}
 	return toolError(capsule.Refuse(capsule.CodeInvalidJSON, "", "%v", err))
 }
 

@@ -395,3 +395,26 @@ func TestSnapshotTools(t *testing.T) {
 		t.Fatal("a refused call reached the backend")
 	}
 }
+
+// A tool's arguments are as strict as any body: a key given twice (a
+// control field or a body field) is refused with the guard's code and
+// field, and the backend is not called.
+func TestArgumentsRefuseDuplicateKeys(t *testing.T) {
+	f := &fake{answer: `{"seq":1}`}
+	cs := connect(t, mcpserver.Options{Backend: f})
+	for _, tc := range []struct{ tool, args, field string }{
+		{"checkpoint", `{"focus":"a","focus":"b"}`, "focus"},
+		{"checkpoint", `{"sync":true,"sync":false,"focus":"a"}`, "sync"},
+		{"signal", `{"kind":"context","kind":"session"}`, "kind"},
+		{"capsule_seal", `{"agent":"a","agent":"b"}`, "agent"},
+	} {
+		res := callTool(t, cs, tc.tool, tc.args)
+		raw, _ := json.Marshal(res.StructuredContent)
+		if got := text(t, res); !res.IsError || !strings.HasPrefix(got, "INVALID_JSON ("+tc.field+"): duplicate key") {
+			t.Errorf("%s %s: %v %q %s", tc.tool, tc.args, res.IsError, got, raw)
+		}
+		if calls := f.took(); len(calls) != 0 {
+			t.Errorf("%s %s: the backend was called: %+v", tc.tool, tc.args, calls)
+		}
+	}
+}
