@@ -227,15 +227,11 @@ func (d *Daemon) ingestOne(ctx context.Context, st *snapshot, root *os.Root, nam
 		return n, cerr
 	}
 	// The spool is a file anyone with access to the state directory could
-	// write: it passes the same guard as the API.
+	// write: it is the agent's Signal operation, the same guard as the API.
 	body, err := json.Marshal(ev.Signal)
 	if err != nil {
 		return n, err
 	}
-	sig, err := st.guard.DecodeSignal(body)
-	if err != nil {
-		return n, err
-	}
-	_, err = a.Store().Signal(ctx, sig)
+	_, err = a.Signal(ctx, st.guard, body)
 	return n, err
 }

@@ -372,3 +372,15 @@ func isSafeName(name string) bool {
 
 // quoteName quotes a field name for a message.
 func quoteName(name string) string { return strconv.Quote(name) }
+
+// CheckObject runs the steps every body goes through before its fields are
+// looked at (size, UTF-8, one JSON object, no duplicate key at any depth),
+// for an object that is split before its parts are decoded: an MCP tool's
+// arguments, whose control fields are taken out and whose rest is the
+// body. Decoding into a map first would keep the last of a duplicate key.
+func CheckObject(body []byte, limit int) error {
+	if err := checkBody(body, limit); err != nil {
+		return err
+	}
+	return nil
+}

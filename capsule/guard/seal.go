@@ -10,12 +10,21 @@ import (
 // SealRequest is the body of POST /v1/capsule/seal: the fields the caller
 // sets on the capsule the daemon builds from the residency. A field left
 // out (or null) keeps what the residency gives.
+// The json tags name the fields as the body has them (the decoding is
+// DecodeSealRequest's; the tags are for what describes the body, such as
+// the OpenAPI document).
 type SealRequest struct {
-	Goal, Done, Next, Blockers, DoNot, Refuted, HandoffTo *string
-	Receipts                                              []string
+	Goal      *string  `json:"goal,omitempty"`
+	Done      *string  `json:"done,omitempty"`
+	Next      *string  `json:"next,omitempty"`
+	Blockers  *string  `json:"blockers,omitempty"`
+	DoNot     *string  `json:"do_not,omitempty"`
+	Refuted   *string  `json:"refuted,omitempty"`
+	HandoffTo *string  `json:"handoff_to,omitempty"`
+	Receipts  []string `json:"receipts,omitempty"`
 	// TTLDays is the JSON text as it came; CheckCapsule checks it with the
 	// rest of the built capsule.
-	TTLDays json.RawMessage
+	TTLDays json.RawMessage `json:"ttl_days,omitempty"`
 }
 
 // DecodeSealRequest decodes such a body as strictly as every other body

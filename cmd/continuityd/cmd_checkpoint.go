@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -112,89 +113,88 @@ func checkpointJSONBody(e *env, fs *flag.FlagSet, jsonFile string) (body []byte,
 	return body, true
 }
 
-// body builds the checkpoint body from the field flags given; ok is false,
-// with the reason on stderr, when a flag is malformed or none was given.
+// body builds the checkpoint body (the operation's request type) from the
+// field flags given; ok is false, with the reason on stderr, when a flag is
+// malformed or none was given.
 func (f *checkpointFlags) body(e *env) (body []byte, ok bool) {
-	b := map[string]any{}
+	var cp capsule.Checkpoint
 	if f.focus.set {
-		b["focus"] = f.focus.v
+		cp.Focus = &f.focus.v
 	}
-	ws := map[string]any{}
-	for k, o := range map[string]optString{"next_action": f.next, "last_result": f.lastResult, "result_ref": f.resultRef, "waiting_for": f.waitingFor} {
-		if o.set {
-			ws[k] = o.v
-		}
+	ws := capsule.WorkingState{
+		NextAction: f.next.ptr(), LastResult: f.lastResult.ptr(),
+		ResultRef: f.resultRef.nullable(), WaitingFor: f.waitingFor.nullable(),
 	}
-	if len(ws) > 0 {
-		b["working_state"] = ws
+	if ws != (capsule.WorkingState{}) {
+		cp.WorkingState = &ws
 	}
 	if f.chosen.set || f.because.set || f.passedOver.set {
-		d := map[string]any{"chosen": f.chosen.v, "because": f.because.v}
-		if f.passedOver.set {
-			d["passed_over"] = f.passedOver.v
-		}
-		b["decide"] = d
+		cp.Decide = &capsule.Decision{Chosen: f.chosen.v, Because: f.because.v, PassedOver: f.passedOver.v}
 	}
 	if f.phase.set || f.statusNext.set || f.statusReason.set {
-		ps := map[string]any{"phase": f.phase.v, "next_action": f.statusNext.v}
-		if f.statusReason.set {
-			ps["reason"] = f.statusReason.v
-		}
-		b["public_status"] = ps
+		cp.PublicStatus = &capsule.PublicStatus{Phase: f.phase.v, NextAction: f.statusNext.v, Reason: f.statusReason.v}
 	}
-	ops, ok := f.commitmentOps(e)
+	commitments, ok := f.commitmentOps(e)
 	if !ok {
 		return nil, false
 	}
-	if len(ops) > 0 {
-		b["commitments"] = ops
+	if !commitments.IsEmpty() {
+		cp.Commitments = commitments
 	}
 	if f.stop.set {
-		b["stop"] = map[string]string{"reason": f.stop.v}
+		cp.Stop = &capsule.Stop{Reason: f.stop.v}
 	}
-	if *f.resume {
-		b["resume_residency"] = true
-	}
-	if len(b) == 0 {
+	cp.ResumeResidency = *f.resume
+	if cp.IsEmpty() {
 		fmt.Fprintln(e.stderr, "continuityd checkpoint: nothing to save; give at least one field flag or --json FILE")
 		return nil, false
 	}
-	body, _ = json.Marshal(b)
+	body, err := ops.Checkpoint.Encode(&cp)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "continuityd checkpoint: %v\n", err)
+		return nil, false
+	}
 	return body, true
+}
+
+// ptr is the flag's value when it was given, else nil.
+func (o *optString) ptr() *string {
+	if !o.set {
+		return nil
+	}
+	return &o.v
+}
+
+// nullable is the flag's value as a field that tells absent from given.
+func (o *optString) nullable() capsule.NullableString {
+	return capsule.NullableString{Set: o.set, Valid: o.set, Value: o.v}
 }
 
 // commitmentOps builds the body's commitments member from --open, --close
 // and --drop; ok is false, with the reason on stderr, when a --close or
 // --drop is not ID=VALUE.
-func (f *checkpointFlags) commitmentOps(e *env) (ops map[string]any, ok bool) {
-	ops = map[string]any{}
-	if len(f.open) > 0 {
-		var l []map[string]string
-		for _, t := range f.open {
-			l = append(l, map[string]string{"title": t})
-		}
-		ops["open"] = l
+func (f *checkpointFlags) commitmentOps(e *env) (commitments *capsule.CommitmentOps, ok bool) {
+	commitments = &capsule.CommitmentOps{}
+	for _, t := range f.open {
+		commitments.Open = append(commitments.Open, capsule.OpenCommitment{Title: t})
 	}
-	for name, list := range map[string]listFlag{"close": f.closeOps, "drop": f.drop} {
-		if len(list) == 0 {
-			continue
+	for _, kv := range f.closeOps {
+		id, evidence, ok := strings.Cut(kv, "=")
+		if !ok {
+			fmt.Fprintf(e.stderr, "continuityd checkpoint: --close wants ID=VALUE, got %q\n", kv)
+			return nil, false
 		}
-		var l []map[string]string
-		for _, kv := range list {
-			id, val, ok := strings.Cut(kv, "=")
-			if !ok {
-				fmt.Fprintf(e.stderr, "continuityd checkpoint: --%s wants ID=VALUE, got %q\n", name, kv)
-				return nil, false
-			}
-			key := "evidence"
-			if name == "drop" {
-				key = "reason"
-			}
-			l = append(l, map[string]string{"id": id, key: val})
-		}
-		ops[name] = l
+		commitments.Close = append(commitments.Close, capsule.CloseCommitment{ID: id, Evidence: evidence})
 	}
-	return ops, true
+	for _, kv := range f.drop {
+		id, reason, ok := strings.Cut(kv, "=")
+		if !ok {
+			fmt.Fprintf(e.stderr, "continuityd checkpoint: --drop wants ID=VALUE, got %q\n", kv)
+			return nil, false
+		}
+		commitments.Drop = append(commitments.Drop, capsule.DropCommitment{ID: id, Reason: reason})
+	}
+	return commitments, true
 }
 
 // postCheckpoint sends the body and prints the daemon's answer.
@@ -208,28 +208,16 @@ func postCheckpoint(ctx context.Context, e *env, cf *clientFlags, body []byte, s
 	if sync {
 		q.Set("sync", "1")
 	}
-	out, err := c.Do(ctx, http.MethodPost, "/v1/continuity/checkpoint", q, body)
+	ans, _, err := ops.Checkpoint.Call(ctx, c, ops.Args{Query: q, Body: body})
 	if err != nil {
 		return fail(e, err)
 	}
-	return printCheckpointAnswer(e, out)
+	return printCheckpointAnswer(e, ans)
 }
 
 // printCheckpointAnswer prints the seq the write was saved as and, with
 // --sync, what each upstream did with it.
-func printCheckpointAnswer(e *env, out []byte) int {
-	var ans struct {
-		Seq  uint64 `json:"seq"`
-		Sync []struct {
-			Name      string  `json:"name"`
-			Delivered bool    `json:"delivered"`
-			State     string  `json:"state"`
-			Error     *string `json:"error"`
-		} `json:"sync"`
-	}
-	if err := json.Unmarshal(out, &ans); err != nil {
-		return fail(e, err)
-	}
+func printCheckpointAnswer(e *env, ans *agent.CheckpointAnswer) int {
 	fmt.Fprintf(e.stdout, "checkpoint saved (seq %d)\n", ans.Seq)
 	for _, s := range ans.Sync {
 		line := fmt.Sprintf("  %s: delivered", s.Name)

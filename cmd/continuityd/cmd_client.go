@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -33,23 +32,28 @@ func cmdResume(ctx context.Context, e *env, args []string) int {
 		return fail(e, err)
 	}
 	defer c.Close()
-	q := map[string][]string{}
+	q := url.Values{}
 	if *peek {
-		q["peek"] = []string{"1"}
+		q.Set("peek", "1")
 	}
-	out, err := c.Do(ctx, http.MethodGet, "/v1/continuity", q, nil)
+	if *asJSON {
+		out, err := ops.Resume.Do(ctx, c, ops.Args{Query: q})
+		return printRaw(e, out, err)
+	}
+	r, _, err := ops.Resume.Call(ctx, c, ops.Args{Query: q})
 	if err != nil {
 		return fail(e, err)
 	}
-	if *asJSON {
-		e.stdout.Write(out)
-		return exitOK
-	}
-	var r capsule.Resume
-	if err := json.Unmarshal(out, &r); err != nil {
+	fmt.Fprint(e.stdout, r.Markdown(0))
+	return exitOK
+}
+
+// printRaw prints an answer as the daemon sent it (--json), or the failure.
+func printRaw(e *env, out []byte, err error) int {
+	if err != nil {
 		return fail(e, err)
 	}
-	fmt.Fprint(e.stdout, r.Markdown(0))
+	e.stdout.Write(out)
 	return exitOK
 }
 
@@ -96,38 +100,32 @@ func cmdCapsule(ctx context.Context, e *env, args []string) int {
 		return fail(e, err)
 	}
 	defer c.Close()
-	var out []byte
+	var ans *agent.CapsuleAnswer
 	switch sub {
 	case "show":
-		out, err = c.Do(ctx, http.MethodGet, "/v1/capsule", nil, nil)
-		if err == nil {
-			var rec capsule.CapsuleRecord
-			if err = json.Unmarshal(out, &rec); err == nil {
-				out, err = json.MarshalIndent(rec.Capsule, "", "  ")
-				out = append(out, '\n')
-			}
+		rec, _, err := ops.CapsuleGet.Call(ctx, c, ops.Args{})
+		if err != nil {
+			return fail(e, err)
 		}
+		out, err := json.MarshalIndent(rec.Capsule, "", "  ")
+		if err != nil {
+			return fail(e, err)
+		}
+		e.stdout.Write(append(out, '\n'))
+		return exitOK
 	case "seal":
-		out, err = c.Do(ctx, http.MethodPost, "/v1/capsule/seal", nil, nil)
+		ans, _, err = ops.Seal.Call(ctx, c, ops.Args{})
 	case "put":
 		var body []byte
 		if body, err = readInput(e, rest[0]); err != nil {
 			fmt.Fprintf(e.stderr, "continuityd capsule put: %v\n", err)
 			return exitUsage
 		}
-		out, err = c.Do(ctx, http.MethodPut, "/v1/capsule", nil, body)
+		ans, _, err = ops.CapsulePut.Call(ctx, c, ops.Args{Body: body})
 	}
 	if err != nil {
 		return fail(e, err)
 	}
-	if sub == "show" {
-		e.stdout.Write(out)
-		return exitOK
-	}
-	var ans struct {
-		Seq uint64 `json:"seq"`
-	}
-	json.Unmarshal(out, &ans)
 	verb := map[string]string{"seal": "sealed", "put": "stored"}[sub]
 	fmt.Fprintf(e.stdout, "capsule %s (seq %d)\n", verb, ans.Seq)
 	return exitOK
@@ -171,7 +169,7 @@ func cmdSignal(ctx context.Context, e *env, args []string) int {
 		return fail(e, err)
 	}
 	defer c.Close()
-	if _, err := c.Do(ctx, http.MethodPost, "/v1/signals", nil, raw); err != nil {
+	if _, _, err := ops.Signal.Call(ctx, c, ops.Args{Body: raw}); err != nil {
 		return fail(e, err)
 	}
 	fmt.Fprintf(e.stdout, "signal %s recorded\n", pos[0])
@@ -187,19 +185,15 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return exitUsage
 	}
-	out, code, ok := getOrPrint(ctx, e, cf, "/v1/status", nil, *asJSON)
+	st, code, ok := callOrPrint(ctx, e, cf, ops.Status, ops.Args{}, *asJSON)
 	if !ok {
 		return code
-	}
-	var st api.Status
-	if err := json.Unmarshal(out, &st); err != nil {
-		return fail(e, err)
 	}
 	fmt.Fprintf(e.stdout, "continuityd %s, pid %d, up %s\nsocket %s\nstate  %s\nconfig %s\n\n",
 		termsafe.Line(st.Version), st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), termsafe.Name(st.Socket), termsafe.Name(st.StateDir), termsafe.Name(st.Config))
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSEQ\tSTOPPED\tLAST WRITE\tUPSTREAM\tSTATE\tPENDING\tDEAD\tLAST ERROR")
-	var damaged []api.AgentStatus
+	var damaged []ops.AgentStatus
 	for _, a := range st.Agents {
 		if a.Damaged != "" {
 			damaged = append(damaged, a)
@@ -222,7 +216,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	tw.Flush()
-	printHealth(e.stdout, &st)
+	printHealth(e.stdout, st)
 	for _, a := range damaged {
 		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", termsafe.Name(a.Name), termsafe.Text(a.Damaged))
 	}
@@ -234,23 +228,23 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-// getOrPrint GETs path from the daemon. With raw set it prints the JSON
-// answer as it came and the command is done (ok false, code exitOK); a
-// failure is reported and ends the command too. Otherwise out is the
-// answer for the command to render.
-func getOrPrint(ctx context.Context, e *env, cf clientFlags, path string, q url.Values, raw bool) (out []byte, code int, ok bool) {
+// callOrPrint calls the operation ep on the daemon. With raw set it prints
+// the JSON answer as it came and the command is done (ok false, code
+// exitOK); a failure is reported and ends the command too. Otherwise ans is
+// the answer for the command to render.
+func callOrPrint[Req, Ans any](ctx context.Context, e *env, cf clientFlags, ep ops.Endpoint[Req, Ans], a ops.Args, raw bool) (ans *Ans, code int, ok bool) {
 	c, err := cf.client(e)
 	if err != nil {
 		return nil, fail(e, err), false
 	}
 	defer c.Close()
-	out, err = c.Do(ctx, http.MethodGet, path, q, nil)
+	if raw {
+		out, err := ep.Do(ctx, c, a)
+		return nil, printRaw(e, out, err), false
+	}
+	ans, _, err = ep.Call(ctx, c, a)
 	if err != nil {
 		return nil, fail(e, err), false
 	}
-	if raw {
-		e.stdout.Write(out)
-		return nil, exitOK, false
-	}
-	return out, exitOK, true
+	return ans, exitOK, true
 }

@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
@@ -85,28 +85,12 @@ func deadLetterList(ctx context.Context, e *env, c *client.Client, up string, as
 	if up != "" {
 		q.Set("upstream", up)
 	}
-	out, err := c.Do(ctx, http.MethodGet, "/v1/deadletter", q, nil)
-	if err != nil {
-		return fail(e, err)
-	}
 	if asJSON {
-		e.stdout.Write(out)
-		return exitOK
+		out, err := ops.DeadLetters.Do(ctx, c, ops.Args{Query: q})
+		return printRaw(e, out, err)
 	}
-	var ans struct {
-		Entries []struct {
-			Upstream string    `json:"upstream"`
-			Error    string    `json:"error"`
-			At       time.Time `json:"at"`
-			Retry    bool      `json:"retry"`
-			Attempts int       `json:"attempts"`
-			Write    struct {
-				Seq  uint64 `json:"seq"`
-				Kind string `json:"kind"`
-			} `json:"write"`
-		} `json:"entries"`
-	}
-	if err := json.Unmarshal(out, &ans); err != nil {
+	ans, _, err := ops.DeadLetters.Call(ctx, c, ops.Args{Query: q})
+	if err != nil {
 		return fail(e, err)
 	}
 	if len(ans.Entries) == 0 {
@@ -116,7 +100,7 @@ func deadLetterList(ctx context.Context, e *env, c *client.Client, up string, as
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPSTREAM\tSEQ\tKIND\tREFUSED\tATTEMPTS\tRETRY QUEUED\tERROR")
 	for _, d := range ans.Entries {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%v\t%s\n", termsafe.Name(d.Upstream), d.Write.Seq, termsafe.Name(d.Write.Kind), d.At.Format(time.RFC3339), d.Attempts, d.Retry, termsafe.Line(d.Error))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%v\t%s\n", termsafe.Name(d.Upstream), d.Write.Seq, termsafe.Name(string(d.Write.Kind)), d.At.Format(time.RFC3339), d.Attempts, d.Retry, termsafe.Line(d.Error))
 	}
 	tw.Flush()
 	return exitOK
@@ -147,14 +131,26 @@ func deadLetterSeq(e *env, sub, up string, all bool, args []string) (seq uint64,
 // deadLetterAct asks the daemon to retry or discard (sub) dead letters of
 // upstream up (seq 0: all of them) and says how many it did.
 func deadLetterAct(ctx context.Context, e *env, c *client.Client, sub, up string, seq uint64) int {
-	body, _ := json.Marshal(map[string]any{"upstream": up, "seq": seq})
-	out, err := c.Do(ctx, http.MethodPost, "/v1/deadletter/"+sub, nil, body)
+	body, err := ops.DeadLetterRetry.Encode(&guard.DeadLetterRequest{Upstream: up, Seq: seq})
 	if err != nil {
 		return fail(e, err)
 	}
-	var ans map[string]int
-	json.Unmarshal(out, &ans)
+	var n int
+	if sub == "retry" {
+		var ans *ops.DeadLettersRetried
+		if ans, _, err = ops.DeadLetterRetry.Call(ctx, c, ops.Args{Body: body}); ans != nil {
+			n = ans.Retried
+		}
+	} else {
+		var ans *ops.DeadLettersDiscarded
+		if ans, _, err = ops.DeadLetterDiscard.Call(ctx, c, ops.Args{Body: body}); ans != nil {
+			n = ans.Discarded
+		}
+	}
+	if err != nil {
+		return fail(e, err)
+	}
 	verb := map[string]string{"retry": "retried", "discard": "discarded"}[sub]
-	fmt.Fprintf(e.stdout, "%d dead letter(s) %s\n", ans[verb], verb)
+	fmt.Fprintf(e.stdout, "%d dead letter(s) %s\n", n, verb)
 	return exitOK
 }

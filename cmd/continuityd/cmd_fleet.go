@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -29,13 +29,9 @@ func cmdFleet(ctx context.Context, e *env, args []string) int {
 	if *up != "" {
 		q.Set("upstream", *up)
 	}
-	out, code, ok := getOrPrint(ctx, e, cf, "/v1/fleet", q, *asJSON)
+	ans, code, ok := callOrPrint(ctx, e, cf, ops.Fleet, ops.Args{Query: q}, *asJSON)
 	if !ok {
 		return code
-	}
-	var ans api.FleetAnswer
-	if err := json.Unmarshal(out, &ans); err != nil {
-		return fail(e, err)
 	}
 	h := ans.Health.State
 	if ans.Health.Server != "" {

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/sources/hook"
 	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/client"
@@ -75,7 +75,7 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 	down := false
 	if ev.Signal != nil {
 		body, _ := json.Marshal(ev.Signal)
-		_, err := c.Do(ctx, http.MethodPost, "/v1/signals", q, body)
+		_, err := ops.Signal.Do(ctx, c, ops.Args{Query: q, Body: body})
 		if err != nil {
 			down = unreachable(err)
 			if down {
@@ -94,11 +94,10 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 		// upstreams' views as last fetched, instead of waiting for them
 		// (and their rate limits) past this hook's budget.
 		q.Set("local", "1")
-		if out, err := c.Do(ctx, http.MethodGet, "/v1/continuity", q, nil); err == nil {
-			var r capsule.Resume
-			if json.Unmarshal(out, &r) == nil {
-				md = r.Markdown(statefiles.ResumeMarkdownLimit)
-			}
+		// An answer that does not decode is as good as none: the last
+		// resume on disk stands in below.
+		if r, _, err := ops.Resume.Call(ctx, c, ops.Args{Query: q}); err == nil {
+			md = r.Markdown(statefiles.ResumeMarkdownLimit)
 		}
 	}
 	if md == "" {

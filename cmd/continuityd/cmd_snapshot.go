@@ -2,16 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/termsafe"
@@ -70,18 +71,12 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) int {
 }
 
 func snapshotList(ctx context.Context, e *env, c *client.Client, asJSON bool) int {
-	out, err := c.Do(ctx, http.MethodGet, "/v1/snapshots", nil, nil)
-	if err != nil {
-		return fail(e, err)
-	}
 	if asJSON {
-		e.stdout.Write(out)
-		return exitOK
+		out, err := ops.Snapshots.Do(ctx, c, ops.Args{})
+		return printRaw(e, out, err)
 	}
-	var ans struct {
-		Snapshots []snapshot.Snapshot `json:"snapshots"`
-	}
-	if err := json.Unmarshal(out, &ans); err != nil {
+	ans, _, err := ops.Snapshots.Call(ctx, c, ops.Args{})
+	if err != nil {
 		return fail(e, err)
 	}
 	if len(ans.Snapshots) == 0 {
@@ -98,16 +93,12 @@ func snapshotList(ctx context.Context, e *env, c *client.Client, asJSON bool) in
 }
 
 func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJSON bool) int {
-	out, err := c.Do(ctx, http.MethodGet, "/v1/snapshots/"+url.PathEscape(id), nil, nil)
-	if err != nil {
-		return fail(e, err)
-	}
 	if asJSON {
-		e.stdout.Write(out)
-		return exitOK
+		out, err := ops.SnapshotShow.Do(ctx, c, ops.Args{ID: id})
+		return printRaw(e, out, err)
 	}
-	var d snapshot.Detail
-	if err := json.Unmarshal(out, &d); err != nil {
+	d, _, err := ops.SnapshotShow.Call(ctx, c, ops.Args{ID: id})
+	if err != nil {
 		return fail(e, err)
 	}
 	fmt.Fprintf(e.stdout, "snapshot %s (%s, seq %d) at %s\n", termsafe.Name(d.ID), termsafe.Line(d.Trigger), d.Seq, d.Time.Local().Format(time.DateTime))
@@ -144,27 +135,20 @@ func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJS
 // snapshotDiff prints the diff of ID against its parent, or, with two ids,
 // what changed from ID to ID2; with none, the newest against its parent.
 func snapshotDiff(ctx context.Context, e *env, c *client.Client, ids []string, asJSON bool) int {
-	id, q := "latest", url.Values{"diff": {"1"}}
+	a := ops.Args{ID: agent.Latest, Query: url.Values{}}
 	switch len(ids) {
 	case 1:
-		id = ids[0]
+		a.ID = ids[0]
 	case 2:
-		id = ids[1]
-		q.Set("against", ids[0])
-	}
-	out, err := c.Do(ctx, http.MethodGet, "/v1/snapshots/"+url.PathEscape(id), q, nil)
-	if err != nil {
-		return fail(e, err)
+		a.ID = ids[1]
+		a.Query.Set("against", ids[0])
 	}
 	if asJSON {
-		e.stdout.Write(out)
-		return exitOK
+		out, err := ops.SnapshotDiff.Do(ctx, c, a)
+		return printRaw(e, out, err)
 	}
-	var d struct {
-		Diff string `json:"diff"`
-		Cut  bool   `json:"cut"`
-	}
-	if err := json.Unmarshal(out, &d); err != nil {
+	d, _, err := ops.SnapshotDiff.Call(ctx, c, a)
+	if err != nil {
 		return fail(e, err)
 	}
 	fmt.Fprint(e.stdout, termsafe.Text(d.Diff))
@@ -175,17 +159,17 @@ func snapshotDiff(ctx context.Context, e *env, c *client.Client, ids []string, a
 }
 
 func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, paths []string, dry, asJSON bool) int {
-	body, _ := json.Marshal(map[string]any{"paths": paths, "dry_run": dry})
-	out, err := c.Do(ctx, http.MethodPost, "/v1/snapshots/"+url.PathEscape(id)+"/restore", nil, body)
+	body, err := ops.SnapshotRestore.Encode(&guard.RestoreRequest{Paths: paths, DryRun: dry})
 	if err != nil {
 		return fail(e, err)
 	}
+	a := ops.Args{ID: id, Body: body}
 	if asJSON {
-		e.stdout.Write(out)
-		return exitOK
+		out, err := ops.SnapshotRestore.Do(ctx, c, a)
+		return printRaw(e, out, err)
 	}
-	var r snapshot.RestoreResult
-	if err := json.Unmarshal(out, &r); err != nil {
+	r, _, err := ops.SnapshotRestore.Call(ctx, c, a)
+	if err != nil {
 		return fail(e, err)
 	}
 	verb := map[string]string{snapshot.StatusAdded: "restore", snapshot.StatusModified: "restore", snapshot.StatusDeleted: "remove"}

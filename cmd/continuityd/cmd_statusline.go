@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"net/url"
 	"os/exec"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/sources/statusline"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
@@ -69,16 +69,16 @@ func statusText(ctx context.Context, e *env, cf clientFlags, raw []byte) string 
 	if cf.agent == "" && p.Cwd != "" {
 		q.Set("cwd", p.Cwd)
 	}
-	out, err := c.Do(ctx, http.MethodGet, "/v1/continuity", q, nil)
+	out, err := ops.Resume.Do(ctx, c, ops.Args{Query: q})
 	if err != nil {
 		if unreachable(err) {
 			return ctxPart + " · continuityd down"
 		}
 		return ctxPart + " · continuityd: " + err.Error()
 	}
-	var r capsule.Resume
-	if json.Unmarshal(out, &r) != nil {
-		return ctxPart
+	r, err := ops.Resume.Decode(out)
+	if err != nil {
+		return ctxPart // an answer that does not decode: the line shows what the payload says
 	}
 	// The statusline renders often; only a change worth a durable write is
 	// forwarded (a point of usage, or a new session).
@@ -92,7 +92,7 @@ func statusText(ctx context.Context, e *env, cf clientFlags, raw []byte) string 
 		if q.Get("cwd") != "" {
 			sq.Set("cwd", q.Get("cwd"))
 		}
-		c.Do(ctx, http.MethodPost, "/v1/signals", sq, body)
+		ops.Signal.Do(ctx, c, ops.Args{Query: sq, Body: body}) // best effort: the statusline renders again soon
 	}
 	saved := "never saved"
 	if r.LastWriteAt != nil {

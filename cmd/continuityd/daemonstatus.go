@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/safesocket"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
@@ -20,7 +18,7 @@ import (
 // its watch, transcripts and snapshots are doing, and how the last
 // configuration reload went: what a person needs to see that something
 // does not work.
-func printHealth(w io.Writer, st *api.Status) {
+func printHealth(w io.Writer, st *ops.StatusAnswer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, a := range st.Agents {
 		if a.Damaged != "" {
@@ -61,7 +59,7 @@ func printHealth(w io.Writer, st *api.Status) {
 // (recover, delx register). socket is where it asked; peer is who answered
 // there, as the kernel says; st is nil when no daemon answered (err says
 // why).
-func runningDaemon(ctx context.Context, e *env, cf clientFlags) (st *api.Status, peer safesocket.Cred, socket string, err error) {
+func runningDaemon(ctx context.Context, e *env, cf clientFlags) (st *ops.StatusAnswer, peer safesocket.Cred, socket string, err error) {
 	c, err := cf.client(e)
 	if err != nil {
 		return nil, peer, "", err
@@ -69,12 +67,15 @@ func runningDaemon(ctx context.Context, e *env, cf clientFlags) (st *api.Status,
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, peer, err := c.DoPeer(ctx, http.MethodGet, "/v1/status", nil, nil)
+	method, path, q, err := ops.Status.Route(ops.Args{})
 	if err != nil {
 		return nil, peer, c.Socket, err
 	}
-	st = &api.Status{}
-	if err := json.Unmarshal(out, st); err != nil {
+	out, peer, err := c.DoPeer(ctx, method, path, q, nil)
+	if err != nil {
+		return nil, peer, c.Socket, err
+	}
+	if st, err = ops.Status.Decode(out); err != nil {
 		return nil, peer, c.Socket, err
 	}
 	return st, peer, c.Socket, nil
@@ -87,7 +88,7 @@ func runningDaemon(ctx context.Context, e *env, cf clientFlags) (st *api.Status,
 // the socket path and names some other process is refused, with the
 // socket and both PIDs named: signalling on its word would let it have
 // any process of ours killed.
-func daemonPID(st *api.Status, peer safesocket.Cred, socket string) (int, error) {
+func daemonPID(st *ops.StatusAnswer, peer safesocket.Cred, socket string) (int, error) {
 	if st.PID != peer.PID {
 		return 0, fmt.Errorf("the process answering on %s (pid %d, uid %d) names pid %d as the daemon: not signalling a process it does not prove to be",
 			socket, peer.PID, peer.UID, st.PID)

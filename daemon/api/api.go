@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -20,29 +21,10 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// routes are the local API's paths and their methods; anything else is a
-// JSON 404 or 405 in the interface's error shape.
-var routes = map[string][]string{
-	"/v1/continuity":            {http.MethodGet},
-	"/v1/continuity/checkpoint": {http.MethodPost},
-	"/v1/continuity/wait":       {http.MethodGet},
-	"/v1/capsule":               {http.MethodGet, http.MethodPut},
-	"/v1/capsule/seal":          {http.MethodPost},
-	"/v1/signals":               {http.MethodPost},
-	"/v1/deadletter":            {http.MethodGet},
-	"/v1/deadletter/retry":      {http.MethodPost},
-	"/v1/deadletter/discard":    {http.MethodPost},
-	"/v1/snapshots":             {http.MethodGet},
-	"/v1/status":                {http.MethodGet},
-	"/v1/fleet":                 {http.MethodGet},
-	"/healthz":                  {http.MethodGet},
-	"/metrics":                  {http.MethodGet},
-	"/mcp":                      {http.MethodGet, http.MethodPost, http.MethodDelete},
-}
 
 // Runtime is what the API serves: the daemon's running configuration.
 type Runtime interface {
@@ -95,44 +77,120 @@ func New(o Options) *API {
 }
 
 // Handler is the local API as the Unix socket serves it. Each call builds
-// a handler of its own (with its own MCP sessions), one per listener.
+// a handler of its own (with its own MCP sessions), one per listener. The
+// routes are the table's (package ops): each operation's handler is found
+// by its name; an operation without one, or a handler without an
+// operation, is a bug caught at start-up (and by the tests).
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/continuity", a.withAgent(a.handleResume))
-	mux.HandleFunc("POST /v1/continuity/checkpoint", a.withAgent(a.handleCheckpoint))
-	mux.HandleFunc("GET /v1/continuity/wait", a.withAgent(a.handleWait))
-	mux.HandleFunc("GET /v1/capsule", a.withAgent(a.handleCapsuleGet))
-	mux.HandleFunc("PUT /v1/capsule", a.withAgent(bodyDoor((*agent.Agent).PutCapsule)))
-	mux.HandleFunc("POST /v1/capsule/seal", a.withAgent(bodyDoor((*agent.Agent).Seal)))
-	mux.HandleFunc("POST /v1/signals", a.withAgent(bodyDoor((*agent.Agent).Signal)))
-	mux.HandleFunc("GET /v1/deadletter", a.withAgent(a.handleDeadLetters))
-	mux.HandleFunc("POST /v1/deadletter/retry", a.withAgent(a.handleDeadLetterAction(true)))
-	mux.HandleFunc("POST /v1/deadletter/discard", a.withAgent(a.handleDeadLetterAction(false)))
-	mux.HandleFunc("GET /v1/snapshots", a.withAgent(a.handleSnapshots))
-	mux.HandleFunc("GET /v1/snapshots/{id}", a.withAgent(a.handleSnapshot))
-	mux.HandleFunc("POST /v1/snapshots/{id}/restore", a.withAgent(a.handleSnapshotRestore))
-	mux.HandleFunc("GET /v1/status", a.handleStatus)
-	mux.HandleFunc("GET /v1/fleet", a.handleFleet)
-	if a.o.Metrics != nil {
-		mux.Handle("GET /metrics", a.o.Metrics)
+	if err := a.route(mux, a.doors()); err != nil {
+		panic(err)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": a.o.Version})
-	})
+	methods := ops.Methods()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A path the API knows but does not serve here (GET /metrics
 		// without Options.Metrics) is not found, not "use GET".
-		if methods, ok := routes[r.URL.Path]; ok && !slices.Contains(methods, r.Method) {
-			w.Header().Set("Allow", strings.Join(methods, ", "))
+		if allowed, ok := methods[r.URL.Path]; ok && !slices.Contains(allowed, r.Method) {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
 			writeError(w, capsule.Refuse(capsule.CodeMethodNotAllowed, "",
-				"%s does not take %s; use %s", r.URL.Path, r.Method, strings.Join(methods, " or ")))
+				"%s does not take %s; use %s", r.URL.Path, r.Method, strings.Join(allowed, " or ")))
 			return
 		}
-		writeError(w, capsule.Refuse(capsule.CodeNotFound, "",
-			"no such path %q; see the local API table in README.md", r.URL.Path))
+		notFound(w, r)
 	})
-	mux.Handle("/mcp", a.mcpHandler())
-	return a.instrument(a.recoverPanics(mux))
+	return a.instrument(a.recoverPanics(mux), methods)
+}
+
+// notFound is the answer for a path the API does not serve.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, capsule.Refuse(capsule.CodeNotFound, "",
+		"no such path %q; see the local API table in README.md", r.URL.Path))
+}
+
+// door is an operation's handler: for one agent (with the guard its writes
+// pass), or for the daemon as a whole.
+type door struct {
+	agent agentHandler
+	plain http.HandlerFunc
+}
+
+// doors are the handlers of the table's operations, by name. The three
+// methods of /mcp share one handler (one set of sessions).
+func (a *API) doors() map[string]door {
+	mcp := a.mcpHandler().ServeHTTP
+	return map[string]door{
+		ops.Resume.Op().Name:            {agent: a.handleResume},
+		ops.Checkpoint.Op().Name:        {agent: a.handleCheckpoint},
+		ops.Wait.Op().Name:              {agent: a.handleWait},
+		ops.CapsuleGet.Op().Name:        {agent: a.handleCapsuleGet},
+		ops.CapsulePut.Op().Name:        {agent: bodyDoor((*agent.Agent).PutCapsule)},
+		ops.Seal.Op().Name:              {agent: bodyDoor((*agent.Agent).Seal)},
+		ops.Signal.Op().Name:            {agent: bodyDoor((*agent.Agent).Signal)},
+		ops.DeadLetters.Op().Name:       {agent: a.handleDeadLetters},
+		ops.DeadLetterRetry.Op().Name:   {agent: a.handleDeadLetterAction(true)},
+		ops.DeadLetterDiscard.Op().Name: {agent: a.handleDeadLetterAction(false)},
+		ops.Snapshots.Op().Name:         {agent: a.handleSnapshots},
+		ops.SnapshotShow.Op().Name:      {agent: a.handleSnapshot},
+		ops.SnapshotRestore.Op().Name:   {agent: a.handleSnapshotRestore},
+		ops.Status.Op().Name:            {plain: a.handleStatus},
+		ops.Health.Op().Name:            {plain: a.handleHealth},
+		ops.Metrics.Op().Name:           {plain: a.handleMetrics},
+		ops.Fleet.Op().Name:             {plain: a.handleFleet},
+		ops.MCPPost.Op().Name:           {plain: mcp},
+		ops.MCPStream.Op().Name:         {plain: mcp},
+		ops.MCPClose.Op().Name:          {plain: mcp},
+	}
+}
+
+// route registers each operation of the table on mux with its door, and
+// says which operation has no door (or the wrong kind) and which door has
+// no operation. A second answer of a route (Op.When) is its route's door's
+// to give.
+func (a *API) route(mux *http.ServeMux, doors map[string]door) error {
+	var problems []string
+	seen := map[string]bool{}
+	for _, o := range ops.Table() {
+		seen[o.Name] = true
+		d, ok := doors[o.Name]
+		switch {
+		case o.When != "" && ok:
+			problems = append(problems, fmt.Sprintf("%s is a second answer of %s %s (%s) and has a handler of its own", o.Name, o.Method, o.Path, o.When))
+		case o.When != "":
+		case !ok:
+			problems = append(problems, fmt.Sprintf("operation %s (%s) has no handler", o.Name, o.Pattern()))
+		case o.Agent && d.agent == nil, !o.Agent && d.plain == nil:
+			problems = append(problems, fmt.Sprintf("operation %s: its handler is not of its kind (on one agent: %v)", o.Name, o.Agent))
+		case o.Agent:
+			mux.HandleFunc(o.Pattern(), a.withAgent(d.agent))
+		default:
+			mux.HandleFunc(o.Pattern(), d.plain)
+		}
+	}
+	for name := range doors {
+		if !seen[name] {
+			problems = append(problems, fmt.Sprintf("handler %s has no operation in the table", name))
+		}
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return errors.New("api: the routes do not match the table of operations (package ops): " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// handleHealth is GET /healthz.
+func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ops.HealthAnswer{OK: true, Version: a.o.Version})
+}
+
+// handleMetrics is GET /metrics; without Options.Metrics the path is not
+// served here.
+func (a *API) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if a.o.Metrics == nil {
+		notFound(w, r)
+		return
+	}
+	a.o.Metrics.ServeHTTP(w, r)
 }
 
 // LoopbackHandler is the local API as the loopback TCP listener on port

@@ -5,6 +5,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
 )
 
 // handleDeadLetters is GET /v1/deadletter[?upstream=NAME]: the writes
@@ -15,7 +16,7 @@ func (a *API) handleDeadLetters(w http.ResponseWriter, r *http.Request, ag *agen
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": dl})
+	writeJSON(w, http.StatusOK, ops.DeadLetterList{Entries: dl})
 }
 
 // handleDeadLetterAction is POST /v1/deadletter/retry and
@@ -32,11 +33,12 @@ func (a *API) handleDeadLetterAction(retry bool) agentHandler {
 			writeError(w, err)
 			return
 		}
-		key := "discarded"
 		if retry {
-			key = "retried"
+			a.log.Info("dead letter retried", "agent", ag.Name(), "upstream", req.Upstream, "seq", req.Seq, "count", n)
+			writeJSON(w, http.StatusOK, ops.DeadLettersRetried{Retried: n})
+			return
 		}
-		a.log.Info("dead letter "+key, "agent", ag.Name(), "upstream", req.Upstream, "seq", req.Seq, "count", n)
-		writeJSON(w, http.StatusOK, map[string]any{key: n})
+		a.log.Info("dead letter discarded", "agent", ag.Name(), "upstream", req.Upstream, "seq", req.Seq, "count", n)
+		writeJSON(w, http.StatusOK, ops.DeadLettersDiscarded{Discarded: n})
 	}
 }

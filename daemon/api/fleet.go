@@ -6,18 +6,12 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/ops"
 )
 
-// FleetAnswer is the answer to GET /v1/fleet and `continuityd fleet --json`:
-// the agents a fleet upstream's bucket knows, and the upstream's health
-// as this daemon sees it.
-type FleetAnswer struct {
-	Upstream string               `json:"upstream"`
-	Stream   string               `json:"stream"`
-	Bucket   string               `json:"bucket"`
-	Health   capsule.FleetHealth  `json:"health"`
-	Agents   []capsule.FleetEntry `json:"agents"`
-}
+// FleetAnswer is the answer to GET /v1/fleet, declared with the table of
+// operations (package ops).
+type FleetAnswer = ops.FleetAnswer
 
 // FleetRuntime is a Runtime that has fleet upstreams to list.
 type FleetRuntime interface {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"container/list"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,6 +19,7 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/statefiles"
 )
 
@@ -429,28 +429,27 @@ func (b inProcess) Resume(ctx context.Context, name string, peek bool) (*capsule
 	return &r, nil
 }
 
-func (b inProcess) Checkpoint(ctx context.Context, name string, body []byte, sync bool) (any, error) {
+func (b inProcess) Checkpoint(ctx context.Context, name string, body []byte, sync bool) (*agent.CheckpointAnswer, error) {
 	ag, g, err := b.agent(name)
 	if err != nil {
 		return nil, err
 	}
-	ans, err := ag.Checkpoint(ctx, g, body, sync)
-	if err != nil {
-		return nil, err
-	}
-	out, err := ans.AppendJSON(nil)
-	return json.RawMessage(out), err
+	return ag.Checkpoint(ctx, g, body, sync)
 }
 
-func (b inProcess) Wait(ctx context.Context, name string, seconds int, after *uint64) (any, error) {
+func (b inProcess) Wait(ctx context.Context, name string, seconds int, after *uint64) (*agent.WaitAnswer, error) {
 	ag, _, err := b.agent(name)
 	if err != nil {
 		return nil, err
 	}
-	return ag.Wait(ctx, seconds, after)
+	ans, err := ag.Wait(ctx, seconds, after)
+	if err != nil {
+		return nil, err
+	}
+	return &ans, nil
 }
 
-func (b inProcess) Capsule(ctx context.Context, name string) (any, error) {
+func (b inProcess) Capsule(ctx context.Context, name string) (*capsule.CapsuleRecord, error) {
 	ag, _, err := b.agent(name)
 	if err != nil {
 		return nil, err
@@ -458,7 +457,7 @@ func (b inProcess) Capsule(ctx context.Context, name string) (any, error) {
 	return ag.Capsule()
 }
 
-func (b inProcess) PutCapsule(ctx context.Context, name string, body []byte) (any, error) {
+func (b inProcess) PutCapsule(ctx context.Context, name string, body []byte) (*agent.CapsuleAnswer, error) {
 	ag, g, err := b.agent(name)
 	if err != nil {
 		return nil, err
@@ -466,7 +465,7 @@ func (b inProcess) PutCapsule(ctx context.Context, name string, body []byte) (an
 	return ag.PutCapsule(ctx, g, body)
 }
 
-func (b inProcess) Seal(ctx context.Context, name string, body []byte) (any, error) {
+func (b inProcess) Seal(ctx context.Context, name string, body []byte) (*agent.CapsuleAnswer, error) {
 	ag, g, err := b.agent(name)
 	if err != nil {
 		return nil, err
@@ -474,7 +473,7 @@ func (b inProcess) Seal(ctx context.Context, name string, body []byte) (any, err
 	return ag.Seal(ctx, g, body)
 }
 
-func (b inProcess) Signal(ctx context.Context, name string, body []byte) (any, error) {
+func (b inProcess) Signal(ctx context.Context, name string, body []byte) (*agent.SignalAnswer, error) {
 	ag, g, err := b.agent(name)
 	if err != nil {
 		return nil, err
@@ -482,7 +481,7 @@ func (b inProcess) Signal(ctx context.Context, name string, body []byte) (any, e
 	return ag.Signal(ctx, g, body)
 }
 
-func (b inProcess) SnapshotList(ctx context.Context, name string) (any, error) {
+func (b inProcess) SnapshotList(ctx context.Context, name string) (*ops.SnapshotList, error) {
 	ag, _, err := b.agent(name)
 	if err != nil {
 		return nil, err
@@ -491,13 +490,17 @@ func (b inProcess) SnapshotList(ctx context.Context, name string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"snapshots": l}, nil
+	return &ops.SnapshotList{Snapshots: l}, nil
 }
 
-func (b inProcess) SnapshotDiff(ctx context.Context, name, id, against string) (any, error) {
+func (b inProcess) SnapshotDiff(ctx context.Context, name, id, against string) (*agent.DiffAnswer, error) {
 	ag, _, err := b.agent(name)
 	if err != nil {
 		return nil, err
 	}
-	return ag.SnapshotDiff(ctx, id, against, 0)
+	ans, err := ag.SnapshotDiff(ctx, id, against, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &ans, nil
 }

@@ -30,15 +30,16 @@ func (r *recorder) FlushError() error {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// instrument records each request's latency by route and status, and each
-// refusal by code.
-func (a *API) instrument(h http.Handler) http.Handler {
+// instrument records each request's latency by route (a path of the table
+// of operations, methods; any other "other") and status, and each refusal
+// by code.
+func (a *API) instrument(h http.Handler, methods map[string][]string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
 		route := r.URL.Path
-		if _, ok := routes[route]; !ok {
+		if _, ok := methods[route]; !ok {
 			route = "other"
 		}
 		if a.o.Requests != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 )
 
@@ -18,7 +19,7 @@ func (a *API) handleSnapshots(w http.ResponseWriter, r *http.Request, ag *agent.
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"snapshots": l})
+	writeJSON(w, http.StatusOK, ops.SnapshotList{Snapshots: l})
 }
 
 // handleSnapshot is GET /v1/snapshots/{id}: one snapshot with its files;

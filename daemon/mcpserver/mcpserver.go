@@ -14,31 +14,36 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
 )
 
-// Backend is what the tools call: one method per tool, with the agent
-// named ("" for the session's default) and the body the tool was given.
-// Answers are JSON-encodable values (json.RawMessage passes through as is);
-// a refusal is a *capsule.Error (or a *client.APIError from the socket).
+// Backend is what the tools call: one method per tool's operation, with
+// the agent named ("" for the session's default) and the body the tool was
+// given, answering the operation's answer type (package ops: the same the
+// HTTP API encodes). A refusal is a *capsule.Error (or a *client.APIError
+// from the socket).
 type Backend interface {
-	Resume(ctx context.Context, agent string, peek bool) (*capsule.Resume, error)
-	Checkpoint(ctx context.Context, agent string, body []byte, sync bool) (any, error)
+	Resume(ctx context.Context, name string, peek bool) (*capsule.Resume, error)
+	Checkpoint(ctx context.Context, name string, body []byte, sync bool) (*agent.CheckpointAnswer, error)
 	// Wait long-polls; seconds 0 means the default, after nil "from now".
-	Wait(ctx context.Context, agent string, seconds int, after *uint64) (any, error)
-	Capsule(ctx context.Context, agent string) (any, error)
-	PutCapsule(ctx context.Context, agent string, body []byte) (any, error)
-	Seal(ctx context.Context, agent string, body []byte) (any, error)
-	Signal(ctx context.Context, agent string, body []byte) (any, error)
+	Wait(ctx context.Context, name string, seconds int, after *uint64) (*agent.WaitAnswer, error)
+	Capsule(ctx context.Context, name string) (*capsule.CapsuleRecord, error)
+	PutCapsule(ctx context.Context, name string, body []byte) (*agent.CapsuleAnswer, error)
+	Seal(ctx context.Context, name string, body []byte) (*agent.CapsuleAnswer, error)
+	Signal(ctx context.Context, name string, body []byte) (*agent.SignalAnswer, error)
 	// SnapshotList lists the agent's work snapshots, newest first;
 	// SnapshotDiff is one's unified diff against its parent (or against),
 	// id "" meaning the newest. Both read only.
-	SnapshotList(ctx context.Context, agent string) (any, error)
-	SnapshotDiff(ctx context.Context, agent, id, against string) (any, error)
+	SnapshotList(ctx context.Context, name string) (*ops.SnapshotList, error)
+	SnapshotDiff(ctx context.Context, name, id, against string) (*agent.DiffAnswer, error)
 }
 
 // Options configures a server.
@@ -64,11 +69,62 @@ func New(o Options) *mcp.Server {
 			"context runs out first, and a checkpoint written early survives.",
 	})
 	t := &tools{b: o.Backend, agent: o.Agent, limit: o.ResumeLimit}
-	for _, def := range definitions {
-		h := t.handlers()[def.Name]
-		s.AddTool(&mcp.Tool{Name: def.Name, Title: def.Title, Description: def.Description, InputSchema: json.RawMessage(def.Schema)}, h)
+	list, err := toolList(t.handlers())
+	if err != nil {
+		panic(err) // a bug the tests catch: the tools do not match the table
+	}
+	for _, tl := range list {
+		s.AddTool(tl.tool, tl.handler)
 	}
 	return s
+}
+
+// listed is one tool with its handler.
+type listed struct {
+	tool    *mcp.Tool
+	handler mcp.ToolHandler
+}
+
+// toolList is the tool list: one tool for each operation of the table
+// (package ops) that names one, in the table's order, with its written-out
+// definition and its handler; an operation's tool without either, or a
+// definition or handler no operation names, is an error.
+func toolList(handlers map[string]mcp.ToolHandler) ([]listed, error) {
+	defs := map[string]definition{}
+	for _, d := range definitions {
+		defs[d.Name] = d
+	}
+	var list []listed
+	var problems []string
+	named := map[string]bool{}
+	for _, o := range ops.Table() {
+		if o.MCP == "" {
+			continue
+		}
+		named[o.MCP] = true
+		d, hasDef := defs[o.MCP]
+		h, hasHandler := handlers[o.MCP]
+		if !hasDef || !hasHandler {
+			problems = append(problems, fmt.Sprintf("operation %s's tool %s has no definition (%v) or handler (%v)", o.Name, o.MCP, hasDef, hasHandler))
+			continue
+		}
+		list = append(list, listed{&mcp.Tool{Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: json.RawMessage(d.Schema)}, h})
+	}
+	for name := range defs {
+		if !named[name] {
+			problems = append(problems, fmt.Sprintf("tool %s is defined but no operation names it", name))
+		}
+	}
+	for name := range handlers {
+		if !named[name] {
+			problems = append(problems, fmt.Sprintf("tool %s has a handler but no operation names it", name))
+		}
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return nil, errors.New("mcpserver: the tools do not match the table of operations (package ops): " + strings.Join(problems, "; "))
+	}
+	return list, nil
 }
 
 type tools struct {
@@ -96,6 +152,11 @@ func (t *tools) handlers() map[string]mcp.ToolHandler {
 func args(req *mcp.CallToolRequest, control ...string) (map[string]json.RawMessage, map[string]json.RawMessage, error) {
 	body := map[string]json.RawMessage{}
 	if raw := req.Params.Arguments; len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		// As strict as any body: a key given twice is refused here, where
+		// the map below would keep the last one silently.
+		if err := guard.CheckObject(raw, len(raw)); err != nil {
+			return nil, nil, err
+		}
 		if err := json.Unmarshal(raw, &body); err != nil {
 			return nil, nil, fmt.Errorf("arguments must be a JSON object: %w", err)
 		}
@@ -158,22 +219,19 @@ func (t *tools) decodeControl(ctl map[string]json.RawMessage, bools, counts []st
 	return c, nil
 }
 
-// result turns an answer into a tool result: its JSON as text, and as
-// structured content.
-func result(ans any, err error) (*mcp.CallToolResult, error) {
+// result turns an operation's answer into a tool result: its JSON as text,
+// and as structured content.
+func result[T any](ans *T, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return toolError(err), nil
 	}
-	out, ok := ans.(json.RawMessage)
-	if !ok {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(ans); err != nil {
-			return toolError(err), nil
-		}
-		out = buf.Bytes()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ans); err != nil {
+		return toolError(err), nil
 	}
+	out := buf.Bytes()
 	var v any
 	if json.Unmarshal(out, &v) != nil {
 		v = string(out)
@@ -209,7 +267,13 @@ func toolError(err error) *mcp.CallToolResult {
 	}
 }
 
+// badArgs is a refusal of a tool's arguments: the guard's own (with its
+// code and field), or INVALID_JSON.
 func badArgs(err error) *mcp.CallToolResult {
+	var ce *capsule.Error
+	if errors.As(err, &ce) {
+		return toolError(err)
+	}
 	return toolError(capsule.Refuse(capsule.CodeInvalidJSON, "", "%v", err))
 }
 

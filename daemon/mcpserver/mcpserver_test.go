@@ -14,7 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule"
+	agentpkg "github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
+	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
 )
 
@@ -30,16 +32,31 @@ type call struct {
 type fake struct {
 	mu     sync.Mutex
 	calls  []call
-	answer any   // for every operation but Resume
-	err    error // a refusal for every operation
+	answer string // JSON, for every operation but Resume, decoded into its answer type
+	err    error  // a refusal for every operation
 	resume *capsule.Resume
 }
 
-func (f *fake) record(c call) (any, error) {
+func (f *fake) record(c call) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, c)
 	return f.answer, f.err
+}
+
+// answerAs records c and answers the fake's answer as the operation's type.
+func answerAs[T any](f *fake, c call) (*T, error) {
+	raw, err := f.record(c)
+	if err != nil {
+		return nil, err
+	}
+	var ans T
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &ans); err != nil {
+			return nil, err
+		}
+	}
+	return &ans, nil
 }
 
 func (f *fake) took() []call {
@@ -58,36 +75,36 @@ func (f *fake) Resume(ctx context.Context, agent string, peek bool) (*capsule.Re
 	return f.resume, nil
 }
 
-func (f *fake) Checkpoint(ctx context.Context, agent string, body []byte, sync bool) (any, error) {
-	return f.record(call{op: "checkpoint", agent: agent, body: string(body), flag: sync})
+func (f *fake) Checkpoint(ctx context.Context, agent string, body []byte, sync bool) (*agentpkg.CheckpointAnswer, error) {
+	return answerAs[agentpkg.CheckpointAnswer](f, call{op: "checkpoint", agent: agent, body: string(body), flag: sync})
 }
 
-func (f *fake) Wait(ctx context.Context, agent string, seconds int, after *uint64) (any, error) {
-	return f.record(call{op: "wait", agent: agent, seconds: seconds, after: after})
+func (f *fake) Wait(ctx context.Context, agent string, seconds int, after *uint64) (*agentpkg.WaitAnswer, error) {
+	return answerAs[agentpkg.WaitAnswer](f, call{op: "wait", agent: agent, seconds: seconds, after: after})
 }
 
-func (f *fake) Capsule(ctx context.Context, agent string) (any, error) {
-	return f.record(call{op: "capsule", agent: agent})
+func (f *fake) Capsule(ctx context.Context, agent string) (*capsule.CapsuleRecord, error) {
+	return answerAs[capsule.CapsuleRecord](f, call{op: "capsule", agent: agent})
 }
 
-func (f *fake) PutCapsule(ctx context.Context, agent string, body []byte) (any, error) {
-	return f.record(call{op: "put", agent: agent, body: string(body)})
+func (f *fake) PutCapsule(ctx context.Context, agent string, body []byte) (*agentpkg.CapsuleAnswer, error) {
+	return answerAs[agentpkg.CapsuleAnswer](f, call{op: "put", agent: agent, body: string(body)})
 }
 
-func (f *fake) Seal(ctx context.Context, agent string, body []byte) (any, error) {
-	return f.record(call{op: "seal", agent: agent, body: string(body)})
+func (f *fake) Seal(ctx context.Context, agent string, body []byte) (*agentpkg.CapsuleAnswer, error) {
+	return answerAs[agentpkg.CapsuleAnswer](f, call{op: "seal", agent: agent, body: string(body)})
 }
 
-func (f *fake) Signal(ctx context.Context, agent string, body []byte) (any, error) {
-	return f.record(call{op: "signal", agent: agent, body: string(body)})
+func (f *fake) Signal(ctx context.Context, agent string, body []byte) (*agentpkg.SignalAnswer, error) {
+	return answerAs[agentpkg.SignalAnswer](f, call{op: "signal", agent: agent, body: string(body)})
 }
 
-func (f *fake) SnapshotList(ctx context.Context, agent string) (any, error) {
-	return f.record(call{op: "snapshot_list", agent: agent})
+func (f *fake) SnapshotList(ctx context.Context, agent string) (*ops.SnapshotList, error) {
+	return answerAs[ops.SnapshotList](f, call{op: "snapshot_list", agent: agent})
 }
 
-func (f *fake) SnapshotDiff(ctx context.Context, agent, id, against string) (any, error) {
-	return f.record(call{op: "snapshot_diff", agent: agent, body: id + ".." + against})
+func (f *fake) SnapshotDiff(ctx context.Context, agent, id, against string) (*agentpkg.DiffAnswer, error) {
+	return answerAs[agentpkg.DiffAnswer](f, call{op: "snapshot_diff", agent: agent, body: id + ".." + against})
 }
 
 // connect serves mcpserver.New(o) to an in-memory MCP client session.
@@ -179,7 +196,7 @@ func TestToolsListed(t *testing.T) {
 // sync, max_seconds, after) and the body the backend gets; no arguments is
 // the session's agent and, where the tool has a body, {}.
 func TestToolArguments(t *testing.T) {
-	f := &fake{answer: map[string]any{"seq": 1}, resume: &capsule.Resume{Agent: "builder"}}
+	f := &fake{answer: `{"seq":1}`, resume: &capsule.Resume{Agent: "builder"}}
 	cs := connect(t, mcpserver.Options{Backend: f, Agent: "builder"})
 	for _, c := range []struct {
 		tool, args string
@@ -233,7 +250,7 @@ func TestToolArguments(t *testing.T) {
 // Arguments a tool does not take, or of the wrong kind, are refused as
 // INVALID_JSON before the backend is called.
 func TestToolArgumentsRefused(t *testing.T) {
-	f := &fake{answer: map[string]any{"seq": 1}, resume: &capsule.Resume{}}
+	f := &fake{answer: `{"seq":1}`, resume: &capsule.Resume{}}
 	cs := connect(t, mcpserver.Options{Backend: f, Agent: "builder"})
 	for _, c := range []struct{ tool, args, mentions string }{
 		{"resume", `{"focus":"x"}`, "unknown argument"},
@@ -303,24 +320,22 @@ func TestRefusalIsToolError(t *testing.T) {
 	}
 }
 
-// An answer is its JSON as text and as structured content: a raw answer as
-// it is, any other encoded without HTML escapes.
+// An answer is its JSON as text and as structured content, encoded without
+// HTML escapes.
 func TestAnswerIsTextAndStructured(t *testing.T) {
-	f := &fake{answer: json.RawMessage(`{"seq":3,"state":{"focus":"f"}}` + "\n")}
+	f := &fake{answer: `{"seq":3,"state":{"focus":"f"}}`}
 	cs := connect(t, mcpserver.Options{Backend: f})
 	res := callTool(t, cs, "checkpoint", `{"focus":"f"}`)
 	raw, _ := json.Marshal(res.StructuredContent)
 	if res.IsError || text(t, res) != `{"seq":3,"state":{"focus":"f"}}` || !sameJSON(string(raw), `{"seq":3,"state":{"focus":"f"}}`) {
-		t.Errorf("raw answer: %v %q %s", res.IsError, text(t, res), raw)
+		t.Errorf("checkpoint answer: %v %q %s", res.IsError, text(t, res), raw)
 	}
-	f.answer = struct {
-		Seq  int    `json:"seq"`
-		Note string `json:"note"`
-	}{4, "a <b> & c"}
+	f.answer = `{"seq":4,"context":{"session_id":"a <b> & c"}}`
 	res = callTool(t, cs, "signal", `{"kind":"context"}`)
 	raw, _ = json.Marshal(res.StructuredContent)
-	if res.IsError || text(t, res) != `{"seq":4,"note":"a <b> & c"}` || !sameJSON(string(raw), `{"seq":4,"note":"a <b> & c"}`) {
-		t.Errorf("encoded answer: %v %q %s", res.IsError, text(t, res), raw)
+	want := `{"seq":4,"context":{"used_fraction":null,"compactions":0,"session_id":"a <b> & c","updated_at":null}}`
+	if res.IsError || text(t, res) != want || !sameJSON(string(raw), want) {
+		t.Errorf("signal answer: %v %q %s", res.IsError, text(t, res), raw)
 	}
 }
 
@@ -353,7 +368,7 @@ func TestResumeMarkdownAndDocument(t *testing.T) {
 
 // The snapshot tools pass the agent and the ids on, and refuse anything else.
 func TestSnapshotTools(t *testing.T) {
-	f := &fake{answer: map[string]any{"ok": true}}
+	f := &fake{answer: `{"seq":2}`}
 	s := connect(t, mcpserver.Options{Backend: f, Agent: "builder"})
 	ctx := context.Background()
 	if res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "snapshot_list"}); err != nil || res.IsError {
@@ -378,5 +393,28 @@ func TestSnapshotTools(t *testing.T) {
 	}
 	if len(f.took()) != 0 {
 		t.Fatal("a refused call reached the backend")
+	}
+}
+
+// A tool's arguments are as strict as any body: a key given twice (a
+// control field or a body field) is refused with the guard's code and
+// field, and the backend is not called.
+func TestArgumentsRefuseDuplicateKeys(t *testing.T) {
+	f := &fake{answer: `{"seq":1}`}
+	cs := connect(t, mcpserver.Options{Backend: f})
+	for _, tc := range []struct{ tool, args, field string }{
+		{"checkpoint", `{"focus":"a","focus":"b"}`, "focus"},
+		{"checkpoint", `{"sync":true,"sync":false,"focus":"a"}`, "sync"},
+		{"signal", `{"kind":"context","kind":"session"}`, "kind"},
+		{"capsule_seal", `{"agent":"a","agent":"b"}`, "agent"},
+	} {
+		res := callTool(t, cs, tc.tool, tc.args)
+		raw, _ := json.Marshal(res.StructuredContent)
+		if got := text(t, res); !res.IsError || !strings.HasPrefix(got, "INVALID_JSON ("+tc.field+"): duplicate key") {
+			t.Errorf("%s %s: %v %q %s", tc.tool, tc.args, res.IsError, got, raw)
+		}
+		if calls := f.took(); len(calls) != 0 {
+			t.Errorf("%s %s: the backend was called: %+v", tc.tool, tc.args, calls)
+		}
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -70,19 +68,4 @@ func (t *tools) snapshotDiff(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		}
 	}
 	return result(t.b.SnapshotDiff(ctx, c.agent, id, against))
-}
-
-func (b clientBackend) SnapshotList(ctx context.Context, agent string) (any, error) {
-	return b.do(ctx, http.MethodGet, "/v1/snapshots", query(agent), nil)
-}
-
-func (b clientBackend) SnapshotDiff(ctx context.Context, agent, id, against string) (any, error) {
-	if id == "" {
-		id = "latest"
-	}
-	q := query(agent, "diff", "1")
-	if against != "" {
-		q.Set("against", against)
-	}
-	return b.do(ctx, http.MethodGet, "/v1/snapshots/"+url.PathEscape(id), q, nil)
 }

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
@@ -31,16 +30,9 @@ var ErrUnreachable = errors.New("daemon unreachable")
 var ErrNoAnswer = errors.New("no answer")
 
 // DefaultTimeout bounds one request: the daemon answers ordinary calls in
-// milliseconds. Calls that wait by design get what they wait plus this: a
-// long poll its max_seconds (20 when not given), a ?sync=1 checkpoint the
-// daemon's 10 s for the upstreams.
+// milliseconds. Calls that wait by design (a long poll, a synced
+// checkpoint) get what they wait plus this: DoWaiting.
 const DefaultTimeout = 10 * time.Second
-
-// Waits the daemon does by design, for Client.timeout.
-const (
-	waitDefault = 20 * time.Second
-	syncWait    = 10 * time.Second
-)
 
 // Client is a connection to one daemon. It is safe for concurrent use.
 type Client struct {
@@ -48,7 +40,7 @@ type Client struct {
 	// Agent, when set, is sent as ?agent= on every agent call.
 	Agent string
 	// Timeout bounds one request (zero: DefaultTimeout), plus what the
-	// call waits by design.
+	// call waits by design (DoWaiting's wait).
 	Timeout time.Duration
 	http    *http.Client
 }
@@ -87,7 +79,14 @@ func (e *APIError) Error() string {
 // Do sends a request and returns the status and body of a 2xx answer; a
 // non-2xx answer is an *APIError, a failure to connect wraps ErrUnreachable.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
-	return c.do(ctx, c.http, method, path, query, body)
+	return c.do(ctx, c.http, 0, method, path, query, body)
+}
+
+// DoWaiting is Do for a call that waits by design (a long poll, a synced
+// checkpoint): its timeout is the client's plus wait. Package ops knows
+// what each operation waits.
+func (c *Client) DoWaiting(ctx context.Context, wait time.Duration, method, path string, query url.Values, body []byte) ([]byte, error) {
+	return c.do(ctx, c.http, wait, method, path, query, body)
 }
 
 // DoPeer is Do over a connection of its own, and says who answered: the
@@ -115,7 +114,7 @@ func (c *Client) DoPeer(ctx context.Context, method, path string, query url.Valu
 		DisableKeepAlives: true,
 	}
 	defer tr.CloseIdleConnections()
-	out, err := c.do(ctx, &http.Client{Transport: tr}, method, path, query, body)
+	out, err := c.do(ctx, &http.Client{Transport: tr}, 0, method, path, query, body)
 	mu.Lock()
 	defer mu.Unlock()
 	if err == nil && peerErr != nil {
@@ -124,7 +123,7 @@ func (c *Client) DoPeer(ctx context.Context, method, path string, query url.Valu
 	return out, peer, err
 }
 
-func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, query url.Values, body []byte) ([]byte, error) {
+func (c *Client) do(ctx context.Context, hc *http.Client, wait time.Duration, method, path string, query url.Values, body []byte) ([]byte, error) {
 	if query == nil {
 		query = url.Values{}
 	}
@@ -139,7 +138,7 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, q
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	timeout := c.timeout(path, query)
+	timeout := c.timeout(wait)
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(reqCtx, method, u, rd)
@@ -173,25 +172,14 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, q
 	return out, nil
 }
 
-// timeout is the time one request may take.
-func (c *Client) timeout(path string, q url.Values) time.Duration {
+// timeout is the time one request may take: the client's bound plus what
+// the call waits by design.
+func (c *Client) timeout(wait time.Duration) time.Duration {
 	d := c.Timeout
 	if d <= 0 {
 		d = DefaultTimeout
 	}
-	switch path {
-	case "/v1/continuity/wait":
-		w := waitDefault
-		if n, err := strconv.Atoi(q.Get("max_seconds")); err == nil && n > 0 {
-			w = time.Duration(min(n, 3600)) * time.Second
-		}
-		d += w
-	case "/v1/continuity/checkpoint":
-		if q.Get("sync") != "" {
-			d += syncWait
-		}
-	}
-	return d
+	return d + wait
 }
 
 // unreachable reports a request that got no answer: the caller's own
@@ -206,36 +194,4 @@ func (c *Client) unreachable(ctx, reqCtx context.Context, timeout time.Duration,
 	default:
 		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Socket, err)
 	}
-}
-
-// GetJSON sends a GET and decodes the answer into v.
-func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, v any) error {
-	out, err := c.Do(ctx, http.MethodGet, path, query, nil)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(out, v)
-}
-
-// Resume reads the agent's resume. peek leaves since_last_visit as it is.
-func (c *Client) Resume(ctx context.Context, peek bool) (*capsule.Resume, error) {
-	q := url.Values{}
-	if peek {
-		q.Set("peek", "1")
-	}
-	var r capsule.Resume
-	if err := c.GetJSON(ctx, "/v1/continuity", q, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
-// Signal posts a context signal.
-func (c *Client) Signal(ctx context.Context, s *capsule.Signal) error {
-	body, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	_, err = c.Do(ctx, http.MethodPost, "/v1/signals", nil, body)
-	return err
 }

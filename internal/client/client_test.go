@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/internal/socktest"
 )
 
@@ -48,30 +47,6 @@ func TestDoDefaultAgent(t *testing.T) {
 				t.Errorf("request %d: %+v, want %+v", i, g[i], want[i])
 			}
 		}
-	}
-}
-
-func TestResumeAndSignal(t *testing.T) {
-	sock, got := socktest.Serve(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/continuity" {
-			io.WriteString(w, `{"agent":"builder","seq":4,"focus":"the goal"}`)
-			return
-		}
-		io.WriteString(w, `{"seq":5}`)
-	})
-	c := New(sock)
-	defer c.Close()
-	r, err := c.Resume(context.Background(), true)
-	if err != nil || r.Agent != "builder" || r.Seq != 4 || r.Focus != "the goal" {
-		t.Fatalf("resume %+v, %v", r, err)
-	}
-	f := 0.5
-	if err := c.Signal(context.Background(), &capsule.Signal{Kind: "context", UsedFraction: &f}); err != nil {
-		t.Fatal(err)
-	}
-	g := got()
-	if len(g) != 2 || g[0].Query != "peek=1" || g[1].Method != "POST" || g[1].Path != "/v1/signals" || !strings.Contains(g[1].Body, `"used_fraction":0.5`) {
-		t.Errorf("server saw %+v", g)
 	}
 }
 
@@ -158,28 +133,18 @@ func TestDoNoAnswer(t *testing.T) {
 	}
 }
 
-// A call's budget: DefaultTimeout, plus what the call waits by design.
+// A call's budget: the client's bound, plus what the call waits by design
+// (package ops says how long each operation waits).
 func TestTimeoutBudget(t *testing.T) {
 	c := New("unused")
-	for _, tc := range []struct {
-		path string
-		q    url.Values
-		want time.Duration
-	}{
-		{"/v1/status", nil, DefaultTimeout},
-		{"/v1/continuity/checkpoint", url.Values{}, DefaultTimeout},
-		{"/v1/continuity/checkpoint", url.Values{"sync": {"1"}}, DefaultTimeout + syncWait},
-		{"/v1/continuity/wait", url.Values{}, DefaultTimeout + waitDefault},
-		{"/v1/continuity/wait", url.Values{"max_seconds": {"90"}}, DefaultTimeout + 90*time.Second},
-		{"/v1/continuity/wait", url.Values{"max_seconds": {"junk"}}, DefaultTimeout + waitDefault},
-		{"/v1/continuity/wait", url.Values{"max_seconds": {"99999"}}, DefaultTimeout + time.Hour},
-	} {
-		if got := c.timeout(tc.path, tc.q); got != tc.want {
-			t.Errorf("%s?%s: %v, want %v", tc.path, tc.q.Encode(), got, tc.want)
-		}
+	if got := c.timeout(0); got != DefaultTimeout {
+		t.Errorf("no wait: %v, want %v", got, DefaultTimeout)
+	}
+	if got := c.timeout(90 * time.Second); got != DefaultTimeout+90*time.Second {
+		t.Errorf("a 90 s wait: %v", got)
 	}
 	c.Timeout = time.Second
-	if got := c.timeout("/v1/continuity/wait", url.Values{"max_seconds": {"5"}}); got != 6*time.Second {
+	if got := c.timeout(5 * time.Second); got != 6*time.Second {
 		t.Errorf("Timeout 1s, wait 5 s: %v", got)
 	}
 }

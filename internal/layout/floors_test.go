@@ -28,6 +28,7 @@ var floors = []struct {
 	{[]string{"daemon/outbox"}, false},
 	{[]string{"daemon/capture"}, false},
 	{[]string{"daemon/agent"}, false},
+	{[]string{"daemon/ops"}, false},
 	{[]string{"daemon/mcpserver"}, false},
 	{[]string{"daemon/api"}, false},
 	{[]string{"daemon"}, false},
@@ -109,8 +110,8 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"internal/termsafe": 0, "capsule": 1, "capsule/guard": 2, "internal/client": 2, "config": 3, "upstream": 4,
-		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/residency/storage": 6, "daemon/api": 12, "daemon": 13,
-		"packaging": 14, "cmd/continuityd": 15, "packaging/gen": 15, "daemon/nosuch": -1,
+		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/residency/storage": 6, "daemon/ops": 11, "daemon/api": 13, "daemon": 14,
+		"packaging": 15, "cmd/continuityd": 16, "packaging/gen": 16, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {
 			t.Errorf("floorOf(%s) = %d, want %d", rel, got, want)

@@ -1,0 +1,104 @@
+package ops
+
+import (
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/capture"
+	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/daemon/snapshot"
+)
+
+// The answers of the operations whose answer is not one of the agent's own
+// types: the daemon encodes them and the CLI decodes them, the same types.
+
+// DeadLetterList is the answer to GET /v1/deadletter.
+type DeadLetterList struct {
+	Entries []residency.DeadLetter `json:"entries"`
+}
+
+// DeadLettersRetried is the answer to POST /v1/deadletter/retry: how many
+// dead letters are queued again.
+type DeadLettersRetried struct {
+	Retried int `json:"retried"`
+}
+
+// DeadLettersDiscarded is the answer to POST /v1/deadletter/discard: how
+// many dead letters were dropped.
+type DeadLettersDiscarded struct {
+	Discarded int `json:"discarded"`
+}
+
+// SnapshotList is the answer to GET /v1/snapshots and the snapshot_list
+// tool: the agent's work snapshots, newest first.
+type SnapshotList struct {
+	Snapshots []snapshot.Snapshot `json:"snapshots"`
+}
+
+// HealthAnswer is the answer to GET /healthz.
+type HealthAnswer struct {
+	OK      bool   `json:"ok"`
+	Version string `json:"version"`
+}
+
+// StatusAnswer is the answer to GET /v1/status and `continuityd status --json`.
+type StatusAnswer struct {
+	Version   string        `json:"version"`
+	PID       int           `json:"pid"`
+	StartedAt time.Time     `json:"started_at"`
+	UptimeSec int64         `json:"uptime_seconds"`
+	Socket    string        `json:"socket"`
+	Listen    string        `json:"listen,omitempty"`
+	StateDir  string        `json:"state_dir"`
+	Config    string        `json:"config"`
+	Agents    []AgentStatus `json:"agents"`
+	// LastReload is how the last configuration reload went; absent
+	// before any.
+	LastReload *ReloadStatus `json:"last_reload,omitempty"`
+}
+
+// ReloadStatus is the outcome of a configuration reload (SIGHUP, or the
+// file changed).
+type ReloadStatus struct {
+	At time.Time `json:"at"`
+	// Outcome is ok, refused (the file is invalid: the running
+	// configuration stays) or partial (some agents could not start).
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+}
+
+// AgentStatus is one agent's line in StatusAnswer.
+type AgentStatus struct {
+	Name        string                  `json:"name"`
+	Workdir     string                  `json:"workdir"`
+	Seq         uint64                  `json:"seq"`
+	Stopped     bool                    `json:"stopped"`
+	LastWriteAt *time.Time              `json:"last_write_at"`
+	Context     capsule.ContextState    `json:"context"`
+	Upstreams   []capsule.UpstreamState `json:"upstreams"`
+	Degraded    []string                `json:"degraded"`
+	Refused     []capsule.Refusal       `json:"refused"`
+	// Components says how the workdir watch, the transcript follower and
+	// the work snapshots are doing: ok, degraded (with why) or off.
+	Components []capture.Component `json:"components"`
+	// SnapshotProblem says why degraded names "snapshots".
+	SnapshotProblem string `json:"snapshot_problem,omitempty"`
+	// Damaged is set for an agent refused because its files are damaged:
+	// what was found and the way out. Such an agent is not served.
+	Damaged string `json:"damaged,omitempty"`
+	// FleetConflict lists other daemons writing this agent through a fleet
+	// upstream; RestoredFrom says where its state came from when it was.
+	FleetConflict []capsule.FleetConflict `json:"fleet_conflict,omitempty"`
+	RestoredFrom  *capsule.RestoredFrom   `json:"restored_from,omitempty"`
+}
+
+// FleetAnswer is the answer to GET /v1/fleet and `continuityd fleet --json`:
+// the agents a fleet upstream's bucket knows, and the upstream's health
+// as this daemon sees it.
+type FleetAnswer struct {
+	Upstream string               `json:"upstream"`
+	Stream   string               `json:"stream"`
+	Bucket   string               `json:"bucket"`
+	Health   capsule.FleetHealth  `json:"health"`
+	Agents   []capsule.FleetEntry `json:"agents"`
+}

@@ -1,0 +1,89 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/continuityd/continuityd/internal/client"
+)
+
+// Args are what a call sends besides the operation: the path's {id}, the
+// query, the body as JSON (nil: none).
+type Args struct {
+	ID    string
+	Query url.Values
+	Body  []byte
+}
+
+// Route is the request a call of e with a makes: its method, its path with
+// {id} filled in, its query (with When's parameter for a second answer of a
+// route). A query parameter the operation does not take, or a missing id,
+// is a mistake of the caller's code, not of the user's input.
+func (e Endpoint[Req, Ans]) Route(a Args) (method, path string, q url.Values, err error) {
+	o := e.op
+	q = url.Values{}
+	for k, v := range a.Query {
+		if !slices.ContainsFunc(o.Params, func(p Param) bool { return p.Name == k && p.In == "query" }) {
+			return "", "", nil, fmt.Errorf("ops: %s takes no query parameter %q", o.Name, k)
+		}
+		q[k] = v
+	}
+	if k, v, ok := strings.Cut(o.When, "="); ok {
+		q.Set(k, v)
+	}
+	path = o.Path
+	if strings.Contains(path, "{id}") {
+		if a.ID == "" {
+			return "", "", nil, fmt.Errorf("ops: %s needs an id", o.Name)
+		}
+		path = strings.Replace(path, "{id}", url.PathEscape(a.ID), 1)
+	} else if a.ID != "" {
+		return "", "", nil, fmt.Errorf("ops: %s takes no id", o.Name)
+	}
+	if a.Body != nil && o.Request == nil {
+		return "", "", nil, fmt.Errorf("ops: %s takes no body", o.Name)
+	}
+	return o.Method, path, q, nil
+}
+
+// Encode is req as the operation's body.
+func (e Endpoint[Req, Ans]) Encode(req *Req) ([]byte, error) {
+	return json.Marshal(req)
+}
+
+// Decode reads an answer of the operation. An answer this client does not
+// understand (a daemon of another version, something else on the socket)
+// is an error that says so; it is never ignored.
+func (e Endpoint[Req, Ans]) Decode(out []byte) (*Ans, error) {
+	var ans Ans
+	if err := json.Unmarshal(out, &ans); err != nil {
+		return nil, fmt.Errorf("the daemon's answer to %s %s is not what this client understands (another version?): %w",
+			e.op.Method, e.op.Path, err)
+	}
+	return &ans, nil
+}
+
+// Do calls the operation through c and returns its answer as it came (for
+// --json, and for the stdio MCP tools, which pass it on).
+func (e Endpoint[Req, Ans]) Do(ctx context.Context, c *client.Client, a Args) ([]byte, error) {
+	method, path, q, err := e.Route(a)
+	if err != nil {
+		return nil, err
+	}
+	return c.DoWaiting(ctx, e.op.Waits(q), method, path, q, a.Body)
+}
+
+// Call calls the operation through c and decodes its answer; raw is the
+// answer as it came.
+func (e Endpoint[Req, Ans]) Call(ctx context.Context, c *client.Client, a Args) (ans *Ans, raw []byte, err error) {
+	raw, err = e.Do(ctx, c, a)
+	if err != nil {
+		return nil, raw, err
+	}
+	ans, err = e.Decode(raw)
+	return ans, raw, err
+}

@@ -1,0 +1,213 @@
+package ops
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/snapshot"
+)
+
+// The operations of the local API, each declared once. Table lists them
+// all, in the order the README's local API table gives them.
+var (
+	Resume = endpoint[None, capsule.Resume](Op{
+		Name: "resume", Path: "/v1/continuity", Agent: true,
+		Summary: "the agent's resume; its own read resets since_last_visit once the answer reached it",
+		Params: []Param{
+			{Name: "peek", In: "query", Type: "boolean", Summary: "read without resetting since_last_visit"},
+			{Name: "local", In: "query", Type: "boolean", Summary: "answer at once from the daemon's state, with the upstreams' views as last fetched"},
+		},
+		Errors: []string{capsule.CodeInvalidQuery},
+		MCP:    "resume", CLI: []string{"resume"},
+	})
+	Checkpoint = endpoint[capsule.Checkpoint, agent.CheckpointAnswer](Op{
+		Name: "checkpoint", Method: http.MethodPost, Path: "/v1/continuity/checkpoint", Agent: true,
+		Summary: "store the agent's checkpoint durably (fsynced before 200); with sync, report what each upstream did",
+		Params: []Param{
+			{Name: "sync", In: "query", Type: "boolean", Summary: "wait (at most 10 s) for the upstreams and report each"},
+		},
+		Errors: append([]string{capsule.CodeInvalidQuery, capsule.CodeInvalidPublicStatus, capsule.CodeInvalidWorkingState,
+			capsule.CodeMotiveRequired, capsule.CodeTooManyOpenLoops, capsule.CodeEvidenceRequired, capsule.CodeResidencyStopped,
+			capsule.CodeSecretDetected, capsule.CodeInvalidFocus, capsule.CodeInvalidDecision, capsule.CodeInvalidCommitment,
+			capsule.CodeUnknownCommitment, capsule.CodeInvalidStop, capsule.CodeEmptyCheckpoint}, writeErrors...),
+		MCP: "checkpoint", CLI: []string{"checkpoint"},
+		waits: func(q url.Values) time.Duration {
+			if q.Get("sync") != "" {
+				return syncWait
+			}
+			return 0
+		},
+	})
+	Wait = endpoint[None, agent.WaitAnswer](Op{
+		Name: "wait", Path: "/v1/continuity/wait", Agent: true,
+		Summary: "long poll for the agent's next events; pass the answer's cursor back as after to miss nothing",
+		Params: []Param{
+			{Name: "max_seconds", In: "query", Type: "integer", Summary: "how long to wait, 1..90 (default 20)"},
+			{Name: "after", In: "query", Type: "integer", Summary: "the cursor of a previous answer"},
+		},
+		Errors: []string{capsule.CodeInvalidQuery},
+		MCP:    "wait_for_event",
+		waits: func(q url.Values) time.Duration {
+			if n, err := strconv.Atoi(q.Get("max_seconds")); err == nil && n > 0 {
+				return time.Duration(min(n, 3600)) * time.Second
+			}
+			return agent.WaitDefault * time.Second
+		},
+	})
+	CapsuleGet = endpoint[None, capsule.CapsuleRecord](Op{
+		Name: "capsule_get", Path: "/v1/capsule", Agent: true,
+		Summary: "the agent's latest Continuity Capsule v1",
+		Errors:  []string{capsule.CodeNoCapsule},
+		MCP:     "capsule_read", CLI: []string{"capsule show"},
+	})
+	CapsulePut = endpoint[capsule.Capsule, agent.CapsuleAnswer](Op{
+		Name: "capsule_put", Method: http.MethodPut, Path: "/v1/capsule", Agent: true,
+		Summary: "store a Continuity Capsule v1 (the published schema, then the secret guard)",
+		Errors:  append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
+		MCP:     "capsule_write", CLI: []string{"capsule put"},
+	})
+	Seal = endpoint[guard.SealRequest, agent.CapsuleAnswer](Op{
+		Name: "capsule_seal", Method: http.MethodPost, Path: "/v1/capsule/seal", Agent: true,
+		Summary: "build a capsule from the saved state (the body's fields override) and store it sealed",
+		Errors:  append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
+		MCP:     "capsule_seal", CLI: []string{"capsule seal"},
+	})
+	Signal = endpoint[capsule.Signal, agent.SignalAnswer](Op{
+		Name: "signal", Method: http.MethodPost, Path: "/v1/signals", Agent: true,
+		Summary: "store a context signal: context used, compaction, session start and end, activity",
+		Errors:  append([]string{capsule.CodeInvalidSignal}, writeErrors...),
+		MCP:     "signal", CLI: []string{"signal"},
+	})
+	DeadLetters = endpoint[None, DeadLetterList](Op{
+		Name: "deadletter_list", Path: "/v1/deadletter", Agent: true,
+		Summary: "the writes an upstream refused for good",
+		Params: []Param{
+			{Name: "upstream", In: "query", Type: "string", Summary: "only this upstream's"},
+		},
+		Errors: []string{capsule.CodeNotFound, capsule.CodeInternal},
+		CLI:    []string{"deadletter list"},
+	})
+	DeadLetterRetry = endpoint[guard.DeadLetterRequest, DeadLettersRetried](Op{
+		Name: "deadletter_retry", Method: http.MethodPost, Path: "/v1/deadletter/retry", Agent: true,
+		Summary: "send one dead letter (seq), or all of an upstream's (seq 0), again",
+		Errors:  writeErrors,
+		CLI:     []string{"deadletter retry"},
+	})
+	DeadLetterDiscard = endpoint[guard.DeadLetterRequest, DeadLettersDiscarded](Op{
+		Name: "deadletter_discard", Method: http.MethodPost, Path: "/v1/deadletter/discard", Agent: true,
+		Summary: "drop one dead letter (seq), or all of an upstream's (seq 0)",
+		Errors:  writeErrors,
+		CLI:     []string{"deadletter discard"},
+	})
+	Snapshots = endpoint[None, SnapshotList](Op{
+		Name: "snapshot_list", Path: "/v1/snapshots", Agent: true,
+		Summary: "the agent's work snapshots, newest first",
+		Errors:  snapshotErrors,
+		MCP:     "snapshot_list", CLI: []string{"snapshot list"},
+	})
+	SnapshotShow = endpoint[None, snapshot.Detail](Op{
+		Name: "snapshot_show", Path: "/v1/snapshots/{id}", Agent: true,
+		Summary: "one work snapshot with its files and line counts",
+		Params: []Param{snapshotID,
+			{Name: "diff", In: "query", Type: "boolean", Summary: "answer its unified diff instead (snapshot_diff)"},
+		},
+		Errors: append([]string{capsule.CodeInvalidQuery}, snapshotErrors...),
+		CLI:    []string{"snapshot show"},
+	})
+	SnapshotDiff = endpoint[None, agent.DiffAnswer](Op{
+		Name: "snapshot_diff", Path: "/v1/snapshots/{id}", Agent: true, When: "diff=1",
+		Summary: "a work snapshot's unified diff against its parent or another snapshot, at most 1 MiB",
+		Params: []Param{snapshotID,
+			{Name: "diff", In: "query", Type: "boolean", Summary: "1: the diff"},
+			{Name: "against", In: "query", Type: "string", Summary: "the snapshot to compare with; default its parent"},
+			{Name: "max_bytes", In: "query", Type: "integer", Summary: "the bound of the diff, 1..1048576 (default and ceiling 1 MiB)"},
+		},
+		Errors: append([]string{capsule.CodeInvalidQuery}, snapshotErrors...),
+		MCP:    "snapshot_diff", CLI: []string{"snapshot diff"},
+	})
+	SnapshotRestore = endpoint[guard.RestoreRequest, snapshot.RestoreResult](Op{
+		Name: "snapshot_restore", Method: http.MethodPost, Path: "/v1/snapshots/{id}/restore", Agent: true,
+		Summary: "rewind the workdir (or some paths) to a snapshot, after snapshotting it as it is; dry_run lists what would change",
+		Params:  []Param{snapshotID},
+		Errors:  snapshotErrors,
+		CLI:     []string{"snapshot restore"},
+	})
+	Status = endpoint[None, StatusAnswer](Op{
+		Name: "status", Path: "/v1/status",
+		Summary: "the daemon's state: its agents (those this peer may use), their upstreams and components",
+		CLI:     []string{"status"},
+	})
+	Health = endpoint[None, HealthAnswer](Op{
+		Name: "healthz", Path: "/healthz",
+		Summary: "liveness, and the daemon's version",
+	})
+	Metrics = endpoint[None, None](Op{
+		Name: "metrics", Path: "/metrics", AnswerMedia: "text/plain; version=0.0.4",
+		Summary: "the daemon's metrics in the Prometheus text format",
+		Errors:  []string{capsule.CodeNotFound},
+	})
+	Fleet = endpoint[None, FleetAnswer](Op{
+		Name: "fleet", Path: "/v1/fleet",
+		Summary: "the agents a fleet (nats) upstream's bucket knows, and the upstream's health",
+		Params: []Param{
+			{Name: "upstream", In: "query", Type: "string", Summary: "the nats upstream (needed when the daemon has several)"},
+		},
+		Errors: []string{capsule.CodeNotFound, capsule.CodeInvalidQuery, capsule.CodeFleetUnavailable},
+		CLI:    []string{"fleet"},
+	})
+	// MCP over Streamable HTTP: a JSON-RPC message in (POST), the session's
+	// stream (GET), the session's end (DELETE). Its tools are the
+	// operations above that name one.
+	MCPPost = endpoint[None, None](Op{
+		Name: "mcp", Method: http.MethodPost, Path: "/mcp", AnswerMedia: "application/json",
+		Summary: "MCP (Streamable HTTP): one JSON-RPC message; the tools are the operations that name an MCP tool",
+		Errors: []string{capsule.CodeForbiddenOrigin, capsule.CodeMCPSessionsFull, capsule.CodeInvalidMCPRequest,
+			capsule.CodeUnsupportedMedia, capsule.CodeBodyTooLarge, capsule.CodeNotFound},
+	})
+	MCPStream = endpoint[None, None](Op{
+		Name: "mcp_stream", Method: http.MethodGet, Path: "/mcp", AnswerMedia: "text/event-stream",
+		Summary: "MCP (Streamable HTTP): the session's stream of server messages",
+		Errors:  []string{capsule.CodeForbiddenOrigin, capsule.CodeInvalidMCPRequest, capsule.CodeNotFound},
+	})
+	MCPClose = endpoint[None, None](Op{
+		Name: "mcp_close", Method: http.MethodDelete, Path: "/mcp",
+		Summary: "MCP (Streamable HTTP): end the session",
+		Errors:  []string{capsule.CodeForbiddenOrigin, capsule.CodeInvalidMCPRequest, capsule.CodeNotFound},
+	})
+)
+
+// syncWait is what a checkpoint with sync waits for its upstreams at most
+// (agent's syncTimeout).
+const syncWait = 10 * time.Second
+
+// Table is every operation of the local API, once.
+func Table() []Op {
+	return []Op{
+		Resume.Op(), Checkpoint.Op(), Wait.Op(),
+		CapsuleGet.Op(), CapsulePut.Op(), Seal.Op(),
+		Signal.Op(),
+		DeadLetters.Op(), DeadLetterRetry.Op(), DeadLetterDiscard.Op(),
+		Snapshots.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(),
+		Status.Op(), Health.Op(), Metrics.Op(),
+		Fleet.Op(),
+		MCPPost.Op(), MCPStream.Op(), MCPClose.Op(),
+	}
+}
+
+// Methods are the methods each path of the table takes, for the answer to
+// a method it does not (405, Allow).
+func Methods() map[string][]string {
+	m := map[string][]string{}
+	for _, o := range Table() {
+		if o.When != "" {
+			continue
+		}
+		m[o.Path] = append(m[o.Path], o.Method)
+	}
+	return m
+}
