@@ -12,7 +12,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/policy"
 	worksnap "github.com/continuityd/continuityd/daemon/snapshot"
-	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
 // The wiring: each package below takes its own options, and these build

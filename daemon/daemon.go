@@ -31,8 +31,8 @@ import (
 	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
-	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/safesocket"
+	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
 // Options are the daemon's run-time collaborators.

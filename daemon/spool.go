@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/safefile"
+	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
 // A pass over the spool handles at most spoolPassFiles entries and reads at

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
 // lockedBuffer is a log the daemon writes while the test reads it.

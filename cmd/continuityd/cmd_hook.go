@@ -13,8 +13,8 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/sources/hook"
-	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
 // cmdMCP serves continuityd's MCP tools on stdio for an MCP client that
@@ -26,7 +26,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) int {
 		return fail(e, err)
 	}
 	defer c.Close()
-	srv := mcpserver.New(mcpserver.Options{Backend: mcpserver.ClientBackend(c), Version: buildVersion(), ResumeLimit: statefiles.ResumeMarkdownLimit})
+	srv := mcpserver.New(mcpserver.Options{Backend: newMCPClientBackend(c), Version: buildVersion(), ResumeLimit: statefiles.ResumeMarkdownLimit})
 	t := &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}
 	if err := srv.Run(ctx, t); err != nil && ctx.Err() == nil && err != io.EOF {
 		fmt.Fprintf(e.stderr, "continuityd mcp: %v\n", err)

@@ -27,7 +27,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/snapshot"
-	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/policy"
-	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream/qdaytest"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream/local"
 	"github.com/continuityd/continuityd/upstream/qday"
 	"github.com/continuityd/continuityd/upstream/qdaytest"

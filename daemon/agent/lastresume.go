@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/continuityd/continuityd/daemon/statefiles"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
 // writeLastResume leaves the agent's resume on disk for hooks to answer

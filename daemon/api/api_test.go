@@ -23,7 +23,7 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
-	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream/local"
 )
 

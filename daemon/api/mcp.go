@@ -20,7 +20,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
 	"github.com/continuityd/continuityd/daemon/ops"
-	"github.com/continuityd/continuityd/daemon/statefiles"
+	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
 // mcpMaxBody bounds an /mcp request body: the API's own limit plus room

@@ -1,15 +1,19 @@
-package mcpserver_test
+package main
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/continuityd/continuityd/daemon/mcpserver"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/socktest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // request is one request as the daemon stand-in saw it.
@@ -32,11 +36,11 @@ func daemonStandIn(t *testing.T) (string, func() []socktest.Request) {
 
 // Each tool over the socket's client is one call to the daemon's API: the
 // right method, path, query and body.
-func TestClientBackendRequests(t *testing.T) {
+func TestMCPClientBackendRequests(t *testing.T) {
 	sock, seen := daemonStandIn(t)
 	c := client.New(sock)
 	t.Cleanup(c.Close)
-	cs := connect(t, mcpserver.Options{Backend: mcpserver.ClientBackend(c), Agent: "builder"})
+	cs := mcpConnect(t, mcpserver.Options{Backend: newMCPClientBackend(c), Agent: "builder"})
 	for _, tc := range []struct {
 		tool, args string
 		want       socktest.Request
@@ -53,9 +57,9 @@ func TestClientBackendRequests(t *testing.T) {
 		{"capsule_seal", `{"handoff_to":"next"}`, socktest.Request{Method: "POST", Path: "/v1/capsule/seal", Query: "agent=builder", Body: `{"handoff_to":"next"}`}},
 		{"signal", `{"kind":"context","used_fraction":0.5}`, socktest.Request{Method: "POST", Path: "/v1/signals", Query: "agent=builder", Body: `{"kind":"context","used_fraction":0.5,"via":"mcp"}`}},
 	} {
-		res := callTool(t, cs, tc.tool, tc.args)
+		res := mcpCallTool(t, cs, tc.tool, tc.args)
 		if res.IsError {
-			t.Errorf("%s %s: %s", tc.tool, tc.args, text(t, res))
+			t.Errorf("%s %s: %s", tc.tool, tc.args, mcpText(t, res))
 		}
 		got := seen()
 		if len(got) != 1 || got[0].Method != tc.want.Method || got[0].Path != tc.want.Path || got[0].Query != tc.want.Query || !sameJSON(got[0].Body, tc.want.Body) {
@@ -64,38 +68,95 @@ func TestClientBackendRequests(t *testing.T) {
 	}
 
 	// The resume document comes back as markdown and structured content.
-	res := callTool(t, cs, "resume", "")
-	if got := text(t, res); !strings.Contains(got, "# Where builder was") || !strings.Contains(got, "## Goal\nthe goal") {
+	res := mcpCallTool(t, cs, "resume", "")
+	if got := mcpText(t, res); !strings.Contains(got, "# Where builder was") || !strings.Contains(got, "## Goal\nthe goal") {
 		t.Errorf("resume text %q", got)
 	}
 	if doc, ok := res.StructuredContent.(map[string]any); !ok || doc["seq"] != float64(2) {
 		t.Errorf("resume structured %v", res.StructuredContent)
 	}
 	// The daemon's refusal is the tool's, code, field and message.
-	res = callTool(t, cs, "checkpoint", `{"agent":"refused","focus":"f"}`)
-	if got := text(t, res); !res.IsError || got != "MOTIVE_REQUIRED (decide.because): say why" {
+	res = mcpCallTool(t, cs, "checkpoint", `{"agent":"refused","focus":"f"}`)
+	if got := mcpText(t, res); !res.IsError || got != "MOTIVE_REQUIRED (decide.because): say why" {
 		t.Errorf("refusal: %v %q", res.IsError, got)
 	}
 	seen()
 
 	// No agent anywhere: none is sent, the daemon picks its only one.
-	cs = connect(t, mcpserver.Options{Backend: mcpserver.ClientBackend(c)})
-	callTool(t, cs, "capsule_read", "")
+	cs = mcpConnect(t, mcpserver.Options{Backend: newMCPClientBackend(c)})
+	mcpCallTool(t, cs, "capsule_read", "")
 	if got := seen(); len(got) != 1 || got[0].Query != "" {
 		t.Errorf("no agent: %+v, want no query", got)
 	}
 }
 
 // A daemon that is not there is DAEMON_UNREACHABLE, naming the socket.
-func TestClientBackendUnreachable(t *testing.T) {
+func TestMCPClientBackendUnreachable(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "none.sock")
 	c := client.New(sock)
 	t.Cleanup(c.Close)
-	cs := connect(t, mcpserver.Options{Backend: mcpserver.ClientBackend(c)})
+	cs := mcpConnect(t, mcpserver.Options{Backend: newMCPClientBackend(c)})
 	for _, tool := range []string{"resume", "checkpoint", "capsule_read"} {
-		res := callTool(t, cs, tool, "")
-		if got := text(t, res); !res.IsError || !strings.HasPrefix(got, "DAEMON_UNREACHABLE: ") || !strings.Contains(got, sock) {
+		res := mcpCallTool(t, cs, tool, "")
+		if got := mcpText(t, res); !res.IsError || !strings.HasPrefix(got, "DAEMON_UNREACHABLE: ") || !strings.Contains(got, sock) {
 			t.Errorf("%s: %v %q", tool, res.IsError, got)
 		}
 	}
+}
+
+// mcpConnect serves mcpserver.New(o) to an in-memory MCP client session
+// (as the stdio command does, without the pipes).
+func mcpConnect(t *testing.T, o mcpserver.Options) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := mcpserver.New(o).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// mcpCallTool calls a tool with args as raw JSON ("": no arguments at all).
+func mcpCallTool(t *testing.T, cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: name}
+	if args != "" {
+		p.Arguments = json.RawMessage(args)
+	}
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, args, err)
+	}
+	return res
+}
+
+// mcpText is a tool result's one text content.
+func mcpText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("content %+v, want one text", res.Content)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content %T, want text", res.Content[0])
+	}
+	return tc.Text
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return a == b
+	}
+	return reflect.DeepEqual(x, y)
 }
