@@ -50,12 +50,15 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 		return Snapshot{}, false, ErrClosed
 	}
 	start := time.Now()
-	st, err := s.stage(ctx, nil)
+	notes := s.takeNotes()
+	st, err := s.stage(ctx, nil, notes)
 	if err != nil {
+		s.keepNotes(notes)
 		return Snapshot{}, false, err
 	}
 	snap, isNew, err := s.commit(ctx, &st, trigger, seq)
 	if err != nil {
+		s.keepNotes(notes)
 		return Snapshot{}, false, err
 	}
 	st.took.Total = time.Since(start)
@@ -121,23 +124,34 @@ const gitlinkMode = "160000"
 
 // stage writes the work tree, as the snapshot rules see it, into the
 // store: the size walk, the exclusions, `git add -A` into the private
-// index, `git write-tree`. The files of force that exist are added even
-// when an ignore rule covers them (a restore's safety snapshot holds what
-// the previous restore wrote, see restoredFile).
-func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
+// index, `git write-tree`. With notes that vouch for what changed since
+// the last Take, the walk and the add look at those paths only (see
+// changed.go). The files of force that exist are added even when an
+// ignore rule covers them (a restore's safety snapshot holds what the
+// previous restore wrote, see restoredFile).
+func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (staged, error) {
 	var st staged
 	s.clearStaleLocks()
 
 	t := time.Now()
 	s.setStep(StepWalk)
 	defer s.setStep("")
-	found, err := s.walk()
+	roots, incremental := s.changedRoots(notes)
+	var found walked
+	var err error
+	if incremental {
+		found, err = s.walkChanged(roots)
+	} else {
+		found, err = s.walk()
+	}
 	if err != nil {
 		return st, err
 	}
 	over := found.over
 	st.took.Walk = time.Since(t)
 	st.took.Files = s.stepFiles.Load()
+	st.took.Incremental = incremental
+	st.took.Paths = len(roots)
 
 	t = time.Now()
 	s.setStep(StepStore)
@@ -156,10 +170,28 @@ func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
 		return st, err
 	}
 	st.skipped = append(st.skipped, odd...)
-	unreadable, err := s.addAll(ctx)
-	if err != nil {
-		return st, err
+	var unreadable []Skipped
+	retry := !incremental
+	if incremental {
+		if unreadable, retry, err = s.addChanged(ctx, roots); err != nil {
+			return st, err
+		}
+		set := make(map[string]bool, len(roots))
+		for _, r := range roots {
+			set[r] = true
+		}
+		for _, u := range s.walkState.unreadable {
+			if !inRoots(u.Path, set) && !slices.ContainsFunc(unreadable, func(k Skipped) bool { return k.Path == u.Path }) {
+				unreadable = append(unreadable, u)
+			}
+		}
 	}
+	if retry {
+		if unreadable, err = s.addAll(ctx, nil); err != nil {
+			return st, err
+		}
+	}
+	s.walkState = &treeState{modes: found.modes, odd: found.odd, unreadable: unreadable}
 	for _, u := range unreadable {
 		if !slices.ContainsFunc(st.skipped, func(k Skipped) bool { return k.Path == u.Path }) {
 			st.skipped = append(st.skipped, u)
@@ -216,10 +248,17 @@ const addRetries = 2
 // not a failed snapshot. A git that crashed (killed by a signal, e.g. a
 // file truncated while git read it) left its index.lock: that is cleared
 // and the add run again. git's warnings are logged.
-func (s *Store) addAll(ctx context.Context) ([]Skipped, error) {
+//
+// With pathspec (NUL-terminated paths) it adds those paths only.
+func (s *Store) addAll(ctx context.Context, pathspec []byte) ([]Skipped, error) {
 	for attempt := 0; ; attempt++ {
 		var warn string
-		_, err := s.git.run(ctx, call{args: []string{"add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn})
+		c := call{args: []string{"add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn}
+		if pathspec != nil {
+			c.args = append(c.args, "--pathspec-from-file=-", "--pathspec-file-nul")
+			c.stdin = bytes.NewReader(pathspec)
+		}
+		_, err := s.git.run(ctx, c)
 		var ge *GitError
 		var exit *exec.ExitError
 		if errors.As(err, &ge) && errors.As(ge.Err, &exit) && exit.ExitCode() < 0 && ctx.Err() == nil {
@@ -438,13 +477,27 @@ func (s *Store) excludeOversized(ctx context.Context, over map[string]int64) err
 	s.bigIgnored = bigIgnored
 
 	var fresh bytes.Buffer
+	var repos []string
 	changed := len(over) != len(s.oversized)
-	for p := range over {
+	for p, n := range over {
 		if _, ok := s.oversized[p]; !ok {
 			changed = true
 			fresh.WriteString(p)
 			fresh.WriteByte(0)
+			if n == repoSize {
+				repos = append(repos, p)
+			}
 		}
+	}
+	if len(repos) > 0 {
+		// A directory that became a repository: the files tracked in it
+		// leave the index (git add -A would keep them, and update-index
+		// takes files, not directories).
+		out, err := s.git.run(ctx, call{args: append([]string{"ls-files", "-z", "-c", "--"}, repos...), inWork: true})
+		if err != nil {
+			return fmt.Errorf("snapshot of %s: %w", s.work, err)
+		}
+		fresh.Write(out)
 	}
 	if changed {
 		var b strings.Builder
@@ -648,13 +701,16 @@ func (s *Store) walk() (walked, error) {
 	if err != nil {
 		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
-	var (
-		mu      sync.Mutex
-		cond    = sync.NewCond(&mu)
-		queue   []string
-		pending int // directories queued or being read
-	)
-	found := func(dir string, ents []fs.DirEntry) (subdirs []string, w walked) {
+	queue, top := s.classify("", ents)
+	res.merge(top)
+	return res, s.walkDirs(queue, &res)
+}
+
+// classify looks at the entries ents of directory dir ("" for the
+// workdir) for the walk: the subdirectories to walk and what the files
+// tell.
+func (s *Store) classify(dir string, ents []fs.DirEntry) (subdirs []string, w walked) {
+	{
 		w = walked{over: map[string]int64{}, modes: map[string]fs.FileMode{}}
 		files := 0
 		defer func() { s.stepFiles.Add(int64(files)) }()
@@ -704,9 +760,16 @@ func (s *Store) walk() (walked, error) {
 		}
 		return subdirs, w
 	}
-	queue, top := found("", ents)
-	res.merge(top)
-	pending = len(queue)
+}
+
+// walkDirs walks the directories of queue (and below) with a few
+// goroutines, merging what it finds into res.
+func (s *Store) walkDirs(queue []string, res *walked) error {
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		pending = len(queue) // directories queued or being read
+	)
 	worker := func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -740,7 +803,7 @@ func (s *Store) walk() (walked, error) {
 				// in it, under its own configuration.
 				w.over = map[string]int64{dir: repoSize}
 			default:
-				subdirs, w = found(dir, ents)
+				subdirs, w = s.classify(dir, ents)
 			}
 			mu.Lock()
 			res.merge(w)
@@ -754,7 +817,7 @@ func (s *Store) walk() (walked, error) {
 		wg.Go(worker)
 	}
 	wg.Wait()
-	return res, nil
+	return nil
 }
 
 // keptMode reports whether git keeps a file's or directory's permissions
