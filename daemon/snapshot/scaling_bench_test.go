@@ -28,14 +28,15 @@ import (
 //     init && git add -A && git commit` of the same tree in a fresh
 //     repository; wall time, CPU (this process and its git children) and
 //     peak memory (this process's VmHWM, reset before; git's own maxrss).
+//
 //   - burst: 5 files edited, then a snapshot from what changed (the 5
 //     paths given to NoteChanged, as the watcher gives them, then Take),
 //     against `git add -A && git commit` of the same 5 edits in the plain
 //     repository; medians over SNAPSHOT_BENCH_ROUNDS rounds (default 20),
 //     the two interleaved in each round.
 //
-//	go test -run '^$' -bench SnapshotScaling -benchtime 1x ./daemon/snapshot/
-//	SNAPSHOT_BENCH_100K=1 go test -run '^$' -bench 'SnapshotScaling/files=100000' -benchtime 1x -timeout 60m ./daemon/snapshot/
+//     go test -run '^$' -bench SnapshotScaling -benchtime 1x ./daemon/snapshot/
+//     SNAPSHOT_BENCH_100K=1 go test -run '^$' -bench 'SnapshotScaling/files=100000' -benchtime 1x -timeout 60m ./daemon/snapshot/
 func BenchmarkSnapshotScaling(b *testing.B) {
 	sizes := []int{1000, 10000}
 	if os.Getenv("SNAPSHOT_BENCH_100K") != "" {
