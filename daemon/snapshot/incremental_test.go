@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -210,6 +211,25 @@ func compareWithFull(t *testing.T, inc, full *Store, round int, log []string) Sn
 	b, _ := take(t, full, "quiet", uint64(round))
 	if b.Took.Incremental {
 		t.Fatal("the reference store took a snapshot from what changed")
+	}
+	if cached := inc.newestDetail.Load(); cached != nil && cached.ID == a.ID {
+		// Show's answer from the Take's own count equals the one read
+		// back from the store.
+		fast, err := inc.Show(context.Background(), a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inc.newestDetail.Store(nil)
+		slow, err := inc.Show(context.Background(), a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jf, _ := json.Marshal(fast)
+		js, _ := json.Marshal(slow)
+		if string(jf) != string(js) {
+			t.Fatalf("round %d: Show from the Take's count\n%s\n!= Show from the store\n%s", round, jf, js)
+		}
+		inc.newestDetail.Store(cached)
 	}
 	if a.tree != b.tree || inc.newestModes != full.newestModes || a.Skipped != b.Skipped {
 		ta, tb := treeOf(t, inc, a.ID), treeOf(t, full, b.ID)

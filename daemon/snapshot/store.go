@@ -138,13 +138,17 @@ type Store struct {
 	// begins, so a test can look at Progress mid-Take.
 	stepHook func(step string)
 
-	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
-	newest      Snapshot         // newest.n == 0: no snapshot yet
-	newestModes string           // its mode lines (modeLines)
-	oversized   map[string]int64 // skipped for their size at the last Take
-	bigIgnored  map[string]int64 // over the size but ignored anyway
-	fixIgnored  bool             // check the index for tracked files that became ignored
-	walkState   *treeState       // what the last Take's walk found; nil before the first
+	mu          sync.Mutex // one writer: Take, Restore, GC, Close
+	newest      Snapshot   // newest.n == 0: no snapshot yet
+	newestModes string     // its mode lines (modeLines)
+	// newestDetail is Show's answer for the newest snapshot when its Take
+	// counted the lines already (a snapshot from what changed); nil
+	// otherwise. Show reads it without the mutex.
+	newestDetail atomic.Pointer[Detail]
+	oversized    map[string]int64 // skipped for their size at the last Take
+	bigIgnored   map[string]int64 // over the size but ignored anyway
+	fixIgnored   bool             // check the index for tracked files that became ignored
+	walkState    *treeState       // what the last Take's walk found; nil before the first
 
 	notesMu     sync.Mutex  // guards notes and followed, which the watcher's side writes while a Take runs
 	notes       changeNotes // paths changed since the last Take (changed.go)

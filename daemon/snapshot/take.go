@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,7 +111,15 @@ type staged struct {
 	skipped []Skipped
 	modes   string // the mode lines of the snapshot's message (modeLines)
 	took    Timings
+	// files are changes with their line counts, when counted in the same
+	// run (diffTreeCounted); nil otherwise.
+	files []FileChange
 }
+
+// maxCountedPaths bounds the changed paths of a Take that counts lines
+// as it compares trees: counting reads every changed file, which a
+// first snapshot (every file added) must not pay for.
+const maxCountedPaths = 1000
 
 // change is one entry of `git diff-tree --raw`.
 type change struct {
@@ -212,8 +221,16 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 		if s.newest.n > 0 {
 			parent = s.newest.tree
 		}
-		st.changes = nil
-		if st.tree != parent {
+		st.changes, st.files = nil, nil
+		switch {
+		case st.tree == parent:
+		case incremental && len(roots) <= maxCountedPaths:
+			// Line counts from the same run: the work record that
+			// follows a burst asks Show for them (newestDetail).
+			if st.changes, st.files, err = s.diffTreeCounted(ctx, parent, st.tree); err != nil {
+				return st, err
+			}
+		default:
 			if st.changes, err = s.diffTree(ctx, parent, st.tree); err != nil {
 				return st, err
 			}
@@ -630,11 +647,59 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	s.newest, s.newestModes = snap, st.modes
+	s.newestDetail.Store(nil)
+	if st.files != nil {
+		s.newestDetail.Store(detailOf(snap, st))
+	}
 	s.count++
 	s.takesSinceG++
 	s.gcKick()
 	st.took.Commit = time.Since(t)
 	return snap, true, nil
+}
+
+// diffTreeCounted is diffTree with the line counts of each file, in one
+// git run.
+func (s *Store) diffTreeCounted(ctx context.Context, from, to string) ([]change, []FileChange, error) {
+	out, err := s.git.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", from, to}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot store: %w", err)
+	}
+	files, _, err := parseRawNumstat(out, math.MaxInt)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The raw entries come first (":..." and the path), the counts after.
+	raw := out
+	for i, n := 0, 0; i < len(out) && n < 2*len(files); i++ {
+		if out[i] == 0 {
+			n++
+			raw = out[:i+1]
+		}
+	}
+	changes, err := parseRaw(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if files == nil {
+		files = []FileChange{}
+	}
+	return changes, files, nil
+}
+
+// detailOf is what Show answers for the snapshot a Take just made from
+// st, as it would read it back from the store.
+func detailOf(snap Snapshot, st *staged) *Detail {
+	d := &Detail{Snapshot: snap, SkippedFiles: []Skipped{}, Files: st.files}
+	if n := len(st.skipped); n > maxListedSkipped {
+		d.SkippedFiles, d.SkippedMore = slices.Clone(st.skipped[:maxListedSkipped]), n-maxListedSkipped
+	} else if n > 0 {
+		d.SkippedFiles = slices.Clone(st.skipped)
+	}
+	if len(d.Files) > MaxShowFiles {
+		d.Files, d.FilesCut = d.Files[:MaxShowFiles], true
+	}
+	return d
 }
 
 // diffTree lists what changed between two trees, recursively.
