@@ -260,7 +260,7 @@ func compareWithFull(t *testing.T, inc, full *Store, round int, log []string) Sn
 // round; told that changes may have been missed (an overflow), the store
 // adds the whole tree and is equal again.
 func TestIncrementalEqualsFullAdd(t *testing.T) {
-	for _, seed := range testSeeds(1, 2, 3) {
+	for _, seed := range testSeeds(1, 2) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			e := newEditor(t, seed)
 			e.ignoreEdits = true
@@ -270,7 +270,7 @@ func TestIncrementalEqualsFullAdd(t *testing.T) {
 			compareWithFull(t, inc, full, 0, nil)
 			incremental := 0
 			var log []string
-			for round := 1; round <= 40; round++ {
+			for round := 1; round <= 30; round++ {
 				var touched []string
 				for range 1 + e.rng.IntN(5) {
 					p := e.edit()
@@ -286,8 +286,8 @@ func TestIncrementalEqualsFullAdd(t *testing.T) {
 					incremental++
 				}
 			}
-			if incremental < 20 {
-				t.Fatalf("only %d of 40 rounds were snapshots from what changed: the test compares too little", incremental)
+			if incremental < 15 {
+				t.Fatalf("only %d of 30 rounds were snapshots from what changed: the test compares too little", incremental)
 			}
 		})
 	}
@@ -339,7 +339,7 @@ func TestIncrementalFromTheWatcher(t *testing.T) {
 
 	incremental := 0
 	var log []string
-	for round := 1; round <= 40; round++ {
+	for round := 1; round <= 30; round++ {
 		for range 1 + e.rng.IntN(5) {
 			log = append(log, fmt.Sprintf("round %d: %v", round, e.edit()))
 		}
@@ -366,7 +366,7 @@ func TestIncrementalFromTheWatcher(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if incremental < 20 {
-		t.Fatalf("only %d of 40 rounds were snapshots from what changed (%d summaries incomplete): the test compares too little", incremental, incomplete)
+	if incremental < 15 {
+		t.Fatalf("only %d of 30 rounds were snapshots from what changed (%d summaries incomplete): the test compares too little", incremental, incomplete)
 	}
 }
