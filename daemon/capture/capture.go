@@ -123,20 +123,13 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	// background: a large tree must not hold up the daemon's start (agents
 	// start one after another, before the socket serves) or a reload. The
 	// store takes one snapshot at a time, so a burst's snapshot waits for
-	// this one. It starts once the watcher follows the tree (or cannot),
-	// so it is the one full add the later snapshots from what changed
-	// build on.
-	watching := make(chan struct{})
-	defer close(watching)
+	// this one. It starts at once, before the watcher is in place, so it
+	// holds the tree from before the first burst; the snapshot after it
+	// is then a full one too (Follow), the later ones from what changed.
 	if s := c.snapshotter(); s != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case <-watching:
-			case <-ctx.Done():
-				return
-			}
 			s.start(ctx)
 		}()
 	}
