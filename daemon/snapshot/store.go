@@ -242,7 +242,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	s.count = len(all)
 	s.startCollector()
-	s.gcKick() // the bounds may have changed while the daemon was away
+	s.gcKick(-1) // the bounds may have changed while the daemon was away
 	return s, nil
 }
 

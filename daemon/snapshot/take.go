@@ -114,6 +114,9 @@ type staged struct {
 	// files are changes with their line counts, when counted in the same
 	// run (diffTreeCounted); nil otherwise.
 	files []FileChange
+	// added bounds the bytes of the files the add read (the changed
+	// paths' regular files); -1 for a full add.
+	added int64
 }
 
 // maxCountedPaths bounds the changed paths of a Take that counts lines
@@ -161,6 +164,10 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 	st.took.Files = s.stepFiles.Load()
 	st.took.Incremental = incremental
 	st.took.Paths = len(roots)
+	st.added = -1
+	if incremental {
+		st.added = found.bytes
+	}
 
 	t = time.Now()
 	s.setStep(StepStore)
@@ -653,7 +660,7 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	}
 	s.count++
 	s.takesSinceG++
-	s.gcKick()
+	s.gcKick(st.added)
 	st.took.Commit = time.Since(t)
 	return snap, true, nil
 }
@@ -735,6 +742,7 @@ func parseRaw(out []byte) ([]change, error) {
 
 // walked is what the walk of the workdir found.
 type walked struct {
+	bytes int64                  // the sizes of the regular files under the limit
 	over  map[string]int64       // files over the size limit; nested repositories as repoSize
 	modes map[string]fs.FileMode // files and directories a restore would otherwise give more permissions
 	odd   []Skipped              // what git would leave out without a word
@@ -742,6 +750,7 @@ type walked struct {
 
 // merge adds one directory's findings.
 func (w *walked) merge(o walked) {
+	w.bytes += o.bytes
 	maps.Copy(w.over, o.over)
 	maps.Copy(w.modes, o.modes)
 	w.odd = append(w.odd, o.odd...)
@@ -816,7 +825,10 @@ func (s *Store) classify(dir string, ents []fs.DirEntry) (subdirs []string, w wa
 				}
 				if s.opt.MaxFileBytes >= 0 && fi.Size() > s.opt.MaxFileBytes {
 					w.over[child] = fi.Size()
-				} else if !keptMode(fi.Mode()) {
+					continue
+				}
+				w.bytes += fi.Size()
+				if !keptMode(fi.Mode()) {
 					w.modes[child] = fi.Mode().Perm()
 				}
 			case t&fs.ModeSymlink != 0:
