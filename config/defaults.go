@@ -164,7 +164,7 @@ func (e environ) home() string {
 }
 
 // DefaultIgnoreDirs are the directory names skipped (not watched, not
-// reported) at any depth when [watch] ignore_dirs is not set (and by the watcher when Options.IgnoreDirs is nil): dependency trees,
+// reported) at any depth when [watch] ignore_dirs is not set: dependency trees,
 // virtualenvs, caches and build outputs that tools regenerate, which are
 // large, churn on every build, and would spend inotify watches for nothing.
 // "vendor" is deliberately absent: Go repositories commit their vendor tree

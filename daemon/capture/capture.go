@@ -92,7 +92,9 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	// background: a large tree must not hold up the daemon's start (agents
 	// start one after another, before the socket serves) or a reload. The
 	// store takes one snapshot at a time, so a burst's snapshot waits for
-	// this one.
+	// this one. It starts at once, before the watcher is in place, so it
+	// holds the tree from before the first burst; the snapshot after it
+	// is then a full one too (Follow), the later ones from what changed.
 	if s := c.snapshotter(); s != nil {
 		wg.Add(1)
 		go func() {
@@ -141,12 +143,18 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 		if err := w.Run(ctx, func(s watch.Summary) { c.activity(ctx, s) }); err != nil && ctx.Err() == nil {
 			c.log.Warn("workdir watcher stopped", "err", err)
 		}
+		if s := c.snapshotter(); s != nil {
+			s.store.Unfollow()
+		}
 	}()
 	// The daemon reports ready only once the tree is watched, so a change
 	// made right after start is seen; what changed while the watches were
 	// being added is read once more.
 	select {
 	case <-w.Ready():
+		if s := c.snapshotter(); s != nil {
+			s.store.Follow() // snapshots from what changed, after the start snapshot
+		}
 	case <-ctx.Done():
 	case <-time.After(30 * time.Second):
 		c.log.Warn("the workdir watcher is slow to start; going on", "workdir", wd)
@@ -179,6 +187,13 @@ func (c *Capture) DegradedSources() []string {
 // activity records a burst of file changes (paths redacted) and tells the
 // policy; a change to a handoff file is read at once.
 func (c *Capture) activity(ctx context.Context, s watch.Summary) {
+	if snaps := c.snapshotter(); snaps != nil {
+		if s.Complete {
+			snaps.store.NoteChanged(s.Changed)
+		} else {
+			snaps.store.NoteUnknown()
+		}
+	}
 	paths := make([]string, 0, len(s.Paths))
 	// A summary lists at most some paths: past that, look anyway.
 	handoffChanged := s.Rescanned || s.Count > len(s.Paths)

@@ -34,7 +34,8 @@
 // .git, so the agent's repository (or a worktree's or submodule's .git
 // file) is never read into a snapshot. A directory below the workdir that
 // holds a .git (a nested repository, a submodule, a linked worktree) is
-// left out whole and named in the snapshot's skipped files: recorded as a
+// left out whole (the files of it tracked before its .git appeared leave
+// the snapshot too) and named in the snapshot's skipped files: recorded as a
 // gitlink, git add would run `git status` inside it, under that
 // repository's own configuration (its fsmonitor, for one). The user's .git/info/exclude is not read (the store's own info/exclude
 // is); put such patterns in [watch] ignore.
@@ -66,6 +67,36 @@
 // metadata, not a git parent, so retention drops the oldest snapshots by
 // deleting their refs, without rewriting (and renaming) the ones it keeps.
 //
+// # Snapshots from what changed
+//
+// A Take that re-adds the whole tree costs an lstat of every file twice
+// (the size walk, then git add -A), however little changed. The workdir
+// watcher knows what changed: once it follows the tree (Follow, when its
+// watches are in place), each of its summaries either names every path
+// that changed (NoteChanged: Summary.Changed, which also holds ignored
+// and temporary files, mode changes and directories whose .git came or
+// went) or says it cannot vouch (NoteUnknown: lost events, a directory it
+// could not watch, ignore rules git does not read). A Take with vouched
+// paths walks those paths only (a changed directory whole), asks git
+// what the private index holds there and which files there the ignore
+// rules leave in (ls-files -c -o --exclude-standard), adds exactly those
+// (add -A with the paths on stdin) and counts lines in the diff-tree it
+// runs anyway, which Show then answers from. Everything else is as the
+// previous Take left it, and its findings (sizes, modes, nested
+// repositories, odd names) are kept for the next. The whole tree is added
+// again at the first Take after Open or Follow, after NoteUnknown, when a
+// .gitignore changed (what the rules cover is decided anew), past
+// maxChangedPaths paths, and for a restore's safety snapshot. The test
+// TestIncrementalEqualsFullAdd (and TestIncrementalFromTheWatcher, with
+// the real watcher) takes, after each round of random edits, a snapshot
+// from what changed and a full one of the same tree in a second store,
+// and requires the same tree.
+//
+// A snapshot from what changed covers the changes the watcher reported
+// before the Take began; a change still in the watcher's quiet period is
+// in the next one (the policy's snapshots follow the watcher's summaries,
+// so a burst's snapshot has the burst).
+//
 // # Crashes
 //
 // A Take killed at any point leaves at worst objects no ref reaches and a
@@ -88,9 +119,10 @@
 // goroutine Close stops) as soon as it passes KeepBytes or KeepCount: a
 // GC holds the mutex only to read and delete refs, and packs and prunes
 // beside Takes the way git gc runs beside git commands (objects newer than
-// the ref deletion, or freshened by git since, are kept). A Take costs a walk of the workdir (lstat of each file
-// outside the ignored directories, shared by a few goroutines) and five
-// short git runs (add -A, write-tree, diff-tree, commit-tree,
-// update-ref); docs/PERFORMANCE.md compares it with git add -A && git
-// commit of the same change.
+// the ref deletion, or freshened by git since, are kept). A full Take
+// costs a walk of the workdir (lstat of each file outside the ignored
+// directories, shared by a few goroutines) and five short git runs (add
+// -A, write-tree, diff-tree, commit-tree, update-ref); a Take from what
+// changed walks the changed paths only and runs six (ls-files first);
+// docs/PERFORMANCE.md compares both with git add -A && git commit.
 package snapshot

@@ -40,7 +40,13 @@ type collector struct {
 	running bool   // a look (and maybe a GC) is under way
 	floor   int64  // the store's size after the last GC when it was over KeepBytes
 	failure string // why the last GC failed; "" after one that worked
-	run     sync.Mutex
+	// measured is the store's size at the last count, and unmeasured at
+	// most what the snapshots since added (the bytes of the files they
+	// read, plus slack); known is false when that bound is not known (a
+	// full Take, a GC, Open), and the size is counted again.
+	measured, unmeasured int64
+	known                bool
+	run                  sync.Mutex
 }
 
 // startCollector starts the background GC; Close stops it.
@@ -57,10 +63,16 @@ func (s *Store) stopCollector() {
 	<-s.gc.done
 }
 
-// gcKick tells the collector a snapshot was made. It never blocks.
-func (s *Store) gcKick() {
+// gcKick tells the collector a snapshot was made that added at most
+// added bytes to the store (negative: not known). It never blocks.
+func (s *Store) gcKick(added int64) {
 	s.gc.mu.Lock()
 	s.gc.queued = true
+	if added < 0 {
+		s.gc.known = false
+	} else {
+		s.gc.unmeasured += added + snapshotSlack
+	}
 	s.gc.mu.Unlock()
 	select {
 	case s.gc.kick <- struct{}{}:
@@ -137,15 +149,29 @@ func (s *Store) gcDue(ctx context.Context) (bool, error) {
 	if count > s.opt.KeepCount || since >= gcEvery {
 		return true, nil
 	}
+	s.gc.mu.Lock()
+	floor := s.gc.floor
+	bound, known := s.gc.measured+s.gc.unmeasured, s.gc.known
+	s.gc.mu.Unlock()
+	if known && bound <= s.opt.KeepBytes+floor {
+		// The snapshots since the last count cannot have passed the bound:
+		// no count (git count-objects stats every loose object, which
+		// after a first snapshot of a large tree is every file).
+		return false, nil
+	}
 	n, err := s.objectBytes(ctx)
 	if err != nil {
 		return false, err
 	}
 	s.gc.mu.Lock()
-	floor := s.gc.floor
+	s.gc.measured, s.gc.unmeasured, s.gc.known = n, 0, true
 	s.gc.mu.Unlock()
 	return n > s.opt.KeepBytes+floor, nil
 }
+
+// snapshotSlack is what a snapshot adds to the store beside its files'
+// contents, at most: its commit and the trees on the changed paths.
+const snapshotSlack = 64 << 10
 
 // objectBytes is the disk space of the store's objects, loose and packed,
 // as git count-objects -v says (in KiB).
@@ -227,6 +253,7 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 		s.log.Info("snapshot store: garbage collection works again")
 	}
 	s.gc.failure = ""
+	s.gc.known = false // counted again at the next look
 	s.gc.floor = 0
 	if res.OverBytes {
 		s.gc.floor = res.Bytes

@@ -171,8 +171,28 @@ func (g *gitRunner) command(ctx context.Context, c call) *exec.Cmd {
 }
 
 // run runs git and returns its stdout (unless c.stdout takes it). A
-// non-zero exit is a *GitError carrying stderr.
+// non-zero exit is a *GitError carrying stderr. A run that could not
+// create an object's temporary file because the collector's repack or
+// prune removed its (empty) object directory at that moment is run once
+// more: git makes the directory again and retries only once itself.
 func (g *gitRunner) run(ctx context.Context, c call) ([]byte, error) {
+	out, err := g.runOnce(ctx, c)
+	var ge *GitError
+	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "unable to create temporary file") && ctx.Err() == nil && c.stdout == nil {
+		if c.stdin == nil {
+			return g.runOnce(ctx, c)
+		}
+		if sk, ok := c.stdin.(io.Seeker); ok {
+			if _, serr := sk.Seek(0, io.SeekStart); serr == nil {
+				return g.runOnce(ctx, c)
+			}
+		}
+	}
+	return out, err
+}
+
+// runOnce is one run of run.
+func (g *gitRunner) runOnce(ctx context.Context, c call) ([]byte, error) {
 	cmd := g.command(ctx, c)
 	var out bytes.Buffer
 	var errb limitedBuffer

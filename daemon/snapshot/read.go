@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,6 +83,12 @@ func statusName(b byte) string {
 func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 	if s.closed.Load() {
 		return Detail{}, ErrClosed
+	}
+	if d := s.newestDetail.Load(); d != nil && d.ID == strings.ToLower(strings.TrimSpace(id)) {
+		// The snapshot a Take just made, as it made it: no git run.
+		c := *d
+		c.SkippedFiles, c.Files = slices.Clone(d.SkippedFiles), slices.Clone(d.Files)
+		return c, nil
 	}
 	snap, all, err := s.resolve(ctx, id, "id")
 	if err != nil {

@@ -17,17 +17,16 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
-// Defaults of Options: the configuration's ([snapshots]), so the two
-// cannot drift apart.
+// Defaults of Options, the same as the configuration's ([snapshots]); a
+// test of the wiring (daemon/capture) keeps the two equal.
 const (
-	DefaultMaxFileBytes = config.DefaultSnapshotMaxFileSize // a larger file is skipped and listed
-	DefaultKeepCount    = config.DefaultSnapshotKeep        // snapshots kept per agent
-	DefaultKeepBytes    = config.DefaultSnapshotKeepBytes   // store size kept per agent, after GC
+	DefaultMaxFileBytes = 8 << 20   // a larger file is skipped and listed
+	DefaultKeepCount    = 200       // snapshots kept per agent
+	DefaultKeepBytes    = 512 << 20 // store size kept per agent, after GC
 )
 
 // Files of the store besides git's own.
@@ -101,8 +100,13 @@ type Timings struct {
 	Commit time.Duration // git commit-tree and update-ref
 	Total  time.Duration
 	// Files is how many files the walk found in the workdir (a snapshot
-	// stores them all, less those skipped).
+	// stores them all, less those skipped); in a Take from what changed,
+	// in the changed paths only.
 	Files int64
+	// Incremental is set when the Take looked at the changed paths only
+	// (NoteChanged), Paths of them.
+	Incremental bool
+	Paths       int
 }
 
 // Store is one agent's snapshot store. Take, Restore and GC run one at a
@@ -134,14 +138,23 @@ type Store struct {
 	// begins, so a test can look at Progress mid-Take.
 	stepHook func(step string)
 
-	mu          sync.Mutex       // one writer: Take, Restore, GC, Close
-	newest      Snapshot         // newest.n == 0: no snapshot yet
-	newestModes string           // its mode lines (modeLines)
-	oversized   map[string]int64 // skipped for their size at the last Take
-	bigIgnored  map[string]int64 // over the size but ignored anyway
-	fixIgnored  bool             // check the index for tracked files that became ignored
-	count       int              // snapshots held
-	takesSinceG int              // snapshots made since the last GC (the collector reads it)
+	mu          sync.Mutex // one writer: Take, Restore, GC, Close
+	newest      Snapshot   // newest.n == 0: no snapshot yet
+	newestModes string     // its mode lines (modeLines)
+	// newestDetail is Show's answer for the newest snapshot when its Take
+	// counted the lines already (a snapshot from what changed); nil
+	// otherwise. Show reads it without the mutex.
+	newestDetail atomic.Pointer[Detail]
+	oversized    map[string]int64 // skipped for their size at the last Take
+	bigIgnored   map[string]int64 // over the size but ignored anyway
+	fixIgnored   bool             // check the index for tracked files that became ignored
+	walkState    *treeState       // what the last Take's walk found; nil before the first
+
+	notesMu     sync.Mutex  // guards notes and followed, which the watcher's side writes while a Take runs
+	notes       changeNotes // paths changed since the last Take (changed.go)
+	followed    bool        // a watcher reports the changes (Follow)
+	count       int         // snapshots held
+	takesSinceG int         // snapshots made since the last GC (the collector reads it)
 }
 
 // ErrClosed is returned by calls on a closed Store.
@@ -203,6 +216,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		oversized:  map[string]int64{},
 		bigIgnored: map[string]int64{},
 		fixIgnored: true, // the ignore rules may have changed since the last run
+		notes:      changeNotes{unknown: true},
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -228,7 +242,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	s.count = len(all)
 	s.startCollector()
-	s.gcKick() // the bounds may have changed while the daemon was away
+	s.gcKick(-1) // the bounds may have changed while the daemon was away
 	return s, nil
 }
 

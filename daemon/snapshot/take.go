@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,12 +51,15 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 		return Snapshot{}, false, ErrClosed
 	}
 	start := time.Now()
-	st, err := s.stage(ctx, nil)
+	notes := s.takeNotes()
+	st, err := s.stage(ctx, nil, notes)
 	if err != nil {
+		s.keepNotes(notes)
 		return Snapshot{}, false, err
 	}
 	snap, isNew, err := s.commit(ctx, &st, trigger, seq)
 	if err != nil {
+		s.keepNotes(notes)
 		return Snapshot{}, false, err
 	}
 	st.took.Total = time.Since(start)
@@ -107,7 +111,18 @@ type staged struct {
 	skipped []Skipped
 	modes   string // the mode lines of the snapshot's message (modeLines)
 	took    Timings
+	// files are changes with their line counts, when counted in the same
+	// run (diffTreeCounted); nil otherwise.
+	files []FileChange
+	// added bounds the bytes of the files the add read (the changed
+	// paths' regular files); -1 for a full add.
+	added int64
 }
+
+// maxCountedPaths bounds the changed paths of a Take that counts lines
+// as it compares trees: counting reads every changed file, which a
+// first snapshot (every file added) must not pay for.
+const maxCountedPaths = 1000
 
 // change is one entry of `git diff-tree --raw`.
 type change struct {
@@ -123,23 +138,38 @@ const gitlinkMode = "160000"
 
 // stage writes the work tree, as the snapshot rules see it, into the
 // store: the size walk, the exclusions, `git add -A` into the private
-// index, `git write-tree`. The files of force that exist are added even
-// when an ignore rule covers them (a restore's safety snapshot holds what
-// the previous restore wrote, see restoredFile).
-func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
+// index, `git write-tree`. With notes that vouch for what changed since
+// the last Take, the walk and the add look at those paths only (see
+// changed.go). The files of force that exist are added even when an
+// ignore rule covers them (a restore's safety snapshot holds what the
+// previous restore wrote, see restoredFile).
+func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (staged, error) {
 	var st staged
 	s.clearStaleLocks()
 
 	t := time.Now()
 	s.setStep(StepWalk)
 	defer s.setStep("")
-	found, err := s.walk()
+	roots, incremental := s.changedRoots(notes)
+	var found walked
+	var err error
+	if incremental {
+		found, err = s.walkChanged(roots)
+	} else {
+		found, err = s.walk()
+	}
 	if err != nil {
 		return st, err
 	}
 	over := found.over
 	st.took.Walk = time.Since(t)
 	st.took.Files = s.stepFiles.Load()
+	st.took.Incremental = incremental
+	st.took.Paths = len(roots)
+	st.added = -1
+	if incremental {
+		st.added = found.bytes
+	}
 
 	t = time.Now()
 	s.setStep(StepStore)
@@ -158,10 +188,28 @@ func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
 		return st, err
 	}
 	st.skipped = append(st.skipped, odd...)
-	unreadable, err := s.addAll(ctx)
-	if err != nil {
-		return st, err
+	var unreadable []Skipped
+	retry := !incremental
+	if incremental {
+		if unreadable, retry, err = s.addChanged(ctx, roots); err != nil {
+			return st, err
+		}
+		set := make(map[string]bool, len(roots))
+		for _, r := range roots {
+			set[r] = true
+		}
+		for _, u := range s.walkState.unreadable {
+			if !inRoots(u.Path, set) && !slices.ContainsFunc(unreadable, func(k Skipped) bool { return k.Path == u.Path }) {
+				unreadable = append(unreadable, u)
+			}
+		}
 	}
+	if retry {
+		if unreadable, err = s.addAll(ctx, nil); err != nil {
+			return st, err
+		}
+	}
+	s.walkState = &treeState{modes: found.modes, odd: found.odd, unreadable: unreadable}
 	for _, u := range unreadable {
 		if !slices.ContainsFunc(st.skipped, func(k Skipped) bool { return k.Path == u.Path }) {
 			st.skipped = append(st.skipped, u)
@@ -182,8 +230,16 @@ func (s *Store) stage(ctx context.Context, force []string) (staged, error) {
 		if s.newest.n > 0 {
 			parent = s.newest.tree
 		}
-		st.changes = nil
-		if st.tree != parent {
+		st.changes, st.files = nil, nil
+		switch {
+		case st.tree == parent:
+		case incremental && len(roots) <= maxCountedPaths:
+			// Line counts from the same run: the work record that
+			// follows a burst asks Show for them (newestDetail).
+			if st.changes, st.files, err = s.diffTreeCounted(ctx, parent, st.tree); err != nil {
+				return st, err
+			}
+		default:
 			if st.changes, err = s.diffTree(ctx, parent, st.tree); err != nil {
 				return st, err
 			}
@@ -218,10 +274,17 @@ const addRetries = 2
 // not a failed snapshot. A git that crashed (killed by a signal, e.g. a
 // file truncated while git read it) left its index.lock: that is cleared
 // and the add run again. git's warnings are logged.
-func (s *Store) addAll(ctx context.Context) ([]Skipped, error) {
+//
+// With pathspec (NUL-terminated paths) it adds those paths only.
+func (s *Store) addAll(ctx context.Context, pathspec []byte) ([]Skipped, error) {
 	for attempt := 0; ; attempt++ {
 		var warn string
-		_, err := s.git.run(ctx, call{args: []string{"add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn})
+		c := call{args: []string{"add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn}
+		if pathspec != nil {
+			c.args = append(c.args, "--pathspec-from-file=-", "--pathspec-file-nul")
+			c.stdin = bytes.NewReader(pathspec)
+		}
+		_, err := s.git.run(ctx, c)
 		var ge *GitError
 		var exit *exec.ExitError
 		if errors.As(err, &ge) && errors.As(ge.Err, &exit) && exit.ExitCode() < 0 && ctx.Err() == nil {
@@ -440,13 +503,27 @@ func (s *Store) excludeOversized(ctx context.Context, over map[string]int64) err
 	s.bigIgnored = bigIgnored
 
 	var fresh bytes.Buffer
+	var repos []string
 	changed := len(over) != len(s.oversized)
-	for p := range over {
+	for p, n := range over {
 		if _, ok := s.oversized[p]; !ok {
 			changed = true
 			fresh.WriteString(p)
 			fresh.WriteByte(0)
+			if n == repoSize {
+				repos = append(repos, p)
+			}
 		}
+	}
+	if len(repos) > 0 {
+		// A directory that became a repository: the files tracked in it
+		// leave the index (git add -A would keep them, and update-index
+		// takes files, not directories).
+		out, err := s.git.run(ctx, call{args: append([]string{"ls-files", "-z", "-c", "--"}, repos...), inWork: true})
+		if err != nil {
+			return fmt.Errorf("snapshot of %s: %w", s.work, err)
+		}
+		fresh.Write(out)
 	}
 	if changed {
 		var b strings.Builder
@@ -579,11 +656,59 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	s.newest, s.newestModes = snap, st.modes
+	s.newestDetail.Store(nil)
+	if st.files != nil {
+		s.newestDetail.Store(detailOf(snap, st))
+	}
 	s.count++
 	s.takesSinceG++
-	s.gcKick()
+	s.gcKick(st.added)
 	st.took.Commit = time.Since(t)
 	return snap, true, nil
+}
+
+// diffTreeCounted is diffTree with the line counts of each file, in one
+// git run.
+func (s *Store) diffTreeCounted(ctx context.Context, from, to string) ([]change, []FileChange, error) {
+	out, err := s.git.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", from, to}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot store: %w", err)
+	}
+	files, _, err := parseRawNumstat(out, math.MaxInt)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The raw entries come first (":..." and the path), the counts after.
+	raw := out
+	for i, n := 0, 0; i < len(out) && n < 2*len(files); i++ {
+		if out[i] == 0 {
+			n++
+			raw = out[:i+1]
+		}
+	}
+	changes, err := parseRaw(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if files == nil {
+		files = []FileChange{}
+	}
+	return changes, files, nil
+}
+
+// detailOf is what Show answers for the snapshot a Take just made from
+// st, as it would read it back from the store.
+func detailOf(snap Snapshot, st *staged) *Detail {
+	d := &Detail{Snapshot: snap, SkippedFiles: []Skipped{}, Files: st.files}
+	if n := len(st.skipped); n > maxListedSkipped {
+		d.SkippedFiles, d.SkippedMore = slices.Clone(st.skipped[:maxListedSkipped]), n-maxListedSkipped
+	} else if n > 0 {
+		d.SkippedFiles = slices.Clone(st.skipped)
+	}
+	if len(d.Files) > MaxShowFiles {
+		d.Files, d.FilesCut = d.Files[:MaxShowFiles], true
+	}
+	return d
 }
 
 // diffTree lists what changed between two trees, recursively.
@@ -619,6 +744,7 @@ func parseRaw(out []byte) ([]change, error) {
 
 // walked is what the walk of the workdir found.
 type walked struct {
+	bytes int64                  // the sizes of the regular files under the limit
 	over  map[string]int64       // files over the size limit; nested repositories as repoSize
 	modes map[string]fs.FileMode // files and directories a restore would otherwise give more permissions
 	odd   []Skipped              // what git would leave out without a word
@@ -626,6 +752,7 @@ type walked struct {
 
 // merge adds one directory's findings.
 func (w *walked) merge(o walked) {
+	w.bytes += o.bytes
 	maps.Copy(w.over, o.over)
 	maps.Copy(w.modes, o.modes)
 	w.odd = append(w.odd, o.odd...)
@@ -650,13 +777,16 @@ func (s *Store) walk() (walked, error) {
 	if err != nil {
 		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
-	var (
-		mu      sync.Mutex
-		cond    = sync.NewCond(&mu)
-		queue   []string
-		pending int // directories queued or being read
-	)
-	found := func(dir string, ents []fs.DirEntry) (subdirs []string, w walked) {
+	queue, top := s.classify("", ents)
+	res.merge(top)
+	return res, s.walkDirs(queue, &res)
+}
+
+// classify looks at the entries ents of directory dir ("" for the
+// workdir) for the walk: the subdirectories to walk and what the files
+// tell.
+func (s *Store) classify(dir string, ents []fs.DirEntry) (subdirs []string, w walked) {
+	{
 		w = walked{over: map[string]int64{}, modes: map[string]fs.FileMode{}}
 		files := 0
 		defer func() { s.stepFiles.Add(int64(files)) }()
@@ -697,7 +827,10 @@ func (s *Store) walk() (walked, error) {
 				}
 				if s.opt.MaxFileBytes >= 0 && fi.Size() > s.opt.MaxFileBytes {
 					w.over[child] = fi.Size()
-				} else if !keptMode(fi.Mode()) {
+					continue
+				}
+				w.bytes += fi.Size()
+				if !keptMode(fi.Mode()) {
 					w.modes[child] = fi.Mode().Perm()
 				}
 			case t&fs.ModeSymlink != 0:
@@ -706,9 +839,16 @@ func (s *Store) walk() (walked, error) {
 		}
 		return subdirs, w
 	}
-	queue, top := found("", ents)
-	res.merge(top)
-	pending = len(queue)
+}
+
+// walkDirs walks the directories of queue (and below) with a few
+// goroutines, merging what it finds into res.
+func (s *Store) walkDirs(queue []string, res *walked) error {
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		pending = len(queue) // directories queued or being read
+	)
 	worker := func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -742,7 +882,7 @@ func (s *Store) walk() (walked, error) {
 				// in it, under its own configuration.
 				w.over = map[string]int64{dir: repoSize}
 			default:
-				subdirs, w = found(dir, ents)
+				subdirs, w = s.classify(dir, ents)
 			}
 			mu.Lock()
 			res.merge(w)
@@ -756,7 +896,7 @@ func (s *Store) walk() (walked, error) {
 		wg.Go(worker)
 	}
 	wg.Wait()
-	return res, nil
+	return nil
 }
 
 // keptMode reports whether git keeps a file's or directory's permissions

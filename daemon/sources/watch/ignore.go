@@ -187,23 +187,42 @@ const maxIgnoreFile = 1 << 20
 // and either file must be a regular one within maxIgnoreFile, so a FIFO
 // never stalls the watcher and a device never fills its memory.
 func loadRules(dir string, gitDir bool) *ruleSet {
+	rs, _ := loadRulesFrom(dir, gitDir)
+	return rs
+}
+
+// loadRules is loadRules for a directory of the tree: a .git/info/exclude
+// with patterns makes the Watcher's summaries incomplete (a snapshot of
+// the tree does not read it).
+func (w *Watcher) loadRules(dir string, gitDir bool) *ruleSet {
+	rs, foreign := loadRulesFrom(dir, gitDir)
+	if foreign {
+		w.foreignRules = true
+	}
+	return rs
+}
+
+// loadRulesFrom is loadRules; foreign says whether .git/info/exclude held
+// patterns.
+func loadRulesFrom(dir string, gitDir bool) (rs *ruleSet, foreign bool) {
 	var data []byte
 	if gitDir {
 		if b, err := safefile.ReadFileFollow(dir+"/.git/info/exclude", maxIgnoreFile); err == nil {
 			data = append(b, '\n')
+			foreign = len(parseRules(b).pats) > 0
 		}
 	}
 	if b, err := safefile.ReadFile(dir+"/.gitignore", maxIgnoreFile); err == nil {
 		data = append(data, b...)
 	}
 	if len(data) == 0 {
-		return nil
+		return nil, foreign
 	}
-	rs := parseRules(data)
+	rs = parseRules(data)
 	if len(rs.pats) == 0 {
-		return nil
+		return nil, foreign
 	}
-	return rs
+	return rs, foreign
 }
 
 // Matcher evaluates gitignore rules the way git does for a tree: the rules

@@ -68,6 +68,9 @@ func (w *Watcher) watch(parent *dirInfo, name, path, rel string, kind dirKind) *
 // the Watcher (one log line), anything else skips the directory.
 func (w *Watcher) addFailed(path string, err error) {
 	w.st.watchErrs.Add(1)
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		w.blind = true // a directory of the tree is not watched
+	}
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EMFILE):
 		if w.limitLogged {
@@ -245,7 +248,7 @@ func (w *Watcher) scanMeta(d *dirInfo, entries []fs.DirEntry, mode scanMode) {
 		}
 	}
 	if hasIgnore || gitIsDir {
-		d.rules = loadRules(d.path, gitIsDir)
+		d.rules = w.loadRules(d.path, gitIsDir)
 	} else {
 		d.rules = nil
 	}
@@ -302,6 +305,8 @@ func (w *Watcher) scanFile(d *dirInfo, e fs.DirEntry, mode scanMode) {
 		rel := joinRel(d.rel, name)
 		if !isEditorTemp(name) && !w.ignored(d, rel, false) {
 			w.record(rel, w.scanNow.UnixNano(), w.scanNow)
+		} else {
+			w.hide(rel)
 		}
 	case modeRescan:
 		if isEditorTemp(name) {
@@ -554,7 +559,12 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		return
 	}
 	if ev.Op&^fsnotify.Chmod == 0 {
-		return // attributes (also sent before a removal): not work
+		// Attributes (also sent before a removal): not work, but a
+		// snapshot records the executable bit.
+		if base != ".git" {
+			w.hide(name[w.rootPrefix:])
+		}
+		return
 	}
 	if base == ".git" {
 		w.st.ignored.Add(1)
@@ -595,7 +605,10 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			return
 		}
 		if w.recentlyDropped(name) {
-			return // the second event of a directory moved away
+			// The second event of a directory moved away, or a file of
+			// that name gone since: a snapshot looks again.
+			w.hide(rel)
+			return
 		}
 	}
 	w.fileChanged(parent, base, rel, now)
@@ -656,6 +669,7 @@ func (w *Watcher) settleCreate(c *pendingCreate) {
 func (w *Watcher) fileChanged(parent *dirInfo, base, rel string, now time.Time) {
 	if isEditorTemp(base) {
 		w.st.ignored.Add(1)
+		w.hide(rel)
 		return
 	}
 	if base == ".gitignore" {
@@ -663,6 +677,7 @@ func (w *Watcher) fileChanged(parent *dirInfo, base, rel string, now time.Time) 
 	}
 	if w.ignored(parent, rel, false) {
 		w.st.ignored.Add(1)
+		w.hide(rel)
 		return
 	}
 	w.record(rel, now.UnixNano(), now)
@@ -673,7 +688,7 @@ func (w *Watcher) fileChanged(parent *dirInfo, base, rel string, now time.Time) 
 // watches, newly included ones get them).
 func (w *Watcher) reloadRules(d *dirInfo) {
 	g := d.children[".git"]
-	d.rules = loadRules(d.path, g != nil && g.kind == kindGit)
+	d.rules = w.loadRules(d.path, g != nil && g.kind == kindGit)
 	w.resyncPending[d] = true
 	w.touchMaint()
 }
@@ -681,6 +696,9 @@ func (w *Watcher) reloadRules(d *dirInfo) {
 // dotGitEvent handles a ".git" entry of a work directory appearing,
 // changing or going.
 func (w *Watcher) dotGitEvent(d *dirInfo, name string, ev fsnotify.Event) {
+	if d.rel != "" {
+		w.hide(d.rel + "/") // a nested repository came or went: its directory changed whole
+	}
 	if ev.Has(fsnotify.Remove | fsnotify.Rename) {
 		if c := d.children[".git"]; c != nil {
 			w.drop(c)
@@ -782,4 +800,6 @@ func (w *Watcher) rescan() {
 	if hadBatch || !w.b.first.IsZero() {
 		w.b.rescanned = true
 	}
+	w.b.lost = true // the rescan finds no removal: the next summary cannot vouch
+
 }

@@ -31,13 +31,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/continuityd/continuityd/config"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -85,8 +85,8 @@ type Options struct {
 	// them, so "!keep.log" here re-includes what a .gitignore excludes.
 	Ignore []string
 	// IgnoreDirs are directory names skipped at any depth (not watched,
-	// not reported). nil means config.DefaultIgnoreDirs(); an empty non-nil slice
-	// skips none.
+	// not reported): [watch] ignore_dirs, whose default the configuration
+	// fills in. nil skips none.
 	IgnoreDirs []string
 	// Quiet: a Summary is emitted once this long passes without a new
 	// change (default 2s).
@@ -122,6 +122,21 @@ type Summary struct {
 	// the last quiet summary (or the start), and removals or moves of
 	// old files made meanwhile are missing.
 	Rescanned bool
+	// Changed lists, sorted, every path of the tree that changed in the
+	// burst as Paths names them, and also the changed files the Watcher
+	// does not report as activity (those its ignore rules cover, editor
+	// temporary files) and the directories whose .git came or went: what
+	// a snapshot of the tree from what changed must look at again. Set
+	// only when Complete.
+	Changed []string
+	// Complete says the Watcher vouches for Changed: nothing in the tree
+	// changed since the previous summary but at those paths. It is false
+	// after lost events (a rescan, an fsnotify error), once a directory
+	// could not be watched (the watch limit) and while rules the tree's
+	// own .gitignore files and Options.Ignore do not hold (the .gitignore
+	// files above Root, a .git/info/exclude) may hide a directory; and
+	// when the burst changed more paths than the Watcher remembers.
+	Complete bool
 }
 
 // Stats are counters for status and metrics.
@@ -200,12 +215,18 @@ type Watcher struct {
 	rootDir     *dirInfo
 	outer       []outerRules
 	limitLogged bool
-	dropped     [16]string // recently dropped directories (a move reports them twice)
-	droppedI    int
-	b           batch
-	quietSince  time.Time // the last moment the queue was known drained (start, a quiet summary)
-	rescanSince time.Time // modeRescan: files modified since are reported
-	scanNow     time.Time // when the running scan started
+	// blind is set once the Watcher cannot vouch for the tree any more
+	// (a directory it could not watch) and foreignRules while rules git
+	// reading only the tree would not apply may hide a directory:
+	// summaries are not Complete then.
+	blind        bool
+	foreignRules bool
+	dropped      [16]string // recently dropped directories (a move reports them twice)
+	droppedI     int
+	b            batch
+	quietSince   time.Time // the last moment the queue was known drained (start, a quiet summary)
+	rescanSince  time.Time // modeRescan: files modified since are reported
+	scanNow      time.Time // when the running scan started
 
 	creates   []pendingCreate // Create events of the batch, not settled yet
 	createIdx map[string]int  // path → index in creates
@@ -224,6 +245,11 @@ type batch struct {
 	first     time.Time
 	last      time.Time
 	rescanned bool
+	// hidden are the changed paths not reported as activity (ignored
+	// files, editor temporary files, directories whose .git came or
+	// went): for Summary.Changed only.
+	hidden map[string]bool
+	lost   bool // an fsnotify error: events may be missing
 }
 
 type entry struct {
@@ -261,9 +287,6 @@ func New(o Options) (*Watcher, error) {
 	}
 	if o.MaxPaths <= 0 {
 		o.MaxPaths = DefaultMaxPaths
-	}
-	if o.IgnoreDirs == nil {
-		o.IgnoreDirs = config.DefaultIgnoreDirs()
 	}
 	w := &Watcher{
 		o:          o,
@@ -533,6 +556,8 @@ func (w *Watcher) emit(out func(Summary)) {
 	b := w.b
 	w.b = batch{}
 	if len(b.seen) == 0 && b.extra == 0 {
+		// Only hidden changes: they wait for the next summary.
+		w.b.hidden, w.b.lost = b.hidden, b.lost
 		return
 	}
 	k := w.o.MaxPaths
@@ -571,10 +596,44 @@ func (w *Watcher) emit(out func(Summary)) {
 	for i := range top {
 		s.Paths[i] = top[len(top)-1-i].path
 	}
+	s.Changed, s.Complete = w.changed(b)
 	w.st.summaries.Add(1)
 	if out != nil {
 		out(s)
 	}
+}
+
+// changed lists every path of batch b, hidden ones too, sorted, when the
+// Watcher can vouch for them (Summary.Complete).
+func (w *Watcher) changed(b batch) ([]string, bool) {
+	if b.rescanned || b.lost || b.extra > 0 || w.blind || w.foreignRules || len(w.outer) > 0 {
+		return nil, false
+	}
+	list := make([]string, 0, len(b.seen)+len(b.hidden))
+	for p := range b.seen {
+		list = append(list, p)
+	}
+	for p := range b.hidden {
+		if _, dup := b.seen[p]; !dup {
+			list = append(list, p)
+		}
+	}
+	slices.Sort(list)
+	return list, true
+}
+
+// hide notes a change of rel that is not reported as activity (see
+// batch.hidden); past maxTracked the batch cannot vouch any more.
+func (w *Watcher) hide(rel string) {
+	b := &w.b
+	if b.hidden == nil {
+		b.hidden = map[string]bool{}
+	}
+	if len(b.hidden) >= maxTracked {
+		b.lost = true
+		return
+	}
+	b.hidden[rel] = true
 }
 
 // handleError deals with what fsnotify reports on its Errors channel.
@@ -586,6 +645,7 @@ func (w *Watcher) handleError(err error) {
 		return
 	}
 	w.log.Warn("watch: fsnotify error", "root", w.root, "err", err)
+	w.b.lost = true
 }
 
 // maintenance runs the debounced work: OnGitEvent calls and the resyncs of

@@ -326,7 +326,7 @@ func TestIgnoreRules(t *testing.T) {
 	mustWrite(t, filepath.Join(root, "gen/old.txt"), "old")
 	mustWrite(t, filepath.Join(root, ".git/HEAD"), "ref: refs/heads/main\n")
 	mustWrite(t, filepath.Join(root, ".git/info/exclude"), "*.excluded\n")
-	h := start(t, root, Options{Ignore: []string{"*.secret", "!important.log"}}, nil)
+	h := start(t, root, Options{Ignore: []string{"*.secret", "!important.log"}, IgnoreDirs: []string{"node_modules"}}, nil)
 
 	if n := h.w.Stats().WatchedDirs; n != 3 {
 		t.Errorf("WatchedDirs = %d, want 3 (root, sub, .git)", n)
