@@ -3,9 +3,11 @@
 // serves the local API on the Unix socket (and, when configured, a loopback
 // TCP listener that requires a token).
 //
-// Data flows one way: sources (the local API, hooks, the workdir watcher,
-// handoff files, transcripts: see capture.go) → residency (durable) →
-// outbox → upstream clients.
+// Writes flow one way: sources (the local API, hooks, the workdir watcher,
+// handoff files, transcripts: package capture) → residency (durable) →
+// outbox → upstream clients. The fleet also flows back: at start an agent
+// may restore its state from the fleet (agent.Fleet), through the same
+// guards as a local write.
 //
 // The running configuration is one immutable snapshot (config, guard,
 // agents, upstreams) swapped whole by Reload; request handlers read the

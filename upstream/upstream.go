@@ -1,7 +1,8 @@
 // Package upstream defines what continuityd ships accepted writes to: an
 // Upstream takes one logged write at a time, in order, and says whether it
 // was taken, should be retried, or was refused for good. One package per
-// backend lives below this one (local, and later qday and delx).
+// backend lives below this one: local, qday, delx and nats (the fleet,
+// which also implements daemon/agent's Fleet for what flows back).
 package upstream
 
 import (
@@ -19,7 +20,7 @@ import (
 type Upstream interface {
 	// Name is the [upstream.NAME] this instance was configured as.
 	Name() string
-	// Kind is qday, delx or local.
+	// Kind is local, qday, delx or nats.
 	Kind() string
 	// Accepts reports whether this upstream takes writes of kind k; the
 	// outbox acknowledges the others without calling Deliver (Q-Day takes
