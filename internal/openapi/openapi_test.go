@@ -25,8 +25,9 @@ type note struct {
 	When stamp           `json:"when,omitzero"`
 }
 
-// stamp encodes as a number, whatever its Go shape.
-type stamp struct{ sec, nsec int64 }
+// stamp is a struct whose JSON (as its MarshalJSON would write it) is a
+// number, which its Go shape does not say.
+type stamp struct{ Sec, Nsec int64 }
 
 func info() openapi.Info {
 	return openapi.Info{
