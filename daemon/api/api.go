@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -39,6 +40,7 @@ var routes = map[string][]string{
 	"/v1/snapshots":             {http.MethodGet},
 	"/v1/status":                {http.MethodGet},
 	"/v1/fleet":                 {http.MethodGet},
+	"/v1/openapi.json":          {http.MethodGet},
 	"/healthz":                  {http.MethodGet},
 	"/metrics":                  {http.MethodGet},
 	"/mcp":                      {http.MethodGet, http.MethodPost, http.MethodDelete},
@@ -84,6 +86,8 @@ type Options struct {
 type API struct {
 	o   Options
 	log *slog.Logger
+	// openAPI makes OpenAPIDocument once, when first asked.
+	openAPI func() ([]byte, error)
 }
 
 // New returns the API.
@@ -91,7 +95,7 @@ func New(o Options) *API {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &API{o: o, log: o.Logger}
+	return &API{o: o, log: o.Logger, openAPI: sync.OnceValues(OpenAPIDocument)}
 }
 
 // Handler is the local API as the Unix socket serves it. Each call builds
@@ -113,6 +117,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/snapshots/{id}/restore", a.withAgent(a.handleSnapshotRestore))
 	mux.HandleFunc("GET /v1/status", a.handleStatus)
 	mux.HandleFunc("GET /v1/fleet", a.handleFleet)
+	mux.HandleFunc("GET /v1/openapi.json", a.handleOpenAPI)
 	if a.o.Metrics != nil {
 		mux.Handle("GET /metrics", a.o.Metrics)
 	}
