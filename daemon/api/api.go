@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -66,6 +67,8 @@ type Options struct {
 type API struct {
 	o   Options
 	log *slog.Logger
+	// openAPI makes OpenAPIDocument once, when first asked.
+	openAPI func() ([]byte, error)
 }
 
 // New returns the API.
@@ -73,7 +76,7 @@ func New(o Options) *API {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &API{o: o, log: o.Logger}
+	return &API{o: o, log: o.Logger, openAPI: sync.OnceValues(OpenAPIDocument)}
 }
 
 // Handler is the local API as the Unix socket serves it. Each call builds
@@ -136,6 +139,7 @@ func (a *API) doors() map[string]door {
 		ops.Health.Op().Name:            {plain: a.handleHealth},
 		ops.Metrics.Op().Name:           {plain: a.handleMetrics},
 		ops.Fleet.Op().Name:             {plain: a.handleFleet},
+		ops.OpenAPI.Op().Name:           {plain: a.handleOpenAPI},
 		ops.MCPPost.Op().Name:           {plain: mcp},
 		ops.MCPStream.Op().Name:         {plain: mcp},
 		ops.MCPClose.Op().Name:          {plain: mcp},

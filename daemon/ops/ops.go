@@ -34,6 +34,8 @@ type Param struct {
 	// string (a query's booleans are 1, 0, true or false).
 	Type    string
 	Summary string
+	// Min and Max bound an integer's value (both zero: unbounded).
+	Min, Max int64
 }
 
 // Op is one operation as the table describes it, without Go type

@@ -47,7 +47,7 @@ var (
 		Name: "wait", Path: "/v1/continuity/wait", Agent: true,
 		Summary: "long poll for the agent's next events; pass the answer's cursor back as after to miss nothing",
 		Params: []Param{
-			{Name: "max_seconds", In: "query", Type: "integer", Summary: "how long to wait, 1..90 (default 20)"},
+			{Name: "max_seconds", In: "query", Type: "integer", Summary: "how long to wait, 1..90 (default 20)", Min: 1, Max: 90},
 			{Name: "after", In: "query", Type: "integer", Summary: "the cursor of a previous answer"},
 		},
 		Errors: []string{capsule.CodeInvalidQuery},
@@ -125,7 +125,7 @@ var (
 		Params: []Param{snapshotID,
 			{Name: "diff", In: "query", Type: "boolean", Summary: "1: the diff"},
 			{Name: "against", In: "query", Type: "string", Summary: "the snapshot to compare with; default its parent"},
-			{Name: "max_bytes", In: "query", Type: "integer", Summary: "the bound of the diff, 1..1048576 (default and ceiling 1 MiB)"},
+			{Name: "max_bytes", In: "query", Type: "integer", Summary: "the bound of the diff, 1..1048576 (default and ceiling 1 MiB)", Min: 1, Max: 1 << 20},
 		},
 		Errors: append([]string{capsule.CodeInvalidQuery}, snapshotErrors...),
 		MCP:    "snapshot_diff", CLI: []string{"snapshot diff"},
@@ -159,6 +159,10 @@ var (
 		},
 		Errors: []string{capsule.CodeNotFound, capsule.CodeInvalidQuery, capsule.CodeFleetUnavailable},
 		CLI:    []string{"fleet"},
+	})
+	OpenAPI = endpoint[None, None](Op{
+		Name: "openapi", Path: "/v1/openapi.json", AnswerMedia: "application/json",
+		Summary: "this API's OpenAPI 3.1 description, made from this table (also in docs/openapi.json)",
 	})
 	// MCP over Streamable HTTP: a JSON-RPC message in (POST), the session's
 	// stream (GET), the session's end (DELETE). Its tools are the
@@ -194,7 +198,7 @@ func Table() []Op {
 		DeadLetters.Op(), DeadLetterRetry.Op(), DeadLetterDiscard.Op(),
 		Snapshots.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(),
 		Status.Op(), Health.Op(), Metrics.Op(),
-		Fleet.Op(),
+		Fleet.Op(), OpenAPI.Op(),
 		MCPPost.Op(), MCPStream.Op(), MCPClose.Op(),
 	}
 }
