@@ -103,15 +103,29 @@ func TestSessionStartHookIsFreshWithASlowUpstream(t *testing.T) {
 	if code, m, err := post(c, "/v1/continuity/checkpoint", map[string]any{"focus": "the focus of this very moment"}); code != 200 {
 		t.Fatalf("checkpoint: %d %v %v", code, m, err)
 	}
+	before := sinceStart(t, c)
 	ctx := hookContext(t, env, filepath.Join(w.dir, "work"))
 	if !strings.Contains(ctx, "the focus of this very moment") || strings.Contains(ctx, "not reachable") {
 		t.Fatalf("SessionStart context is not the state now:\n%s", ctx)
 	}
-	// The hook's read was the agent's: since_last_visit starts over.
+	// The hook's read was the agent's: since_last_visit starts over (what
+	// the session start itself sets off, a snapshot, an automatic status,
+	// may be written after it: it counts from the new start).
 	waitSeen(t, "since_last_visit reset by the hook's read", func() (bool, string) {
-		n := sinceWrites(t, c)
-		return n == 0, fmt.Sprint("writes ", n)
+		now := sinceStart(t, c)
+		return now.After(before), fmt.Sprintf("since %s, before the hook %s", now, before)
 	})
+}
+
+// sinceStart is when the agent's since_last_visit starts: its last visit.
+func sinceStart(t *testing.T, c *http.Client) time.Time {
+	t.Helper()
+	s, _ := get(t, c, "/v1/continuity?peek=1&local=1")["since_last_visit"].(map[string]any)["since"].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("since_last_visit.since %q: %v", s, err)
+	}
+	return at
 }
 
 // TestSessionStartHookIsFreshWhileTheRateLimitWaits: with Q-Day fast but
