@@ -447,7 +447,7 @@ func hookFixtures(t *testing.T) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for _, dir := range []string{"claude-code", "codex"} {
-		files, _ := filepath.Glob(filepath.Join("..", "..", "daemon", "sources", "hook", "testdata", dir, "*"))
+		files, _ := filepath.Glob(filepath.Join("..", "..", "internal", "hook", "testdata", dir, "*"))
 		for _, f := range files {
 			if strings.Contains(f, "fasthooks") { // a logger's rewrite, not stdin
 				continue

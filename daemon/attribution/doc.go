@@ -3,13 +3,13 @@
 // editor, another program).
 //
 // The sources name what an agent's tools changed: its hook payloads
-// (daemon/sources/hook: Claude Code's PostToolUse for Edit, Write,
-// MultiEdit and NotebookEdit, Codex's apply_patch, and the PreToolUse /
-// PostToolUse window of a shell tool) and its transcript when no hook runs
-// (daemon/sources/transcript). This package holds what they share: the
-// shape check of a claimed path (CheckPath), the reading of an apply_patch
-// input (PatchPaths), the mapping of a claimed path onto the workdir
-// (Resolver), and the Ledger that matches the claims with the changes the
+// (internal/hook: Claude Code's PostToolUse for Edit, Write, MultiEdit and
+// NotebookEdit, Codex's apply_patch, and the PreToolUse / PostToolUse
+// window of a shell tool) and its transcript when no hook runs
+// (daemon/sources/transcript); what they share, the shape check of a
+// claimed path and the reading of an apply_patch input, is
+// internal/toolpaths. This package holds the mapping of a claimed path
+// onto the workdir (Resolver), and the Ledger that matches the claims with the changes the
 // workdir watcher saw, tells conflicts (a path two agents changed) and
 // answers since-last-visit's by_others.
 //

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
 // How a change was credited.
@@ -109,7 +111,7 @@ const (
 	// maxShells bounds the shell windows remembered after they closed.
 	maxShells = 64
 	// maxClaims bounds the claims waiting for the change they explain.
-	maxClaims = 4 * MaxPathsPerCall
+	maxClaims = 4 * toolpaths.MaxPathsPerCall
 )
 
 // Ledger credits each change in a shared workdir to the agent whose tool
@@ -167,7 +169,7 @@ func checkAgent(agent string) error {
 	if agent == "" {
 		return fmt.Errorf("attribution: a tool event with no agent")
 	}
-	return CheckPath(agent) // a name: same shape rules as a path's
+	return toolpaths.CheckPath(agent) // a name: same shape rules as a path's
 }
 
 func checkPaths(paths []string) error {

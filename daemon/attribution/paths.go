@@ -1,47 +1,13 @@
 package attribution
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/internal/termsafe"
+	"github.com/continuityd/continuityd/internal/toolpaths"
 )
-
-// Bounds on what a tool call may claim. A path comes from an agent's hook
-// payload, its transcript or a patch it wrote: untrusted text, checked
-// before it is kept.
-const (
-	// MaxPath bounds one path, in bytes (PATH_MAX on Linux).
-	MaxPath = 4096
-	// MaxPathsPerCall bounds the paths one tool call claims; a patch that
-	// names more is cut there, and the cut is reported.
-	MaxPathsPerCall = 1000
-)
-
-// CheckPath refuses a path that cannot be a file name an agent's tool
-// wrote: empty, too long, not UTF-8, or holding a control character (a NUL,
-// a line break, an escape sequence). The error names the problem and shows
-// the path escaped.
-func CheckPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("an empty path")
-	case len(p) > MaxPath:
-		return fmt.Errorf("a path of %d bytes (at most %d)", len(p), MaxPath)
-	case !utf8.ValidString(p):
-		return fmt.Errorf("a path that is not UTF-8: %s", termsafe.Name(p))
-	}
-	for _, r := range p {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return fmt.Errorf("a path with a control character: %s", termsafe.Name(p))
-		}
-	}
-	return nil
-}
 
 // Resolver turns the paths tool calls name (absolute, or relative to the
 // agent's cwd) into paths relative to the workdir, the form every change
@@ -73,11 +39,11 @@ func NewResolver(workdir string) (*Resolver, error) {
 // path outside the workdir, and one inside a .git directory (the agent's
 // repository is not its work).
 func (r *Resolver) Rel(cwd, p string) (string, error) {
-	if err := CheckPath(p); err != nil {
+	if err := toolpaths.CheckPath(p); err != nil {
 		return "", err
 	}
 	if !filepath.IsAbs(p) {
-		if cwd == "" || !filepath.IsAbs(cwd) || CheckPath(cwd) != nil {
+		if cwd == "" || !filepath.IsAbs(cwd) || toolpaths.CheckPath(cwd) != nil {
 			return "", fmt.Errorf("a relative path %s with no absolute working directory to read it from", termsafe.Name(p))
 		}
 		p = filepath.Join(cwd, p)
@@ -105,7 +71,7 @@ func (r *Resolver) Rel(cwd, p string) (string, error) {
 // validRel reports whether p has the shape Rel returns: relative, clean,
 // "/"-separated, not climbing out.
 func validRel(p string) error {
-	if err := CheckPath(p); err != nil {
+	if err := toolpaths.CheckPath(p); err != nil {
 		return err
 	}
 	if strings.HasPrefix(p, "/") || filepath.IsAbs(p) ||

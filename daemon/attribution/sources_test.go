@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/attribution"
-	"github.com/continuityd/continuityd/daemon/sources/hook"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
+	"github.com/continuityd/continuityd/internal/hook"
 )
 
 // The parts together, as the daemon will wire them, on real payloads: two
@@ -44,7 +44,7 @@ func lines(t *testing.T, path string) [][]byte {
 func hookEvent(t *testing.T, file, cwd string, set map[string]any) *hook.Event {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(readFile(t, filepath.Join("..", "sources", "hook", "testdata", "claude-code", file)), &m); err != nil {
+	if err := json.Unmarshal(readFile(t, filepath.Join("..", "..", "internal", "hook", "testdata", "claude-code", file)), &m); err != nil {
 		t.Fatal(err)
 	}
 	m["cwd"] = cwd

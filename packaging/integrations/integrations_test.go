@@ -9,7 +9,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/continuityd/continuityd/daemon/sources/hook"
+	"github.com/continuityd/continuityd/internal/hook"
 )
 
 // hookEntry is the shape both Claude Code and Codex use for a hook group.

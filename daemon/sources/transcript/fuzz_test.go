@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/attribution"
+	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
 // FuzzTrackerLine feeds every line of the input to one Tracker, in the
@@ -101,11 +101,11 @@ func FuzzTrackerLine(f *testing.F) {
 func checkTools(t *testing.T, tc *ToolCalls) {
 	t.Helper()
 	for _, e := range tc.Edits {
-		if len(e.Paths) > attribution.MaxPathsPerCall {
+		if len(e.Paths) > toolpaths.MaxPathsPerCall {
 			t.Fatalf("%d paths in one edit", len(e.Paths))
 		}
 		for _, p := range e.Paths {
-			if err := attribution.CheckPath(p); err != nil {
+			if err := toolpaths.CheckPath(p); err != nil {
 				t.Fatalf("edit path %q: %v", p, err)
 			}
 		}

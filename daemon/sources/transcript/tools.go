@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/continuityd/continuityd/daemon/attribution"
+	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
 // Which files the agent's tools changed, read from its transcript for when
@@ -116,13 +116,13 @@ func (t *Tracker) claudeTools(u *Update, line []byte) {
 			}
 			name := blk.Name.v
 			c := pendingCall{name: name, at: at}
-			switch attribution.EditPathField(name) {
+			switch toolpaths.EditPathField(name) {
 			case "file_path":
 				c.paths, c.refused = checkedPath(blk.Input.v.FilePath)
 			case "notebook_path":
 				c.paths, c.refused = checkedPath(blk.Input.v.NotebookPath)
 			default:
-				if !attribution.IsShellTool(name) {
+				if !toolpaths.IsShellTool(name) {
 					continue
 				}
 			}
@@ -133,7 +133,7 @@ func (t *Tracker) claudeTools(u *Update, line []byte) {
 			}
 			c, ok := t.tools.take(blk.ToolUseID.v)
 			failed := blk.IsError.v || blk.IsError.bad
-			if !ok || failed && !attribution.IsShellTool(c.name) {
+			if !ok || failed && !toolpaths.IsShellTool(c.name) {
 				continue // a failed edit changed nothing; a failed command may have
 			}
 			t.completeCall(u, c, at)
@@ -146,7 +146,7 @@ func (t *Tracker) completeCall(u *Update, c pendingCall, at time.Time) {
 	if u.Tools == nil {
 		u.Tools = &ToolCalls{}
 	}
-	if attribution.IsShellTool(c.name) {
+	if toolpaths.IsShellTool(c.name) {
 		u.Tools.Shells = append(u.Tools.Shells, ShellRun{Tool: c.name, Start: c.at, End: at})
 		return
 	}
@@ -160,7 +160,7 @@ func checkedPath(s str) (paths, refused []string) {
 	if !s.ok {
 		return nil, []string{"no file named"}
 	}
-	if err := attribution.CheckPath(s.v); err != nil {
+	if err := toolpaths.CheckPath(s.v); err != nil {
 		return nil, []string{err.Error()}
 	}
 	return []string{s.v}, nil
@@ -215,7 +215,7 @@ func (t *Tracker) codexTools(u *Update, line []byte) {
 		switch {
 		case p.Name.v == "apply_patch":
 			t.codexPatch(u, args.Input.v, at)
-		case attribution.IsShellTool(p.Name.v):
+		case toolpaths.IsShellTool(p.Name.v):
 			if patch := shellPatch(args.Command); patch != "" {
 				t.codexPatch(u, patch, at)
 				return
@@ -250,18 +250,18 @@ func (t *Tracker) codexTools(u *Update, line []byte) {
 
 // add keeps a path of a patch if it passes the shape check and the bound.
 func (e *Edit) add(p string) {
-	if err := attribution.CheckPath(p); err != nil {
+	if err := toolpaths.CheckPath(p); err != nil {
 		e.Refused = append(e.Refused, err.Error())
 		return
 	}
-	if len(e.Paths) < attribution.MaxPathsPerCall {
+	if len(e.Paths) < toolpaths.MaxPathsPerCall {
 		e.Paths = append(e.Paths, p)
 	}
 }
 
 // codexPatch reports the files an apply_patch input names.
 func (t *Tracker) codexPatch(u *Update, patch string, at time.Time) {
-	paths, refused := attribution.PatchPaths(patch)
+	paths, refused := toolpaths.PatchPaths(patch)
 	if len(paths) == 0 && len(refused) == 0 {
 		return // not a patch (or one redacted away)
 	}

@@ -1,4 +1,4 @@
-package attribution
+package toolpaths
 
 import (
 	"fmt"

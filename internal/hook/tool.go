@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/continuityd/continuityd/daemon/attribution"
+	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
 // Which files an agent's tool changed (issue 24, attribution). Only the
@@ -66,7 +66,7 @@ func toolFor(p *payload) *Tool {
 		return nil
 	}
 	t := &Tool{Name: p.ToolName, ID: toolID(p.ToolUseID)}
-	if attribution.IsShellTool(p.ToolName) {
+	if toolpaths.IsShellTool(p.ToolName) {
 		t.Kind = ToolShellEnd
 		if pre {
 			t.Kind = ToolShellStart
@@ -82,14 +82,14 @@ func toolFor(p *payload) *Tool {
 	}
 	t.Kind = ToolEdit
 	switch {
-	case attribution.EditPathField(p.ToolName) == "file_path":
+	case toolpaths.EditPathField(p.ToolName) == "file_path":
 		t.add(in.FilePath)
-	case attribution.EditPathField(p.ToolName) == "notebook_path":
+	case toolpaths.EditPathField(p.ToolName) == "notebook_path":
 		t.add(in.NotebookPath)
 	case p.ToolName == "apply_patch":
 		var patch string
 		if json.Unmarshal(in.Command, &patch) == nil {
-			t.Paths, t.Refused = attribution.PatchPaths(patch)
+			t.Paths, t.Refused = toolpaths.PatchPaths(patch)
 		}
 	default:
 		return nil
@@ -106,7 +106,7 @@ func (t *Tool) add(raw json.RawMessage) {
 	if len(raw) == 0 || json.Unmarshal(raw, &p) != nil {
 		return
 	}
-	if err := attribution.CheckPath(p); err != nil {
+	if err := toolpaths.CheckPath(p); err != nil {
 		t.Refused = append(t.Refused, err.Error())
 		return
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/daemon/attribution"
+	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
 // want is the signal a payload must become ("" kind: none; "" from: any).
@@ -217,7 +217,7 @@ func FuzzParse(f *testing.F) {
 			// What a tool claims passed the path check; what it refused
 			// shows no raw control character; an id is id-shaped.
 			for _, p := range tl.Paths {
-				if err := attribution.CheckPath(p); err != nil {
+				if err := toolpaths.CheckPath(p); err != nil {
 					t.Fatalf("tool path %q: %v", p, err)
 				}
 			}
@@ -226,7 +226,7 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("refusal with a control character: %q", r)
 				}
 			}
-			if tl.ID != toolID(tl.ID) || len(tl.Paths) > attribution.MaxPathsPerCall {
+			if tl.ID != toolID(tl.ID) || len(tl.Paths) > toolpaths.MaxPathsPerCall {
 				t.Fatalf("tool %+v", tl)
 			}
 		}
