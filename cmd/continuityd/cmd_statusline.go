@@ -14,7 +14,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/ops"
-	"github.com/continuityd/continuityd/daemon/sources/statusline"
+	"github.com/continuityd/continuityd/internal/statusline"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 

@@ -233,11 +233,11 @@ func TestNewUsageClamps(t *testing.T) {
 		tokens, window int64
 		want           Usage
 	}{
-		{250000, 200000, Usage{250000, 200000, 1}},
-		{100, 0, Usage{100, 0, 0}},
-		{-1, 100, Usage{0, 100, 0}},
-		{50, -1, Usage{50, 0, 0}},
-		{50, 100, Usage{50, 100, 0.5}},
+		{250000, 200000, Usage{Tokens: 250000, Window: 200000, Fraction: 1}},
+		{100, 0, Usage{Tokens: 100, Window: 0, Fraction: 0}},
+		{-1, 100, Usage{Tokens: 0, Window: 100, Fraction: 0}},
+		{50, -1, Usage{Tokens: 50, Window: 0, Fraction: 0}},
+		{50, 100, Usage{Tokens: 50, Window: 100, Fraction: 0.5}},
 	} {
 		if got := NewUsage(c.tokens, c.window); got != c.want {
 			t.Errorf("NewUsage(%d, %d) = %+v, want %+v", c.tokens, c.window, got, c.want)

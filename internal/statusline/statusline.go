@@ -17,7 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/continuityd/continuityd/daemon/sources/transcript"
+	"github.com/continuityd/continuityd/capsule"
 )
 
 // Payload is what the daemon keeps of one statusline payload.
@@ -43,7 +43,7 @@ type Payload struct {
 	// (see Parse for which fields count). Its Fraction comes from the
 	// payload's own used_percentage when present, so it can be set while
 	// Window is 0.
-	Usage *transcript.Usage
+	Usage *capsule.ContextUsage
 	// UsageFrom names the field Usage came from: SourceUsedPercentage,
 	// SourceCurrentUsage, or "" when Usage is nil.
 	UsageFrom string
@@ -123,12 +123,12 @@ func Parse(b []byte) (*Payload, error) {
 		if !hasSum {
 			tokens = int64(math.Round(frac * float64(p.WindowSize)))
 		}
-		p.Usage = &transcript.Usage{Tokens: tokens, Window: p.WindowSize, Fraction: frac}
+		p.Usage = &capsule.ContextUsage{Tokens: tokens, Window: p.WindowSize, Fraction: frac}
 		p.UsageFrom = SourceUsedPercentage
 		return p, nil
 	}
 	if hasSum {
-		u := transcript.NewUsage(tokens, p.WindowSize)
+		u := capsule.NewContextUsage(tokens, p.WindowSize)
 		p.Usage = &u
 		p.UsageFrom = SourceCurrentUsage
 	}

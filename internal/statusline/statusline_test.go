@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
 )
 
@@ -20,8 +21,8 @@ func readFixture(t *testing.T, name string) []byte {
 	return b
 }
 
-func usage(tokens, window int64, frac float64) *transcript.Usage {
-	return &transcript.Usage{Tokens: tokens, Window: window, Fraction: frac}
+func usage(tokens, window int64, frac float64) *capsule.ContextUsage {
+	return &capsule.ContextUsage{Tokens: tokens, Window: window, Fraction: frac}
 }
 
 // Every statusline fixture parses, with the expected identity and usage.
@@ -159,7 +160,7 @@ func TestParseUsagePreference(t *testing.T) {
 	const cu = `"current_usage":{"input_tokens":8500,"output_tokens":1200,"cache_creation_input_tokens":5000,"cache_read_input_tokens":2000}`
 	cases := []struct {
 		cw   string
-		want *transcript.Usage
+		want *capsule.ContextUsage
 		from string
 	}{
 		{`{"context_window_size":200000,"used_percentage":null,` + cu + `}`, usage(15500, 200000, 0.0775), SourceCurrentUsage},
