@@ -325,7 +325,20 @@ func (c *Client) observe(ctx context.Context, agent string, e jetstream.KeyValue
 		defer c.o.observed(agent, e.Revision())
 	}
 	env, err := decodeEnvelope(e.Value())
-	if err != nil || env.writer() == c.me() {
+	if err != nil {
+		return
+	}
+	if env.writer() == c.me() {
+		if e.Key() == agent {
+			// The bucket says this daemon holds the key: known here in
+			// the bucket's order, before any other writer's answer to it
+			// (which PutState's return may not be).
+			c.mu.Lock()
+			if st := c.agents[agent]; st != nil && e.Revision() >= st.base {
+				st.holding = true
+			}
+			c.mu.Unlock()
+		}
 		return
 	}
 	ce := &capsule.FleetConflictError{Agent: agent, Machine: env.Machine, Instance: env.Instance,
