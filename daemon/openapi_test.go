@@ -202,7 +202,8 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// GET /v1/fleet answers 200 only with a fleet upstream, a NATS server:
-	// cmd/continuityd's fleet tests run one.
+	// cmd/continuityd's TestFleetResumeAnywhere runs one and checks that
+	// answer against this document (fleetAnswerValidates).
 	noGood := map[string]bool{"fleet": true}
 	var missing []string
 	for _, methods := range d.Paths {

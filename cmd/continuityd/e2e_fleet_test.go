@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/continuityd/continuityd/internal/openapi/openapitest"
 )
 
 // The fleet end to end: subprocess daemons against a real NATS JetStream
@@ -272,7 +275,39 @@ func TestFleetResumeAnywhere(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &ans) != nil || !ans.Health.Connected || len(ans.Agents) != 1 || ans.Agents[0].Agent != "builder" || ans.Agents[0].Machine == "" {
 		t.Fatalf("fleet --json (%d): %s", code, out)
 	}
+	fleetAnswerValidates(t, b)
 	fleetWait(t, 60*time.Second, "B's state in the bucket", func() bool { return fleetSeq(t, url, "builder") == lastSeq+1 })
+}
+
+// fleetAnswerValidates checks GET /v1/fleet's answer with a fleet (the
+// one operation daemon's OpenAPI test cannot answer 200 without NATS)
+// against the OpenAPI document the daemon serves.
+func fleetAnswerValidates(t *testing.T, p *proc) {
+	t.Helper()
+	c := p.client()
+	defer c.CloseIdleConnections()
+	resp, err := c.Get("http://d/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/openapi.json: %d %v", resp.StatusCode, err)
+	}
+	tr, err := openapitest.NewTransport(doc, c.Transport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	resp, err = vc.Get("http://d/v1/fleet")
+	if err != nil {
+		t.Fatalf("GET /v1/fleet against the document: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/fleet: %d", resp.StatusCode)
+	}
 }
 
 // With the fleet down at B's start, B starts degraded and writes; when the
