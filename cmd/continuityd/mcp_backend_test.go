@@ -5,18 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/socktest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// request is one request as the daemon stand-in saw it.
 // daemonStandIn serves on a real Unix socket what the daemon's API would
 // answer, and records each request.
 func daemonStandIn(t *testing.T) (string, func() []socktest.Request) {
@@ -34,13 +32,11 @@ func daemonStandIn(t *testing.T) (string, func() []socktest.Request) {
 	})
 }
 
-// Each tool over the socket's client is one call to the daemon's API: the
+// Each tool of `continuityd mcp` (stdio) is one call to the daemon's API: the
 // right method, path, query and body.
 func TestMCPClientBackendRequests(t *testing.T) {
 	sock, seen := daemonStandIn(t)
-	c := client.New(sock)
-	t.Cleanup(c.Close)
-	cs := mcpConnect(t, mcpserver.Options{Backend: newMCPClientBackend(c), Agent: "builder"})
+	cs := mcpConnect(t, sock, "--agent", "builder")
 	for _, tc := range []struct {
 		tool, args string
 		want       socktest.Request
@@ -83,7 +79,7 @@ func TestMCPClientBackendRequests(t *testing.T) {
 	seen()
 
 	// No agent anywhere: none is sent, the daemon picks its only one.
-	cs = mcpConnect(t, mcpserver.Options{Backend: newMCPClientBackend(c)})
+	cs = mcpConnect(t, sock)
 	mcpCallTool(t, cs, "capsule_read", "")
 	if got := seen(); len(got) != 1 || got[0].Query != "" {
 		t.Errorf("no agent: %+v, want no query", got)
@@ -93,9 +89,7 @@ func TestMCPClientBackendRequests(t *testing.T) {
 // A daemon that is not there is DAEMON_UNREACHABLE, naming the socket.
 func TestMCPClientBackendUnreachable(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "none.sock")
-	c := client.New(sock)
-	t.Cleanup(c.Close)
-	cs := mcpConnect(t, mcpserver.Options{Backend: newMCPClientBackend(c)})
+	cs := mcpConnect(t, sock)
 	for _, tool := range []string{"resume", "checkpoint", "capsule_read"} {
 		res := mcpCallTool(t, cs, tool, "")
 		if got := mcpText(t, res); !res.IsError || !strings.HasPrefix(got, "DAEMON_UNREACHABLE: ") || !strings.Contains(got, sock) {
@@ -104,24 +98,16 @@ func TestMCPClientBackendUnreachable(t *testing.T) {
 	}
 }
 
-// mcpConnect serves mcpserver.New(o) to an in-memory MCP client session
-// (as the stdio command does, without the pipes).
-func mcpConnect(t *testing.T, o mcpserver.Options) *mcp.ClientSession {
+// mcpConnect runs `continuityd mcp --socket sock ARGS` as an MCP client's
+// subprocess on stdio, the way an agent framework starts it.
+func mcpConnect(t *testing.T, sock string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := mcpserver.New(o).Connect(ctx, st, nil)
+	cmd := exec.Command(binary, append([]string{"mcp", "--socket", sock}, args...)...)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
+	t.Cleanup(func() { cs.Close() })
 	return cs
 }
 
