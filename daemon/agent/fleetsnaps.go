@@ -16,10 +16,12 @@ import (
 // store off the hot path, and a snapshot id the local store lacks is
 // fetched from there before show, diff or restore answer.
 
-// shipTimeout bounds one shipping of a snapshot; fetchTimeout one fetch.
+// shipTimeout bounds one shipping of a snapshot; FleetFetchTimeout one
+// fetch, which a show or restore of a snapshot only the fleet has waits
+// for (the API's answer and the client allow for it).
 const (
-	shipTimeout  = 5 * time.Minute
-	fetchTimeout = 2 * time.Minute
+	shipTimeout       = 5 * time.Minute
+	FleetFetchTimeout = 2 * time.Minute
 )
 
 // fleetSnaps is the agent's link to the fleet's snapshot bucket.
@@ -120,7 +122,7 @@ func (a *Agent) fetchFromFleet(ctx context.Context, st *snapshot.Store, id strin
 	if a.fsnaps == nil || id == "" || !errors.As(err, &ce) || ce.Code != capsule.CodeNotFound || ce.Field != "id" {
 		return false, err
 	}
-	fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	fctx, cancel := context.WithTimeout(ctx, FleetFetchTimeout)
 	defer cancel()
 	snap, ferr := fleetsnap.Fetch(fctx, st, a.fsnaps.bucket, a.name, id)
 	if ferr == nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/agent"
 )
 
 // Every endpoint declared in the package is in the table, once: one
@@ -177,5 +178,16 @@ func TestDecodeRefusesAForeignAnswer(t *testing.T) {
 	}
 	if ans, err := Checkpoint.Decode([]byte(`{"seq":7,"state":{}}`)); err != nil || ans.Seq != 7 {
 		t.Errorf("an answer: %+v, %v", ans, err)
+	}
+}
+
+// A call on one snapshot may fetch it from the fleet first: the client
+// waits as long as the daemon may fetch (it was cut at the ordinary
+// answer's bound, with nothing said, on a loaded machine).
+func TestSnapshotCallsWaitForAFleetFetch(t *testing.T) {
+	for _, e := range []Op{SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op()} {
+		if got := e.Waits(url.Values{}); got < agent.FleetFetchTimeout {
+			t.Errorf("%s waits %v, less than a fleet fetch may take (%v)", e.Name, got, agent.FleetFetchTimeout)
+		}
 	}
 }

@@ -118,6 +118,7 @@ var (
 		},
 		Errors: append([]string{capsule.CodeInvalidQuery}, snapshotErrors...),
 		CLI:    []string{"snapshot show"},
+		waits:  fleetFetchWait,
 	})
 	SnapshotDiff = endpoint[None, agent.DiffAnswer](Op{
 		Name: "snapshot_diff", Path: "/v1/snapshots/{id}", Agent: true, When: "diff=1",
@@ -129,6 +130,7 @@ var (
 		},
 		Errors: append([]string{capsule.CodeInvalidQuery}, snapshotErrors...),
 		MCP:    "snapshot_diff", CLI: []string{"snapshot diff"},
+		waits: fleetFetchWait,
 	})
 	SnapshotRestore = endpoint[guard.RestoreRequest, snapshot.RestoreResult](Op{
 		Name: "snapshot_restore", Method: http.MethodPost, Path: "/v1/snapshots/{id}/restore", Agent: true,
@@ -136,6 +138,7 @@ var (
 		Params:  []Param{snapshotID},
 		Errors:  snapshotErrors,
 		CLI:     []string{"snapshot restore"},
+		waits:   fleetFetchWait,
 	})
 	Status = endpoint[None, StatusAnswer](Op{
 		Name: "status", Path: "/v1/status",
@@ -184,6 +187,11 @@ var (
 		Errors:  []string{capsule.CodeForbiddenOrigin, capsule.CodeInvalidMCPRequest, capsule.CodeNotFound},
 	})
 )
+
+// fleetFetchWait is what a call on one snapshot may wait: a snapshot only
+// the fleet has is fetched first (a 256 MiB blob took over the ordinary
+// answer's 30 s on a loaded machine, and the answer was cut).
+func fleetFetchWait(url.Values) time.Duration { return agent.FleetFetchTimeout }
 
 // syncWait is what a checkpoint with sync waits for its upstreams at most
 // (agent's syncTimeout).
