@@ -33,7 +33,10 @@ func (a *API) handleResume(w http.ResponseWriter, r *http.Request, ag *agent.Age
 		return // the client is gone: nobody to answer, no visit
 	}
 	writeJSON(w, http.StatusOK, res)
-	if !peek && http.NewResponseController(w).Flush() == nil && r.Context().Err() == nil {
+	// Delivered: the answer left in full. A client that closes as soon as
+	// it has read it (a hook) may cancel the context right after; that is
+	// no reason to count the visit undone.
+	if !peek && http.NewResponseController(w).Flush() == nil {
 		ag.Visited(visit)
 	}
 }
