@@ -17,6 +17,7 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/openapi/openapitest"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/openapi.json from what the daemon serves")
@@ -120,8 +121,7 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 
 	// The snapshot the agent takes of its tree when it starts watching.
 	var snapID string
-	deadline := time.Now().Add(60 * time.Second)
-	for snapID == "" {
+	testwait.Until(t, func() string { return "no start snapshot" }, func() bool {
 		var list struct {
 			Snapshots []struct {
 				ID string `json:"id"`
@@ -132,12 +132,9 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		}
 		if len(list.Snapshots) > 0 {
 			snapID = list.Snapshots[0].ID
-		} else if time.Now().After(deadline) {
-			t.Fatal("no start snapshot within 60 s")
-		} else {
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return snapID != ""
+	})
 
 	run(
 		openapiCall{op: "checkpoint", method: "POST", path: "/v1/continuity/checkpoint",

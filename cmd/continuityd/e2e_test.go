@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/internal/testwait"
 	"github.com/continuityd/continuityd/upstream/local"
 )
 
@@ -143,13 +144,7 @@ func startProcWith(t *testing.T, setup func(*exec.Cmd), socket string, env []str
 // waitUntil polls cond until it holds, failing with what after 60 s.
 func waitUntil(t *testing.T, what func() string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(what())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, what, cond)
 }
 
 func (p *proc) client() *http.Client {

@@ -14,6 +14,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/internal/statefiles"
+	"github.com/continuityd/continuityd/internal/testwait"
 	"github.com/continuityd/continuityd/upstream/qdaytest"
 )
 
@@ -103,7 +104,7 @@ func TestCheckpointSyncAndDeadLetter(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("retry: %d (%v), want 1", n, err)
 	}
-	waitUntil(t, func() string { return fmt.Sprintf("Q-Day took %d checkpoints", len(srv.Accepted())) }, func() bool {
+	testwait.Until(t, func() string { return fmt.Sprintf("Q-Day took %d checkpoints", len(srv.Accepted())) }, func() bool {
 		dl, _ := a.DeadLetters("qday")
 		return len(srv.Accepted()) == 1 && len(dl) == 0
 	})
@@ -137,7 +138,7 @@ func TestResumeAddsTheUpstreamsViewsAndVisits(t *testing.T) {
 		t.Fatalf("a visit not received cleared since_last_visit: %+v", again.SinceLastVisit)
 	}
 	a.Visited(visit)
-	waitUntil(t, func() string { return fmt.Sprintf("since_last_visit %+v", a.LocalResume().SinceLastVisit) },
+	testwait.Until(t, func() string { return fmt.Sprintf("since_last_visit %+v", a.LocalResume().SinceLastVisit) },
 		func() bool { return a.LocalResume().SinceLastVisit.Writes == 0 })
 }
 
@@ -207,7 +208,7 @@ func TestCompactionSignalSealsACapsule(t *testing.T) {
 	if _, err := a.Signal(ctx, a.g, []byte(`{"kind":"compaction","phase":"pre","trigger":"auto"}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() string { return fmt.Sprintf("capsule %+v", a.Store().Capsule()) }, func() bool {
+	testwait.Until(t, func() string { return fmt.Sprintf("capsule %+v", a.Store().Capsule()) }, func() bool {
 		rec := a.Store().Capsule()
 		return rec != nil && rec.Sealed
 	})

@@ -24,10 +24,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// waitLimit is how long a test waits for what the agent does in the
-// background: generous, so a busy machine never fails a test.
-const waitLimit = 60 * time.Second
-
 // testAgent is a real agent, "builder", over a real residency in a temp
 // state directory, shipping to the local archive and, when asked, to a
 // Q-Day fake that enforces the documented API.
@@ -107,16 +103,4 @@ func refusal(t *testing.T, err error, want string) *capsule.Error {
 		t.Fatalf("refusal %s (%s: %s): want %s", ce.Code, ce.Field, ce.Message, want)
 	}
 	return ce
-}
-
-// waitUntil polls ok until it holds, failing with what() after waitLimit.
-func waitUntil(t *testing.T, what func() string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v: %s", waitLimit, what())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

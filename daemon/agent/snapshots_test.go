@@ -12,6 +12,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/capture"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // TestSnapshotOperations: with snapshots on, the agent snapshots its
@@ -33,7 +34,7 @@ func TestSnapshotOperations(t *testing.T) {
 	a := startAgent(t, o)
 	ctx := context.Background()
 	var list []snapshot.Snapshot
-	waitUntil(t, func() string { return fmt.Sprintf("snapshots %+v", list) }, func() bool {
+	testwait.Until(t, func() string { return fmt.Sprintf("snapshots %+v", list) }, func() bool {
 		var err error
 		list, err = a.SnapshotList(ctx)
 		return err == nil && len(list) == 1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // secretToken is a token the secret guard recognises (a GitHub personal
@@ -70,8 +71,8 @@ func checkHandoffsOnce(t *testing.T, c *Capture) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(waitLimit):
-		t.Fatalf("checking the handoff files did not return in %v", waitLimit)
+	case <-time.After(testwait.Limit):
+		t.Fatalf("checking the handoff files did not return in %v", testwait.Limit)
 	}
 }
 

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -16,15 +17,12 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
-
-// waitLimit is how long a test waits for what the capture does in the
-// background: generous, so a busy machine never fails a test.
-const waitLimit = 60 * time.Second
 
 // testOptions are a capture of agent "builder" whose workdir and state
 // directory are fresh temp directories: the workdir watched with the
@@ -104,21 +102,15 @@ func startCaptureOf(t *testing.T, r *running) {
 }
 
 // waitResume polls the agent's resume until ok accepts it, and fails
-// with the last one seen (what) after waitLimit.
+// with the last one seen (what) after testwait.Limit.
 func waitResume(t *testing.T, store *residency.Store, what string, ok func(capsule.Resume) bool) capsule.Resume {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		r := store.Resume()
-		if ok(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s; resume has focus %q, refused %+v, since_last_visit %+v, context %+v",
-				waitLimit, what, r.Focus, r.Refused, r.SinceLastVisit, r.Context)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var r capsule.Resume
+	testwait.Until(t, func() string {
+		return fmt.Sprintf("%s; resume has focus %q, refused %+v, since_last_visit %+v, context %+v",
+			what, r.Focus, r.Refused, r.SinceLastVisit, r.Context)
+	}, func() bool { r = store.Resume(); return ok(r) })
+	return r
 }
 
 // refusalOf is the refusal shown for source, or nil.

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // TestWorkRecordFollowsActivity: with work snapshots, the capture
@@ -39,7 +41,7 @@ func TestWorkRecordFollowsActivity(t *testing.T) {
 	startCaptureOf(t, r)
 	select {
 	case <-taken:
-	case <-time.After(waitLimit):
+	case <-time.After(testwait.Limit):
 		t.Fatalf("no start snapshot: %v", r.SnapshotError())
 	}
 	start, ok := st.Newest()
@@ -49,10 +51,12 @@ func TestWorkRecordFollowsActivity(t *testing.T) {
 
 	writeFile(t, filepath.Join(o.Workdir, "src", "new-"+secretToken+".go"), "package src\n")
 	var work *capsule.Work
-	deadline := time.Now().Add(waitLimit)
-	for work == nil {
-		ws, err := r.store.Pending(logReader, 0, 100)
-		if err != nil {
+	var ws []capsule.Write
+	testwait.Until(t, func() string {
+		return fmt.Sprintf("no work record after the change; log %+v, snapshot error %v", ws, r.SnapshotError())
+	}, func() bool {
+		var err error
+		if ws, err = r.store.Pending(logReader, 0, 100); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range ws {
@@ -60,11 +64,8 @@ func TestWorkRecordFollowsActivity(t *testing.T) {
 				work = w.Work
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no work record after the change; log %+v, snapshot error %v", ws, r.SnapshotError())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return work != nil
+	})
 	if work.Snapshot == nil || work.Snapshot.Parent != start.ID || work.Snapshot.Added != 1 {
 		t.Fatalf("work record's snapshot %+v: want one file added since %s", work.Snapshot, start.ID)
 	}

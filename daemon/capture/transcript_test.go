@@ -2,6 +2,7 @@ package capture
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // transcriptData is the transcript package's real fixtures (NOTE.md there
@@ -186,16 +188,12 @@ func TestTranscriptOnlyFromItsHomes(t *testing.T) {
 // waitHealth polls the transcripts component until it reads want.
 func waitHealth(t *testing.T, c *Capture, want string) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
+	var got string
+	testwait.Until(t, func() string { return fmt.Sprintf("transcripts component %q, want %q", got, want) }, func() bool {
 		h := c.transcripts.health()
-		if got := h.State + ": " + h.Detail; got == want {
-			return
-		} else if time.Now().After(deadline) {
-			t.Fatalf("transcripts component %q, want %q", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		got = h.State + ": " + h.Detail
+		return got == want
+	})
 }
 
 // planSample is a real transcript that states a plan, and that plan.
@@ -283,13 +281,11 @@ func TestCodexRolloutFollowedByWatch(t *testing.T) {
 	r := startCapture(t, o)
 	// The first scan is done: it saw the rollout, whose first line is not
 	// whole, so it does not know whose session it is yet.
-	deadline := time.Now().Add(waitLimit)
-	for h := r.transcripts.health(); !strings.HasPrefix(h.Detail, "no session yet"); h = r.transcripts.health() {
-		if time.Now().After(deadline) {
-			t.Fatalf("transcripts component %+v, want no session yet", h)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var h Component
+	testwait.Until(t, func() string { return fmt.Sprintf("transcripts component %+v, want no session yet", h) }, func() bool {
+		h = r.transcripts.health()
+		return strings.HasPrefix(h.Detail, "no session yet")
+	})
 	appendFile(t, rollout, string(line[half:])+"\n"+rest)
 	waitHealth(t, r.Capture, "ok: following "+rollout)
 	waitResume(t, r.store, "the rollout's usage", func(res capsule.Resume) bool {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/sources/watch"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // editor makes random edits to a work tree, each of the kinds a snapshot
@@ -347,19 +348,11 @@ func TestIncrementalFromTheWatcher(t *testing.T) {
 		// event has been read (the kernel keeps their order).
 		marker := fmt.Sprintf("marker%d", round)
 		write(t, e.work, marker, "m\n")
-		deadline := time.Now().Add(60 * time.Second)
-		for {
+		testwait.Until(t, func() string { return fmt.Sprintf("round %d: the watcher did not report %s", round, marker) }, func() bool {
 			mu.Lock()
-			ok := seen[marker]
-			mu.Unlock()
-			if ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the watcher did not report %s within 60 s", round, marker)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return seen[marker]
+		})
 		if compareWithFull(t, inc, full, round, log).Took.Incremental {
 			incremental++
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // resumeDoc is a resume document as the daemon would put it.
@@ -260,11 +261,9 @@ func TestResumeAnywhereIsNoConflict(t *testing.T) {
 			t.Fatalf("write %d: %v", seq, err)
 		}
 	}
-	for deadline := time.Now().Add(60 * time.Second); seen.Load() < rev; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("b's watcher saw revision %d, not the last written (%d)", seen.Load(), rev)
-		}
-	}
+	testwait.Until(t, func() string {
+		return fmt.Sprintf("b's watcher saw revision %d, not the last written (%d)", seen.Load(), rev)
+	}, func() bool { return seen.Load() >= rev })
 	if cs := b.Conflicts(); len(cs) != 0 || len(rb.got) != 0 {
 		t.Fatalf("a clean move reported as a conflict: %+v", cs)
 	}
