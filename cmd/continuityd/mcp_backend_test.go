@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/continuityd/continuityd/internal/mcptest"
 	"github.com/continuityd/continuityd/internal/socktest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -53,34 +52,34 @@ func TestMCPClientBackendRequests(t *testing.T) {
 		{"capsule_seal", `{"handoff_to":"next"}`, socktest.Request{Method: "POST", Path: "/v1/capsule/seal", Query: "agent=builder", Body: `{"handoff_to":"next"}`}},
 		{"signal", `{"kind":"context","used_fraction":0.5}`, socktest.Request{Method: "POST", Path: "/v1/signals", Query: "agent=builder", Body: `{"kind":"context","used_fraction":0.5,"via":"mcp"}`}},
 	} {
-		res := mcpCallTool(t, cs, tc.tool, tc.args)
+		res := mcptest.CallTool(t, cs, tc.tool, tc.args)
 		if res.IsError {
-			t.Errorf("%s %s: %s", tc.tool, tc.args, mcpText(t, res))
+			t.Errorf("%s %s: %s", tc.tool, tc.args, mcptest.Text(t, res))
 		}
 		got := seen()
-		if len(got) != 1 || got[0].Method != tc.want.Method || got[0].Path != tc.want.Path || got[0].Query != tc.want.Query || !sameJSON(got[0].Body, tc.want.Body) {
+		if len(got) != 1 || got[0].Method != tc.want.Method || got[0].Path != tc.want.Path || got[0].Query != tc.want.Query || !mcptest.SameJSON(got[0].Body, tc.want.Body) {
 			t.Errorf("%s %s:\n got %+v\nwant %+v", tc.tool, tc.args, got, tc.want)
 		}
 	}
 
 	// The resume document comes back as markdown and structured content.
-	res := mcpCallTool(t, cs, "resume", "")
-	if got := mcpText(t, res); !strings.Contains(got, "# Where builder was") || !strings.Contains(got, "## Goal\nthe goal") {
+	res := mcptest.CallTool(t, cs, "resume", "")
+	if got := mcptest.Text(t, res); !strings.Contains(got, "# Where builder was") || !strings.Contains(got, "## Goal\nthe goal") {
 		t.Errorf("resume text %q", got)
 	}
 	if doc, ok := res.StructuredContent.(map[string]any); !ok || doc["seq"] != float64(2) {
 		t.Errorf("resume structured %v", res.StructuredContent)
 	}
 	// The daemon's refusal is the tool's, code, field and message.
-	res = mcpCallTool(t, cs, "checkpoint", `{"agent":"refused","focus":"f"}`)
-	if got := mcpText(t, res); !res.IsError || got != "MOTIVE_REQUIRED (decide.because): say why" {
+	res = mcptest.CallTool(t, cs, "checkpoint", `{"agent":"refused","focus":"f"}`)
+	if got := mcptest.Text(t, res); !res.IsError || got != "MOTIVE_REQUIRED (decide.because): say why" {
 		t.Errorf("refusal: %v %q", res.IsError, got)
 	}
 	seen()
 
 	// No agent anywhere: none is sent, the daemon picks its only one.
 	cs = mcpConnect(t, sock)
-	mcpCallTool(t, cs, "capsule_read", "")
+	mcptest.CallTool(t, cs, "capsule_read", "")
 	if got := seen(); len(got) != 1 || got[0].Query != "" {
 		t.Errorf("no agent: %+v, want no query", got)
 	}
@@ -91,8 +90,8 @@ func TestMCPClientBackendUnreachable(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "none.sock")
 	cs := mcpConnect(t, sock)
 	for _, tool := range []string{"resume", "checkpoint", "capsule_read"} {
-		res := mcpCallTool(t, cs, tool, "")
-		if got := mcpText(t, res); !res.IsError || !strings.HasPrefix(got, "DAEMON_UNREACHABLE: ") || !strings.Contains(got, sock) {
+		res := mcptest.CallTool(t, cs, tool, "")
+		if got := mcptest.Text(t, res); !res.IsError || !strings.HasPrefix(got, "DAEMON_UNREACHABLE: ") || !strings.Contains(got, sock) {
 			t.Errorf("%s: %v %q", tool, res.IsError, got)
 		}
 	}
@@ -109,40 +108,4 @@ func mcpConnect(t *testing.T, sock string, args ...string) *mcp.ClientSession {
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
-}
-
-// mcpCallTool calls a tool with args as raw JSON ("": no arguments at all).
-func mcpCallTool(t *testing.T, cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
-	t.Helper()
-	p := &mcp.CallToolParams{Name: name}
-	if args != "" {
-		p.Arguments = json.RawMessage(args)
-	}
-	res, err := cs.CallTool(context.Background(), p)
-	if err != nil {
-		t.Fatalf("%s %s: %v", name, args, err)
-	}
-	return res
-}
-
-// mcpText is a tool result's one text content.
-func mcpText(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("content %+v, want one text", res.Content)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content %T, want text", res.Content[0])
-	}
-	return tc.Text
-}
-
-// sameJSON reports whether a and b are the same JSON value.
-func sameJSON(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return a == b
-	}
-	return reflect.DeepEqual(x, y)
 }

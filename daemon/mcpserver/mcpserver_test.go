@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/mcpserver"
 	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/mcptest"
 )
 
 // call is one Backend call as the fake saw it.
@@ -127,41 +127,6 @@ func connect(t *testing.T, o mcpserver.Options) *mcp.ClientSession {
 	return cs
 }
 
-// callTool calls a tool with args as raw JSON ("": no arguments at all).
-func callTool(t *testing.T, cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
-	t.Helper()
-	p := &mcp.CallToolParams{Name: name}
-	if args != "" {
-		p.Arguments = json.RawMessage(args)
-	}
-	res, err := cs.CallTool(context.Background(), p)
-	if err != nil {
-		t.Fatalf("%s %s: %v", name, args, err)
-	}
-	return res
-}
-
-func text(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("content %+v, want one text", res.Content)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content %T, want text", res.Content[0])
-	}
-	return tc.Text
-}
-
-// sameJSON reports whether a and b are the same JSON value.
-func sameJSON(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return a == b
-	}
-	return reflect.DeepEqual(x, y)
-}
-
 func u64(n uint64) *uint64 { return &n }
 
 func TestToolsListed(t *testing.T) {
@@ -229,9 +194,9 @@ func TestToolArguments(t *testing.T) {
 		{"signal", `{"kind":"context","used_fraction":0.5}`, call{op: "signal", agent: "builder", body: `{"kind":"context","used_fraction":0.5,"via":"mcp"}`}},
 		{"signal", `{"kind":"session","event":"end","via":"hook"}`, call{op: "signal", agent: "builder", body: `{"kind":"session","event":"end","via":"hook"}`}},
 	} {
-		res := callTool(t, cs, c.tool, c.args)
+		res := mcptest.CallTool(t, cs, c.tool, c.args)
 		if res.IsError {
-			t.Errorf("%s %s: refused: %s", c.tool, c.args, text(t, res))
+			t.Errorf("%s %s: refused: %s", c.tool, c.args, mcptest.Text(t, res))
 			continue
 		}
 		calls := f.took()
@@ -241,7 +206,7 @@ func TestToolArguments(t *testing.T) {
 		}
 		got := calls[0]
 		if got.op != c.want.op || got.agent != c.want.agent || got.flag != c.want.flag || got.seconds != c.want.seconds ||
-			!sameJSON(got.body, c.want.body) || (got.after == nil) != (c.want.after == nil) || (got.after != nil && *got.after != *c.want.after) {
+			!mcptest.SameJSON(got.body, c.want.body) || (got.after == nil) != (c.want.after == nil) || (got.after != nil && *got.after != *c.want.after) {
 			t.Errorf("%s %s:\n got %+v (after %v)\nwant %+v (after %v)", c.tool, c.args, got, got.after, c.want, c.want.after)
 		}
 	}
@@ -269,12 +234,12 @@ func TestToolArgumentsRefused(t *testing.T) {
 		{"capsule_seal", `{"agent":[]}`, `"agent" must be a string`},
 		{"signal", `{"kind":"context","agent":{}}`, `"agent" must be a string`},
 	} {
-		res := callTool(t, cs, c.tool, c.args)
+		res := mcptest.CallTool(t, cs, c.tool, c.args)
 		if !res.IsError {
 			t.Errorf("%s %s: accepted, want INVALID_JSON", c.tool, c.args)
 			continue
 		}
-		if got := text(t, res); !strings.HasPrefix(got, "INVALID_JSON: ") || !strings.Contains(got, c.mentions) {
+		if got := mcptest.Text(t, res); !strings.HasPrefix(got, "INVALID_JSON: ") || !strings.Contains(got, c.mentions) {
 			t.Errorf("%s %s: %q, want INVALID_JSON mentioning %q", c.tool, c.args, got, c.mentions)
 		}
 		if calls := f.took(); len(calls) != 0 {
@@ -305,17 +270,17 @@ func TestRefusalIsToolError(t *testing.T) {
 		f.err = c.err
 		for _, tool := range []struct{ name, args string }{{"resume", ""}, {"checkpoint", `{"focus":"f"}`}, {"wait_for_event", ""},
 			{"capsule_read", ""}, {"capsule_write", `{"capsule":{"version":"1"}}`}, {"capsule_seal", ""}, {"signal", `{"kind":"context"}`}} {
-			res := callTool(t, cs, tool.name, tool.args)
+			res := mcptest.CallTool(t, cs, tool.name, tool.args)
 			raw, _ := json.Marshal(res.StructuredContent)
-			if !res.IsError || text(t, res) != c.text || !sameJSON(string(raw), c.structured) {
-				t.Errorf("%s, error %v:\n got %v %q %s\nwant true %q %s", tool.name, c.err, res.IsError, text(t, res), raw, c.text, c.structured)
+			if !res.IsError || mcptest.Text(t, res) != c.text || !mcptest.SameJSON(string(raw), c.structured) {
+				t.Errorf("%s, error %v:\n got %v %q %s\nwant true %q %s", tool.name, c.err, res.IsError, mcptest.Text(t, res), raw, c.text, c.structured)
 			}
 		}
 		f.took()
 	}
 	f.err = fmt.Errorf("%w at /run/x.sock: connection refused", client.ErrUnreachable)
-	res := callTool(t, cs, "checkpoint", `{"focus":"f"}`)
-	if got := text(t, res); !res.IsError || !strings.HasPrefix(got, "DAEMON_UNREACHABLE: ") || !strings.Contains(got, "/run/x.sock") || !strings.Contains(got, "continuityd run") {
+	res := mcptest.CallTool(t, cs, "checkpoint", `{"focus":"f"}`)
+	if got := mcptest.Text(t, res); !res.IsError || !strings.HasPrefix(got, "DAEMON_UNREACHABLE: ") || !strings.Contains(got, "/run/x.sock") || !strings.Contains(got, "continuityd run") {
 		t.Errorf("unreachable: %v %q", res.IsError, got)
 	}
 }
@@ -325,17 +290,17 @@ func TestRefusalIsToolError(t *testing.T) {
 func TestAnswerIsTextAndStructured(t *testing.T) {
 	f := &fake{answer: `{"seq":3,"state":{"focus":"f"}}`}
 	cs := connect(t, mcpserver.Options{Backend: f})
-	res := callTool(t, cs, "checkpoint", `{"focus":"f"}`)
+	res := mcptest.CallTool(t, cs, "checkpoint", `{"focus":"f"}`)
 	raw, _ := json.Marshal(res.StructuredContent)
-	if res.IsError || text(t, res) != `{"seq":3,"state":{"focus":"f"}}` || !sameJSON(string(raw), `{"seq":3,"state":{"focus":"f"}}`) {
-		t.Errorf("checkpoint answer: %v %q %s", res.IsError, text(t, res), raw)
+	if res.IsError || mcptest.Text(t, res) != `{"seq":3,"state":{"focus":"f"}}` || !mcptest.SameJSON(string(raw), `{"seq":3,"state":{"focus":"f"}}`) {
+		t.Errorf("checkpoint answer: %v %q %s", res.IsError, mcptest.Text(t, res), raw)
 	}
 	f.answer = `{"seq":4,"context":{"session_id":"a <b> & c"}}`
-	res = callTool(t, cs, "signal", `{"kind":"context"}`)
+	res = mcptest.CallTool(t, cs, "signal", `{"kind":"context"}`)
 	raw, _ = json.Marshal(res.StructuredContent)
 	want := `{"seq":4,"context":{"used_fraction":null,"compactions":0,"session_id":"a <b> & c","updated_at":null}}`
-	if res.IsError || text(t, res) != want || !sameJSON(string(raw), want) {
-		t.Errorf("signal answer: %v %q %s", res.IsError, text(t, res), raw)
+	if res.IsError || mcptest.Text(t, res) != want || !mcptest.SameJSON(string(raw), want) {
+		t.Errorf("signal answer: %v %q %s", res.IsError, mcptest.Text(t, res), raw)
 	}
 }
 
@@ -347,16 +312,16 @@ func TestResumeMarkdownAndDocument(t *testing.T) {
 	for _, limit := range []int{0, 300} {
 		f := &fake{resume: r}
 		cs := connect(t, mcpserver.Options{Backend: f, ResumeLimit: limit})
-		res := callTool(t, cs, "resume", "")
+		res := mcptest.CallTool(t, cs, "resume", "")
 		want := r.Markdown(10000)
 		if limit != 0 {
 			want = r.Markdown(limit)
 		}
-		if res.IsError || text(t, res) != want {
-			t.Errorf("limit %d: text %q, want %q", limit, text(t, res), want)
+		if res.IsError || mcptest.Text(t, res) != want {
+			t.Errorf("limit %d: text %q, want %q", limit, mcptest.Text(t, res), want)
 		}
-		if limit == 300 && !strings.Contains(text(t, res), "left out") {
-			t.Errorf("limit 300 leaves the receipts out: %q", text(t, res))
+		if limit == 300 && !strings.Contains(mcptest.Text(t, res), "left out") {
+			t.Errorf("limit 300 leaves the receipts out: %q", mcptest.Text(t, res))
 		}
 		doc, _ := json.Marshal(res.StructuredContent)
 		var back capsule.Resume
@@ -408,9 +373,9 @@ func TestArgumentsRefuseDuplicateKeys(t *testing.T) {
 		{"signal", `{"kind":"context","kind":"session"}`, "kind"},
 		{"capsule_seal", `{"agent":"a","agent":"b"}`, "agent"},
 	} {
-		res := callTool(t, cs, tc.tool, tc.args)
+		res := mcptest.CallTool(t, cs, tc.tool, tc.args)
 		raw, _ := json.Marshal(res.StructuredContent)
-		if got := text(t, res); !res.IsError || !strings.HasPrefix(got, "INVALID_JSON ("+tc.field+"): duplicate key") {
+		if got := mcptest.Text(t, res); !res.IsError || !strings.HasPrefix(got, "INVALID_JSON ("+tc.field+"): duplicate key") {
 			t.Errorf("%s %s: %v %q %s", tc.tool, tc.args, res.IsError, got, raw)
 		}
 		if calls := f.took(); len(calls) != 0 {
