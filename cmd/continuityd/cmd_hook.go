@@ -18,12 +18,12 @@ import (
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
-// hookBudget is how long `continuityd hook` (and statusline) may take in
+// defaultHookBudget is how long `continuityd hook` (and statusline) may take in
 // all: the interface promises agents half a second, and process start-up
 // needs some of it. $CONTINUITYD_HOOK_BUDGET (a Go duration, 50ms to 5m)
 // gives a machine too slow for it more; the tests use it so that what
 // they check never depends on the machine's speed.
-const hookBudget = 400 * time.Millisecond
+const defaultHookBudget = 400 * time.Millisecond
 
 // hookBudget is the budget this process runs under; a value that is not a
 // duration in range is ignored (a hook never fails its agent).
@@ -33,7 +33,7 @@ func (e *env) hookBudget() time.Duration {
 			return d
 		}
 	}
-	return hookBudget
+	return defaultHookBudget
 }
 
 // cmdHook reads a Claude Code or Codex hook payload on stdin, forwards the
