@@ -7,7 +7,7 @@ import "github.com/continuityd/continuityd/capsule"
 // (Seq 0).
 type DeadLetterRequest struct {
 	Upstream string `json:"upstream"`
-	Seq      uint64 `json:"seq"`
+	Seq      uint64 `json:"seq,omitempty"`
 }
 
 // DecodeDeadLetterRequest decodes such a body as strictly as every other

@@ -9,8 +9,8 @@ import (
 // RestoreRequest is the body of POST /v1/snapshots/{id}/restore: the paths
 // to bring back (none: all) and whether only to list what would change.
 type RestoreRequest struct {
-	Paths  []string `json:"paths"`
-	DryRun bool     `json:"dry_run"`
+	Paths  []string `json:"paths,omitempty"`
+	DryRun bool     `json:"dry_run,omitempty"`
 }
 
 // DecodeRestoreRequest decodes such a body as strictly as every other body

@@ -45,21 +45,18 @@ func OpenAPIDocument() ([]byte, error) {
 var anyRefusals = []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusInternalServerError}
 
 // docDetail is what the document says of an operation beyond the table:
-// a body described by a published schema, and what a body may leave out
-// (the strict decoder gives it its default).
+// a body described by a published schema, and a body that may be left out
+// whole (the fields a body may leave out are those tagged omitempty).
 type docDetail struct {
 	request         *jsonschema.Schema
 	requestOptional bool
-	optionalFields  []string
 }
 
 func docDetails(capsuleSchema *jsonschema.Schema) map[string]docDetail {
 	return map[string]docDetail{
-		ops.CapsulePut.Op().Name:        {request: capsuleSchema},
-		ops.Seal.Op().Name:              {requestOptional: true, optionalFields: []string{"goal", "done", "next", "blockers", "do_not", "refuted", "handoff_to", "receipts", "ttl_days"}},
-		ops.DeadLetterRetry.Op().Name:   {optionalFields: []string{"seq"}},
-		ops.DeadLetterDiscard.Op().Name: {optionalFields: []string{"seq"}},
-		ops.SnapshotRestore.Op().Name:   {requestOptional: true, optionalFields: []string{"paths", "dry_run"}},
+		ops.CapsulePut.Op().Name:      {request: capsuleSchema},
+		ops.Seal.Op().Name:            {requestOptional: true},
+		ops.SnapshotRestore.Op().Name: {requestOptional: true},
 	}
 }
 
@@ -95,7 +92,7 @@ func operations(capsuleSchema *jsonschema.Schema) []openapi.Operation {
 			if d.request != nil {
 				op.Request = d.request
 			}
-			op.RequestOptional, op.OptionalFields = d.requestOptional, d.optionalFields
+			op.RequestOptional = d.requestOptional
 		}
 		route[o.Pattern()] = len(out)
 		out = append(out, op)

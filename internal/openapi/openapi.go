@@ -30,12 +30,10 @@ type Operation struct {
 	Query            []Param
 	// Request is the zero value of the body's Go type, a *jsonschema.Schema
 	// used as it is, or nil for an operation that takes no body.
-	// RequestOptional says an empty body is accepted too; OptionalFields
-	// names the body's fields that may be left out although their Go
-	// field has no omitempty (the decoder gives them a default).
+	// RequestOptional says an empty body is accepted too. A field the body
+	// may leave out is one its Go field tags omitempty.
 	Request         any
 	RequestOptional bool
-	OptionalFields  []string
 	// Answer is the 200 answer: the zero value of its Go type, a
 	// *jsonschema.Schema, or OneOf. AnswerType is its media type;
 	// "" is application/json.
@@ -155,12 +153,6 @@ func (g generator) operationObject(op Operation, bearer bool) (*operation, error
 		s, err := g.schemaOf(op.Request)
 		if err != nil {
 			return nil, fmt.Errorf("request: %w", err)
-		}
-		for _, f := range op.OptionalFields {
-			if s.Properties[f] == nil {
-				return nil, fmt.Errorf("request: optional field %q is not one of the body's", f)
-			}
-			s.Required = slices.DeleteFunc(s.Required, func(r string) bool { return r == f })
 		}
 		o.RequestBody = &requestBody{Required: !op.RequestOptional, Content: map[string]mediaType{"application/json": {Schema: s}}}
 	}
