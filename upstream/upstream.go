@@ -53,6 +53,14 @@ type Flusher interface {
 	Flush(ctx context.Context, agent string) error
 }
 
+// Recoverer is implemented by upstreams that keep files on this machine a
+// crash can leave torn (the local archive): the outbox calls Recover once
+// for its agent before it delivers anything, so a file is whole even when
+// nothing new is ever written to it.
+type Recoverer interface {
+	Recover(agent string) error
+}
+
 // Outcome classifies a failed delivery.
 type Outcome int
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/testwait"
 	"github.com/continuityd/continuityd/upstream/local"
 )
 
@@ -216,25 +216,43 @@ func checkArchiveLines(t *testing.T, agentDir string) {
 	}
 }
 
-// waitArchived waits until the archive has caught up with the highest
-// acknowledged seq (the outbox delivers in order), then checks that every
-// line is whole JSON, that it holds every acknowledged write under its seq
-// and no refused one.
+// waitArchived waits until the daemon's local upstream has delivered and
+// flushed everything the agent's log holds and has nothing pending (so no
+// append is in flight: a reader can see the end of a line still being
+// written, and a restarted daemon sends again what was not acknowledged),
+// then checks that every line is whole JSON, that the archive holds every
+// acknowledged write under its seq and no refused one.
 func waitArchived(t *testing.T, p *proc, agentDir string, acked map[string]uint64, refused map[string]bool) {
 	t.Helper()
 	var maxSeq uint64
 	for _, s := range acked {
 		maxSeq = max(maxSeq, s)
 	}
-	var ws []capsule.Write
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		ws, _ = local.ReadAll(agentDir)
-		if len(ws) > 0 && ws[len(ws)-1].Seq >= maxSeq {
-			break
+	c := p.client()
+	defer c.CloseIdleConnections()
+	var seen string
+	testwait.Until(t, func() string {
+		return fmt.Sprintf("the local upstream did not catch up with seq %d: last seen %s; stderr: %s", maxSeq, seen, p.stderr)
+	}, func() bool {
+		r := get(t, c, "/v1/continuity?peek=1")
+		seq := uint64(r["seq"].(float64))
+		ups, _ := r["upstreams"].([]any)
+		for _, u := range ups {
+			u, _ := u.(map[string]any)
+			if u["kind"] != local.Kind {
+				continue
+			}
+			seen = fmt.Sprintf("resume seq %d, upstream %v", seq, u)
+			delivered, _ := u["delivered_seq"].(float64)
+			pending, _ := u["pending"].(float64)
+			return seq >= maxSeq && uint64(delivered) >= seq && pending == 0
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the archive did not catch up with seq %d: %s", maxSeq, p.stderr)
-		}
+		seen = fmt.Sprintf("no local upstream in %v", ups)
+		return false
+	})
+	ws, err := local.ReadAll(agentDir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	checkArchiveLines(t, agentDir)
 	archived := map[string]uint64{}

@@ -163,6 +163,13 @@ func signal(ch chan struct{}) {
 
 // Run delivers until ctx ends.
 func (s *Shipper) Run(ctx context.Context) {
+	if r, ok := s.o.Upstream.(upstream.Recoverer); ok {
+		// A failure here is not fatal: the file is repaired again when a
+		// write is next appended to it, and that failure is the upstream's.
+		if err := r.Recover(s.o.Agent); err != nil {
+			s.log.Error("outbox: could not repair what an interrupted run left; retried at the next delivery", "err", err)
+		}
+	}
 	attempt := 0
 	for ctx.Err() == nil {
 		wait, err := s.step(ctx, &attempt)

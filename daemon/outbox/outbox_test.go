@@ -1,8 +1,12 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +69,13 @@ type rig struct {
 
 func newRig(t *testing.T, up *scripted, o Options) *rig {
 	t.Helper()
-	r := &rig{t: t, up: up, done: make(chan struct{})}
+	return newRigFor(t, up, up, o)
+}
+
+// newRigFor is newRig for an upstream that wraps a scripted one (sc).
+func newRigFor(t *testing.T, up upstream.Upstream, sc *scripted, o Options) *rig {
+	t.Helper()
+	r := &rig{t: t, up: sc, done: make(chan struct{})}
 	var err error
 	var sh *Shipper
 	r.store, err = residency.Open(residency.Options{Agent: "a", Dir: t.TempDir(), Upstreams: []string{"up"},
@@ -390,5 +400,50 @@ func TestSkippedKindNeverAcknowledgesAnUnflushedBatch(t *testing.T) {
 	defer up.mu.Unlock()
 	if up.flushes != 2 || len(up.got) != 2 {
 		t.Fatalf("flushes %d, deliveries %d: the failed flush's batch was not sent again", up.flushes, len(up.got))
+	}
+}
+
+// recovering is a scripted upstream that keeps local files a crash can
+// tear, like the local archive: it records when Recover is called.
+type recovering struct {
+	scripted
+	recoverErr error
+	recovered  []string // agents, in call order
+	deliveries int      // deliveries seen when Recover was called
+}
+
+func (r *recovering) Recover(agent string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recovered = append(r.recovered, agent)
+	r.deliveries = len(r.got)
+	return r.recoverErr
+}
+
+// The outbox repairs its upstream's files once at start, before the first
+// delivery, even with nothing to deliver; a failed repair is logged and
+// delivery goes on (the archive repairs again at its next append).
+func TestRecoversBeforeTheFirstDelivery(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
+			up := &recovering{}
+			if fail {
+				up.recoverErr = errors.New("archive x: permission denied")
+			}
+			var logs bytes.Buffer
+			r := newRigFor(t, up, &up.scripted, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			seq := r.write(focus("written before the start"))
+			r.run()
+			r.waitDelivered(seq)
+			r.stop()
+			up.mu.Lock()
+			defer up.mu.Unlock()
+			if len(up.recovered) != 1 || up.recovered[0] != "a" || up.deliveries != 0 {
+				t.Fatalf("Recover calls %v, after %d deliveries; want one for agent a, before any", up.recovered, up.deliveries)
+			}
+			if fail != strings.Contains(logs.String(), "permission denied") {
+				t.Fatalf("the failed repair logged (want %v): %s", fail, logs.String())
+			}
+		})
 	}
 }

@@ -187,3 +187,55 @@ func TestArchiveCutsAPartialLastLineOnOpen(t *testing.T) {
 		})
 	}
 }
+
+// Recover cuts a partial last line in every archive file of the agent at
+// once (a day's file may never be appended to again), leaves whole files
+// as they are, and does not touch another agent's archive.
+func TestArchiveRecoverCutsEveryTornFile(t *testing.T) {
+	root := t.TempDir()
+	dirOf := func(agent string) string { return filepath.Join(root, agent) }
+	files := map[string]string{
+		"builder/2026-11-28.jsonl": `{"seq":1}` + "\n" + `{"seq":2,"ki`,
+		"builder/2026-11-29.jsonl": `{"seq":3}` + "\n",
+		"builder/2026-11-30.jsonl": `{"seq":4,"kind":"checkp`,
+		"other/2026-11-30.jsonl":   `{"seq":1,"kind":"checkp`,
+	}
+	for name, content := range files {
+		agent, day, _ := strings.Cut(name, "/")
+		path := filepath.Join(dirOf(agent), ArchiveDir, day)
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		os.WriteFile(path, []byte(content), 0o600)
+	}
+	var logs bytes.Buffer
+	a := New("local", dirOf).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer a.Close()
+	if err := a.Recover("builder"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"builder/2026-11-28.jsonl": `{"seq":1}` + "\n",
+		"builder/2026-11-29.jsonl": `{"seq":3}` + "\n",
+		"builder/2026-11-30.jsonl": "",
+		"other/2026-11-30.jsonl":   files["other/2026-11-30.jsonl"],
+	}
+	for name, content := range want {
+		agent, day, _ := strings.Cut(name, "/")
+		got, err := os.ReadFile(filepath.Join(dirOf(agent), ArchiveDir, day))
+		if err != nil || string(got) != content {
+			t.Errorf("%s after Recover: %q (%v), want %q", name, got, err, content)
+		}
+	}
+	if n := strings.Count(logs.String(), "partial last line"); n != 2 {
+		t.Errorf("%d cuts logged, want 2: %s", n, logs.String())
+	}
+}
+
+// Recover with no archive yet (a new agent) is not an error.
+func TestArchiveRecoverWithNoArchive(t *testing.T) {
+	dir := t.TempDir()
+	a := New("local", func(string) string { return dir })
+	defer a.Close()
+	if err := a.Recover("builder"); err != nil {
+		t.Fatal(err)
+	}
+}

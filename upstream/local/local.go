@@ -241,6 +241,35 @@ func (a *Archive) repair(f file, path string) error {
 	return nil
 }
 
+// Recover implements upstream.Recoverer: every archive file of agent that
+// ends in a partial line (a process killed mid-append) is cut back to its
+// last whole line now, not at the next append to that day's file, which
+// may never come. Only the tail of each file is read.
+func (a *Archive) Recover(agent string) error {
+	paths, err := filepath.Glob(filepath.Join(a.agentDir(agent), ArchiveDir, "*.jsonl"))
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var errs []error
+	for _, path := range paths {
+		if _, open := a.files[agent+"/"+filepath.Base(path)]; open {
+			continue // repaired when it was opened
+		}
+		f, err := a.open(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("archive %s: %w", path, err))
+			continue
+		}
+		if err := a.repair(f, path); err != nil {
+			errs = append(errs, fmt.Errorf("archive %s: %w", path, err))
+		}
+		f.Close()
+	}
+	return errors.Join(errs...)
+}
+
 // drop closes an archive file that may end in a partial line, so the next
 // write reopens (and repairs) it. What it holds is synced first, as Flush
 // would (Flush no longer sees the file). a.mu is held.
