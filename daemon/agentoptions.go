@@ -8,6 +8,7 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/daemon/capture"
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/policy"
@@ -19,7 +20,10 @@ import (
 // them from the checked configuration, so only the daemon reads it whole.
 
 // agentOptions are the options agent ac runs with under cfg.
-func agentOptions(cfg *config.Config, ac config.Agent, ups map[string]*agent.Upstream, g *guard.Guard, log *slog.Logger, obs agent.Observer) agent.Options {
+// ledger is the workdir's attribution ledger, shared by every agent on it.
+func agentOptions(cfg *config.Config, ac config.Agent, ups map[string]*agent.Upstream, ledger *attribution.Ledger, g *guard.Guard, log *slog.Logger, obs agent.Observer) agent.Options {
+	co := captureOptions(cfg, ac)
+	co.Attribution = ledger
 	return agent.Options{
 		Config: ac, Dir: cfg.AgentDir(ac.Name), Modes: statefiles.ModesFor(cfg.Daemon.SocketPerm()),
 		Upstreams:  ups,
@@ -33,7 +37,7 @@ func agentOptions(cfg *config.Config, ac config.Agent, ups map[string]*agent.Ups
 		ResumeTimeout: cfg.Outbox.ResumeTimeout.Duration,
 		Snapshots:     snapshotOptions(cfg, ac),
 		FleetWithhold: cfg.Snapshots.FleetWithhold,
-		Capture:       captureOptions(cfg, ac),
+		Capture:       co,
 		Guard:         g, Logger: log, Observer: obs,
 	}
 }

@@ -28,7 +28,7 @@ func TestAgentOptionsFromConfig(t *testing.T) {
 	cfg.Snapshots = config.Snapshots{Enabled: true, Keep: 9, KeepBytes: 1 << 20, OnExplicitCheckpoint: true, FleetWithhold: []string{"*.pem"}}
 	own := []string{cfg.Daemon.StateDir, filepath.Dir(cfg.Daemon.Socket)}
 
-	o := agentOptions(cfg, cfg.Agents[0], nil, nil, nil, nil)
+	o := agentOptions(cfg, cfg.Agents[0], nil, nil, nil, nil, nil)
 	pc := policy.DefaultConfig()
 	pc.Quiet, pc.MaxDelay, pc.MinInterval, pc.IdleAfter, pc.Refresh = time.Second, 2*time.Second, 3*time.Second, 4*time.Second, 5*time.Second
 	pc.Thresholds, pc.SealOnSessionEnd = []float64{0.6}, false
@@ -55,7 +55,7 @@ func TestAgentOptionsFromConfig(t *testing.T) {
 	// public_status on and off are taken as said; no workdir, no snapshots.
 	cfg.Policy.PublicStatus = "on"
 	cfg.Agents[0].Workdir = ""
-	if o := agentOptions(cfg, cfg.Agents[0], nil, nil, nil, nil); !o.Capture.Policy.PublicStatus || o.Snapshots != nil {
+	if o := agentOptions(cfg, cfg.Agents[0], nil, nil, nil, nil, nil); !o.Capture.Policy.PublicStatus || o.Snapshots != nil {
 		t.Errorf("public_status on, no workdir: public status %v, snapshots %+v", o.Capture.Policy.PublicStatus, o.Snapshots)
 	}
 }

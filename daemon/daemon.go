@@ -79,6 +79,8 @@ type Daemon struct {
 	apiToken string // for the loopback listener; "" when there is none
 
 	spoolKick chan struct{} // asks spoolLoop for another ingest
+
+	ledgers workdirLedgers // who changed what, one ledger per workdir
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="

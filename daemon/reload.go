@@ -210,7 +210,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if missing {
 			continue // reported above
 		}
-		a, err := agent.Open(agentOptions(cfg, ac, next.ups, next.guard, d.log, d.metrics))
+		a, err := agent.Open(agentOptions(cfg, ac, next.ups, d.ledgers.For(ac.Workdir), next.guard, d.log, d.metrics))
 		var damage *residency.DamageError
 		var moved *place.MovedError
 		if errors.As(err, &damage) || errors.As(err, &moved) {
@@ -232,7 +232,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 // [transcripts]: each package holds its own copy, so a change reaches it
 // only by reopening the agent).
 func (d *Daemon) sameAgent(oa *agent.Agent, ac config.Agent, old, next *snapshot) bool {
-	if !reflect.DeepEqual(agentOptions(old.cfg, oa.Config(), nil, nil, nil, nil), agentOptions(next.cfg, ac, nil, nil, nil, nil)) {
+	if !reflect.DeepEqual(agentOptions(old.cfg, oa.Config(), nil, nil, nil, nil, nil), agentOptions(next.cfg, ac, nil, nil, nil, nil, nil)) {
 		return false
 	}
 	// The agent's capture checks what it derives with the guard it was

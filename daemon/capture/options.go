@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
 )
@@ -25,6 +26,10 @@ type Options struct {
 	Policy      policy.Config // the agent's automatic checkpoint policy
 	Watch       WatchOptions
 	Transcripts TranscriptOptions
+	// Attribution is the ledger of whose work each change in the workdir
+	// is, shared by every agent on that workdir; nil: nothing is credited
+	// (no workdir).
+	Attribution *attribution.Ledger
 	// SnapshotOnExplicitCheckpoint lets the agent's own checkpoint be
 	// followed by a work record (snapshots.on_explicit_checkpoint).
 	SnapshotOnExplicitCheckpoint bool
