@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // damageWorkspace is a config with two agents: "builder", whose files the
@@ -42,6 +44,7 @@ func killWhileWriting(t *testing.T, w *workspace, min int) (uint64, *residency.I
 	for try := 0; try < 10; try++ {
 		p := startProc(t, w.socket, nil, "run", "--config", w.config)
 		var mu sync.Mutex
+		var answered atomic.Int64 // writes answered 200 in this try
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for wr := range 4 {
@@ -64,10 +67,16 @@ func killWhileWriting(t *testing.T, w *workspace, min int) (uint64, *residency.I
 					mu.Lock()
 					maxSeq = max(maxSeq, uint64(ans["seq"].(float64)))
 					mu.Unlock()
+					answered.Add(1)
 				}
 			}()
 		}
-		time.Sleep(time.Duration(300+100*try) * time.Millisecond)
+		// Killed once the writers are well under way (more with each try,
+		// so the log outgrows bbolt's checkpoints), never after a fixed time.
+		want := int64(50 * (try + 1))
+		testwait.Until(t, func() string {
+			return fmt.Sprintf("try %d: %d writes answered, want %d: %s", try, answered.Load(), want, p.stderr)
+		}, func() bool { return answered.Load() >= want })
 		p.kill()
 		close(stop)
 		wg.Wait()
