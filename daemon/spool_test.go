@@ -47,8 +47,11 @@ func TestSpoolIsStoredAfterTheSocketAnswers(t *testing.T) {
 	}
 	var log lockedBuffer
 	td := startDaemonWith(t, cfg, Options{Version: "test", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	// Stored in full, and the pass logged (the line follows the last
+	// store, so the resume may show every event a moment before it).
 	waitFor(t, 60*time.Second, func() bool {
-		return int(td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64)) == events
+		return int(td.resume("?peek=1")["context"].(map[string]any)["compactions"].(float64)) == events &&
+			strings.Contains(log.String(), "stored hook events spooled")
 	})
 	out := log.String()
 	listening, stored := strings.Index(out, "continuityd listening"), strings.Index(out, "stored hook events spooled")

@@ -131,6 +131,14 @@ func TestDiskFullRefusesCleanly(t *testing.T) {
 			t.Fatalf("the archive did not take the first writes: %s", p.stderr)
 		}
 	}
+	// The last-resume file is written in the background once the agent
+	// starts: it must be there before the disk fills for the test to see
+	// that a rewrite that failed kept it whole.
+	lastResume := filepath.Join(agentDir, "last-resume.json")
+	testwait.Until(t, func() string { return "no " + lastResume + ": " + p.stderr.String() }, func() bool {
+		raw, err := os.ReadFile(lastResume)
+		return err == nil && json.Valid(raw)
+	})
 	filler := fillDisk(t, w.state)
 
 	// Write until the API has refused a few in a row: the log is
@@ -150,7 +158,7 @@ func TestDiskFullRefusesCleanly(t *testing.T) {
 	t.Logf("%d writes acknowledged, %d refused as DISK_FULL", len(acked), len(refused))
 	// The last-resume file the daemon could not rewrite is still the whole
 	// old one (an atomic replace that failed keeps it).
-	if raw, err := os.ReadFile(filepath.Join(agentDir, "last-resume.json")); err != nil || !json.Valid(raw) {
+	if raw, err := os.ReadFile(lastResume); err != nil || !json.Valid(raw) {
 		t.Fatalf("last-resume.json is not whole JSON after the disk filled (%v): %.80q", err, raw)
 	}
 
