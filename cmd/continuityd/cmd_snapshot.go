@@ -105,6 +105,10 @@ func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJS
 	if d.Parent != "" {
 		fmt.Fprintf(e.stdout, "parent %s\n", termsafe.Name(d.Parent))
 	}
+	if cv := d.Conversation; cv != nil {
+		// Which turn of the conversation the code matches.
+		fmt.Fprintf(e.stdout, "conversation: session %s, last message %s\n", termsafe.Name(orNone(cv.Session)), termsafe.Name(orNone(cv.Message)))
+	}
 	if d.ParentGone {
 		fmt.Fprintf(e.stdout, "its parent was dropped by retention: %d added, %d modified, %d deleted\n", d.Added, d.Modified, d.Deleted)
 	}
@@ -189,6 +193,14 @@ func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, p
 		fmt.Fprintf(e.stdout, "the tree as it was is snapshot %s; undo with: continuityd snapshot restore %s\n", termsafe.Name(short(r.Safety)), termsafe.Name(short(r.Safety)))
 	}
 	return exitOK
+}
+
+// orNone is s, or "(unknown)" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
 }
 
 // short is a snapshot id as people read it.
