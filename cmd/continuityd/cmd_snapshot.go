@@ -27,11 +27,12 @@ func (p *pathList) Set(v string) error { *p = append(*p, v); return nil }
 // cmdSnapshot is `snapshot list|show ID|diff [ID [ID2]]|restore ID`: the
 // agent's work snapshots, and rewinding the workdir to one.
 func cmdSnapshot(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--dry-run] [--agent A] [--json]")
+	fs := newFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--all] [--dry-run] [--agent A] [--json]")
 	var cf clientFlags
 	cf.register(fs)
 	var paths pathList
 	fs.Var(&paths, "path", "restore: only this path (a file or directory, relative to the workdir); repeat for more")
+	all := fs.Bool("all", false, "restore: the whole tree, every agent's files and everyone's (without it and --path: only the files this agent changed since the snapshot)")
 	dry := fs.Bool("dry-run", false, "restore: list what would change, change nothing")
 	asJSON := fs.Bool("json", false, "the daemon's JSON answer")
 	pos, err := parse(fs, args)
@@ -49,8 +50,12 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if sub != "restore" && (len(paths) > 0 || *dry) {
-		fmt.Fprintf(e.stderr, "continuityd snapshot %s: --path and --dry-run go with restore\n", sub)
+	if sub != "restore" && (len(paths) > 0 || *dry || *all) {
+		fmt.Fprintf(e.stderr, "continuityd snapshot %s: --path, --all and --dry-run go with restore\n", sub)
+		return exitUsage
+	}
+	if *all && len(paths) > 0 {
+		fmt.Fprintln(e.stderr, "continuityd snapshot restore: --all restores the whole tree and --path only the paths named: give one of them")
 		return exitUsage
 	}
 	c, err := cf.client(e)
@@ -66,7 +71,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) int {
 	case "diff":
 		return snapshotDiff(ctx, e, c, rest, *asJSON)
 	default:
-		return snapshotRestore(ctx, e, c, rest[0], paths, *dry, *asJSON)
+		return snapshotRestore(ctx, e, c, rest[0], guard.RestoreRequest{Paths: paths, All: *all, DryRun: *dry}, *asJSON)
 	}
 }
 
@@ -162,8 +167,8 @@ func snapshotDiff(ctx context.Context, e *env, c *client.Client, ids []string, a
 	return exitOK
 }
 
-func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, paths []string, dry, asJSON bool) int {
-	body, err := ops.SnapshotRestore.Encode(&guard.RestoreRequest{Paths: paths, DryRun: dry})
+func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, req guard.RestoreRequest, asJSON bool) int {
+	body, err := ops.SnapshotRestore.Encode(&req)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -185,6 +190,12 @@ func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, p
 	}
 	for _, rf := range r.Refused {
 		fmt.Fprintf(e.stdout, "left alone %s: %s\n", termsafe.Name(rf.Path), termsafe.Line(rf.Reason))
+	}
+	for _, l := range r.LeftAlone {
+		fmt.Fprintf(e.stdout, "left alone %s: changed by %s\n", termsafe.Name(l.Path), termsafe.Name(l.By))
+	}
+	if r.Scope == agent.ScopeMine {
+		fmt.Fprintln(e.stdout, "(only the files this agent changed since the snapshot; --all restores the whole tree)")
 	}
 	switch {
 	case r.DryRun:
