@@ -201,7 +201,7 @@ func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, r
 	case r.DryRun:
 		fmt.Fprintln(e.stdout, "(dry run: nothing changed)")
 	case r.Safety != "":
-		fmt.Fprintf(e.stdout, "the tree as it was is snapshot %s; undo with: continuityd snapshot restore %s\n", termsafe.Name(short(r.Safety)), termsafe.Name(short(r.Safety)))
+		fmt.Fprintf(e.stdout, "the tree as it was is snapshot %s; undo with: continuityd snapshot restore %s --all\n", termsafe.Name(short(r.Safety)), termsafe.Name(short(r.Safety)))
 	}
 	return exitOK
 }
