@@ -53,7 +53,10 @@ type LeftAlone struct {
 //
 // A path this agent changed is restored even when another agent or a
 // person changed it too (after its own change or before): it is this
-// agent's work, and the safety snapshot undoes the restore.
+// agent's work, and the safety snapshot undoes the restore. A file the
+// ledger has no change of (it forgets the least recently changed paths
+// past its bound) is left alone as outside's: the restore errs towards
+// touching less.
 func (a *Agent) restoreMine(ctx context.Context, st *snapshot.Store, id string, dryRun bool) (RestoreAnswer, error) {
 	ans := RestoreAnswer{Scope: ScopeMine}
 	ledger := a.capture.AttributionLedger()
@@ -76,7 +79,18 @@ func (a *Agent) restoreMine(ctx context.Context, st *snapshot.Store, id string, 
 	if err != nil {
 		return ans, err
 	}
-	mine := ledger.ChangedBy(a.name, snap.Time)
+	credited := ledger.ChangedBy(a.name, snap.Time)
+	// Only files the whole restore would change, named as it names them:
+	// a directory the ledger credits (one the agent made) is not restored
+	// whole over files others put in it.
+	var mine []string
+	isMine := map[string]bool{}
+	for _, c := range whole.Changes {
+		if _, ok := slices.BinarySearch(credited, c.Path); ok {
+			mine = append(mine, c.Path)
+			isMine[c.Path] = true
+		}
+	}
 	whose := map[string][]string{}
 	for _, c := range ledger.ChangesSince(snap.Time) {
 		if l := attribution.Label(a.name, c.By); !slices.Contains(whose[c.Path], l) {
@@ -84,7 +98,7 @@ func (a *Agent) restoreMine(ctx context.Context, st *snapshot.Store, id string, 
 		}
 	}
 	for _, c := range whole.Changes {
-		if _, ok := slices.BinarySearch(mine, c.Path); ok {
+		if isMine[c.Path] {
 			continue
 		}
 		by := whose[c.Path]

@@ -98,8 +98,9 @@ func changedPaths(cs []snapshot.FileChange) []string {
 // TestRestoreKeepsToTheAgentsOwnPaths: two agents and a person change a
 // shared workdir after a snapshot (the ledger told directly what each
 // did). A restore without paths puts back only this agent's files (a
-// change and a file it created), leaves the other agent's and the
-// person's and names them with whose they are; its dry run says the same
+// change and a file it created; a directory credited to it is not
+// restored whole over the person's file in it), leaves the other agent's
+// and the person's and names them with whose they are; its dry run says the same
 // and changes nothing; all then restores the whole tree.
 func TestRestoreKeepsToTheAgentsOwnPaths(t *testing.T) {
 	work := gitRepo(t, map[string]string{"mine.go": "mine v1\n", "theirs.go": "theirs v1\n", "notes/person.txt": "person v1\n", "same.txt": "same\n"})
@@ -116,14 +117,16 @@ func TestRestoreKeepsToTheAgentsOwnPaths(t *testing.T) {
 	writeWork(t, work, "notes/person.txt", "person v2\n")
 	at := time.Now()
 	for _, ev := range []attribution.ToolEvent{
-		{Agent: "builder", Kind: attribution.KindEdit, Paths: []string{"mine.go", "new.go"}, At: at},
+		// The directory too (as a watcher may report one): that is not
+		// the person's file in it.
+		{Agent: "builder", Kind: attribution.KindEdit, Paths: []string{"mine.go", "new.go", "notes"}, At: at},
 		{Agent: "other", Kind: attribution.KindTranscript, Paths: []string{"theirs.go"}, At: at},
 	} {
 		if _, err := ledger.Tool(ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ledger.Burst(attribution.Burst{Paths: []string{"mine.go", "new.go", "theirs.go", "notes/person.txt"}, At: at}); err != nil {
+	if _, err := ledger.Burst(attribution.Burst{Paths: []string{"mine.go", "new.go", "notes", "theirs.go", "notes/person.txt"}, At: at}); err != nil {
 		t.Fatal(err)
 	}
 	before := files(t, work, all...)
