@@ -98,7 +98,7 @@ func StatusOf(code string) int {
 		return 405
 	case CodeRequestTimeout:
 		return 408
-	case CodeResidencyStopped, CodeAgentMoved:
+	case CodeResidencyStopped, CodeAgentMoved, CodeWhoseUnknown:
 		return 409
 	case CodeBodyTooLarge:
 		return 413
@@ -125,4 +125,8 @@ func Refuse(code, field, format string, args ...any) *Error {
 // Work snapshots (issue 14).
 const (
 	CodeSnapshotsOff = "SNAPSHOTS_UNAVAILABLE" // 503: work snapshots are off, or git is missing or failing; the message says why
+	// 409: a restore without paths keeps to the agent's own files, and who
+	// changed what since the snapshot is not known; paths or all says what
+	// to restore.
+	CodeWhoseUnknown = "WHOSE_UNKNOWN"
 )

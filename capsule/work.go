@@ -53,6 +53,18 @@ type WorkSnapshot struct {
 	// WithheldCount is how many in all.
 	Withheld      []WorkWithheld `json:"withheld,omitempty"`
 	WithheldCount int            `json:"withheld_count,omitempty"`
+	// Conversation is the point of the agent's conversation the snapshot
+	// matches (its session and last message id), when a transcript was
+	// followed.
+	Conversation *WorkConversation `json:"conversation,omitempty"`
+}
+
+// WorkConversation names a point of the agent's conversation: the
+// session and the id of its last message then (Claude Code's entry uuid,
+// Codex's item id).
+type WorkConversation struct {
+	Session string `json:"session,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // WorkWithheld is a file kept off the fleet, and why.

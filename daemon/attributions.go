@@ -3,6 +3,7 @@ package daemon
 import (
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/continuityd/continuityd/daemon/attribution"
 )
@@ -31,7 +32,7 @@ func (l *workdirLedgers) For(workdir string) *attribution.Ledger {
 	if lg, ok := l.m[key]; ok {
 		return lg
 	}
-	lg := attribution.New(attribution.Options{})
+	lg := attribution.New(attribution.Options{Since: time.Now()})
 	l.m[key] = lg
 	return lg
 }

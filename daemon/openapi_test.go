@@ -166,7 +166,7 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		openapiCall{op: "snapshot_show", method: "GET", path: "/v1/snapshots/" + snapID + "?diff=1", status: 200},
 		openapiCall{op: "snapshot_show", method: "GET", path: "/v1/snapshots/deadbeef", status: 404},
 		openapiCall{op: "snapshot_show", method: "GET", path: "/v1/snapshots/nosuchsnapshot", status: 400},
-		openapiCall{op: "snapshot_restore", method: "POST", path: "/v1/snapshots/" + snapID + "/restore", body: `{"dry_run":true}`, status: 200},
+		openapiCall{op: "snapshot_restore", method: "POST", path: "/v1/snapshots/" + snapID + "/restore", body: `{"dry_run":true,"all":true}`, status: 200},
 		openapiCall{op: "snapshot_restore", method: "POST", path: "/v1/snapshots/" + snapID + "/restore", body: `{"dry_run":"yes"}`, status: 400, outside: true},
 		openapiCall{op: "status", method: "GET", path: "/v1/status", status: 200},
 		openapiCall{op: "fleet", method: "GET", path: "/v1/fleet", status: 404},

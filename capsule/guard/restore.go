@@ -7,15 +7,19 @@ import (
 )
 
 // RestoreRequest is the body of POST /v1/snapshots/{id}/restore: the paths
-// to bring back (none: all) and whether only to list what would change.
+// to bring back, or all of the tree (All), or, with neither, the paths the
+// agent itself changed since the snapshot; and whether only to list what
+// would change.
 type RestoreRequest struct {
 	Paths  []string `json:"paths,omitempty"`
+	All    bool     `json:"all,omitempty"`
 	DryRun bool     `json:"dry_run,omitempty"`
 }
 
 // DecodeRestoreRequest decodes such a body as strictly as every other body
 // (an empty body is an empty request): one JSON object, no duplicate key,
-// paths an array of strings (or null), dry_run a boolean, nothing else. Refusals name
+// paths an array of strings (or null), all and dry_run booleans, nothing
+// else; all with paths is refused (which is meant?). Refusals name
 // the field and the JSON type that arrived, never a Go type.
 func DecodeRestoreRequest(body []byte) (*RestoreRequest, error) {
 	req := &RestoreRequest{}
@@ -49,9 +53,19 @@ func DecodeRestoreRequest(body []byte) (*RestoreRequest, error) {
 				return nil, err
 			}
 			req.DryRun = b
+		case "all":
+			b, err := decodeBool(m.value, capsule.CodeInvalidField, m.name)
+			if err != nil {
+				return nil, err
+			}
+			req.All = b
 		default:
 			return nil, unknownField(capsule.CodeUnknownField, "", m.name)
 		}
+	}
+	if req.All && len(req.Paths) > 0 {
+		return nil, capsule.Refuse(capsule.CodeInvalidField, "all",
+			"all restores the whole tree and paths only the paths named: give one of them")
 	}
 	return req, nil
 }

@@ -11,7 +11,7 @@ import (
 func TestDecodeRestoreRequest(t *testing.T) {
 	for _, body := range []string{"", "  ", "{}", `{"paths":null}`} {
 		req, err := DecodeRestoreRequest([]byte(body))
-		if err != nil || req.DryRun || len(req.Paths) != 0 {
+		if err != nil || req.DryRun || req.All || len(req.Paths) != 0 {
 			t.Fatalf("%q: %+v %v", body, req, err)
 		}
 	}
@@ -19,7 +19,12 @@ func TestDecodeRestoreRequest(t *testing.T) {
 	if err != nil || !req.DryRun || !slices.Equal(req.Paths, []string{"src/a.go", "b"}) {
 		t.Fatalf("%+v %v", req, err)
 	}
+	if req, err := DecodeRestoreRequest([]byte(`{"all":true,"paths":null}`)); err != nil || !req.All {
+		t.Fatalf("all: %+v %v", req, err)
+	}
 	for body, want := range map[string]struct{ code, field string }{
+		`{"all":1}`:                        {capsule.CodeInvalidField, "all"},
+		`{"all":true,"paths":["a"]}`:       {capsule.CodeInvalidField, "all"},
 		`{"paths":"a"}`:                    {capsule.CodeInvalidField, "paths"},
 		`{"paths":["a",3]}`:                {capsule.CodeInvalidField, "paths[1]"},
 		`{"dry_run":"yes"}`:                {capsule.CodeInvalidField, "dry_run"},

@@ -76,7 +76,7 @@ func commands() []command {
 		{"status", "the daemon's state (--json)", cmdStatus},
 		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
 		{"fleet", "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", cmdFleet},
-		{"snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--dry-run]: the work snapshots, and rewinding", cmdSnapshot},
+		{"snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", cmdSnapshot},
 		{"recover", "an agent refused for damaged files: what was found; --accept-loss to go on", cmdRecover},
 		{"delx", "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", cmdDelx},
 		{"config", "check [FILE] | default", cmdConfig},

@@ -27,11 +27,12 @@ func (p *pathList) Set(v string) error { *p = append(*p, v); return nil }
 // cmdSnapshot is `snapshot list|show ID|diff [ID [ID2]]|restore ID`: the
 // agent's work snapshots, and rewinding the workdir to one.
 func cmdSnapshot(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--dry-run] [--agent A] [--json]")
+	fs := newFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--all] [--dry-run] [--agent A] [--json]")
 	var cf clientFlags
 	cf.register(fs)
 	var paths pathList
 	fs.Var(&paths, "path", "restore: only this path (a file or directory, relative to the workdir); repeat for more")
+	all := fs.Bool("all", false, "restore: the whole tree, every agent's files and everyone's (without it and --path: only the files this agent changed since the snapshot)")
 	dry := fs.Bool("dry-run", false, "restore: list what would change, change nothing")
 	asJSON := fs.Bool("json", false, "the daemon's JSON answer")
 	pos, err := parse(fs, args)
@@ -49,8 +50,12 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if sub != "restore" && (len(paths) > 0 || *dry) {
-		fmt.Fprintf(e.stderr, "continuityd snapshot %s: --path and --dry-run go with restore\n", sub)
+	if sub != "restore" && (len(paths) > 0 || *dry || *all) {
+		fmt.Fprintf(e.stderr, "continuityd snapshot %s: --path, --all and --dry-run go with restore\n", sub)
+		return exitUsage
+	}
+	if *all && len(paths) > 0 {
+		fmt.Fprintln(e.stderr, "continuityd snapshot restore: --all restores the whole tree and --path only the paths named: give one of them")
 		return exitUsage
 	}
 	c, err := cf.client(e)
@@ -66,7 +71,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) int {
 	case "diff":
 		return snapshotDiff(ctx, e, c, rest, *asJSON)
 	default:
-		return snapshotRestore(ctx, e, c, rest[0], paths, *dry, *asJSON)
+		return snapshotRestore(ctx, e, c, rest[0], guard.RestoreRequest{Paths: paths, All: *all, DryRun: *dry}, *asJSON)
 	}
 }
 
@@ -104,6 +109,10 @@ func snapshotShow(ctx context.Context, e *env, c *client.Client, id string, asJS
 	fmt.Fprintf(e.stdout, "snapshot %s (%s, seq %d) at %s\n", termsafe.Name(d.ID), termsafe.Line(d.Trigger), d.Seq, d.Time.Local().Format(time.DateTime))
 	if d.Parent != "" {
 		fmt.Fprintf(e.stdout, "parent %s\n", termsafe.Name(d.Parent))
+	}
+	if cv := d.Conversation; cv != nil {
+		// Which turn of the conversation the code matches.
+		fmt.Fprintf(e.stdout, "conversation: session %s, last message %s\n", termsafe.Name(orNone(cv.Session)), termsafe.Name(orNone(cv.Message)))
 	}
 	if d.ParentGone {
 		fmt.Fprintf(e.stdout, "its parent was dropped by retention: %d added, %d modified, %d deleted\n", d.Added, d.Modified, d.Deleted)
@@ -158,8 +167,8 @@ func snapshotDiff(ctx context.Context, e *env, c *client.Client, ids []string, a
 	return exitOK
 }
 
-func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, paths []string, dry, asJSON bool) int {
-	body, err := ops.SnapshotRestore.Encode(&guard.RestoreRequest{Paths: paths, DryRun: dry})
+func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, req guard.RestoreRequest, asJSON bool) int {
+	body, err := ops.SnapshotRestore.Encode(&req)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -182,13 +191,27 @@ func snapshotRestore(ctx context.Context, e *env, c *client.Client, id string, p
 	for _, rf := range r.Refused {
 		fmt.Fprintf(e.stdout, "left alone %s: %s\n", termsafe.Name(rf.Path), termsafe.Line(rf.Reason))
 	}
+	for _, l := range r.LeftAlone {
+		fmt.Fprintf(e.stdout, "left alone %s: changed by %s\n", termsafe.Name(l.Path), termsafe.Name(l.By))
+	}
+	if r.Scope == agent.ScopeMine {
+		fmt.Fprintln(e.stdout, "(only the files this agent changed since the snapshot; --all restores the whole tree)")
+	}
 	switch {
 	case r.DryRun:
 		fmt.Fprintln(e.stdout, "(dry run: nothing changed)")
 	case r.Safety != "":
-		fmt.Fprintf(e.stdout, "the tree as it was is snapshot %s; undo with: continuityd snapshot restore %s\n", termsafe.Name(short(r.Safety)), termsafe.Name(short(r.Safety)))
+		fmt.Fprintf(e.stdout, "the tree as it was is snapshot %s; undo with: continuityd snapshot restore %s --all\n", termsafe.Name(short(r.Safety)), termsafe.Name(short(r.Safety)))
 	}
 	return exitOK
+}
+
+// orNone is s, or "(unknown)" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
 }
 
 // short is a snapshot id as people read it.

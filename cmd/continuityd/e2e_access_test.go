@@ -64,7 +64,7 @@ func TestAgentAccessOnSharedSocket(t *testing.T) {
 	for _, args := range [][]string{
 		{"resume", "--agent", "theirs"},
 		{"snapshot", "diff", "--agent", "theirs", latest["theirs"]},
-		{"snapshot", "restore", "--agent", "theirs", latest["theirs"]},
+		{"snapshot", "restore", "--agent", "theirs", latest["theirs"], "--all"},
 	} {
 		code, out, errOut := runAs(t, asMember, env, "", args...)
 		if code != 1 || !strings.Contains(errOut, "AGENT_FORBIDDEN") || !strings.Contains(errOut, `"theirs"`) || strings.Contains(out, "hunter2") {
@@ -77,7 +77,7 @@ func TestAgentAccessOnSharedSocket(t *testing.T) {
 	for _, args := range [][]string{
 		{"resume", "--agent", "ours"},
 		{"snapshot", "diff", "--agent", "ours", latest["ours"]},
-		{"snapshot", "restore", "--agent", "ours", latest["ours"], "--dry-run"},
+		{"snapshot", "restore", "--agent", "ours", latest["ours"], "--all", "--dry-run"},
 	} {
 		if code, out, errOut := runAs(t, asMember, env, "", args...); code != 0 {
 			t.Errorf("member's %s (named in users): exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)

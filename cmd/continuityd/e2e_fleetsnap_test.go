@@ -74,7 +74,7 @@ func TestFleetSnapshotRestoreOnAnotherMachine(t *testing.T) {
 	b := startProc(t, wb.socket, nil, "run", "--config", wb.config)
 	defer b.terminate(t)
 	env := []string{"CONTINUITYD_SOCKET=" + wb.socket}
-	code, out, errOut := cli(t, env, "", "snapshot", "restore", id[:12])
+	code, out, errOut := cli(t, env, "", "snapshot", "restore", id[:12], "--all")
 	if code != 0 {
 		t.Fatalf("restore on B: exit %d: %s %s", code, out, errOut)
 	}
@@ -186,7 +186,7 @@ func TestFleetSnapshotWithholdsCredentials(t *testing.T) {
 	b := startProc(t, wb.socket, nil, "run", "--config", wb.config)
 	defer b.terminate(t)
 	env := []string{"CONTINUITYD_SOCKET=" + wb.socket}
-	code, out, errOut := cli(t, env, "", "snapshot", "restore", id[:12])
+	code, out, errOut := cli(t, env, "", "snapshot", "restore", id[:12], "--all")
 	if code != 0 {
 		t.Fatalf("restore on B: exit %d: %s %s", code, out, errOut)
 	}

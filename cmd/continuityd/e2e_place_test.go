@@ -83,7 +83,7 @@ func TestEmbeddedDefaultIsItsPlace(t *testing.T) {
 		if slices.Contains(idsB, id) {
 			t.Fatalf("B lists A's snapshot %s: %v", id, idsB)
 		}
-		code, body, err := post(c, "/v1/snapshots/"+id+"/restore", map[string]any{"dry_run": true})
+		code, body, err := post(c, "/v1/snapshots/"+id+"/restore", map[string]any{"dry_run": true, "all": true})
 		if err != nil || code == 200 {
 			t.Fatalf("B would restore A's snapshot %s: %d %v %v", id, code, body, err)
 		}

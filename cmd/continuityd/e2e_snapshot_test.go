@@ -290,7 +290,7 @@ func TestSnapshotRestoreLeavesTheRepositoryAlone(t *testing.T) {
 	}
 	// The safety snapshot undoes it (through the CLI).
 	safety := m["safety"].(string)
-	code, out, errOut := cli(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "", "snapshot", "restore", safety)
+	code, out, errOut := cli(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "", "snapshot", "restore", safety, "--all")
 	if code != 0 || readFile(t, work, "a.go") != "a3\n" {
 		t.Fatalf("undo (exit %d): %s %s; a.go %q", code, out, errOut, readFile(t, work, "a.go"))
 	}

@@ -81,7 +81,7 @@ func TestHumanTextEscapesFileNames(t *testing.T) {
 	if err := os.Remove(filepath.Join(work, name)); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = cli(t, env, "", "snapshot", "restore", id, "--dry-run")
+	code, out, errOut = cli(t, env, "", "snapshot", "restore", id, "--all", "--dry-run")
 	if code != 0 {
 		t.Fatalf("snapshot restore --dry-run (exit %d): %s", code, errOut)
 	}

@@ -156,26 +156,40 @@ func (a *Agent) SnapshotDiff(ctx context.Context, id, against string, maxBytes i
 }
 
 // SnapshotRestore answers POST /v1/snapshots/{id}/restore: body (strict
-// JSON, may be empty) names the paths and asks for a dry run. A restore
-// first snapshots the tree as it is, so it can be undone.
-func (a *Agent) SnapshotRestore(ctx context.Context, id string, body []byte) (snapshot.RestoreResult, error) {
+// JSON, may be empty) names the paths, or all of the tree, and asks for a
+// dry run; with neither paths nor all, only the paths this agent changed
+// since the snapshot are restored (restoreMine). A restore first snapshots
+// the tree as it is, so it can be undone.
+func (a *Agent) SnapshotRestore(ctx context.Context, id string, body []byte) (RestoreAnswer, error) {
 	req, err := guard.DecodeRestoreRequest(body)
 	if err != nil {
-		return snapshot.RestoreResult{}, err
+		return RestoreAnswer{}, err
 	}
 	st, err := a.snapStore()
 	if err != nil {
-		return snapshot.RestoreResult{}, err
+		return RestoreAnswer{}, err
 	}
-	var res snapshot.RestoreResult
-	err = a.orFromFleet(ctx, st, id, func() (err error) { res, err = st.Restore(ctx, id, req.Paths, req.DryRun); return err })
+	var ans RestoreAnswer
+	err = a.orFromFleet(ctx, st, id, func() (err error) {
+		switch {
+		case len(req.Paths) > 0:
+			ans = RestoreAnswer{Scope: ScopePaths}
+			ans.RestoreResult, err = st.Restore(ctx, id, req.Paths, req.DryRun)
+		case req.All:
+			ans = RestoreAnswer{Scope: ScopeAll}
+			ans.RestoreResult, err = st.Restore(ctx, id, nil, req.DryRun)
+		default:
+			ans, err = a.restoreMine(ctx, st, id, req.DryRun)
+		}
+		return err
+	})
 	if err != nil {
-		return res, snapErr(err)
+		return ans, snapErr(err)
 	}
-	if res.Changes == nil {
-		res.Changes = []snapshot.FileChange{}
+	if ans.Changes == nil {
+		ans.Changes = []snapshot.FileChange{}
 	}
-	return res, nil
+	return ans, nil
 }
 
 // snapErr passes refusals (*capsule.Error) through and names anything else

@@ -62,14 +62,14 @@ func TestSnapshotOperations(t *testing.T) {
 	if err := os.WriteFile(file, []byte("package broken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dry, err := a.SnapshotRestore(ctx, start.ID, []byte(`{"dry_run":true}`))
+	dry, err := a.SnapshotRestore(ctx, start.ID, []byte(`{"dry_run":true,"all":true}`))
 	if err != nil || !dry.DryRun || len(dry.Changes) != 1 || dry.Safety != "" {
 		t.Fatalf("dry run: %+v (%v)", dry, err)
 	}
 	if got, _ := os.ReadFile(file); string(got) != "package broken\n" {
 		t.Fatalf("a dry run wrote the file: %q", got)
 	}
-	res, err := a.SnapshotRestore(ctx, start.ID, nil)
+	res, err := a.SnapshotRestore(ctx, start.ID, []byte(`{"all":true}`))
 	if err != nil || res.Safety == "" || res.Safety == start.ID || len(res.Changes) != 1 {
 		t.Fatalf("restore: %+v (%v): want the tree snapshotted first, then main.go written back", res, err)
 	}
@@ -77,7 +77,7 @@ func TestSnapshotOperations(t *testing.T) {
 		t.Fatalf("after the restore main.go is %q", got)
 	}
 	// The safety snapshot undoes the restore.
-	if _, err := a.SnapshotRestore(ctx, res.Safety, nil); err != nil {
+	if _, err := a.SnapshotRestore(ctx, res.Safety, []byte(`{"all":true}`)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(file); string(got) != "package broken\n" {

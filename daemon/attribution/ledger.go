@@ -101,6 +101,12 @@ type Options struct {
 	// MaxHistory bounds the changes kept per path. 0 means
 	// DefaultMaxHistory.
 	MaxHistory int
+	// Since is when the ledger began to be told of the workdir's changes
+	// (the daemon's start): it knows nothing of what changed before, so a
+	// question about earlier changes (a restore of an older snapshot) has
+	// no answer here. Zero: unknown, no question about the past is
+	// answered (Knows).
+	Since time.Time
 }
 
 // Defaults of Options.
@@ -363,6 +369,15 @@ func (l *Ledger) ChangesSince(since time.Time) []Change {
 	})
 	return out
 }
+
+// Knows reports whether the ledger has heard of every change since t:
+// it was told of the workdir's changes from before t on (Options.Since).
+func (l *Ledger) Knows(t time.Time) bool {
+	return !l.opt.Since.IsZero() && !t.Before(l.opt.Since)
+}
+
+// Since is when the ledger began to be told of changes (Options.Since).
+func (l *Ledger) Since() time.Time { return l.opt.Since }
 
 // ChangedBy lists the paths agent changed after since, sorted: what a
 // restore without --path may touch.

@@ -248,3 +248,17 @@ func TestLedgerClaimBound(t *testing.T) {
 		t.Errorf("credits = %v, want %v", got, want)
 	}
 }
+
+// The ledger answers about changes only from when it began to be told of
+// them (Options.Since): before that, and with no start at all, it cannot.
+func TestLedgerKnowsSinceItBegan(t *testing.T) {
+	began := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	l := New(Options{Since: began})
+	if !l.Knows(began) || !l.Knows(began.Add(time.Minute)) || l.Knows(began.Add(-time.Nanosecond)) || !l.Since().Equal(began) {
+		t.Fatalf("a ledger begun at %s: Knows(began) %v, Knows(later) %v, Knows(earlier) %v, Since %s",
+			began, l.Knows(began), l.Knows(began.Add(time.Minute)), l.Knows(began.Add(-time.Nanosecond)), l.Since())
+	}
+	if New(Options{}).Knows(began) {
+		t.Fatal("a ledger with no start knows the past")
+	}
+}

@@ -44,6 +44,7 @@ func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
 	c.snaps = s
 	c.mu.Unlock()
 	c.policy.SetSnapshotter(s)
+	store.SetConversation(c.transcripts.conversationPoint)
 }
 
 // ExplicitCheckpoint tells the policy the agent saved a checkpoint of its
@@ -213,6 +214,9 @@ func (s *snapshots) Work(ctx context.Context, trigger string, seq uint64) (*caps
 	if newSnap {
 		ws := &capsule.WorkSnapshot{ID: snap.ID, Parent: snap.Parent, At: snap.Time, Seq: snap.Seq,
 			Added: snap.Added, Modified: snap.Modified, Deleted: snap.Deleted}
+		if cv := snap.Conversation; cv != nil {
+			ws.Conversation = &capsule.WorkConversation{Session: cv.Session, Message: cv.Message}
+		}
 		w.Snapshot = ws
 		if d, derr := s.store.Show(ctx, snap.ID); derr == nil {
 			for i, f := range d.Files {

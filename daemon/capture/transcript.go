@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/policy"
+	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
 	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/safefile"
@@ -33,6 +34,9 @@ type transcriptFollower struct {
 	// waiting is where a session is awaited while none is followed (set
 	// once the first scan is done); failed is why nothing can be followed.
 	waiting, failed string
+	// point is where the conversation of pointPath stands (notePoint).
+	point     snapshot.Conversation
+	pointPath string
 }
 
 // offsetsFile keeps, per agent, where each transcript was read up to.
@@ -256,6 +260,9 @@ func (r *transcriptReader) readChunk(ctx context.Context) bool {
 		r.tracker = nil
 	}
 	usage, compactions, plan := r.track(lines)
+	if r.tracker != nil {
+		r.f.notePoint(r.tail.Path, r.tracker.State())
+	}
 	if plan != nil {
 		r.f.plan(ctx, plan)
 	}

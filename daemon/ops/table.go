@@ -132,11 +132,11 @@ var (
 		MCP:    "snapshot_diff", CLI: []string{"snapshot diff"},
 		waits: fleetFetchWait,
 	})
-	SnapshotRestore = endpoint[guard.RestoreRequest, snapshot.RestoreResult](Op{
+	SnapshotRestore = endpoint[guard.RestoreRequest, agent.RestoreAnswer](Op{
 		Name: "snapshot_restore", Method: http.MethodPost, Path: "/v1/snapshots/{id}/restore", Agent: true,
-		Summary: "rewind the workdir (or some paths) to a snapshot, after snapshotting it as it is; dry_run lists what would change",
+		Summary: "rewind to a snapshot the paths this agent changed since (naming the others' it leaves), or the paths given, or all the tree, after snapshotting it as it is; dry_run lists what would change",
 		Params:  []Param{snapshotID},
-		Errors:  snapshotErrors,
+		Errors:  append([]string{capsule.CodeWhoseUnknown}, snapshotErrors...),
 		CLI:     []string{"snapshot restore"},
 		waits:   fleetFetchWait,
 	})

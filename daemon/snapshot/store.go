@@ -80,6 +80,10 @@ type Snapshot struct {
 	Modified int       `json:"modified"`
 	Deleted  int       `json:"deleted"`
 	Skipped  int       `json:"skipped"` // files left out for their size or unreadable
+	// Conversation is where the agent's conversation stood when the
+	// snapshot was taken (SetConversation); nil when no transcript was
+	// followed, and for snapshots taken before it was recorded.
+	Conversation *Conversation `json:"conversation,omitempty"`
 	// Took is how long the Take that made it spent, phase by phase; zero
 	// on snapshots read back by List or Show.
 	Took Timings `json:"-"`
@@ -124,8 +128,10 @@ type Store struct {
 	excludeAbs  []string // absolute paths the size walk leaves out
 
 	closed atomic.Bool
-	holds  atomic.Int32 // HoldObjects callers: GC keeps unreferenced objects
-	gc     *collector   // the background GC
+	// conversation says where the conversation stands (SetConversation).
+	conversation atomic.Pointer[func() Conversation]
+	holds        atomic.Int32 // HoldObjects callers: GC keeps unreferenced objects
+	gc           *collector   // the background GC
 	// compactHook, when set (by tests), runs as a GC starts to pack: it
 	// holds a GC there.
 	compactHook func()
@@ -413,9 +419,16 @@ func (s *Store) Newest() (snap Snapshot, ok bool) {
 // The commit message's first line holds the metadata List needs, so one
 // `git for-each-ref` answers a List; the body lists the skipped files:
 //
-//	continuityd-snapshot v=1 n=7 trigger=quiet seq=42 time=2026-…Z parent=<id>|- added=3 modified=1 deleted=0 skipped=1
+//	continuityd-snapshot v=1 n=7 trigger=quiet seq=42 time=2026-…Z parent=<id>|- added=3 modified=1 deleted=0 skipped=1 [session=<id>] [message=<id>]
 //
 //	skipped size=12582912 path="data/big.bin"
+//
+// session and message (the Conversation) come last and only when known,
+// their values escaped as in a URL query (subjectValue); a snapshot taken
+// before they were recorded has neither, and reads back with no
+// Conversation. A reader ignores keys it does not know, so an older daemon
+// lists newer snapshots. testdata/subject.golden holds one line of each
+// kind (TestSubjectGolden).
 const subjectTag = "continuityd-snapshot"
 
 // maxListedSkipped bounds the skipped files named in one snapshot.
@@ -427,9 +440,16 @@ func (s *Store) message(snap Snapshot, skipped []Skipped, modes string) string {
 		parent = "-"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s v=1 n=%d trigger=%s seq=%d time=%s parent=%s added=%d modified=%d deleted=%d skipped=%d\n",
+	fmt.Fprintf(&b, "%s v=1 n=%d trigger=%s seq=%d time=%s parent=%s added=%d modified=%d deleted=%d skipped=%d",
 		subjectTag, snap.n, snap.Trigger, snap.Seq, snap.Time.UTC().Format(time.RFC3339Nano), parent,
 		snap.Added, snap.Modified, snap.Deleted, snap.Skipped)
+	if c := snap.Conversation; c != nil && c.Session != "" {
+		b.WriteString(" session=" + subjectValue(c.Session))
+	}
+	if c := snap.Conversation; c != nil && c.Message != "" {
+		b.WriteString(" message=" + subjectValue(c.Message))
+	}
+	b.WriteString("\n")
 	if len(skipped) > 0 {
 		b.WriteString("\n")
 		for i, k := range skipped {
@@ -477,6 +497,18 @@ func parseSubject(id, tree, subject string) (Snapshot, bool) {
 			snap.Deleted, err = strconv.Atoi(v)
 		case "skipped":
 			snap.Skipped, err = strconv.Atoi(v)
+		case "session", "message":
+			var val string
+			if val, err = parseSubjectValue(v); err == nil {
+				if snap.Conversation == nil {
+					snap.Conversation = &Conversation{}
+				}
+				if k == "session" {
+					snap.Conversation.Session = val
+				} else {
+					snap.Conversation.Message = val
+				}
+			}
 		}
 		if err != nil {
 			return Snapshot{}, false

@@ -625,7 +625,9 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 		Parent:  s.newest.ID,
 		Skipped: len(st.skipped),
 		tree:    st.tree,
-		n:       s.newest.n + 1,
+
+		Conversation: s.conversationNow(),
+		n:            s.newest.n + 1,
 	}
 	for _, c := range st.changes {
 		switch c.status {

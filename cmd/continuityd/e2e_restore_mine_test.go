@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestSnapshotRestoreOwnPathsCLI: a real daemon; a person edits a file
+// after the start snapshot. `snapshot restore ID` (no --path, no --all)
+// restores only what this agent changed, here nothing, and names the
+// person's file it left alone, with whose change it is; --all restores
+// it. After a restart (SIGKILL, then a new daemon), who changed what since
+// that snapshot is not known: a restore without --path or --all, and its
+// dry run, are refused with WHOSE_UNKNOWN naming the way out, and change
+// nothing; --all still restores.
+func TestSnapshotRestoreOwnPathsCLI(t *testing.T) {
+	w, work := snapshotWorkspace(t, "")
+	writeFile(t, work, "a.go", "a1\n")
+	env := []string{"CONTINUITYD_SOCKET=" + w.socket}
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	var ids []string
+	waitUntil(t, func() string { return fmt.Sprintf("no start snapshot (%v); log:\n%s", ids, p.stderr) },
+		func() bool { ids = listedSnapshots(t, p); return len(ids) >= 1 })
+	start := ids[len(ids)-1]
+
+	writeFile(t, work, "a.go", "a2\n") // the person's edit
+	code, out, errOut := cli(t, env, "", "snapshot", "restore", start)
+	if code != 0 || !strings.Contains(out, "left alone a.go: changed by outside") || !strings.Contains(out, "only the files this agent changed") {
+		t.Fatalf("restore without --all (exit %d): %s%s", code, out, errOut)
+	}
+	if got := readFile(t, work, "a.go"); got != "a2\n" {
+		t.Fatalf("a restore of the agent's own files put back the person's a.go: %q", got)
+	}
+	if code, _, errOut := cli(t, env, "", "snapshot", "restore", start, "--all", "--path", "a.go"); code != 2 || !strings.Contains(errOut, "give one of them") {
+		t.Fatalf("--all with --path (exit %d): %s", code, errOut)
+	}
+	code, out, errOut = cli(t, env, "", "snapshot", "restore", start, "--all")
+	if code != 0 || !strings.Contains(out, "restore a.go") || strings.Contains(out, "left alone") || !strings.Contains(out, "--all\n") {
+		t.Fatalf("restore --all (exit %d): %s%s", code, out, errOut)
+	}
+	if got := readFile(t, work, "a.go"); got != "a1\n" {
+		t.Fatalf("after restore --all a.go is %q", got)
+	}
+
+	// A new daemon knows nothing of what changed before it started.
+	p.kill()
+	p = startProc(t, w.socket, nil, "run", "--config", w.config)
+	writeFile(t, work, "a.go", "a3\n")
+	for _, args := range [][]string{{"snapshot", "restore", start}, {"snapshot", "restore", start, "--dry-run"}} {
+		code, out, errOut := cli(t, env, "", args...)
+		if code != 1 || !strings.Contains(errOut, "WHOSE_UNKNOWN") || !strings.Contains(errOut, "--all") || !strings.Contains(errOut, "--path") ||
+			!strings.Contains(errOut, "before the daemon began") {
+			t.Fatalf("%s after a restart (exit %d): want 1 and WHOSE_UNKNOWN naming --path and --all\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+		}
+		if got := readFile(t, work, "a.go"); got != "a3\n" {
+			t.Fatalf("a refused restore changed a.go: %q", got)
+		}
+	}
+	if code, out, errOut := cli(t, env, "", "snapshot", "restore", start, "--all"); code != 0 || readFile(t, work, "a.go") != "a1\n" {
+		t.Fatalf("restore --all after a restart (exit %d): %s%s; a.go %q", code, out, errOut, readFile(t, work, "a.go"))
+	}
+}

@@ -1,0 +1,14 @@
+package snapshot
+
+import "context"
+
+// Lookup finds the snapshot id names (a full id or a unique prefix of 7+
+// characters, an imported one too), with its metadata: when it was taken
+// says what changed since.
+func (s *Store) Lookup(ctx context.Context, id string) (Snapshot, error) {
+	if s.closed.Load() {
+		return Snapshot{}, ErrClosed
+	}
+	snap, _, err := s.resolve(ctx, id, "id")
+	return snap, err
+}
