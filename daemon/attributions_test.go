@@ -1,6 +1,10 @@
 package daemon
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/continuityd/continuityd/daemon/attribution"
+)
 
 // Agents on one workdir share its ledger; another workdir has its own, and
 // an agent without a workdir has none.
@@ -15,5 +19,27 @@ func TestWorkdirLedgersOnePerWorkdir(t *testing.T) {
 	}
 	if l.For("") != nil {
 		t.Fatal("an agent without a workdir got a ledger")
+	}
+}
+
+// A conflict found by either agent's capture is told to every agent it
+// names on that workdir, once each, and counted; an agent that stopped
+// listening is not told.
+func TestWorkdirLedgersTellConflictToBoth(t *testing.T) {
+	var l workdirLedgers
+	told := map[string]int{}
+	for _, name := range []string{"builder", "reviewer", "bystander"} {
+		l.listen("/srv/work", name, func(c attribution.Conflict) { told[name]++ })
+	}
+	l.listen("/srv/other", "builder", func(attribution.Conflict) { told["elsewhere"]++ })
+	c := attribution.Conflict{Path: "src/a.go", Agents: []string{"builder", "reviewer"}}
+	l.teller("/srv/work/")(c)
+	if told["builder"] != 1 || told["reviewer"] != 1 || told["bystander"] != 0 || told["elsewhere"] != 0 {
+		t.Fatalf("told %v, want builder and reviewer once each", told)
+	}
+	l.listen("/srv/work", "reviewer", nil)
+	l.teller("/srv/work")(c)
+	if told["builder"] != 2 || told["reviewer"] != 1 {
+		t.Fatalf("after reviewer stopped listening: told %v", told)
 	}
 }
