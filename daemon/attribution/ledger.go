@@ -461,23 +461,7 @@ func (l *Ledger) recredit(res *Result, p string, i int, agent, kind string) {
 
 // record keeps a change in p's history and, for an agent's, in its open
 // work.
-//
-// A change already held for the same path and the same author within
-// Slack is the same change seen again (several agents on one workdir each
-// run a watcher, and each reports the burst): it is kept once, at the
-// later time, and not credited twice.
 func (l *Ledger) record(res *Result, c Change) {
-	for i, h := range l.paths[c.Path] {
-		if h.By == c.By && within(h.At, c.At, l.opt.Slack) {
-			if c.At.After(h.At) {
-				l.paths[c.Path][i].At = c.At
-			}
-			if c.By != "" {
-				l.hold(res, c)
-			}
-			return
-		}
-	}
 	hist := append(l.paths[c.Path], c)
 	if len(hist) > l.opt.MaxHistory {
 		hist = slices.Delete(hist, 0, len(hist)-l.opt.MaxHistory)

@@ -248,28 +248,3 @@ func TestLedgerClaimBound(t *testing.T) {
 		t.Errorf("credits = %v, want %v", got, want)
 	}
 }
-
-// Several agents on one workdir each run a watcher: the same burst
-// reported twice (a few milliseconds apart) is one change, credited once.
-func TestLedgerBurstSeenByTwoWatchersCountsOnce(t *testing.T) {
-	must := mustOK(t)
-	l := New(Options{})
-	must(l.Tool(ToolEvent{Agent: "builder", Kind: KindEdit, Paths: []string{"src/a.go"}, At: at(1)}))
-	first := must(l.Burst(Burst{Paths: []string{"src/a.go", "notes.md"}, At: at(1.5)}))
-	second := must(l.Burst(Burst{Paths: []string{"src/a.go", "notes.md"}, At: at(1.503)}))
-	if len(first.Credits) != 2 || len(second.Credits) != 0 {
-		t.Fatalf("credits: first %v, second %v; want 2 then none", first.Credits, second.Credits)
-	}
-	got := l.ChangesSince(t0)
-	if len(got) != 2 || got[0].Path != "notes.md" || got[0].By != "" || got[1].Path != "src/a.go" || got[1].By != "builder" {
-		t.Fatalf("changes = %+v, want notes.md by outside and src/a.go by builder, once each", got)
-	}
-	if !got[1].At.Equal(at(1.503)) {
-		t.Errorf("the change is kept at the later sighting: %v", got[1].At)
-	}
-	// A change of the same path by the same author well after is a new one.
-	must(l.Burst(Burst{Paths: []string{"notes.md"}, At: at(30)}))
-	if n := len(l.ChangesSince(t0)); n != 3 {
-		t.Errorf("a later change was merged with the first: %d changes", n)
-	}
-}

@@ -103,13 +103,14 @@ func shellID(id string) string {
 	return "hook:" + id
 }
 
-// burst feeds what the watcher saw: the paths it names (secret-redacted,
+// burst feeds what the watcher saw (when this agent's watcher is the
+// one that reports for the workdir, Options.CreditBursts): the paths it names (secret-redacted,
 // like every path the ledger holds), at the time of the burst's last
 // change. A removed directory (a path ending in "/") is left out: its
 // files are what an agent's tools name.
 func (c *Capture) burst(s watch.Summary) {
 	a := c.attr
-	if a == nil || len(s.Paths) == 0 {
+	if a == nil || !c.o.CreditBursts || len(s.Paths) == 0 {
 		return
 	}
 	paths := make([]string, 0, len(s.Paths))

@@ -16,7 +16,8 @@ import (
 // Two agents on one workdir, each with its capture and its real watcher,
 // one ledger: a hook's edit claim credits its agent, a shell window its
 // agent, a transcript's edit its agent, an unclaimed change goes to
-// outside; each change is credited once although both watchers see it;
+// outside; each change is credited once although both watchers see it
+// (builder's reports them);
 // a path both agents change is a conflict, told once, until one
 // checkpoints; by_others names the others' changes.
 func TestAttributionTwoAgentsOneWorkdir(t *testing.T) {
@@ -25,7 +26,7 @@ func TestAttributionTwoAgentsOneWorkdir(t *testing.T) {
 	var conflicts []attribution.Conflict
 	onConflict := func(c attribution.Conflict) { mu.Lock(); conflicts = append(conflicts, c); mu.Unlock() }
 	ob := testOptions(t)
-	ob.Attribution, ob.OnConflict = ledger, onConflict
+	ob.Attribution, ob.OnConflict, ob.CreditBursts = ledger, onConflict, true
 	or := testOptions(t)
 	or.Agent, or.Workdir, or.Attribution, or.OnConflict = "reviewer", ob.Workdir, ledger, onConflict
 	builder, reviewer := startCapture(t, ob), startCapture(t, or)
