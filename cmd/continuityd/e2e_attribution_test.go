@@ -102,13 +102,24 @@ func TestAttributionTwoAgentsOneWorkdir(t *testing.T) {
 			t.Fatalf("hook --agent %s: exit %d, out %q, err %s", agent, code, out, errs)
 		}
 	}
-	edit := func(agent, rel, content string) {
+	// edit writes a file as an agent's Write tool and sends its
+	// PostToolUse; hookFirst sends it before the write (the ledger matches
+	// a claim and a change in either order within its slack; the test
+	// picks the order where another agent's recent claim on the same path
+	// must not win the race with the watcher).
+	edit := func(agent, rel, content string, hookFirst bool) {
 		t.Helper()
-		writeFile(t, work, rel, content)
-		hook(agent, hookPayload(t, "input-posttooluse-write.json", func(m map[string]any) {
+		payload := hookPayload(t, "input-posttooluse-write.json", func(m map[string]any) {
 			m["cwd"] = work
 			m["tool_input"].(map[string]any)["file_path"] = filepath.Join(work, rel)
-		}))
+		})
+		if hookFirst {
+			hook(agent, payload)
+		}
+		writeFile(t, work, rel, content)
+		if !hookFirst {
+			hook(agent, payload)
+		}
 	}
 	shell := func(agent, event, id string) {
 		t.Helper()
@@ -129,7 +140,7 @@ func TestAttributionTwoAgentsOneWorkdir(t *testing.T) {
 	waitByOthers("reviewer", "notes.md outside")
 
 	// Builder's edit tool (PostToolUse Write).
-	edit("builder", "src/a.go", "package a\n")
+	edit("builder", "src/a.go", "package a\n", false)
 	waitByOthers("reviewer", "src/a.go agent:builder")
 
 	// Reviewer's shell window (PreToolUse … PostToolUse Bash): what its
@@ -151,7 +162,7 @@ func TestAttributionTwoAgentsOneWorkdir(t *testing.T) {
 	}
 
 	// Reviewer edits builder's file: a conflict, told to both.
-	edit("reviewer", "src/a.go", "package a // reviewed\n")
+	edit("reviewer", "src/a.go", "package a // reviewed\n", true)
 	for _, agent := range []string{"builder", "reviewer"} {
 		var seen []any
 		waitUntil(t, func() string {
