@@ -1,8 +1,10 @@
 package capture
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,4 +112,63 @@ func containsByOther(bo []attribution.ByOther, path, by string) bool {
 		}
 	}
 	return false
+}
+
+// claudeEditLines are the real Edit call of the v2.1.39 transcript and its
+// result, moved to now and to path: what Claude Code writes when it edits
+// a file and no hook runs.
+func claudeEditLines(t *testing.T, path string) string {
+	t.Helper()
+	var call, result map[string]any
+	calls := map[string]map[string]any{} // tool_use id → its line
+	for _, l := range strings.Split(string(readFixture(t, "transcript-autocompact-opus46-v2.1.39.jsonl")), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		msg, _ := m["message"].(map[string]any)
+		blocks, _ := msg["content"].([]any)
+		for _, b := range blocks {
+			blk, _ := b.(map[string]any)
+			switch {
+			case blk["type"] == "tool_use" && blk["name"] == "Edit":
+				blk["input"].(map[string]any)["file_path"] = path
+				calls[blk["id"].(string)] = m
+			case result == nil && blk["type"] == "tool_result" && calls[fmt.Sprint(blk["tool_use_id"])] != nil:
+				call, result = calls[fmt.Sprint(blk["tool_use_id"])], m
+			}
+		}
+	}
+	if call == nil || result == nil {
+		t.Fatal("fixture changed: no Edit call with its result")
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	call["timestamp"], result["timestamp"] = now, now
+	a, _ := json.Marshal(call)
+	b, _ := json.Marshal(result)
+	return string(a) + "\n" + string(b) + "\n"
+}
+
+// A Claude Code session with no hooks: its transcript's Edit (a real
+// line), read by the follower while the real watcher sees the file
+// change, credits the agent (transcript); the change a person makes
+// beside it is outside.
+func TestAttributionFromTranscriptWithoutHooks(t *testing.T) {
+	o, proj := transcriptOptions(t)
+	o.Watch.Enabled = true
+	o.Attribution, o.CreditBursts = attribution.New(attribution.Options{}), true
+	path := filepath.Join(proj, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+	writeFile(t, path, "")
+	r := startCapture(t, o)
+	testwait.Until(t, func() string { return "the transcript followed" }, func() bool {
+		r.transcripts.mu.Lock()
+		defer r.transcripts.mu.Unlock()
+		return r.transcripts.path == path
+	})
+	appendFile(t, path, claudeEditLines(t, filepath.Join(o.Workdir, "lib", "review.ex")))
+	writeFile(t, filepath.Join(o.Workdir, "lib", "review.ex"), "defmodule Review do\nend\n")
+	waitCredit(t, o.Attribution, "lib/review.ex", "builder")
+	if ch := o.Attribution.ChangesSince(time.Time{}); len(ch) != 1 || ch[0].Kind != attribution.KindTranscript {
+		t.Errorf("changes = %+v, want lib/review.ex by builder from the transcript", ch)
+	}
 }
