@@ -172,3 +172,40 @@ func TestAttributionFromTranscriptWithoutHooks(t *testing.T) {
 		t.Errorf("changes = %+v, want lib/review.ex by builder from the transcript", ch)
 	}
 }
+
+// A Codex session: its rollout's apply_patch (the real v0.104 line, its
+// redacted input replaced by a patch of a file relative to the session's
+// cwd, the workdir) credits the agent when the watcher sees the file
+// change.
+func TestAttributionFromCodexRolloutApplyPatch(t *testing.T) {
+	var meta, patch map[string]any
+	for _, l := range strings.Split(string(readFixture(t, "rollout-2026-02-23-v0.104.0-alpha.1-autocompact-sanitized.jsonl")), "\n") {
+		switch {
+		case meta == nil && strings.Contains(l, `"type":"session_meta"`):
+			json.Unmarshal([]byte(l), &meta)
+		case patch == nil && strings.Contains(l, `"name":"apply_patch"`):
+			json.Unmarshal([]byte(l), &patch)
+		}
+	}
+	if meta == nil || patch == nil {
+		t.Fatal("fixture changed: no session_meta or apply_patch line")
+	}
+	o := testOptions(t)
+	codex := filepath.Join(t.TempDir(), "codex")
+	o.Transcripts = TranscriptOptions{Enabled: true, CodexHome: codex}
+	o.Attribution, o.CreditBursts = attribution.New(attribution.Options{}), true
+	meta["payload"].(map[string]any)["cwd"] = o.Workdir
+	patch["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
+	patch["payload"].(map[string]any)["input"] = "*** Begin Patch\n*** Add File: src/codex.go\n+package src\n*** End Patch\n"
+	metaLine, _ := json.Marshal(meta)
+	patchLine, _ := json.Marshal(patch)
+	now := time.Now()
+	rollout := filepath.Join(codex, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"),
+		"rollout-2026-02-23T11-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
+	writeFile(t, rollout, string(metaLine)+"\n")
+	r := startCapture(t, o)
+	waitHealth(t, r.Capture, "ok: following "+rollout)
+	appendFile(t, rollout, string(patchLine)+"\n")
+	writeFile(t, filepath.Join(o.Workdir, "src", "codex.go"), "package src\n")
+	waitCredit(t, o.Attribution, "src/codex.go", "builder")
+}
