@@ -209,3 +209,21 @@ func TestAttributionFromCodexRolloutApplyPatch(t *testing.T) {
 	writeFile(t, filepath.Join(o.Workdir, "src", "codex.go"), "package src\n")
 	waitCredit(t, o.Attribution, "src/codex.go", "builder")
 }
+
+// A hook event spooled while the daemon was down is stored later: its
+// tool call counts at the time the hook saw it (tool.at), not when the
+// daemon took it, so it still explains the change it made.
+func TestAttributionSpooledToolKeepsItsTime(t *testing.T) {
+	o := testOptions(t)
+	o.Attribution = attribution.New(attribution.Options{})
+	r := newCapture(t, o)
+	edited := time.Now().Add(-time.Hour)
+	if _, err := o.Attribution.Burst(attribution.Burst{Paths: []string{"src/a.go"}, At: edited}); err != nil {
+		t.Fatal(err)
+	}
+	r.Signal(&capsule.Signal{Kind: capsule.SignalActivity, Event: "tool", At: time.Now(),
+		Tool: &capsule.SignalTool{Name: "Write", Kind: capsule.ToolEdit, Paths: []string{filepath.Join(o.Workdir, "src", "a.go")}, At: edited.Add(100 * time.Millisecond)}})
+	if ch := o.Attribution.ChangesSince(time.Time{}); len(ch) != 1 || ch[0].By != "builder" {
+		t.Fatalf("changes = %+v, want src/a.go credited to builder by the spooled claim", ch)
+	}
+}
