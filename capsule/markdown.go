@@ -34,6 +34,7 @@ func (r *Resume) Markdown(limit int) string {
 	if goal == "" {
 		goal = draft.Goal
 	}
+	add("Conflicts", r.conflictsText())
 	add("Goal", goal)
 	next, done, blockers := r.workingStateText(now, draft)
 	add("Next", next)
@@ -164,6 +165,7 @@ func (r *Resume) sinceLastVisitText(now time.Time) string {
 		}
 		fmt.Fprintf(&slv, "- %d %s changed: %s\n", s.PathCount, Plural(s.PathCount, "path", "paths"), strings.Join(shown, ", "))
 	}
+	slv.WriteString(r.byOthersText())
 	for _, c := range s.Commits {
 		fmt.Fprintf(&slv, "- commit %s\n", c)
 	}

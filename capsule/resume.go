@@ -38,6 +38,9 @@ type Resume struct {
 	// RestoredFrom and FleetConflict: see capsule/fleet.go.
 	RestoredFrom  *RestoredFrom   `json:"restored_from,omitempty"`
 	FleetConflict []FleetConflict `json:"fleet_conflict,omitempty"`
+	// Conflicts are the paths this agent and another both changed
+	// (capsule/attribution.go).
+	Conflicts []PathConflict `json:"conflicts"`
 }
 
 // WorkingStateRecord is the stored private note with its timestamp.
@@ -117,6 +120,9 @@ type SinceLastVisit struct {
 	PathCounts map[string]int `json:"path_counts"`
 	Commits    []string       `json:"commits"`
 	Signals    []SignalNote   `json:"signals"`
+	// ByOthers are the paths another agent or someone outside changed
+	// since the agent's last visit (capsule/attribution.go).
+	ByOthers []ByOther `json:"by_others"`
 }
 
 // SignalNote is a signal as since_last_visit shows it.

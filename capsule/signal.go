@@ -10,6 +10,28 @@ const (
 	SignalActivity   = "activity"   // event prompt|tool: the agent is working
 )
 
+// Kinds of a SignalTool.
+const (
+	ToolEdit       = "edit"        // Paths are the files the call changed
+	ToolShellStart = "shell_start" // a shell tool call begins (PreToolUse)
+	ToolShellEnd   = "shell_end"   // it ended (PostToolUse)
+)
+
+// SignalTool is one tool call of an agent, as its hook saw it: an edit of
+// Paths, or the start or end of a shell command (paired by ID). Only names,
+// paths and times: never a file's content or a command.
+type SignalTool struct {
+	Name string `json:"name"` // tool_name: Edit, Write, MultiEdit, NotebookEdit, apply_patch, Bash…
+	Kind string `json:"kind"` // ToolEdit, ToolShellStart or ToolShellEnd
+	ID   string `json:"id,omitempty"`
+	// Paths are as the payload names them: absolute, or relative to Cwd.
+	Paths []string `json:"paths,omitempty"`
+	Cwd   string   `json:"cwd,omitempty"`
+	// At is when the hook saw the call: a spooled event (the daemon was
+	// down) keeps it; zero means when the daemon accepted it.
+	At time.Time `json:"at,omitzero"`
+}
+
 // Signal is a context signal from an agent's hooks, statusline or
 // transcript: context filling up, compaction, session start and end,
 // activity. Signals are stored and shown in resume; the checkpoint policy
@@ -37,6 +59,10 @@ type Signal struct {
 	// Via names the channel that delivered it: hook, statusline, transcript,
 	// cli, api, mcp. Informational.
 	Via string `json:"via,omitempty"`
+	// Tool is what an agent's tool call says about the files it changes
+	// (activity signals of event tool, from a Pre/PostToolUse hook): whose
+	// work each change in a shared workdir is (issue 24).
+	Tool *SignalTool `json:"tool,omitempty"`
 	// At is when the daemon accepted it (set by the daemon; ignored on input).
 	At time.Time `json:"at,omitzero"`
 }

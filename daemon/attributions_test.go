@@ -1,6 +1,11 @@
 package daemon
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/attribution"
+)
 
 // Agents on one workdir share its ledger; another workdir has its own, and
 // an agent without a workdir has none.
@@ -15,5 +20,40 @@ func TestWorkdirLedgersOnePerWorkdir(t *testing.T) {
 	}
 	if l.For("") != nil {
 		t.Fatal("an agent without a workdir got a ledger")
+	}
+}
+
+// A conflict found by either agent's capture is told to every agent it
+// names on that workdir, once each, and counted; an agent that stopped
+// listening is not told.
+func TestWorkdirLedgersTellConflictToBoth(t *testing.T) {
+	var l workdirLedgers
+	told := map[string]int{}
+	for _, name := range []string{"builder", "reviewer", "bystander"} {
+		l.listen("/srv/work", name, func(c attribution.Conflict) { told[name]++ })
+	}
+	l.listen("/srv/other", "builder", func(attribution.Conflict) { told["elsewhere"]++ })
+	c := attribution.Conflict{Path: "src/a.go", Agents: []string{"builder", "reviewer"}}
+	l.teller("/srv/work/")(c)
+	if told["builder"] != 1 || told["reviewer"] != 1 || told["bystander"] != 0 || told["elsewhere"] != 0 {
+		t.Fatalf("told %v, want builder and reviewer once each", told)
+	}
+	l.listen("/srv/work", "reviewer", nil)
+	l.teller("/srv/work")(c)
+	if told["builder"] != 2 || told["reviewer"] != 1 {
+		t.Fatalf("after reviewer stopped listening: told %v", told)
+	}
+}
+
+// One agent per workdir reports the watcher's changes to the ledger: the
+// first of the configuration on it.
+func TestCreditsBurstsOnePerWorkdir(t *testing.T) {
+	cfg := &config.Config{Agents: []config.Agent{{Name: "builder", Workdir: "/srv/work"}, {Name: "reviewer", Workdir: "/srv/work/"},
+		{Name: "other", Workdir: "/srv/other"}, {Name: "nowhere"}}}
+	want := map[string]bool{"builder": true, "reviewer": false, "other": true, "nowhere": false}
+	for _, ac := range cfg.Agents {
+		if got := creditsBursts(cfg, ac); got != want[ac.Name] {
+			t.Errorf("%s credits bursts: %v, want %v", ac.Name, got, want[ac.Name])
+		}
 	}
 }

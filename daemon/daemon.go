@@ -122,6 +122,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		reloads: make(chan reloadRequest), notServing: make(chan struct{}), spoolKick: make(chan struct{}, 1)}
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
+	d.ledgers.conflicts = d.metrics.conflicts
 	return d, nil
 }
 

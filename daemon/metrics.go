@@ -26,6 +26,7 @@ type metrics struct {
 	reloads    *prometheus.CounterVec   // result
 	mcpLive    *prometheus.GaugeVec     // state
 	mcpEvicted prometheus.Counter
+	conflicts  prometheus.Counter // paths two agents on one workdir changed
 }
 
 func newMetrics() *metrics {
@@ -63,9 +64,12 @@ func newMetrics() *metrics {
 		mcpEvicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "continuityd_mcp_sessions_evicted_total", Help: "Idle /mcp sessions closed to make room for a new one at daemon.mcp_max_sessions (the least recently used first).",
 		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "continuityd_attribution_conflicts_total", Help: "Paths that two agents on one workdir both changed, neither having checkpointed past them (each told by a conflict event).",
+		}),
 	}
 	m.reg.MustRegister(m.accepted, m.refused, m.signals, m.deliveries, m.deliverDur, m.deadEvents, m.requests, m.reloads,
-		m.mcpLive, m.mcpEvicted,
+		m.mcpLive, m.mcpEvicted, m.conflicts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -193,6 +193,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 	}
 	for _, name := range old.names {
 		if !keep[name] {
+			d.ledgers.listen(old.agents[name].Config().Workdir, name, nil)
 			if err := old.agents[name].Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("agent %s: stop: %w", name, err))
 			}
@@ -210,7 +211,11 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if missing {
 			continue // reported above
 		}
-		a, err := agent.Open(agentOptions(cfg, ac, next.ups, d.ledgers.For(ac.Workdir), next.guard, d.log, d.metrics))
+		ao := agentOptions(cfg, ac, next.ups, d.ledgers.For(ac.Workdir), next.guard, d.log, d.metrics)
+		if ac.Workdir != "" {
+			ao.Capture.OnConflict = d.ledgers.teller(ac.Workdir)
+		}
+		a, err := agent.Open(ao)
 		var damage *residency.DamageError
 		var moved *place.MovedError
 		if errors.As(err, &damage) || errors.As(err, &moved) {
@@ -222,6 +227,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 			continue
 		}
 		next.agents[ac.Name], next.names = a, append(next.names, ac.Name)
+		d.ledgers.listen(ac.Workdir, ac.Name, a.TellConflict)
 	}
 	return next, errors.Join(errs...)
 }

@@ -18,7 +18,9 @@ import (
 // Enumerated fields belong to their kind: phase and trigger only to
 // compaction, event only to session and activity, so a signal never means
 // two things. The informational fields (tokens, window, source, reason,
-// session_id, transcript_path, via) are accepted on any kind.
+// session_id, transcript_path, via) are accepted on any kind; tool (a tool
+// call's changed files or shell window, signal_tool.go) only on activity
+// of event tool.
 func (g *Guard) DecodeSignal(body []byte) (*capsule.Signal, error) {
 	s, err := g.decodeSignal(body)
 	if err != nil {
@@ -37,6 +39,14 @@ func (g *Guard) decodeSignal(body []byte) (*capsule.Signal, *capsule.Error) {
 	present := map[string]bool{}
 	for _, m := range ms {
 		present[m.name] = true
+		if m.name == "tool" {
+			t, err := g.decodeSignalTool(m.value)
+			if err != nil {
+				return nil, err
+			}
+			sig.Tool = t
+			continue
+		}
 		if err := decodeSignalMember(sig, strs, m); err != nil {
 			return nil, err
 		}
@@ -169,6 +179,9 @@ func checkSignalFieldsBelong(sig *capsule.Signal, present map[string]bool) *caps
 	}
 	if present["event"] && sig.Kind != capsule.SignalSession && sig.Kind != capsule.SignalActivity {
 		return only("event", "session and activity")
+	}
+	if present["tool"] && (sig.Kind != capsule.SignalActivity || sig.Event != "tool") {
+		return only("tool", "activity (event tool)")
 	}
 	return nil
 }

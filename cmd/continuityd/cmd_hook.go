@@ -73,6 +73,11 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 		q.Set("cwd", ev.Cwd)
 	}
 	down := false
+	if ev.Signal != nil && ev.Signal.Tool != nil {
+		// When the call happened, kept by a spooled event too: the
+		// daemon matches it with the changes its watcher saw then.
+		ev.Signal.Tool.At = time.Now().UTC()
+	}
 	if ev.Signal != nil {
 		body, _ := json.Marshal(ev.Signal)
 		_, err := ops.Signal.Do(ctx, c, ops.Args{Query: q, Body: body})

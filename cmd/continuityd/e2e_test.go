@@ -487,7 +487,7 @@ func TestHookCommandWithDaemonUp(t *testing.T) {
 			t.Fatalf("payload %d (%s): exit %d %s", i, name, code, errs)
 		}
 		wantSignal := map[string]string{"SessionStart": "session", "PreCompact": "compaction", "PostCompact": "compaction",
-			"Stop": "session", "SessionEnd": "session", "UserPromptSubmit": "activity", "PostToolUse": "activity"}[name]
+			"Stop": "session", "SessionEnd": "session", "UserPromptSubmit": "activity", "PostToolUse": "activity", "PreToolUse": "activity"}[name]
 		if name == "SessionStart" {
 			var o struct {
 				H struct {

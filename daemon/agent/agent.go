@@ -205,6 +205,7 @@ func (a *Agent) onCommit(evs []residency.Event) {
 		logged = logged || e.Logged
 		if e.Origin == capsule.OriginExplicit && e.Kind == string(capsule.WriteCheckpoint) && a.capture != nil {
 			a.capture.ExplicitCheckpoint()
+			a.capture.Checkpointed(time.Now()) // its open work so far is settled
 		}
 		switch {
 		case e.Kind == "signal" && e.Signal != nil:
@@ -343,6 +344,7 @@ func (a *Agent) withLocal(r capsule.Resume) capsule.Resume {
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
 	a.fleetResume(&r)
 	a.fillSnapshot(&r)
+	a.fillAttribution(&r)
 	return r
 }
 
@@ -389,7 +391,10 @@ func (a *Agent) Resume(ctx context.Context, o ResumeOptions) (capsule.Resume, re
 
 // Visited resets since_last_visit to what the visit v was shown: call it
 // once the agent has received the answer v came with.
-func (a *Agent) Visited(v residency.Visit) { a.store.Visited(v) }
+func (a *Agent) Visited(v residency.Visit) {
+	a.store.Visited(v)
+	a.capture.Visited(v.At())
+}
 
 // fetchRemote asks every upstream with a view of its own for it, within
 // resumeTimeout and the upstream's rate limit, and keeps what each

@@ -43,6 +43,7 @@ type Capture struct {
 	handoffs    map[string]string         // handoff file → its mtime last applied, or the refusal
 	repos       map[string]*gitwatch.Repo // worktree root → repository seen
 	snaps       *snapshots                // work snapshots (snapshots.go); nil when off
+	attr        *attributing              // whose work each change is (attribution.go); nil when off
 	started     time.Time                 // when Start ran: commits older are not new work
 }
 
@@ -57,6 +58,7 @@ func New(o Options) *Capture {
 		inputs: make(chan policy.Input, policyInputs), handoffs: map[string]string{}}
 	c.policy = policy.New(o.Agent, o.Policy, o.Store, c.seal, o.Logger, time.Now)
 	c.transcripts = newTranscriptFollower(c)
+	c.attr = c.newAttributing()
 	return c
 }
 
@@ -187,6 +189,7 @@ func (c *Capture) DegradedSources() []string {
 // activity records a burst of file changes (paths redacted) and tells the
 // policy; a change to a handoff file is read at once.
 func (c *Capture) activity(ctx context.Context, s watch.Summary) {
+	c.burst(s)
 	if snaps := c.snapshotter(); snaps != nil {
 		if s.Complete {
 			snaps.store.NoteChanged(s.Changed)
@@ -353,6 +356,7 @@ func (c *Capture) Signal(s *capsule.Signal) {
 	if s.TranscriptPath != "" && s.Via != "transcript" && c.o.Transcripts.Enabled {
 		c.transcripts.follow(s.TranscriptPath)
 	}
+	c.toolSignal(s)
 	sc := *s
 	c.feed(policy.Input{Kind: policy.KindSignal, At: s.At, Signal: &sc})
 }

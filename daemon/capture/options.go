@@ -30,6 +30,14 @@ type Options struct {
 	// is, shared by every agent on that workdir; nil: nothing is credited
 	// (no workdir).
 	Attribution *attribution.Ledger
+	// OnConflict is told each conflict the agent's feed of the ledger
+	// finds (a path two agents changed): the daemon tells every agent it
+	// names. It must not block. nil: not told.
+	OnConflict func(attribution.Conflict)
+	// CreditBursts says this agent's watcher reports the workdir's changes
+	// to the ledger. Every agent on a workdir runs a watcher; one of them
+	// reports, so a change is credited once.
+	CreditBursts bool
 	// SnapshotOnExplicitCheckpoint lets the agent's own checkpoint be
 	// followed by a work record (snapshots.on_explicit_checkpoint).
 	SnapshotOnExplicitCheckpoint bool

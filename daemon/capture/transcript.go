@@ -331,6 +331,11 @@ func (r *transcriptReader) track(lines [][]byte) (*transcript.Usage, []transcrip
 			}
 			usage = nil
 		}
+		if u.Tools != nil && pos > r.historyEnd {
+			// Whose work a change is: the calls made while followed (the
+			// history's are long matched or never will be).
+			r.f.c.transcriptTools(u.Tools, r.tracker.State().Cwd)
+		}
 		if u.Plan != nil {
 			// Unlike a compaction, a plan read from history is the plan now.
 			plan = &livePlan{steps: u.Plan.Steps, live: pos > r.historyEnd}

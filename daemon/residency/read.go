@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -22,7 +23,14 @@ func (s *Store) Resume() capsule.Resume {
 
 // Visit is what one read of the resume showed of since_last_visit: the
 // mark Visited clears up to. The zero Visit clears nothing.
-type Visit struct{ mark *visitMark }
+type Visit struct {
+	mark *visitMark
+	at   time.Time
+}
+
+// At is when the visit read the resume: what changed after it is news at
+// the next one.
+func (v Visit) At() time.Time { return v.at }
 
 // Visit returns the resume document and the visit it is. Reading resets
 // nothing: only the caller knows whether the agent received the answer (a
@@ -32,7 +40,7 @@ func (s *Store) Visit() (capsule.Resume, Visit) {
 	s.mu.RLock()
 	d, rec := s.cur, s.capsule
 	s.mu.RUnlock()
-	return resumeOf(s.agent, d, rec), Visit{mark: markVisit(d)}
+	return resumeOf(s.agent, d, rec), Visit{mark: markVisit(d), at: time.Now()}
 }
 
 // Visited clears the since-last-visit accumulators that the visit v was

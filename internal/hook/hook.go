@@ -104,6 +104,11 @@ func Parse(b []byte) (*Event, error) {
 	}
 	e.Signal = signalFor(&p)
 	e.Tool = toolFor(&p)
+	if st := e.Tool.signalTool(p.Cwd); st != nil {
+		// The tool call travels on the activity signal (a shell's
+		// PreToolUse has none of its own).
+		e.Signal = &capsule.Signal{Kind: capsule.SignalActivity, Event: "tool", Tool: st}
+	}
 	if e.Signal != nil {
 		e.Signal.SessionID = clip(p.SessionID)
 		e.Signal.TranscriptPath = clip(e.TranscriptPath)

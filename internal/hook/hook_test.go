@@ -28,7 +28,7 @@ func TestEveryRealPayload(t *testing.T) {
 		"input-postcompact-manual.json":       {name: "PostCompact", kind: "compaction", phase: "post", trigger: "manual", from: ClaudeCode},
 		"input-posttooluse-write.json":        {name: "PostToolUse", kind: "activity", event: "tool", from: ClaudeCode},
 		"input-precompact-manual.json":        {name: "PreCompact", kind: "compaction", phase: "pre", trigger: "manual", from: ClaudeCode},
-		"input-pretooluse-common-fields.json": {name: "PreToolUse", from: ClaudeCode},
+		"input-pretooluse-common-fields.json": {name: "PreToolUse", kind: "activity", event: "tool", from: ClaudeCode}, // a shell window opens
 		"input-sessionend-other.json":         {name: "SessionEnd", kind: "session", event: "end", reason: "other", from: ClaudeCode},
 		"input-sessionstart-startup.json":     {name: "SessionStart", kind: "session", event: "start", source: "startup", from: ClaudeCode},
 		"input-stop.json":                     {name: "Stop", kind: "session", event: "stop", from: ClaudeCode},

@@ -3,8 +3,10 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
@@ -26,9 +28,9 @@ import (
 
 // Tool kinds.
 const (
-	ToolEdit       = "edit"        // Paths are the files the call changed
-	ToolShellStart = "shell_start" // a shell tool call begins (PreToolUse)
-	ToolShellEnd   = "shell_end"   // it ended (PostToolUse)
+	ToolEdit       = capsule.ToolEdit       // Paths are the files the call changed
+	ToolShellStart = capsule.ToolShellStart // a shell tool call begins (PreToolUse)
+	ToolShellEnd   = capsule.ToolShellEnd   // it ended (PostToolUse)
 )
 
 // Tool is what one tool call's hook says about the files the agent changes.
@@ -120,4 +122,32 @@ func toolID(s string) string {
 		return ""
 	}
 	return s
+}
+
+// maxSignalPathBytes bounds the paths one signal carries, well within the
+// API's 64 KiB body: a patch naming more is cut there (the rest of its
+// changes count as outside, never as another agent's).
+const maxSignalPathBytes = 48 << 10
+
+// signalTool is what the daemon is told of the call (capsule.SignalTool,
+// checked again by its guard); nil when there is nothing to tell: no tool,
+// or an edit whose every path was refused. cwd is the payload's, kept
+// only when it is an absolute path of an acceptable shape. The time is the
+// hook client's to set.
+func (t *Tool) signalTool(cwd string) *capsule.SignalTool {
+	if t == nil || t.Kind == ToolEdit && len(t.Paths) == 0 {
+		return nil
+	}
+	st := &capsule.SignalTool{Name: t.Name, Kind: t.Kind, ID: t.ID}
+	if filepath.IsAbs(cwd) && toolpaths.CheckPath(cwd) == nil {
+		st.Cwd = cwd
+	}
+	n := 0
+	for _, p := range t.Paths {
+		if n += len(p) + 4; n > maxSignalPathBytes {
+			break
+		}
+		st.Paths = append(st.Paths, p)
+	}
+	return st
 }

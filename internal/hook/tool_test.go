@@ -2,6 +2,8 @@ package hook
 
 import (
 	"encoding/json"
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/guard"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -157,5 +159,54 @@ func TestToolRefusesBadPaths(t *testing.T) {
 	m["tool_use_id"] = "toolu with spaces"
 	if e := parseMap(t, m); e.Tool == nil || e.Tool.ID != "" {
 		t.Errorf("odd tool_use_id kept: %+v", e.Tool)
+	}
+}
+
+// The tool call travels on the activity signal, and that signal passes
+// the daemon's own guard: an edit's paths and cwd, a shell's start (which
+// had no signal before) and end, paired by id.
+func TestToolOnSignal(t *testing.T) {
+	g, err := guard.New(guard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		file string
+		want *capsule.SignalTool
+	}{
+		{"input-posttooluse-write.json", &capsule.SignalTool{Name: "Write", Kind: capsule.ToolEdit, ID: "toolu_01ABC123...", Paths: []string{"/path/to/file.txt"}, Cwd: "/Users/..."}},
+		{"input-pretooluse-common-fields.json", &capsule.SignalTool{Name: "Bash", Kind: capsule.ToolShellStart, ID: "toolu_01ABC123...", Cwd: "/home/user/my-project"}},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "claude-code", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Signal == nil || e.Signal.Kind != capsule.SignalActivity || e.Signal.Event != "tool" || !reflect.DeepEqual(e.Signal.Tool, c.want) {
+			t.Fatalf("%s: signal %+v, tool %+v; want the tool %+v on an activity signal", c.file, e.Signal, e.Signal.Tool, c.want)
+		}
+		body, _ := json.Marshal(e.Signal)
+		got, err := g.DecodeSignal(body)
+		if err != nil {
+			t.Fatalf("%s: the daemon's guard refuses the hook's signal: %v", c.file, err)
+		}
+		if !reflect.DeepEqual(got.Tool, c.want) {
+			t.Fatalf("%s: through the guard: %+v, want %+v", c.file, got.Tool, c.want)
+		}
+	}
+	// A PostToolUse Bash ends the window.
+	m := docPayload(t, "input-pretooluse-common-fields.json")
+	m["hook_event_name"] = "PostToolUse"
+	if e := parseMap(t, m); e.Signal == nil || e.Signal.Tool == nil || e.Signal.Tool.Kind != capsule.ToolShellEnd {
+		t.Fatalf("PostToolUse Bash: %+v", e.Signal)
+	}
+	// An edit whose only path is refused tells no tool, only activity.
+	m = docPayload(t, "input-posttooluse-write.json")
+	m["tool_input"] = map[string]any{"file_path": "/w/a\x1b[2Jb", "content": "x"}
+	if e := parseMap(t, m); e.Signal == nil || e.Signal.Tool != nil {
+		t.Fatalf("an edit of a refused path: %+v", e.Signal)
 	}
 }

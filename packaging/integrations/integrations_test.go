@@ -34,10 +34,11 @@ func checkHooks(t *testing.T, file string, events map[string][]hookEntry, want [
 	for ev, groups := range events {
 		payload := fmt.Sprintf(`{"hook_event_name":%q,"session_id":"s","cwd":"/w","transcript_path":"/t.jsonl","source":"startup","trigger":"auto","reason":"other"}`, ev)
 		e, err := hook.Parse([]byte(payload))
-		if err != nil || e.Signal == nil {
+		if ev != "PreToolUse" && (err != nil || e.Signal == nil) {
 			t.Fatalf("%s: event %s means nothing to continuityd (%v)", file, ev, err)
 		}
 		for _, g := range groups {
+			checkToolMatcher(t, file, ev, g.Matcher)
 			for _, h := range g.Hooks {
 				if h.Type != "command" || h.Command != "continuityd hook" || h.Timeout < 1 {
 					t.Fatalf("%s: %s hook %+v", file, ev, h)
@@ -55,7 +56,7 @@ func TestClaudeCodeSettings(t *testing.T) {
 		} `json:"statusLine"`
 	}
 	read(t, "claude-code/settings.json", &s)
-	checkHooks(t, "claude-code/settings.json", s.Hooks, []string{"SessionStart", "PreCompact", "PostCompact", "Stop", "SessionEnd"})
+	checkHooks(t, "claude-code/settings.json", s.Hooks, []string{"SessionStart", "PreCompact", "PostCompact", "Stop", "SessionEnd", "PreToolUse", "PostToolUse"})
 	if s.StatusLine.Type != "command" || s.StatusLine.Command != "continuityd statusline" {
 		t.Fatalf("statusLine: %+v", s.StatusLine)
 	}
@@ -100,7 +101,7 @@ func TestCodexConfig(t *testing.T) {
 	if !s.Features.Hooks {
 		t.Fatal("codex/config.toml does not enable hooks")
 	}
-	checkHooks(t, "codex/config.toml", s.Hooks, []string{"SessionStart", "PreCompact", "PostCompact", "Stop"})
+	checkHooks(t, "codex/config.toml", s.Hooks, []string{"SessionStart", "PreCompact", "PostCompact", "Stop", "PreToolUse", "PostToolUse"})
 	if c := s.MCPServers["continuityd"]; c.Command != "continuityd" || strings.Join(c.Args, " ") != "mcp" {
 		t.Fatalf("mcp_servers: %+v", c)
 	}
@@ -115,5 +116,39 @@ func read(t *testing.T, path string, v any) {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	if err := dec.Decode(v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// toolInputs are a tool_input each tool the snippets match may carry.
+var toolInputs = map[string]string{
+	"Edit":         `{"file_path":"/w/a.go","old_string":"x","new_string":"y"}`,
+	"Write":        `{"file_path":"/w/a.go","content":"x"}`,
+	"MultiEdit":    `{"file_path":"/w/a.go","edits":[]}`,
+	"NotebookEdit": `{"notebook_path":"/w/n.ipynb","new_source":"x"}`,
+	"apply_patch":  `{"command":"*** Begin Patch\n*** Add File: a.go\n+x\n*** End Patch"}`,
+	"Bash":         `{"command":"make"}`,
+}
+
+// checkToolMatcher: a tool event's matcher names only tools continuityd
+// reads a change or a shell window from (attribution), each of which
+// Parse turns into a tool call on the signal.
+func checkToolMatcher(t *testing.T, file, ev, matcher string) {
+	t.Helper()
+	if ev != "PreToolUse" && ev != "PostToolUse" {
+		return
+	}
+	if matcher == "" {
+		t.Fatalf("%s: %s without a matcher runs the hook for every tool", file, ev)
+	}
+	for _, name := range strings.Split(matcher, "|") {
+		in, ok := toolInputs[name]
+		if !ok {
+			t.Fatalf("%s: %s matches %q, a tool continuityd reads nothing from", file, ev, name)
+		}
+		payload := fmt.Sprintf(`{"hook_event_name":%q,"session_id":"s","cwd":"/w","tool_name":%q,"tool_input":%s,"tool_use_id":"toolu_1"}`, ev, name, in)
+		e, err := hook.Parse([]byte(payload))
+		if err != nil || e.Signal == nil || e.Signal.Tool == nil {
+			t.Fatalf("%s: %s of %s carries no tool call (%v)", file, ev, name, err)
+		}
 	}
 }
