@@ -38,6 +38,9 @@ type Resume struct {
 	// RestoredFrom and FleetConflict: see capsule/fleet.go.
 	RestoredFrom  *RestoredFrom   `json:"restored_from,omitempty"`
 	FleetConflict []FleetConflict `json:"fleet_conflict,omitempty"`
+	// WorkLost is uncommitted work that vanished (capsule/worklost.go),
+	// oldest first; the daemon fills it at read time.
+	WorkLost []WorkLost `json:"work_lost,omitempty"`
 }
 
 // WorkingStateRecord is the stored private note with its timestamp.

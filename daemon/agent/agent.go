@@ -343,6 +343,7 @@ func (a *Agent) withLocal(r capsule.Resume) capsule.Resume {
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
 	a.fleetResume(&r)
 	a.fillSnapshot(&r)
+	r.WorkLost = a.capture.WorkLost()
 	return r
 }
 

@@ -43,6 +43,7 @@ type Capture struct {
 	handoffs    map[string]string         // handoff file → its mtime last applied, or the refusal
 	repos       map[string]*gitwatch.Repo // worktree root → repository seen
 	snaps       *snapshots                // work snapshots (snapshots.go); nil when off
+	lost        losses                    // uncommitted work that vanished (worklost.go)
 	started     time.Time                 // when Start ran: commits older are not new work
 }
 

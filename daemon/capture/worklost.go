@@ -1,0 +1,205 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/daemon/worklost"
+	"github.com/continuityd/continuityd/internal/termsafe"
+)
+
+// losses watches each new work snapshot for uncommitted work that vanished
+// since the one before (daemon/worklost), and keeps what it found for
+// resume until the agent checkpoints after it or the work is back.
+//
+// mu is held across a snapshot and its check, and across a restore by the
+// daemon (Restoring): a check always knows every restore that changed the
+// tree before its snapshot was taken, and none that came after it, so the
+// daemon's own restore is never taken for a loss.
+type losses struct {
+	mu       sync.Mutex
+	last     worklost.Point // the snapshot checked last and the HEAD it goes with
+	restored []string       // paths the daemon's restores changed since last
+	entries  []capsule.WorkLost
+	found    uint64 // losses found since the daemon started
+	failing  bool   // the last check failed (logged once)
+	onLost   func(capsule.WorkLost)
+}
+
+// OnWorkLost has fn told each loss found (as resume shows it). Call it
+// before Start.
+func (c *Capture) OnWorkLost(fn func(capsule.WorkLost)) {
+	c.lost.mu.Lock()
+	c.lost.onLost = fn
+	c.lost.mu.Unlock()
+}
+
+// Restoring runs restore, a restore of the agent's snapshot by the daemon,
+// so that what it changes in the tree is not taken for lost work: no
+// snapshot is checked meanwhile, and the paths it changed are left out of
+// the next check.
+func (c *Capture) Restoring(restore func() (snapshot.RestoreResult, error)) (snapshot.RestoreResult, error) {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	res, err := restore()
+	if !res.DryRun {
+		// Also after a failure: whatever of it was done is the daemon's.
+		for _, f := range res.Changes {
+			c.lost.restored = append(c.lost.restored, f.Path)
+		}
+	}
+	return res, err
+}
+
+// WorkLost is the uncommitted work that vanished and is still away, oldest
+// first, as resume shows it (paths redacted).
+func (c *Capture) WorkLost() []capsule.WorkLost {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	if len(c.lost.entries) == 0 {
+		return nil
+	}
+	out := make([]capsule.WorkLost, len(c.lost.entries))
+	for i, e := range c.lost.entries {
+		out[i] = c.shown(e)
+	}
+	return out
+}
+
+// WorkLostFound is how many losses the daemon found since it started (the
+// metric).
+func (c *Capture) WorkLostFound() uint64 {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	return c.lost.found
+}
+
+// shown is e as it leaves the capture: paths and command redacted (a
+// secret-shaped file name is not repeated; the command then names it as
+// redacted), at most capsule.MaxWorkLostPaths paths.
+func (c *Capture) shown(e capsule.WorkLost) capsule.WorkLost {
+	paths := make([]string, 0, min(len(e.Paths), capsule.MaxWorkLostPaths))
+	for _, p := range e.Paths[:min(len(e.Paths), capsule.MaxWorkLostPaths)] {
+		paths = append(paths, c.guard.Redact(p))
+	}
+	return capsule.WorkLost{At: e.At, Paths: paths, Snapshot: e.Snapshot, Restore: c.guard.Redact(e.Restore)}
+}
+
+// checkpointed drops the losses found before at: the agent checkpointed
+// after it was told.
+func (c *Capture) checkpointed(at time.Time) {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	c.lost.entries = slices.DeleteFunc(c.lost.entries, func(e capsule.WorkLost) bool { return !e.At.After(at) })
+}
+
+// headMoved notes a commit: the tree the last snapshot holds now stands
+// against the new HEAD, so work the commit took is no longer uncommitted.
+func (s *snapshots) headMoved(ctx context.Context) {
+	l := &s.c.lost
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last.Snapshot == "" {
+		return
+	}
+	if head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir); err == nil {
+		l.last.Head = head
+	}
+}
+
+// checkLoss compares snap with the snapshot checked before it. Call it
+// with s.c.lost.mu held, right after snap was taken. A snapshot is checked
+// once: the same one again (nothing changed) only brings the HEAD up to
+// date.
+func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
+	l := &s.c.lost
+	head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir)
+	if err != nil {
+		s.lossFailed(ctx, err)
+		return
+	}
+	after := worklost.Point{Snapshot: snap.ID, Head: head}
+	before := l.last
+	l.last = after
+	if before.Snapshot == "" || before.Snapshot == snap.ID {
+		return
+	}
+	restored := l.restored
+	l.restored = nil
+	s.stillAway(ctx, snap.ID)
+	w, err := worklost.Detect(ctx, worklost.Input{Store: s.store, Workdir: s.c.o.Workdir, Git: s.store.Git(),
+		Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC()})
+	if err != nil {
+		s.lossFailed(ctx, err)
+		return
+	}
+	if l.failing {
+		l.failing = false
+		s.c.log.Info("work-lost checks work again", "snapshot", snap.ID)
+	}
+	if w == nil {
+		return
+	}
+	l.found++
+	l.entries = append(l.entries, *w)
+	if n := len(l.entries) - capsule.MaxWorkLost; n > 0 {
+		l.entries = l.entries[n:]
+	}
+	shown := s.c.shown(*w)
+	names := make([]string, len(shown.Paths))
+	for i, p := range shown.Paths {
+		names[i] = termsafe.Name(p)
+	}
+	s.c.log.Warn("uncommitted work vanished from the workdir without a commit; it can be brought back",
+		"paths", strings.Join(names, ", "), "snapshot", w.Snapshot, "restore", termsafe.Text(shown.Restore))
+	if l.onLost != nil {
+		l.onLost(shown)
+	}
+}
+
+// stillAway drops from the kept losses the paths whose work is back in
+// snapshot id (the same content as in the snapshot that held it: a `git
+// stash pop`, a restore, an undo), and the losses with none left.
+func (s *snapshots) stillAway(ctx context.Context, id string) {
+	l := &s.c.lost
+	kept := l.entries[:0]
+	for _, e := range l.entries {
+		changes, err := s.store.Between(ctx, e.Snapshot, id)
+		if err != nil {
+			kept = append(kept, e) // not known to be back (the snapshot may be gone): kept until a checkpoint
+			continue
+		}
+		differ := map[string]bool{}
+		for _, ch := range changes {
+			differ[ch.Path] = true
+		}
+		away := slices.DeleteFunc(slices.Clone(e.Paths), func(p string) bool { return !differ[p] })
+		if len(away) == 0 {
+			continue
+		}
+		if len(away) < len(e.Paths) {
+			e.Paths, e.Restore = away, worklost.RestoreCommand(e.Snapshot, s.c.o.Agent, away)
+		}
+		kept = append(kept, e)
+	}
+	clear(l.entries[len(kept):])
+	l.entries = kept
+}
+
+// lossFailed logs a failed check once until one works again (not when
+// the daemon is stopping).
+func (s *snapshots) lossFailed(ctx context.Context, err error) {
+	if ctx.Err() != nil || errors.Is(err, snapshot.ErrClosed) {
+		return
+	}
+	if !s.c.lost.failing {
+		s.c.lost.failing = true
+		s.c.log.Warn("cannot check the workdir for uncommitted work that vanished", "err", err)
+	}
+}
