@@ -73,7 +73,8 @@ func resumeWorkLost(t *testing.T, c *http.Client) []capsule.WorkLost {
 // `git reset --hard`, `git stash` or `rm`, gives exactly one work_lost (on
 // the wait feed, in resume, first in the markdown resume and the
 // SessionStart context, in the log and the metric) whose restore command,
-// run through the CLI, brings the work back (and the entry goes). A
+// run through the CLI, brings the work back (and the entry goes; a
+// checkpoint of the agent's after it takes it off resume too). A
 // restore by the daemon, and a commit followed by a branch switch, give
 // none.
 func TestWorkLost(t *testing.T) {
@@ -207,6 +208,14 @@ func TestWorkLost(t *testing.T) {
 	s = snapshotHolds("edit a.go again", map[string]string{"a.go": "a-stash\n"})
 	userGit(t, work, "stash", "-q")
 	l = oneLoss("git stash", s, "a.go", "b.go")
+	// The agent checkpoints after it was told: resume no longer lists it
+	// (the command still brings the work back).
+	if code, m, err := post(c, "/v1/continuity/checkpoint", map[string]any{"focus": "told of the stash"}); code != 200 {
+		t.Fatalf("checkpoint: %d %v %v", code, m, err)
+	}
+	if r := resumeWorkLost(t, c); len(r) != 0 {
+		t.Fatalf("after a checkpoint, resume still lists %+v", r)
+	}
 	bringBack("git stash", l, map[string]string{"a.go": "a-stash\n", "b.go": "b-reset\n"})
 
 	// rm of a file no commit holds.
