@@ -267,3 +267,49 @@ func TestWorkLost(t *testing.T) {
 		t.Errorf("metrics:\n%s", metrics.String())
 	}
 }
+
+// TestWorkLostWhileTheDaemonWasDown: uncommitted work a snapshot holds,
+// thrown away while the daemon was killed, is found by the first snapshot
+// of the next run (one work_lost, whose command brings it back), and a
+// loss found before a restart is still listed after it.
+func TestWorkLostWhileTheDaemonWasDown(t *testing.T) {
+	w, work := snapshotWorkspace(t, "")
+	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
+	writeFile(t, work, "a.go", "a0\n")
+	userGit(t, work, "init", "-q", "-b", "main")
+	userGit(t, work, "add", "-A")
+	userGit(t, work, "commit", "-q", "-m", "first")
+	agentDir := filepath.Join(w.state, "agents", "builder")
+
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	waitSnapshots(t, p, 1, time.Minute, "the start snapshot")
+	writeFile(t, work, "a.go", "an hour of work\n")
+	held := waitWork(t, agentDir, 60*time.Second, func(wk *capsule.Work) bool {
+		return wk.Snapshot != nil && workFile(wk, "a.go") != nil
+	}).Work.Snapshot.ID
+	p.kill()
+	userGit(t, work, "checkout", "--", ".")
+
+	for run := range 2 {
+		p = startProc(t, w.socket, nil, "run", "--config", w.config)
+		c := p.client()
+		var got []capsule.WorkLost
+		waitUntil(t, func() string { return fmt.Sprintf("run %d: resume's work_lost %+v; log:\n%s", run, got, p.stderr) },
+			func() bool { got = resumeWorkLost(t, c); return len(got) > 0 })
+		feed := &lossFeed{t: t, c: c}
+		if len(got) != 1 || got[0].Snapshot != held || !slices.Equal(got[0].Paths, []string{"a.go"}) {
+			t.Fatalf("run %d: work_lost %+v, want one from %s naming a.go", run, got, held)
+		}
+		if ev := feed.workLost(); run == 0 && len(ev) != 1 || run == 1 && len(ev) != 0 {
+			t.Fatalf("run %d: work_lost events %+v (found at the first start only)", run, ev)
+		}
+		c.CloseIdleConnections()
+		if run == 0 {
+			p.kill()
+		}
+	}
+	args := strings.Fields(resumeWorkLost(t, p.client())[0].Restore)
+	if code, out, errOut := cli(t, env, "", args[1:]...); code != 0 || readFile(t, work, "a.go") != "an hour of work\n" {
+		t.Fatalf("%v: exit %d %s %s; a.go %q", args, code, out, errOut, readFile(t, work, "a.go"))
+	}
+}

@@ -40,6 +40,7 @@ type snapshots struct {
 // snapshot. Call it before Start.
 func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
 	s := &snapshots{c: c, store: store, taken: taken}
+	c.loadLosses()
 	c.mu.Lock()
 	c.snaps = s
 	c.mu.Unlock()

@@ -2,7 +2,11 @@ package capture
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +15,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/worklost"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -22,14 +27,66 @@ import (
 // daemon (Restoring): a check always knows every restore that changed the
 // tree before its snapshot was taken, and none that came after it, so the
 // daemon's own restore is never taken for a loss.
+//
+// What a check needs from the one before (the last point, the restores
+// since, the losses kept) is kept in lossesFile in the agent's state
+// directory: after a restart the start snapshot is checked against the
+// last one of the run before (work thrown away while the daemon was down
+// is found too), and resume still lists what was lost.
 type losses struct {
-	mu       sync.Mutex
-	last     worklost.Point // the snapshot checked last and the HEAD it goes with
-	restored []string       // paths the daemon's restores changed since last
-	entries  []capsule.WorkLost
-	found    uint64 // losses found since the daemon started
-	failing  bool   // the last check failed (logged once)
-	onLost   func(capsule.WorkLost)
+	mu      sync.Mutex
+	kept    lossState
+	found   uint64 // losses found since the daemon started
+	failing bool   // the last check failed (logged once)
+	onLost  func(capsule.WorkLost)
+}
+
+// lossState is what lossesFile holds.
+type lossState struct {
+	Last     worklost.Point     `json:"last"`     // the snapshot checked last and the HEAD it goes with
+	Restored []string           `json:"restored"` // paths the daemon's restores changed since Last
+	Entries  []capsule.WorkLost `json:"entries"`  // the losses resume lists (paths as found)
+}
+
+// lossesFile is the agent's lossState, in its state directory.
+const lossesFile = "worklost.json"
+
+// loadLosses reads what the run before kept (nothing when there is no
+// state directory or no file; a damaged file is logged and started over).
+func (c *Capture) loadLosses() {
+	if c.o.Dir == "" {
+		return
+	}
+	raw, err := os.ReadFile(filepath.Join(c.o.Dir, lossesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var st lossState
+	if err == nil {
+		err = json.Unmarshal(raw, &st)
+	}
+	if err != nil {
+		c.log.Warn("the work-lost state of the last run cannot be read; checks start over from the next snapshot", "file", lossesFile, "err", err)
+		return
+	}
+	c.lost.mu.Lock()
+	c.lost.kept = st
+	c.lost.mu.Unlock()
+}
+
+// saveLosses writes c.lost.kept; call it with c.lost.mu held. A failure
+// is logged: the checks go on in memory.
+func (c *Capture) saveLosses() {
+	if c.o.Dir == "" {
+		return
+	}
+	raw, err := json.Marshal(c.lost.kept)
+	if err == nil {
+		err = atomicfile.WriteFile(filepath.Join(c.o.Dir, lossesFile), raw, 0o600)
+	}
+	if err != nil {
+		c.log.Warn("cannot keep the work-lost state; a restart forgets it", "err", err)
+	}
 }
 
 // OnWorkLost has fn told each loss found (as resume shows it). Call it
@@ -48,11 +105,12 @@ func (c *Capture) Restoring(restore func() (snapshot.RestoreResult, error)) (sna
 	c.lost.mu.Lock()
 	defer c.lost.mu.Unlock()
 	res, err := restore()
-	if !res.DryRun {
+	if !res.DryRun && len(res.Changes) > 0 {
 		// Also after a failure: whatever of it was done is the daemon's.
 		for _, f := range res.Changes {
-			c.lost.restored = append(c.lost.restored, f.Path)
+			c.lost.kept.Restored = append(c.lost.kept.Restored, f.Path)
 		}
+		c.saveLosses()
 	}
 	return res, err
 }
@@ -62,11 +120,11 @@ func (c *Capture) Restoring(restore func() (snapshot.RestoreResult, error)) (sna
 func (c *Capture) WorkLost() []capsule.WorkLost {
 	c.lost.mu.Lock()
 	defer c.lost.mu.Unlock()
-	if len(c.lost.entries) == 0 {
+	if len(c.lost.kept.Entries) == 0 {
 		return nil
 	}
-	out := make([]capsule.WorkLost, len(c.lost.entries))
-	for i, e := range c.lost.entries {
+	out := make([]capsule.WorkLost, len(c.lost.kept.Entries))
+	for i, e := range c.lost.kept.Entries {
 		out[i] = c.shown(e)
 	}
 	return out
@@ -96,7 +154,11 @@ func (c *Capture) shown(e capsule.WorkLost) capsule.WorkLost {
 func (c *Capture) checkpointed(at time.Time) {
 	c.lost.mu.Lock()
 	defer c.lost.mu.Unlock()
-	c.lost.entries = slices.DeleteFunc(c.lost.entries, func(e capsule.WorkLost) bool { return !e.At.After(at) })
+	n := len(c.lost.kept.Entries)
+	c.lost.kept.Entries = slices.DeleteFunc(c.lost.kept.Entries, func(e capsule.WorkLost) bool { return !e.At.After(at) })
+	if len(c.lost.kept.Entries) != n {
+		c.saveLosses()
+	}
 }
 
 // headMoved notes a commit: the tree the last snapshot holds now stands
@@ -105,11 +167,12 @@ func (s *snapshots) headMoved(ctx context.Context) {
 	l := &s.c.lost
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.last.Snapshot == "" {
+	if l.kept.Last.Snapshot == "" {
 		return
 	}
-	if head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir); err == nil {
-		l.last.Head = head
+	if head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir); err == nil && head != l.kept.Last.Head {
+		l.kept.Last.Head = head
+		s.c.saveLosses()
 	}
 }
 
@@ -125,13 +188,17 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 		return
 	}
 	after := worklost.Point{Snapshot: snap.ID, Head: head}
-	before := l.last
-	l.last = after
+	before := l.kept.Last
+	if before == after {
+		return
+	}
+	l.kept.Last = after
+	defer s.c.saveLosses()
 	if before.Snapshot == "" || before.Snapshot == snap.ID {
 		return
 	}
-	restored := l.restored
-	l.restored = nil
+	restored := l.kept.Restored
+	l.kept.Restored = nil
 	s.stillAway(ctx, snap.ID)
 	w, err := worklost.Detect(ctx, worklost.Input{Store: s.store, Workdir: s.c.o.Workdir, Git: s.store.Git(),
 		Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC()})
@@ -147,9 +214,9 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 		return
 	}
 	l.found++
-	l.entries = append(l.entries, *w)
-	if n := len(l.entries) - capsule.MaxWorkLost; n > 0 {
-		l.entries = l.entries[n:]
+	l.kept.Entries = append(l.kept.Entries, *w)
+	if n := len(l.kept.Entries) - capsule.MaxWorkLost; n > 0 {
+		l.kept.Entries = l.kept.Entries[n:]
 	}
 	shown := s.c.shown(*w)
 	names := make([]string, len(shown.Paths))
@@ -168,8 +235,8 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 // stash pop`, a restore, an undo), and the losses with none left.
 func (s *snapshots) stillAway(ctx context.Context, id string) {
 	l := &s.c.lost
-	kept := l.entries[:0]
-	for _, e := range l.entries {
+	kept := l.kept.Entries[:0]
+	for _, e := range l.kept.Entries {
 		changes, err := s.store.Between(ctx, e.Snapshot, id)
 		if err != nil {
 			kept = append(kept, e) // not known to be back (the snapshot may be gone): kept until a checkpoint
@@ -188,8 +255,8 @@ func (s *snapshots) stillAway(ctx context.Context, id string) {
 		}
 		kept = append(kept, e)
 	}
-	clear(l.entries[len(kept):])
-	l.entries = kept
+	clear(l.kept.Entries[len(kept):])
+	l.kept.Entries = kept
 }
 
 // lossFailed logs a failed check once until one works again (not when
