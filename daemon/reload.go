@@ -210,7 +210,9 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if missing {
 			continue // reported above
 		}
-		a, err := agent.Open(agentOptions(cfg, ac, next.ups, d.ledgers.For(ac.Workdir), next.guard, d.log, d.metrics))
+		ao := agentOptions(cfg, ac, next.ups, d.ledgers.For(ac.Workdir), next.guard, d.log, d.metrics)
+		ao.Capture.RestoreGate = d.gates.For(ac.Workdir)
+		a, err := agent.Open(ao)
 		var damage *residency.DamageError
 		var moved *place.MovedError
 		if errors.As(err, &damage) || errors.As(err, &moved) {

@@ -83,6 +83,10 @@ func (c *Capture) feed(in policy.Input) {
 // Start runs the policy, the workdir watcher and the handoff files.
 func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	c.started = time.Now()
+	if g := c.o.RestoreGate; g != nil {
+		g.join(c)
+		context.AfterFunc(ctx, func() { g.leave(c) })
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -30,6 +30,9 @@ type Options struct {
 	// is, shared by every agent on that workdir; nil: nothing is credited
 	// (no workdir).
 	Attribution *attribution.Ledger
+	// RestoreGate is shared by every agent on the workdir, so a restore by
+	// one is not lost work for the others; nil: the agent is alone.
+	RestoreGate *RestoreGate
 	// SnapshotOnExplicitCheckpoint lets the agent's own checkpoint be
 	// followed by a work record (snapshots.on_explicit_checkpoint).
 	SnapshotOnExplicitCheckpoint bool

@@ -98,19 +98,29 @@ func (c *Capture) OnWorkLost(fn func(capsule.WorkLost)) {
 }
 
 // Restoring runs restore, a restore of the agent's snapshot by the daemon,
-// so that what it changes in the tree is not taken for lost work: no
-// snapshot is checked meanwhile, and the paths it changed are left out of
-// the next check.
+// so that what it changes in the tree is not taken for lost work by any
+// agent on the workdir (Options.RestoreGate): none of them checks a
+// snapshot meanwhile, and the paths it changed are left out of each one's
+// next check.
 func (c *Capture) Restoring(restore func() (snapshot.RestoreResult, error)) (snapshot.RestoreResult, error) {
-	c.lost.mu.Lock()
-	defer c.lost.mu.Unlock()
+	all := c.sharing()
+	for _, m := range all {
+		m.lost.mu.Lock()
+	}
+	defer func() {
+		for _, m := range slices.Backward(all) {
+			m.lost.mu.Unlock()
+		}
+	}()
 	res, err := restore()
 	if !res.DryRun && len(res.Changes) > 0 {
 		// Also after a failure: whatever of it was done is the daemon's.
-		for _, f := range res.Changes {
-			c.lost.kept.Restored = append(c.lost.kept.Restored, f.Path)
+		for _, m := range all {
+			for _, f := range res.Changes {
+				m.lost.kept.Restored = append(m.lost.kept.Restored, f.Path)
+			}
+			m.saveLosses()
 		}
-		c.saveLosses()
 	}
 	return res, err
 }
