@@ -210,6 +210,9 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	restored := l.kept.Restored
 	l.kept.Restored = nil
 	s.stillAway(ctx, snap.ID)
+	if snap.Parent == before.Snapshot && snap.Modified == 0 && snap.Deleted == 0 {
+		return // files added only: nothing held before is gone (no git run)
+	}
 	w, err := worklost.Detect(ctx, worklost.Input{Store: s.store, Workdir: s.c.o.Workdir, Git: s.store.Git(),
 		Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC()})
 	if err != nil {
