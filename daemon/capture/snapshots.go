@@ -176,12 +176,12 @@ func groupThousands(n int64) string {
 }
 
 func (s *snapshots) take(ctx context.Context, trigger string, seq uint64) (snapshot.Snapshot, bool, error) {
-	s.c.lost.mu.Lock()
+	s.c.lost.gate.Lock()
 	snap, isNew, err := s.store.Take(ctx, trigger, seq)
 	if err == nil {
 		s.checkLoss(ctx, snap) // before a restore may change the tree again
 	}
-	s.c.lost.mu.Unlock()
+	s.c.lost.gate.Unlock()
 	s.mu.Lock()
 	prev := s.err
 	if err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed) {

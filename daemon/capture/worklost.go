@@ -23,10 +23,12 @@ import (
 // since the one before (daemon/worklost), and keeps what it found for
 // resume until the agent checkpoints after it or the work is back.
 //
-// mu is held across a snapshot and its check, and across a restore by the
-// daemon (Restoring): a check always knows every restore that changed the
-// tree before its snapshot was taken, and none that came after it, so the
-// daemon's own restore is never taken for a loss.
+// gate is held across a snapshot and its check, and across a restore by
+// the daemon (Restoring): a check always knows every restore that changed
+// the tree before its snapshot was taken, and none that came after it, so
+// the daemon's own restore is never taken for a loss. mu guards the state
+// and is only held briefly (never across a git run): resume, metrics and
+// the residency's writer (a checkpoint) never wait for a snapshot.
 //
 // What a check needs from the one before (the last point, the restores
 // since, the losses kept) is kept in lossesFile in the agent's state
@@ -34,6 +36,7 @@ import (
 // last one of the run before (work thrown away while the daemon was down
 // is found too), and resume still lists what was lost.
 type losses struct {
+	gate    sync.Mutex
 	mu      sync.Mutex
 	kept    lossState
 	found   uint64 // losses found since the daemon started
@@ -105,21 +108,23 @@ func (c *Capture) OnWorkLost(fn func(capsule.WorkLost)) {
 func (c *Capture) Restoring(restore func() (snapshot.RestoreResult, error)) (snapshot.RestoreResult, error) {
 	all := c.sharing()
 	for _, m := range all {
-		m.lost.mu.Lock()
+		m.lost.gate.Lock()
 	}
 	defer func() {
 		for _, m := range slices.Backward(all) {
-			m.lost.mu.Unlock()
+			m.lost.gate.Unlock()
 		}
 	}()
 	res, err := restore()
 	if !res.DryRun && len(res.Changes) > 0 {
 		// Also after a failure: whatever of it was done is the daemon's.
 		for _, m := range all {
+			m.lost.mu.Lock()
 			for _, f := range res.Changes {
 				m.lost.kept.Restored = append(m.lost.kept.Restored, f.Path)
 			}
 			m.saveLosses()
+			m.lost.mu.Unlock()
 		}
 	}
 	return res, err
@@ -176,20 +181,24 @@ func (c *Capture) checkpointed(at time.Time) {
 func (s *snapshots) headMoved(ctx context.Context) {
 	l := &s.c.lost
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.kept.Last.Snapshot == "" {
+	last := l.kept.Last.Snapshot
+	l.mu.Unlock()
+	if last == "" {
 		return
 	}
-	if head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir); err == nil && head != l.kept.Last.Head {
+	head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && l.kept.Last.Snapshot == last && head != l.kept.Last.Head {
 		l.kept.Last.Head = head
 		s.c.saveLosses()
 	}
 }
 
 // checkLoss compares snap with the snapshot checked before it. Call it
-// with s.c.lost.mu held, right after snap was taken. A snapshot is checked
-// once: the same one again (nothing changed) only brings the HEAD up to
-// date.
+// with s.c.lost.gate held, right after snap was taken. A snapshot is
+// checked once: the same one again (nothing changed) only brings the HEAD
+// up to date.
 func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	l := &s.c.lost
 	head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir)
@@ -198,38 +207,57 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 		return
 	}
 	after := worklost.Point{Snapshot: snap.ID, Head: head}
+	l.mu.Lock()
 	before := l.kept.Last
 	if before == after {
+		l.mu.Unlock()
 		return
 	}
 	l.kept.Last = after
-	defer s.c.saveLosses()
-	if before.Snapshot == "" || before.Snapshot == snap.ID {
-		return
-	}
 	restored := l.kept.Restored
 	l.kept.Restored = nil
-	s.stillAway(ctx, snap.ID)
-	if snap.Parent == before.Snapshot && snap.Modified == 0 && snap.Deleted == 0 {
-		return // files added only: nothing held before is gone (no git run)
-	}
-	w, err := worklost.Detect(ctx, worklost.Input{Store: s.store, Workdir: s.c.o.Workdir, Git: s.store.Git(),
-		Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC()})
-	if err != nil {
-		s.lossFailed(ctx, err)
+	entries := slices.Clone(l.kept.Entries)
+	if before.Snapshot == "" || before.Snapshot == snap.ID {
+		s.c.saveLosses()
+		l.mu.Unlock()
 		return
 	}
-	if l.failing {
+	l.mu.Unlock()
+
+	back := s.stillAway(ctx, snap.ID, entries)
+	var w *worklost.WorkLost
+	if snap.Parent != before.Snapshot || snap.Modified > 0 || snap.Deleted > 0 { // files added only: nothing held before is gone
+		w, err = worklost.Detect(ctx, worklost.Input{Store: s.store, Workdir: s.c.o.Workdir, Git: s.store.Git(),
+			Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC()})
+	}
+	if err != nil {
+		s.lossFailed(ctx, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kept.Entries = slices.DeleteFunc(l.kept.Entries, func(e capsule.WorkLost) bool {
+		now, ok := back[lossKey(e)]
+		return ok && now == nil
+	})
+	for i, e := range l.kept.Entries {
+		if now := back[lossKey(e)]; now != nil {
+			l.kept.Entries[i] = *now
+		}
+	}
+	if err == nil && l.failing {
 		l.failing = false
 		s.c.log.Info("work-lost checks work again", "snapshot", snap.ID)
 	}
+	if w != nil {
+		l.found++
+		l.kept.Entries = append(l.kept.Entries, *w)
+		if n := len(l.kept.Entries) - capsule.MaxWorkLost; n > 0 {
+			l.kept.Entries = l.kept.Entries[n:]
+		}
+	}
+	s.c.saveLosses()
 	if w == nil {
 		return
-	}
-	l.found++
-	l.kept.Entries = append(l.kept.Entries, *w)
-	if n := len(l.kept.Entries) - capsule.MaxWorkLost; n > 0 {
-		l.kept.Entries = l.kept.Entries[n:]
 	}
 	shown := s.c.shown(*w)
 	names := make([]string, len(shown.Paths))
@@ -243,33 +271,34 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	}
 }
 
-// stillAway drops from the kept losses the paths whose work is back in
-// snapshot id (the same content as in the snapshot that held it: a `git
-// stash pop`, a restore, an undo), and the losses with none left.
-func (s *snapshots) stillAway(ctx context.Context, id string) {
-	l := &s.c.lost
-	kept := l.kept.Entries[:0]
-	for _, e := range l.kept.Entries {
+// lossKey names a kept loss.
+func lossKey(e capsule.WorkLost) string { return e.Snapshot + " " + e.At.Format(time.RFC3339Nano) }
+
+// stillAway reads which of the losses entries have work back in snapshot
+// id (the same content as in the snapshot that held it: a `git stash pop`,
+// a restore, an undo): by lossKey, nil for a loss all back, the loss with
+// the paths still away when some are back, nothing for one unchanged.
+func (s *snapshots) stillAway(ctx context.Context, id string, entries []capsule.WorkLost) map[string]*capsule.WorkLost {
+	back := map[string]*capsule.WorkLost{}
+	for _, e := range entries {
 		changes, err := s.store.Between(ctx, e.Snapshot, id)
 		if err != nil {
-			kept = append(kept, e) // not known to be back (the snapshot may be gone): kept until a checkpoint
-			continue
+			continue // not known to be back (the snapshot may be gone): kept until a checkpoint
 		}
 		differ := map[string]bool{}
 		for _, ch := range changes {
 			differ[ch.Path] = true
 		}
 		away := slices.DeleteFunc(slices.Clone(e.Paths), func(p string) bool { return !differ[p] })
-		if len(away) == 0 {
-			continue
-		}
-		if len(away) < len(e.Paths) {
+		switch {
+		case len(away) == 0:
+			back[lossKey(e)] = nil
+		case len(away) < len(e.Paths):
 			e.Paths, e.Restore = away, worklost.RestoreCommand(e.Snapshot, s.c.o.Agent, away)
+			back[lossKey(e)] = &e
 		}
-		kept = append(kept, e)
 	}
-	clear(l.kept.Entries[len(kept):])
-	l.kept.Entries = kept
+	return back
 }
 
 // lossFailed logs a failed check once until one works again (not when
@@ -278,8 +307,11 @@ func (s *snapshots) lossFailed(ctx context.Context, err error) {
 	if ctx.Err() != nil || errors.Is(err, snapshot.ErrClosed) {
 		return
 	}
-	if !s.c.lost.failing {
-		s.c.lost.failing = true
+	l := &s.c.lost
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.failing {
+		l.failing = true
 		s.c.log.Warn("cannot check the workdir for uncommitted work that vanished", "err", err)
 	}
 }

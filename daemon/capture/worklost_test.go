@@ -95,3 +95,29 @@ func TestRestoreByAnotherAgentIsNoLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkLostReadsDoNotWaitForASnapshot: while a snapshot and its check
+// hold the gate (the start snapshot of a large tree takes minutes), resume
+// (WorkLost), the metric and a checkpoint (run on the residency's writer)
+// still answer at once.
+func TestWorkLostReadsDoNotWaitForASnapshot(t *testing.T) {
+	r := newCapture(t, testOptions(t))
+	r.lost.gate.Lock() // a snapshot under way
+	defer r.lost.gate.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.WorkLost()
+		r.WorkLostFound()
+		r.ExplicitCheckpoint()
+	}()
+	finished := false
+	testwait.Until(t, func() string { return "resume, metrics or a checkpoint waited for the snapshot under way" }, func() bool {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		return finished
+	})
+}
