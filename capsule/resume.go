@@ -41,6 +41,9 @@ type Resume struct {
 	// Conflicts are the paths this agent and another both changed
 	// (capsule/attribution.go).
 	Conflicts []PathConflict `json:"conflicts"`
+	// WorkLost is uncommitted work that vanished (capsule/worklost.go),
+	// oldest first; the daemon fills it at read time.
+	WorkLost []WorkLost `json:"work_lost,omitempty"`
 }
 
 // WorkingStateRecord is the stored private note with its timestamp.

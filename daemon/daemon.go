@@ -81,6 +81,7 @@ type Daemon struct {
 	spoolKick chan struct{} // asks spoolLoop for another ingest
 
 	ledgers workdirLedgers // who changed what, one ledger per workdir
+	gates   workdirGates   // a restore by one agent is no lost work for the others on its workdir
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="

@@ -110,6 +110,8 @@ var (
 	descCBusy   = prometheus.NewDesc("continuityd_commit_seconds_total", "Time spent committing, syncs included.", []string{"agent"}, nil)
 	descCkpts   = prometheus.NewDesc("continuityd_checkpoints_total", "bbolt commits that caught up with the write-ahead log.", []string{"agent"}, nil)
 	descFleetC  = prometheus.NewDesc("continuityd_fleet_conflict", "1 while another daemon is seen writing the agent through the fleet upstream (see `continuityd fleet`), else 0.", []string{"agent", "upstream"}, nil)
+	descLostAll = prometheus.NewDesc("continuityd_work_lost_total", "Times uncommitted work a snapshot held vanished from the workdir without a commit (checkout, reset, stash, rm), since the daemon started.", []string{"agent"}, nil)
+	descLostNow = prometheus.NewDesc("continuityd_work_lost", "Losses resume lists now (work_lost): not brought back, and not checkpointed past by the agent.", []string{"agent"}, nil)
 	descDamaged = prometheus.NewDesc("continuityd_agent_damaged", "1 for an agent refused because its files are damaged (see `continuityd recover`).", []string{"agent"}, nil)
 )
 
@@ -128,6 +130,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCkpts
 	ch <- descDamaged
 	ch <- descFleetC
+	ch <- descLostAll
+	ch <- descLostNow
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -170,6 +174,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(descFleetC, prometheus.GaugeValue, v, name, u)
 			}
 		}
+		ch <- prometheus.MustNewConstMetric(descLostAll, prometheus.CounterValue, float64(a.Capture().WorkLostFound()), name)
+		ch <- prometheus.MustNewConstMetric(descLostNow, prometheus.GaugeValue, float64(len(a.Capture().WorkLost())), name)
 		if w := a.Capture().Watching(); w != nil {
 			ws := w.Stats()
 			ch <- prometheus.MustNewConstMetric(descWEvents, prometheus.CounterValue, float64(ws.Events), name)

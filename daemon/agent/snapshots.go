@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 )
 
@@ -42,6 +44,7 @@ func (a *Agent) openSnapshots(o *snapshot.Options) {
 	a.capture.UseSnapshots(st, func() {
 		a.fsnaps.snapshotTaken() // nil (a no-op) when the fleet does not take snapshots
 	})
+	a.capture.OnWorkLost(a.workLost)
 }
 
 // SnapshotProblem says why the agent shows degraded ["snapshots"]: the
@@ -70,6 +73,14 @@ func (a *Agent) fillSnapshot(r *capsule.Resume) {
 	if s, ok := a.snaps.Newest(); ok {
 		r.Snapshot = &capsule.SnapshotRef{ID: s.ID, At: s.Time, Trigger: s.Trigger, Files: s.Files()}
 	}
+}
+
+// workLost tells the wait feed of uncommitted work that vanished.
+func (a *Agent) workLost(w capsule.WorkLost) {
+	a.feed.Publish(events.Event{Kind: "work_lost", At: w.At,
+		Summary: fmt.Sprintf("uncommitted work on %d %s vanished without a commit; restore: %s",
+			len(w.Paths), capsule.Plural(len(w.Paths), "path", "paths"), w.Restore),
+		Data: w})
 }
 
 // snapStore is the store, or the refusal that says why there is none.
@@ -171,16 +182,22 @@ func (a *Agent) SnapshotRestore(ctx context.Context, id string, body []byte) (Re
 	}
 	var ans RestoreAnswer
 	err = a.orFromFleet(ctx, st, id, func() (err error) {
-		switch {
-		case len(req.Paths) > 0:
-			ans = RestoreAnswer{Scope: ScopePaths}
-			ans.RestoreResult, err = st.Restore(ctx, id, req.Paths, req.DryRun)
-		case req.All:
-			ans = RestoreAnswer{Scope: ScopeAll}
-			ans.RestoreResult, err = st.Restore(ctx, id, nil, req.DryRun)
-		default:
-			ans, err = a.restoreMine(ctx, st, id, req.DryRun)
-		}
+		// Through the capture: what the daemon's own restore changes is not
+		// lost work.
+		_, err = a.capture.Restoring(func() (snapshot.RestoreResult, error) {
+			var err error
+			switch {
+			case len(req.Paths) > 0:
+				ans = RestoreAnswer{Scope: ScopePaths}
+				ans.RestoreResult, err = st.Restore(ctx, id, req.Paths, req.DryRun)
+			case req.All:
+				ans = RestoreAnswer{Scope: ScopeAll}
+				ans.RestoreResult, err = st.Restore(ctx, id, nil, req.DryRun)
+			default:
+				ans, err = a.restoreMine(ctx, st, id, req.DryRun)
+			}
+			return ans.RestoreResult, err
+		})
 		return err
 	})
 	if err != nil {

@@ -44,6 +44,7 @@ type Capture struct {
 	repos       map[string]*gitwatch.Repo // worktree root → repository seen
 	snaps       *snapshots                // work snapshots (snapshots.go); nil when off
 	attr        *attributing              // whose work each change is (attribution.go); nil when off
+	lost        losses                    // uncommitted work that vanished (worklost.go)
 	started     time.Time                 // when Start ran: commits older are not new work
 }
 
@@ -84,6 +85,10 @@ func (c *Capture) feed(in policy.Input) {
 // Start runs the policy, the workdir watcher and the handoff files.
 func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	c.started = time.Now()
+	if g := c.o.RestoreGate; g != nil {
+		g.join(c)
+		context.AfterFunc(ctx, func() { g.leave(c) })
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

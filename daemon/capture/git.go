@@ -45,6 +45,9 @@ func (c *Capture) gitCheck(ctx context.Context, dir string) {
 		ch.Subject = c.guard.Redact(ch.Subject)
 		if ch.Kind == gitwatch.KindCommit {
 			c.noteCommit(ch.Receipt())
+			if s := c.snapshotter(); s != nil {
+				s.headMoved(ctx)
+			}
 		}
 		if _, err := c.store.AddReceipt(ctx, ch.Receipt(), ch.Kind == gitwatch.KindCommit); err != nil && ctx.Err() == nil {
 			c.log.Warn("cannot record a git receipt", "err", err)

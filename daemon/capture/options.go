@@ -38,6 +38,9 @@ type Options struct {
 	// to the ledger. Every agent on a workdir runs a watcher; one of them
 	// reports, so a change is credited once.
 	CreditBursts bool
+	// RestoreGate is shared by every agent on the workdir, so a restore by
+	// one is not lost work for the others; nil: the agent is alone.
+	RestoreGate *RestoreGate
 	// SnapshotOnExplicitCheckpoint lets the agent's own checkpoint be
 	// followed by a work record (snapshots.on_explicit_checkpoint).
 	SnapshotOnExplicitCheckpoint bool

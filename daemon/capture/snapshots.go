@@ -40,6 +40,7 @@ type snapshots struct {
 // snapshot. Call it before Start.
 func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
 	s := &snapshots{c: c, store: store, taken: taken}
+	c.loadLosses()
 	c.mu.Lock()
 	c.snaps = s
 	c.mu.Unlock()
@@ -48,8 +49,10 @@ func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
 }
 
 // ExplicitCheckpoint tells the policy the agent saved a checkpoint of its
-// own (snapshots.on_explicit_checkpoint): a work record may follow.
+// own (snapshots.on_explicit_checkpoint): a work record may follow. The
+// losses found before it are no longer shown: the agent was told.
 func (c *Capture) ExplicitCheckpoint() {
+	c.checkpointed(time.Now())
 	if c.o.SnapshotOnExplicitCheckpoint && c.snapshotter() != nil {
 		c.feed(policy.Input{Kind: policy.KindCheckpoint})
 	}
@@ -174,7 +177,12 @@ func groupThousands(n int64) string {
 }
 
 func (s *snapshots) take(ctx context.Context, trigger string, seq uint64) (snapshot.Snapshot, bool, error) {
+	s.c.lost.gate.Lock()
 	snap, isNew, err := s.store.Take(ctx, trigger, seq)
+	if err == nil {
+		s.checkLoss(ctx, snap) // before a restore may change the tree again
+	}
+	s.c.lost.gate.Unlock()
 	s.mu.Lock()
 	prev := s.err
 	if err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed) {

@@ -28,7 +28,7 @@ const (
 type Event struct {
 	ID      uint64    `json:"id"`
 	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"` // checkpoint, capsule, capsule_seal, signal, activity, commit, direction, delivery_failed
+	Kind    string    `json:"kind"` // checkpoint, capsule, capsule_seal, signal, activity, commit, direction, delivery_failed, work_lost
 	Seq     uint64    `json:"seq,omitempty"`
 	Origin  string    `json:"origin,omitempty"`
 	Summary string    `json:"summary"`

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -25,12 +26,17 @@ func (s *Store) Between(ctx context.Context, from, to string) ([]TreeChange, err
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	a, _, err := s.resolve(ctx, from, "from")
+	a, all, err := s.resolve(ctx, from, "from")
 	if err != nil {
 		return nil, err
 	}
-	b, _, err := s.resolve(ctx, to, "to")
-	if err != nil {
+	// A whole id is found in the list just read: one git run less on the
+	// path every work snapshot takes (daemon/capture checks each one).
+	i := slices.IndexFunc(all, func(snap Snapshot) bool { return snap.ID == to })
+	var b Snapshot
+	if i >= 0 {
+		b = all[i]
+	} else if b, _, err = s.resolve(ctx, to, "to"); err != nil {
 		return nil, err
 	}
 	if a.tree == b.tree {

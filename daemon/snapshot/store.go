@@ -407,6 +407,10 @@ func (s *Store) Close() error {
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.opt.Dir }
 
+// Git is the git binary the store runs ("": "git" on PATH), for a
+// caller that reads the agent's own repository beside it (worklost).
+func (s *Store) Git() string { return s.opt.Git }
+
 // Newest is the newest snapshot; ok is false before the first.
 func (s *Store) Newest() (snap Snapshot, ok bool) {
 	s.mu.Lock()

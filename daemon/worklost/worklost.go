@@ -36,6 +36,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 )
 
@@ -46,15 +47,9 @@ type Point struct {
 	Head     string
 }
 
-// WorkLost is uncommitted work that vanished, and the way back.
-type WorkLost struct {
-	At       time.Time `json:"at"`
-	Paths    []string  `json:"paths"`
-	Snapshot string    `json:"snapshot"`
-	// Restore is the command that brings the paths back from Snapshot
-	// (shell-quoted; control characters in a name escaped, $'…').
-	Restore string `json:"restore"`
-}
+// WorkLost is uncommitted work that vanished, and the way back: the
+// resume's work_lost entry.
+type WorkLost = capsule.WorkLost
 
 // Input is one step from one snapshot to the next.
 type Input struct {

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // userGit runs git in dir as a person would, isolated from the machine's
 // configuration.
-func userGit(t *testing.T, dir string, args ...string) string {
+func userGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	home := t.TempDir()
 	cmd := exec.Command("git", args...)
@@ -38,7 +38,7 @@ func userGit(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func write(t *testing.T, dir, rel, content string) {
+func write(t testing.TB, dir, rel, content string) {
 	t.Helper()
 	p := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

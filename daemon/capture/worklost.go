@@ -1,0 +1,317 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/daemon/worklost"
+	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/termsafe"
+)
+
+// losses watches each new work snapshot for uncommitted work that vanished
+// since the one before (daemon/worklost), and keeps what it found for
+// resume until the agent checkpoints after it or the work is back.
+//
+// gate is held across a snapshot and its check, and across a restore by
+// the daemon (Restoring): a check always knows every restore that changed
+// the tree before its snapshot was taken, and none that came after it, so
+// the daemon's own restore is never taken for a loss. mu guards the state
+// and is only held briefly (never across a git run): resume, metrics and
+// the residency's writer (a checkpoint) never wait for a snapshot.
+//
+// What a check needs from the one before (the last point, the restores
+// since, the losses kept) is kept in lossesFile in the agent's state
+// directory: after a restart the start snapshot is checked against the
+// last one of the run before (work thrown away while the daemon was down
+// is found too), and resume still lists what was lost.
+type losses struct {
+	gate    sync.Mutex
+	mu      sync.Mutex
+	kept    lossState
+	found   uint64 // losses found since the daemon started
+	failing bool   // the last check failed (logged once)
+	onLost  func(capsule.WorkLost)
+}
+
+// lossState is what lossesFile holds.
+type lossState struct {
+	Last     worklost.Point     `json:"last"`     // the snapshot checked last and the HEAD it goes with
+	Restored []string           `json:"restored"` // paths the daemon's restores changed since Last
+	Entries  []capsule.WorkLost `json:"entries"`  // the losses resume lists (paths as found)
+}
+
+// lossesFile is the agent's lossState, in its state directory.
+const lossesFile = "worklost.json"
+
+// loadLosses reads what the run before kept (nothing when there is no
+// state directory or no file; a damaged file is logged and started over).
+func (c *Capture) loadLosses() {
+	if c.o.Dir == "" {
+		return
+	}
+	raw, err := os.ReadFile(filepath.Join(c.o.Dir, lossesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var st lossState
+	if err == nil {
+		err = json.Unmarshal(raw, &st)
+	}
+	if err != nil {
+		c.log.Warn("the work-lost state of the last run cannot be read; checks start over from the next snapshot", "file", lossesFile, "err", err)
+		return
+	}
+	c.lost.mu.Lock()
+	c.lost.kept = st
+	c.lost.mu.Unlock()
+}
+
+// saveLosses writes c.lost.kept; call it with c.lost.mu held. A failure
+// is logged: the checks go on in memory.
+func (c *Capture) saveLosses() {
+	if c.o.Dir == "" {
+		return
+	}
+	raw, err := json.Marshal(c.lost.kept)
+	if err == nil {
+		err = atomicfile.WriteFile(filepath.Join(c.o.Dir, lossesFile), raw, 0o600)
+	}
+	if err != nil {
+		c.log.Warn("cannot keep the work-lost state; a restart forgets it", "err", err)
+	}
+}
+
+// OnWorkLost has fn told each loss found (as resume shows it). Call it
+// before Start.
+func (c *Capture) OnWorkLost(fn func(capsule.WorkLost)) {
+	c.lost.mu.Lock()
+	c.lost.onLost = fn
+	c.lost.mu.Unlock()
+}
+
+// Restoring runs restore, a restore of the agent's snapshot by the daemon,
+// so that what it changes in the tree is not taken for lost work by any
+// agent on the workdir (Options.RestoreGate): none of them checks a
+// snapshot meanwhile, and the paths it changed are left out of each one's
+// next check.
+func (c *Capture) Restoring(restore func() (snapshot.RestoreResult, error)) (snapshot.RestoreResult, error) {
+	all := c.sharing()
+	for _, m := range all {
+		m.lost.gate.Lock()
+	}
+	defer func() {
+		for _, m := range slices.Backward(all) {
+			m.lost.gate.Unlock()
+		}
+	}()
+	res, err := restore()
+	if !res.DryRun && len(res.Changes) > 0 {
+		// Also after a failure: whatever of it was done is the daemon's.
+		for _, m := range all {
+			m.lost.mu.Lock()
+			for _, f := range res.Changes {
+				m.lost.kept.Restored = append(m.lost.kept.Restored, f.Path)
+			}
+			m.saveLosses()
+			m.lost.mu.Unlock()
+		}
+	}
+	return res, err
+}
+
+// WorkLost is the uncommitted work that vanished and is still away, oldest
+// first, as resume shows it (paths redacted).
+func (c *Capture) WorkLost() []capsule.WorkLost {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	if len(c.lost.kept.Entries) == 0 {
+		return nil
+	}
+	out := make([]capsule.WorkLost, len(c.lost.kept.Entries))
+	for i, e := range c.lost.kept.Entries {
+		out[i] = c.shown(e)
+	}
+	return out
+}
+
+// WorkLostFound is how many losses the daemon found since it started (the
+// metric).
+func (c *Capture) WorkLostFound() uint64 {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	return c.lost.found
+}
+
+// shown is e as it leaves the capture: paths and command redacted (a
+// secret-shaped file name is not repeated; the command then names it as
+// redacted), at most capsule.MaxWorkLostPaths paths.
+func (c *Capture) shown(e capsule.WorkLost) capsule.WorkLost {
+	paths := make([]string, 0, min(len(e.Paths), capsule.MaxWorkLostPaths))
+	for _, p := range e.Paths[:min(len(e.Paths), capsule.MaxWorkLostPaths)] {
+		paths = append(paths, c.guard.Redact(p))
+	}
+	return capsule.WorkLost{At: e.At, Paths: paths, Snapshot: e.Snapshot, Restore: c.guard.Redact(e.Restore)}
+}
+
+// checkpointed drops the losses found before at: the agent checkpointed
+// after it was told.
+func (c *Capture) checkpointed(at time.Time) {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	n := len(c.lost.kept.Entries)
+	c.lost.kept.Entries = slices.DeleteFunc(c.lost.kept.Entries, func(e capsule.WorkLost) bool { return !e.At.After(at) })
+	if len(c.lost.kept.Entries) != n {
+		c.saveLosses()
+	}
+}
+
+// headMoved notes a commit: the tree the last snapshot holds now stands
+// against the new HEAD, so work the commit took is no longer uncommitted.
+func (s *snapshots) headMoved(ctx context.Context) {
+	l := &s.c.lost
+	l.mu.Lock()
+	last := l.kept.Last.Snapshot
+	l.mu.Unlock()
+	if last == "" {
+		return
+	}
+	head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && l.kept.Last.Snapshot == last && head != l.kept.Last.Head {
+		l.kept.Last.Head = head
+		s.c.saveLosses()
+	}
+}
+
+// checkLoss compares snap with the snapshot checked before it. Call it
+// with s.c.lost.gate held, right after snap was taken. A snapshot is
+// checked once: the same one again (nothing changed) only brings the HEAD
+// up to date.
+func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
+	l := &s.c.lost
+	head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir)
+	if err != nil {
+		s.lossFailed(ctx, err)
+		return
+	}
+	after := worklost.Point{Snapshot: snap.ID, Head: head}
+	l.mu.Lock()
+	before := l.kept.Last
+	if before == after {
+		l.mu.Unlock()
+		return
+	}
+	l.kept.Last = after
+	restored := l.kept.Restored
+	l.kept.Restored = nil
+	entries := slices.Clone(l.kept.Entries)
+	if before.Snapshot == "" || before.Snapshot == snap.ID {
+		s.c.saveLosses()
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+
+	back := s.stillAway(ctx, snap.ID, entries)
+	var w *worklost.WorkLost
+	if snap.Parent != before.Snapshot || snap.Modified > 0 || snap.Deleted > 0 { // files added only: nothing held before is gone
+		w, err = worklost.Detect(ctx, worklost.Input{Store: s.store, Workdir: s.c.o.Workdir, Git: s.store.Git(),
+			Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC()})
+	}
+	if err != nil {
+		s.lossFailed(ctx, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kept.Entries = slices.DeleteFunc(l.kept.Entries, func(e capsule.WorkLost) bool {
+		now, ok := back[lossKey(e)]
+		return ok && now == nil
+	})
+	for i, e := range l.kept.Entries {
+		if now := back[lossKey(e)]; now != nil {
+			l.kept.Entries[i] = *now
+		}
+	}
+	if err == nil && l.failing {
+		l.failing = false
+		s.c.log.Info("work-lost checks work again", "snapshot", snap.ID)
+	}
+	if w != nil {
+		l.found++
+		l.kept.Entries = append(l.kept.Entries, *w)
+		if n := len(l.kept.Entries) - capsule.MaxWorkLost; n > 0 {
+			l.kept.Entries = l.kept.Entries[n:]
+		}
+	}
+	s.c.saveLosses()
+	if w == nil {
+		return
+	}
+	shown := s.c.shown(*w)
+	names := make([]string, len(shown.Paths))
+	for i, p := range shown.Paths {
+		names[i] = termsafe.Name(p)
+	}
+	s.c.log.Warn("uncommitted work vanished from the workdir without a commit; it can be brought back",
+		"paths", strings.Join(names, ", "), "snapshot", w.Snapshot, "restore", termsafe.Text(shown.Restore))
+	if l.onLost != nil {
+		l.onLost(shown)
+	}
+}
+
+// lossKey names a kept loss.
+func lossKey(e capsule.WorkLost) string { return e.Snapshot + " " + e.At.Format(time.RFC3339Nano) }
+
+// stillAway reads which of the losses entries have work back in snapshot
+// id (the same content as in the snapshot that held it: a `git stash pop`,
+// a restore, an undo): by lossKey, nil for a loss all back, the loss with
+// the paths still away when some are back, nothing for one unchanged.
+func (s *snapshots) stillAway(ctx context.Context, id string, entries []capsule.WorkLost) map[string]*capsule.WorkLost {
+	back := map[string]*capsule.WorkLost{}
+	for _, e := range entries {
+		changes, err := s.store.Between(ctx, e.Snapshot, id)
+		if err != nil {
+			continue // not known to be back (the snapshot may be gone): kept until a checkpoint
+		}
+		differ := map[string]bool{}
+		for _, ch := range changes {
+			differ[ch.Path] = true
+		}
+		away := slices.DeleteFunc(slices.Clone(e.Paths), func(p string) bool { return !differ[p] })
+		switch {
+		case len(away) == 0:
+			back[lossKey(e)] = nil
+		case len(away) < len(e.Paths):
+			e.Paths, e.Restore = away, worklost.RestoreCommand(e.Snapshot, s.c.o.Agent, away)
+			back[lossKey(e)] = &e
+		}
+	}
+	return back
+}
+
+// lossFailed logs a failed check once until one works again (not when
+// the daemon is stopping).
+func (s *snapshots) lossFailed(ctx context.Context, err error) {
+	if ctx.Err() != nil || errors.Is(err, snapshot.ErrClosed) {
+		return
+	}
+	l := &s.c.lost
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.failing {
+		l.failing = true
+		s.c.log.Warn("cannot check the workdir for uncommitted work that vanished", "err", err)
+	}
+}

@@ -1,0 +1,123 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/testwait"
+)
+
+// TestRestoreByAnotherAgentIsNoLoss: two agents on one workdir, each with
+// its own snapshot store, share a RestoreGate. A restore by one that takes
+// uncommitted work (held by both agents' snapshots) out of the tree is no
+// loss for either: the other agent's check knows of it too.
+func TestRestoreByAnotherAgentIsNoLoss(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	gate := &RestoreGate{}
+	o1 := testOptions(t)
+	o2 := testOptions(t)
+	o2.Agent, o2.Workdir = "reviewer", o1.Workdir
+	o1.RestoreGate, o2.RestoreGate = gate, gate
+	work := o1.Workdir
+	writeFile(t, filepath.Join(work, "a.go"), "committed\n")
+	gitIn(t, work, "init", "-q", "-b", "main")
+	gitIn(t, work, "add", "-A")
+	gitIn(t, work, "commit", "-q", "-m", "start")
+
+	type agent struct {
+		r     *running
+		st    *snapshot.Store
+		start string
+	}
+	var agents []*agent
+	for _, o := range []Options{o1, o2} {
+		st, err := snapshot.Open(ctx, snapshot.Options{Dir: filepath.Join(o.Dir, "snapshots.git"), Workdir: work})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		r := newCapture(t, o)
+		r.UseSnapshots(st, nil)
+		startCaptureOf(t, r)
+		agents = append(agents, &agent{r: r, st: st})
+	}
+	// holds waits until each agent's newest snapshot has new.go as want
+	// says ("" : absent).
+	holds := func(when, want string) {
+		t.Helper()
+		for _, a := range agents {
+			var newest snapshot.Snapshot
+			testwait.Until(t, func() string { return fmt.Sprintf("%s: %s's newest snapshot %+v", when, a.r.o.Agent, newest) }, func() bool {
+				var ok bool
+				if newest, ok = a.st.Newest(); !ok {
+					return false
+				}
+				if a.start == "" {
+					a.start = newest.ID
+					return want == ""
+				}
+				changes, err := a.st.Between(ctx, a.start, newest.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held := false
+				for _, c := range changes {
+					held = held || c.Path == "new.go" && c.NewID != ""
+				}
+				return held == (want != "")
+			})
+		}
+	}
+	holds("the start snapshots", "")
+	writeFile(t, filepath.Join(work, "new.go"), "an hour of work\n")
+	holds("new.go written", "an hour of work\n")
+	res, err := agents[0].r.Restoring(func() (snapshot.RestoreResult, error) {
+		return agents[0].st.Restore(ctx, agents[0].start, []string{"new.go"}, false)
+	})
+	if err != nil || len(res.Changes) != 1 {
+		t.Fatalf("restore: %+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "new.go")); err == nil {
+		t.Fatal("the restore left new.go")
+	}
+	holds("the restore took new.go away", "")
+	for _, a := range agents {
+		if wl := a.r.WorkLost(); len(wl) != 0 || a.r.WorkLostFound() != 0 {
+			t.Errorf("%s: a restore by the daemon counted as lost work: %+v", a.r.o.Agent, wl)
+		}
+	}
+}
+
+// TestWorkLostReadsDoNotWaitForASnapshot: while a snapshot and its check
+// hold the gate (the start snapshot of a large tree takes minutes), resume
+// (WorkLost), the metric and a checkpoint (run on the residency's writer)
+// still answer at once.
+func TestWorkLostReadsDoNotWaitForASnapshot(t *testing.T) {
+	r := newCapture(t, testOptions(t))
+	r.lost.gate.Lock() // a snapshot under way
+	defer r.lost.gate.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.WorkLost()
+		r.WorkLostFound()
+		r.ExplicitCheckpoint()
+	}()
+	finished := false
+	testwait.Until(t, func() string { return "resume, metrics or a checkpoint waited for the snapshot under way" }, func() bool {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		return finished
+	})
+}
