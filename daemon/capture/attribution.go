@@ -196,3 +196,14 @@ func (c *Capture) Conflicts() []attribution.Conflict {
 	}
 	return c.attr.ledger.Conflicts(c.o.Agent)
 }
+
+// AttributionLedger is the workdir's ledger when this capture feeds it and
+// the workdir is watched (the watcher's changes are what it credits); nil
+// otherwise (no workdir, not watched, or a workdir the resolver refused):
+// the ledger then cannot say who changed what.
+func (c *Capture) AttributionLedger() *attribution.Ledger {
+	if c.attr == nil || !c.o.Watch.Enabled {
+		return nil
+	}
+	return c.attr.ledger
+}
