@@ -170,6 +170,9 @@ func (r *Resume) sinceLastVisitText(now time.Time) string {
 	for _, c := range s.Commits {
 		fmt.Fprintf(&slv, "- commit %s\n", c)
 	}
+	for _, h := range lastN(s.Head, 10) {
+		fmt.Fprintf(&slv, "- HEAD: %s (%s)\n", termsafe.Text(h.Summary), age(now, h.At))
+	}
 	for _, sg := range lastN(s.Signals, 10) {
 		fmt.Fprintf(&slv, "- %s (%s)\n", sg.Summary, age(now, sg.At))
 	}

@@ -126,7 +126,33 @@ type SinceLastVisit struct {
 	// ByOthers are the paths another agent or someone outside changed
 	// since the agent's last visit (capsule/attribution.go).
 	ByOthers []ByOther `json:"by_others"`
+	// Head lists how the workdir's HEAD moved other than by a new commit
+	// (which Commits lists): a branch switch, a reset, a rebase, a pull,
+	// oldest first, including moves made while the daemon was down.
+	Head []HeadMove `json:"head"`
 }
+
+// HeadMove is HEAD moving in one of the workdir's repositories without a
+// new commit on top of it. Kind is "branch_switch" (HEAD names another
+// branch, or is detached) or "moved" (the same branch now points at
+// another commit: reset, rebase, pull). From and To are short commit ids;
+// Summary is the one line a person reads, its commit subject redacted.
+type HeadMove struct {
+	At         time.Time `json:"at"`
+	Kind       string    `json:"kind"`
+	Repo       string    `json:"repo"`
+	Branch     string    `json:"branch"`
+	PrevBranch string    `json:"prev_branch,omitempty"`
+	From       string    `json:"from"`
+	To         string    `json:"to"`
+	Summary    string    `json:"summary"`
+}
+
+// HeadMove kinds.
+const (
+	HeadBranchSwitch = "branch_switch"
+	HeadMoved        = "moved"
+)
 
 // SignalNote is a signal as since_last_visit shows it.
 type SignalNote struct {

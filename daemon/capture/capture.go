@@ -120,7 +120,7 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	c.checkHandoffs(ctx) // files written while the daemon was down
-	c.primeGit(wd)
+	c.primeGit(ctx, wd)
 	ignore := slices.Clone(c.o.Watch.Ignore)
 	// The daemon's own files must not count as the agent's work: a state
 	// directory inside the workdir would otherwise feed on itself.

@@ -18,6 +18,7 @@ const (
 	keepSincePaths    = 100
 	keepSinceCommits  = 50
 	keepSinceSignals  = 50
+	keepSinceHead     = 20
 	keepRefusals      = 10
 	idempotencyPrefix = "cd-"
 )
@@ -68,6 +69,12 @@ type since struct {
 	Paths       []seqPath   `json:"paths"`
 	Commits     []seqString `json:"commits"`
 	Signals     []seqSignal `json:"signals"`
+	Head        []seqHead   `json:"head,omitempty"`
+}
+
+type seqHead struct {
+	Seq  uint64           `json:"seq"`
+	Move capsule.HeadMove `json:"move"`
 }
 
 type seqString struct {
@@ -122,6 +129,7 @@ func (s *since) resetTo(m visitMark, at time.Time) {
 	}
 	s.Commits = keepAfter(s.Commits, func(v seqString) bool { return v.Seq > m.seq })
 	s.Signals = keepAfter(s.Signals, func(v seqSignal) bool { return v.Seq > m.seq })
+	s.Head = keepAfter(s.Head, func(v seqHead) bool { return v.Seq > m.seq })
 }
 
 // keepAfter returns the entries to keep in a new slice: published documents
@@ -154,6 +162,7 @@ func (d *doc) clone() *doc {
 	c.Since.Paths = slices.Clone(d.Since.Paths)
 	c.Since.Commits = slices.Clone(d.Since.Commits)
 	c.Since.Signals = slices.Clone(d.Since.Signals)
+	c.Since.Head = slices.Clone(d.Since.Head)
 	c.DeadLetters = maps.Clone(d.DeadLetters)
 	if c.DeadLetters == nil {
 		c.DeadLetters = map[string]int{}
@@ -219,6 +228,7 @@ func (s *since) wire() capsule.SinceLastVisit {
 		Paths:      []string{},
 		Commits:    []string{},
 		Signals:    []capsule.SignalNote{},
+		Head:       []capsule.HeadMove{},
 	}
 	for _, p := range s.Paths {
 		if n, dup := out.PathCounts[p.V]; dup { // a document stored before paths were listed once
@@ -233,6 +243,9 @@ func (s *since) wire() capsule.SinceLastVisit {
 	}
 	for _, n := range s.Signals {
 		out.Signals = append(out.Signals, n.Note)
+	}
+	for _, h := range s.Head {
+		out.Head = append(out.Head, h.Move)
 	}
 	return out
 }

@@ -126,6 +126,22 @@ func (s *Store) AddReceipt(ctx context.Context, receipt string, isCommit bool) (
 	})
 }
 
+// AddHeadMove records HEAD moving without a new commit (a branch switch, a
+// reset, a rebase): its summary, already redacted, becomes a receipt, and
+// the move shows in since_last_visit.head until the agent's next visit.
+func (s *Store) AddHeadMove(ctx context.Context, m capsule.HeadMove) (uint64, error) {
+	return s.submit(ctx, func(t *txn) (uint64, error) {
+		seq := t.nextSeq()
+		if m.At.IsZero() {
+			m.At = t.now
+		}
+		t.d.Receipts = appendBounded(t.d.Receipts, keepReceipts, m.Summary)
+		t.d.Since.Head = appendBounded(t.d.Since.Head, keepSinceHead, seqHead{Seq: seq, Move: m})
+		t.events = append(t.events, Event{Seq: seq, Kind: "head", Summary: m.Summary})
+		return seq, nil
+	})
+}
+
 // SetPlan records the agent's plan as its transcript states it (the whole
 // plan; empty clears it). An unchanged plan writes nothing (seq 0).
 func (s *Store) SetPlan(ctx context.Context, steps []capsule.PlanStep) (uint64, error) {

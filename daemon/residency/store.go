@@ -69,7 +69,7 @@ const seqReserve = storage.SeqReserve
 // the outbox.
 type Event struct {
 	Seq     uint64            `json:"seq"`
-	Kind    string            `json:"kind"` // checkpoint, capsule, capsule_seal, signal, activity, commit
+	Kind    string            `json:"kind"` // checkpoint, capsule, capsule_seal, signal, activity, commit, receipt, head
 	Origin  capsule.Origin    `json:"origin,omitempty"`
 	Summary string            `json:"summary"`
 	Logged  bool              `json:"-"` // appended to the log: the outbox has work

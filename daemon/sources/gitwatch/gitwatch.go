@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,6 +220,43 @@ func (r *Repo) Check() ([]Change, error) { return r.check(false, time.Time{}) }
 // an existing history is never taken for new work. Once the repository has
 // been checked, CheckNew is Check.
 func (r *Repo) CheckNew(since time.Time) ([]Change, error) { return r.check(true, since) }
+
+// Head is where HEAD stood: what it named and its commit. A caller keeps
+// it across runs to hand to CheckFrom.
+type Head struct {
+	Symref string `json:"symref"` // "refs/heads/main"; "" when detached
+	SHA    string `json:"sha"`    // "" when unborn
+}
+
+// Head is where HEAD stood at the last Check (zero before the first).
+func (r *Repo) Head() Head {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Head{Symref: r.state.symref, SHA: r.state.head}
+}
+
+// CheckFrom is the first Check of a repository whose HEAD was last seen at
+// h (by an earlier run of the caller): HEAD's moves since then are
+// reported (commits on top of h.SHA, a branch switch, a reset) instead of
+// being taken as the starting point. Other branches start from where they
+// stand. Once the repository has been checked, CheckFrom is Check.
+func (r *Repo) CheckFrom(h Head) ([]Change, error) {
+	r.mu.Lock()
+	if !r.seen {
+		st, err := r.read()
+		if err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+		r.seen = true
+		r.state = state{symref: h.Symref, head: h.SHA, heads: maps.Clone(st.heads)}
+		if h.Symref != "" && h.SHA != "" {
+			r.state.heads[r.state.branch()] = h.SHA
+		}
+	}
+	r.mu.Unlock()
+	return r.check(false, time.Time{})
+}
 
 func (r *Repo) check(fresh bool, since time.Time) ([]Change, error) {
 	r.mu.Lock()

@@ -433,3 +433,64 @@ func TestWatcherRootInsideRepo(t *testing.T) {
 	sha := r.commit("from the repository root")
 	wantReceipt(t, receipts, filepath.Base(r.dir)+"@"+sha[:7]+" from the repository root")
 }
+
+// TestCheckFromReportsWhatMovedWhileAway: a second run handed the HEAD an
+// earlier run saw reports the commits, the switch and the reset made in
+// between, and nothing when HEAD stands where it was.
+func TestCheckFromReportsWhatMovedWhileAway(t *testing.T) {
+	r := newRepo(t)
+	name := filepath.Base(r.dir)
+	c1 := r.commit("first")
+	open := func() *Repo {
+		g, err := Open(r.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	first := open()
+	expect(t, check(t, first))
+	seen := first.Head()
+	if seen != (Head{Symref: "refs/heads/main", SHA: c1}) {
+		t.Fatalf("Head() = %+v", seen)
+	}
+
+	// Nothing moved while away: nothing to report.
+	g := open()
+	got, err := g.CheckFrom(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, got)
+
+	// A commit while away is a commit.
+	c2 := r.commit("second")
+	got, err = open().CheckFrom(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, got, Change{Kind: KindCommit, Repo: name, Branch: "main", SHA: c2, PrevSHA: c1, Subject: "second"})
+
+	// A reset while away is HEAD moved.
+	r.git("reset", "-q", "--hard", c1)
+	got, err = open().CheckFrom(Head{Symref: "refs/heads/main", SHA: c2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, got, Change{Kind: KindRefMoved, Repo: name, Branch: "main", SHA: c1, PrevSHA: c2, Subject: "first"})
+
+	// A switch while away is a switch, and only that (main did not move).
+	r.git("checkout", "-q", "-b", "feature")
+	g = open()
+	got, err = g.CheckFrom(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, got, Change{Kind: KindBranchSwitch, Repo: name, Branch: "feature", PrevBranch: "main", SHA: c1, PrevSHA: c1, Subject: "first"})
+	// Once checked, CheckFrom is Check.
+	got, err = g.CheckFrom(Head{Symref: "refs/heads/main", SHA: c2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, got)
+}
