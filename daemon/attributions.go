@@ -1,6 +1,15 @@
 package daemon
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -8,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/continuityd/continuityd/daemon/attribution"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 )
 
 // workdirLedgers holds one attribution ledger per workdir: every agent of
@@ -22,6 +32,11 @@ type workdirLedgers struct {
 	listeners map[string]map[string]func(attribution.Conflict) // workdir → agent → its feed
 	// conflicts counts the conflicts found (a metric; nil in tests).
 	conflicts prometheus.Counter
+	// dir keeps each ledger across runs (keepIn; "" : in memory only),
+	// saved is the ledger generation last written per workdir.
+	dir   string
+	log   *slog.Logger
+	saved map[string]uint64
 }
 
 func workdirKey(workdir string) string { return filepath.Clean(workdir) }
@@ -40,7 +55,7 @@ func (l *workdirLedgers) For(workdir string) *attribution.Ledger {
 	if lg, ok := l.m[key]; ok {
 		return lg
 	}
-	lg := attribution.New(attribution.Options{Since: time.Now()})
+	lg := l.load(key)
 	l.m[key] = lg
 	return lg
 }
@@ -87,6 +102,134 @@ func (l *workdirLedgers) teller(workdir string) func(attribution.Conflict) {
 		l.mu.Unlock()
 		for _, f := range tell {
 			f(c)
+		}
+	}
+}
+
+// ledgersDir is where the ledgers are kept, under the state directory.
+const ledgersDir = "attribution"
+
+// saveLedgersEvery is how often changed ledgers are written. A crash loses
+// at most that much of who changed what: those changes then belong to
+// nobody, and a restore of an agent's own paths leaves them alone.
+const saveLedgersEvery = 2 * time.Second
+
+// keptLedger is a ledger's file: the workdir it belongs to, and its state.
+type keptLedger struct {
+	Workdir string            `json:"workdir"`
+	State   attribution.State `json:"state"`
+}
+
+// keepIn makes the ledgers last across runs, in stateDir/attribution: a
+// restart keeps who changed what (by_others, conflicts, and a restore of
+// an agent's own paths from a snapshot taken before it). Called before
+// the first For.
+func (l *workdirLedgers) keepIn(stateDir string, log *slog.Logger) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dir, l.log = filepath.Join(stateDir, ledgersDir), log
+}
+
+// file is where workdir's ledger is kept (one file per workdir, named by
+// a hash of its path).
+func (l *workdirLedgers) file(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(l.dir, hex.EncodeToString(sum[:8])+".json")
+}
+
+// load is the workdir's ledger as the last run left it, or a new one.
+// A file that cannot be believed is set aside, loudly: only who changed
+// what before now is lost, and a restore of an older snapshot then says
+// so (WHOSE_UNKNOWN) instead of guessing. Called with l.mu held.
+func (l *workdirLedgers) load(key string) *attribution.Ledger {
+	fresh := func() *attribution.Ledger { return attribution.New(attribution.Options{Since: time.Now()}) }
+	if l.dir == "" {
+		return fresh()
+	}
+	path := l.file(key)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fresh()
+	}
+	lg, err := decodeLedger(raw, key, err)
+	if err != nil {
+		aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
+		rerr := os.Rename(path, aside)
+		l.log.Warn("the attribution ledger cannot be believed; starting a new one (who changed what before now is not known: a restore of an older snapshot needs --path or --all)",
+			"workdir", key, "file", path, "set_aside_as", aside, "err", err, "rename_err", rerr)
+		return fresh()
+	}
+	if l.saved == nil {
+		l.saved = map[string]uint64{}
+	}
+	l.saved[key] = lg.Generation()
+	return lg
+}
+
+func decodeLedger(raw []byte, workdir string, readErr error) (*attribution.Ledger, error) {
+	if readErr != nil {
+		return nil, readErr
+	}
+	var k keptLedger
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return nil, err
+	}
+	if k.Workdir != workdir {
+		return nil, fmt.Errorf("it is the ledger of workdir %q", k.Workdir)
+	}
+	return attribution.Restore(attribution.Options{}, k.State)
+}
+
+// save writes every ledger that changed since it was last written.
+func (l *workdirLedgers) save() {
+	l.mu.Lock()
+	if l.dir == "" {
+		l.mu.Unlock()
+		return
+	}
+	type job struct {
+		key string
+		lg  *attribution.Ledger
+		gen uint64
+	}
+	var jobs []job
+	for key, lg := range l.m {
+		if g := lg.Generation(); g != l.saved[key] {
+			jobs = append(jobs, job{key, lg, g})
+		}
+	}
+	l.mu.Unlock()
+	for _, j := range jobs {
+		raw, err := json.Marshal(keptLedger{Workdir: j.key, State: j.lg.State()})
+		if err == nil {
+			if err = os.MkdirAll(l.dir, 0o700); err == nil {
+				err = atomicfile.WriteFile(l.file(j.key), raw, 0o600)
+			}
+		}
+		if err != nil {
+			l.log.Warn("cannot keep the attribution ledger; it is kept in memory and tried again", "workdir", j.key, "file", l.file(j.key), "err", err)
+			continue
+		}
+		l.mu.Lock()
+		if l.saved == nil {
+			l.saved = map[string]uint64{}
+		}
+		l.saved[j.key] = j.gen
+		l.mu.Unlock()
+	}
+}
+
+// saveLoop writes the changed ledgers every saveLedgersEvery until ctx
+// ends; the last write is the caller's (after the agents stopped).
+func (l *workdirLedgers) saveLoop(ctx context.Context) {
+	t := time.NewTicker(saveLedgersEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			l.save()
 		}
 	}
 }

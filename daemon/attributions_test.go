@@ -1,7 +1,11 @@
 package daemon
 
 import (
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/attribution"
@@ -55,5 +59,48 @@ func TestCreditsBurstsOnePerWorkdir(t *testing.T) {
 		if got := creditsBursts(cfg, ac); got != want[ac.Name] {
 			t.Errorf("%s credits bursts: %v, want %v", ac.Name, got, want[ac.Name])
 		}
+	}
+}
+
+// Ledgers are kept across runs: what one run's ledger learnt, the next
+// run's has; a file that belongs to another workdir (or does not decode)
+// is set aside and a new ledger starts, knowing nothing from before.
+func TestWorkdirLedgersKeptAcrossRuns(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	var run1 workdirLedgers
+	run1.keepIn(dir, log)
+	lg := run1.For("/srv/work")
+	since := lg.Since()
+	if _, err := lg.Tool(attribution.ToolEvent{Agent: "builder", Kind: attribution.KindEdit, Paths: []string{"a.go"}, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lg.Burst(attribution.Burst{Paths: []string{"a.go"}, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	run1.save()
+
+	var run2 workdirLedgers
+	run2.keepIn(dir, log)
+	got := run2.For("/srv/work")
+	if !got.Since().Equal(since) || len(got.ChangedBy("builder", since.Add(-time.Second))) != 1 {
+		t.Fatalf("the next run's ledger: since %v (want %v), builder changed %v (want a.go)", got.Since(), since, got.ChangedBy("builder", since.Add(-time.Second)))
+	}
+
+	// Another workdir's file under this one's name is not believed.
+	other := run2.file(workdirKey("/srv/other"))
+	raw, err := os.ReadFile(run2.file(workdirKey("/srv/work")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fresh := run2.For("/srv/other")
+	if len(fresh.ChangesSince(time.Time{})) != 0 || !fresh.Since().After(since) {
+		t.Fatalf("/srv/other believed /srv/work's ledger: %v since %v", fresh.ChangesSince(time.Time{}), fresh.Since())
+	}
+	if aside, _ := filepath.Glob(other + ".damaged-*"); len(aside) != 1 {
+		t.Fatalf("the mismatched file was not set aside: %v", aside)
 	}
 }

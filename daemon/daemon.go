@@ -155,6 +155,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		if cerr := d.snap().close(); cerr != nil && err == nil {
 			err = cerr
 		}
+		d.ledgers.save() // what the agents' last events told it
 	}()
 	if err := statefiles.Prepare(st.cfg.Daemon.StateDir, statefiles.ModesFor(st.cfg.Daemon.SocketPerm())); err != nil {
 		return fmt.Errorf("state directory %s: %w", st.cfg.Daemon.StateDir, err)
@@ -164,6 +165,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer unlock()
+	d.ledgers.keepIn(st.cfg.Daemon.StateDir, d.log)
 	if d.opts.FollowCwd {
 		if err := d.settlePlaces(st.cfg); err != nil {
 			return err
@@ -235,6 +237,11 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	go func() {
 		defer wg.Done()
 		d.spoolLoop(reqCtx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.ledgers.saveLoop(reqCtx)
 	}()
 	if d.opts.Ready != nil {
 		d.opts.Ready()

@@ -144,6 +144,7 @@ type Ledger struct {
 	// checkpoint: a path held by two agents is a conflict.
 	pending map[string]map[string]time.Time
 	visits  map[string]time.Time
+	gen     uint64 // counts the changes to State
 }
 
 type claim struct {
@@ -296,6 +297,7 @@ func (l *Ledger) Burst(b Burst) (Result, error) {
 func (l *Ledger) Checkpoint(agent string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.gen++
 	for p, t := range l.pending[agent] {
 		if !t.After(at) {
 			delete(l.pending[agent], p)
@@ -308,6 +310,7 @@ func (l *Ledger) Checkpoint(agent string, at time.Time) {
 func (l *Ledger) Visit(agent string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.gen++
 	l.visits[agent] = at
 }
 
@@ -467,6 +470,7 @@ func (l *Ledger) lastOutside(p string, match func(time.Time) bool) (int, bool) {
 
 // recredit gives the outside change hist[i] of p to agent.
 func (l *Ledger) recredit(res *Result, p string, i int, agent, kind string) {
+	l.gen++
 	c := l.paths[p][i]
 	c.By, c.Kind = agent, kind
 	l.paths[p][i] = c
@@ -477,6 +481,7 @@ func (l *Ledger) recredit(res *Result, p string, i int, agent, kind string) {
 // record keeps a change in p's history and, for an agent's, in its open
 // work.
 func (l *Ledger) record(res *Result, c Change) {
+	l.gen++
 	hist := append(l.paths[c.Path], c)
 	if len(hist) > l.opt.MaxHistory {
 		hist = slices.Delete(hist, 0, len(hist)-l.opt.MaxHistory)
