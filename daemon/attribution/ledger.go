@@ -211,6 +211,8 @@ func (l *Ledger) Tool(ev ToolEvent) (Result, error) {
 		l.claimOrder = append(l.claimOrder, p)
 		if i, ok := l.lastOutside(p, func(at time.Time) bool { return within(at, ev.At, l.opt.Slack) }); ok {
 			l.recredit(&res, p, i, ev.Agent, ev.Kind)
+		} else {
+			l.reclaimFromShells(&res, p, ev)
 		}
 	}
 	for len(l.claimOrder) > maxClaims {
@@ -466,6 +468,66 @@ func (l *Ledger) lastOutside(p string, match func(time.Time) bool) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// reclaimFromShells gives to ev's agent the latest change of p within
+// Slack of ev that shell windows were credited with: an edit claim names
+// its path, so it wins over a shell that merely ran then, as it does when
+// it arrives before the change (claimFor). Arrival order must not decide
+// whose a change is. The shells' agents no longer hold the path (no
+// conflict from it) unless another change of theirs does.
+func (l *Ledger) reclaimFromShells(res *Result, p string, ev ToolEvent) {
+	hist := l.paths[p]
+	var at time.Time
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Kind == KindShell && within(hist[i].At, ev.At, l.opt.Slack) {
+			at = hist[i].At
+			break
+		}
+	}
+	if at.IsZero() {
+		return
+	}
+	l.gen++
+	var released []string
+	kept := hist[:0:0]
+	for _, c := range hist {
+		if c.Kind == KindShell && c.At.Equal(at) {
+			if c.By != ev.Agent {
+				released = append(released, c.By)
+			}
+			continue
+		}
+		kept = append(kept, c)
+	}
+	c := Change{Path: p, By: ev.Agent, Kind: ev.Kind, At: at}
+	i, _ := slices.BinarySearchFunc(kept, at, func(x Change, t time.Time) int { return x.At.Compare(t) })
+	l.paths[p] = slices.Insert(kept, i, c)
+	for _, agent := range released {
+		l.release(agent, p)
+	}
+	res.Credits = append(res.Credits, c)
+	l.hold(res, c)
+}
+
+// release drops p from agent's open work after a change of it was taken
+// back, keeping it for the latest change of p still credited to agent.
+func (l *Ledger) release(agent, p string) {
+	held, ok := l.pending[agent][p]
+	if !ok {
+		return
+	}
+	var latest time.Time
+	for _, c := range l.paths[p] {
+		if c.By == agent && !c.At.After(held) && c.At.After(latest) {
+			latest = c.At
+		}
+	}
+	if latest.IsZero() {
+		delete(l.pending[agent], p)
+		return
+	}
+	l.pending[agent][p] = latest
 }
 
 // recredit gives the outside change hist[i] of p to agent.

@@ -262,3 +262,47 @@ func TestLedgerKnowsSinceItBegan(t *testing.T) {
 		t.Fatal("a ledger with no start knows the past")
 	}
 }
+
+// An edit claim that arrives after the watcher credited the change to
+// another agent's shell window takes it back, as it would have had it come
+// first: the change is the claimant's, and the shell's agent holds no
+// conflict over it.
+func TestLedgerLateEditClaimBeatsAShellWindow(t *testing.T) {
+	must := mustOK(t)
+	l := New(Options{Slack: 2 * time.Second})
+	must(l.ShellStart("reviewer", "call_1", at(9)))
+	res := must(l.Burst(Burst{Paths: []string{"a.go", "gen.txt"}, At: at(10)}))
+	if got := credits(res); got["a.go"] != "reviewer/shell" {
+		t.Fatalf("before the edit hook: %v", got)
+	}
+	res = must(l.Tool(ToolEvent{Agent: "builder", Kind: KindEdit, Paths: []string{"a.go"}, At: at(10.5)}))
+	if got := credits(res); !reflect.DeepEqual(got, map[string]string{"a.go": "builder/edit"}) {
+		t.Fatalf("late edit claim credits %v, want a.go to builder", got)
+	}
+	if len(res.Conflicts) != 0 {
+		t.Errorf("a change taken back from a shell is a conflict: %v", res.Conflicts)
+	}
+	must(l.ShellEnd("reviewer", "call_1", at(11)))
+	byPath := map[string][]string{}
+	for _, c := range l.ChangesSince(at(0)) {
+		byPath[c.Path] = append(byPath[c.Path], c.By+"/"+c.Kind)
+	}
+	if want := map[string][]string{"a.go": {"builder/edit"}, "gen.txt": {"reviewer/shell"}}; !reflect.DeepEqual(byPath, want) {
+		t.Errorf("ChangesSince = %v, want %v", byPath, want)
+	}
+	for _, agent := range []string{"builder", "reviewer"} {
+		if c := l.Conflicts(agent); len(c) != 0 {
+			t.Errorf("Conflicts(%s) = %v, want none", agent, c)
+		}
+	}
+	if got := l.ChangedBy("reviewer", at(0)); !reflect.DeepEqual(got, []string{"gen.txt"}) {
+		t.Errorf("ChangedBy(reviewer) = %v, want only gen.txt", got)
+	}
+	// The same when the shell's agent is the claimant: one change, an edit.
+	must(l.ShellStart("builder", "call_2", at(30)))
+	must(l.Burst(Burst{Paths: []string{"b.go"}, At: at(31)}))
+	res = must(l.Tool(ToolEvent{Agent: "builder", Kind: KindEdit, Paths: []string{"b.go"}, At: at(31.2)}))
+	if got := credits(res); !reflect.DeepEqual(got, map[string]string{"b.go": "builder/edit"}) {
+		t.Errorf("own shell then own edit claim: %v", got)
+	}
+}
