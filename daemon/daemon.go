@@ -82,6 +82,7 @@ type Daemon struct {
 
 	ledgers workdirLedgers // who changed what, one ledger per workdir
 	gates   workdirGates   // a restore by one agent is no lost work for the others on its workdir
+	watches workdirWatches // one watcher per workdir, however many agents work in it
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="
@@ -124,6 +125,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	d.ledgers.conflicts = d.metrics.conflicts
+	d.watches.log = d.log
 	return d, nil
 }
 

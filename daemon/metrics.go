@@ -97,22 +97,24 @@ func (m *metrics) Delivery(upstream, outcome string, d time.Duration) {
 type stateCollector struct{ d *Daemon }
 
 var (
-	descPending = prometheus.NewDesc("continuityd_spool_depth", "Writes an upstream has not taken yet.", []string{"agent", "upstream"}, nil)
-	descDead    = prometheus.NewDesc("continuityd_dead_letters", "Writes sitting in an upstream's dead letter.", []string{"agent", "upstream"}, nil)
-	descSeq     = prometheus.NewDesc("continuityd_residency_seq", "The agent's last sequence number.", []string{"agent"}, nil)
-	descUp      = prometheus.NewDesc("continuityd_upstream_ok", "1 when the upstream delivers fine for the agent, 0 otherwise.", []string{"agent", "upstream", "state"}, nil)
-	descWEvents = prometheus.NewDesc("continuityd_watcher_events_total", "fsnotify events the agent's workdir watcher received.", []string{"agent"}, nil)
-	descWRescan = prometheus.NewDesc("continuityd_watcher_rescans_total", "Full rescans of the workdir after an inotify overflow.", []string{"agent"}, nil)
-	descWDirs   = prometheus.NewDesc("continuityd_watcher_watched_dirs", "Directories the workdir watcher holds a watch on.", []string{"agent"}, nil)
-	descWErrs   = prometheus.NewDesc("continuityd_watcher_watch_errors_total", "Directories that could not be watched (inotify limits).", []string{"agent"}, nil)
-	descCommits = prometheus.NewDesc("continuityd_commits_total", "Group commits of the agent's residency (one log sync each).", []string{"agent"}, nil)
-	descCWrites = prometheus.NewDesc("continuityd_committed_writes_total", "Writes those commits held (background updates included).", []string{"agent"}, nil)
-	descCBusy   = prometheus.NewDesc("continuityd_commit_seconds_total", "Time spent committing, syncs included.", []string{"agent"}, nil)
-	descCkpts   = prometheus.NewDesc("continuityd_checkpoints_total", "bbolt commits that caught up with the write-ahead log.", []string{"agent"}, nil)
-	descFleetC  = prometheus.NewDesc("continuityd_fleet_conflict", "1 while another daemon is seen writing the agent through the fleet upstream (see `continuityd fleet`), else 0.", []string{"agent", "upstream"}, nil)
-	descLostAll = prometheus.NewDesc("continuityd_work_lost_total", "Times uncommitted work a snapshot held vanished from the workdir without a commit (checkout, reset, stash, rm), since the daemon started.", []string{"agent"}, nil)
-	descLostNow = prometheus.NewDesc("continuityd_work_lost", "Losses resume lists now (work_lost): not brought back, and not checkpointed past by the agent.", []string{"agent"}, nil)
-	descDamaged = prometheus.NewDesc("continuityd_agent_damaged", "1 for an agent refused because its files are damaged (see `continuityd recover`).", []string{"agent"}, nil)
+	descPending         = prometheus.NewDesc("continuityd_spool_depth", "Writes an upstream has not taken yet.", []string{"agent", "upstream"}, nil)
+	descDead            = prometheus.NewDesc("continuityd_dead_letters", "Writes sitting in an upstream's dead letter.", []string{"agent", "upstream"}, nil)
+	descSeq             = prometheus.NewDesc("continuityd_residency_seq", "The agent's last sequence number.", []string{"agent"}, nil)
+	descUp              = prometheus.NewDesc("continuityd_upstream_ok", "1 when the upstream delivers fine for the agent, 0 otherwise.", []string{"agent", "upstream", "state"}, nil)
+	descWEvents         = prometheus.NewDesc("continuityd_watcher_events_total", "fsnotify events the agent's workdir watcher (shared by the agents on the workdir) received.", []string{"agent"}, nil)
+	descWRescan         = prometheus.NewDesc("continuityd_watcher_rescans_total", "Full rescans of the workdir after an inotify overflow.", []string{"agent"}, nil)
+	descWDirs           = prometheus.NewDesc("continuityd_watcher_watched_dirs", "Directories the workdir watcher holds a watch on.", []string{"agent"}, nil)
+	descWErrs           = prometheus.NewDesc("continuityd_watcher_watch_errors_total", "Directories that could not be watched (inotify limits).", []string{"agent"}, nil)
+	descCommits         = prometheus.NewDesc("continuityd_commits_total", "Group commits of the agent's residency (one log sync each).", []string{"agent"}, nil)
+	descCWrites         = prometheus.NewDesc("continuityd_committed_writes_total", "Writes those commits held (background updates included).", []string{"agent"}, nil)
+	descCBusy           = prometheus.NewDesc("continuityd_commit_seconds_total", "Time spent committing, syncs included.", []string{"agent"}, nil)
+	descCkpts           = prometheus.NewDesc("continuityd_checkpoints_total", "bbolt commits that caught up with the write-ahead log.", []string{"agent"}, nil)
+	descFleetC          = prometheus.NewDesc("continuityd_fleet_conflict", "1 while another daemon is seen writing the agent through the fleet upstream (see `continuityd fleet`), else 0.", []string{"agent", "upstream"}, nil)
+	descLostAll         = prometheus.NewDesc("continuityd_work_lost_total", "Times uncommitted work a snapshot held vanished from the workdir without a commit (checkout, reset, stash, rm), since the daemon started.", []string{"agent"}, nil)
+	descLostNow         = prometheus.NewDesc("continuityd_work_lost", "Losses resume lists now (work_lost): not brought back, and not checkpointed past by the agent.", []string{"agent"}, nil)
+	descWorkdirWatchers = prometheus.NewDesc("continuityd_workdir_watchers", "Workdir watchers running: one per workdir, however many agents share it.", nil, nil)
+	descWorkdirDirs     = prometheus.NewDesc("continuityd_workdir_watched_dirs", "Directories all workdir watchers together hold an inotify watch on (each directory of a shared workdir once).", nil, nil)
+	descDamaged         = prometheus.NewDesc("continuityd_agent_damaged", "1 for an agent refused because its files are damaged (see `continuityd recover`).", []string{"agent"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -132,10 +134,18 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descFleetC
 	ch <- descLostAll
 	ch <- descLostNow
+	ch <- descWorkdirWatchers
+	ch <- descWorkdirDirs
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.d.snap()
+	watchers, dirs := c.d.watches.running(), 0
+	for _, w := range watchers {
+		dirs += w.Stats().WatchedDirs
+	}
+	ch <- prometheus.MustNewConstMetric(descWorkdirWatchers, prometheus.GaugeValue, float64(len(watchers)))
+	ch <- prometheus.MustNewConstMetric(descWorkdirDirs, prometheus.GaugeValue, float64(dirs))
 	for name, err := range st.damaged {
 		// Only damage: an agent refused for another workdir (place) is not
 		// a case for `recover --accept-loss`, which the metric's help names.

@@ -96,6 +96,9 @@ func (d *Daemon) reload(ctx context.Context) error {
 		d.log.Warn("changes to [daemon] take effect at the next restart; the rest is applied now")
 		cfg.Daemon = old.cfg.Daemon
 	}
+	// The workdirs' watchers outlive the agents reopened on them.
+	release := d.watches.hold()
+	defer release()
 	next, err := d.build(cfg, old)
 	d.st.Store(next)
 	next.logDamaged(d.log)
@@ -216,6 +219,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 			ao.Capture.OnConflict = d.ledgers.teller(ac.Workdir)
 		}
 		ao.Capture.RestoreGate = d.gates.For(ac.Workdir)
+		ao.Capture.Watches = d.watches.For(ac.Workdir)
 		a, err := agent.Open(ao)
 		var damage *residency.DamageError
 		var moved *place.MovedError

@@ -129,10 +129,23 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 			ignore = append(ignore, "/"+filepath.ToSlash(rel)+"/")
 		}
 	}
-	w, err := watch.New(watch.Options{
-		Root: wd, Ignore: ignore, IgnoreDirs: c.o.Watch.IgnoreDirs,
-		Quiet: c.o.Watch.Quiet, Logger: c.log,
-		OnGitEvent: func(dir string) { c.gitCheck(ctx, dir) },
+	// The workdir's watcher is shared by every agent on it (Options.Watches):
+	// each is told every burst and runs its own policy and snapshots.
+	shared := c.o.Watches
+	if shared == nil {
+		shared = &watch.Shared{Logger: c.log}
+	}
+	stopped := make(chan struct{})
+	sub, err := shared.Subscribe(watch.Options{
+		Root: wd, Ignore: ignore, IgnoreDirs: c.o.Watch.IgnoreDirs, Quiet: c.o.Watch.Quiet,
+	}, watch.Subscriber{
+		Summary:  func(s watch.Summary) { c.activity(ctx, s) },
+		GitEvent: func(dir string) { c.gitCheck(ctx, dir) },
+		Stopped: func(err error) {
+			c.log.Warn("workdir watcher stopped", "err", err)
+			c.unfollow()
+			close(stopped)
+		},
 	})
 	if err != nil {
 		c.log.Warn("cannot watch the workdir; automatic capture is off for it", "workdir", wd, "err", err)
@@ -141,18 +154,16 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 		c.mu.Unlock()
 		return
 	}
+	w := sub.Watcher()
 	c.mu.Lock()
 	c.watcher = w
 	c.mu.Unlock()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := w.Run(ctx, func(s watch.Summary) { c.activity(ctx, s) }); err != nil && ctx.Err() == nil {
-			c.log.Warn("workdir watcher stopped", "err", err)
-		}
-		if s := c.snapshotter(); s != nil {
-			s.store.Unfollow()
-		}
+		<-ctx.Done()
+		sub.Close()
+		c.unfollow()
 	}()
 	// The daemon reports ready only once the tree is watched, so a change
 	// made right after start is seen; what changed while the watches were
@@ -161,15 +172,30 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	case <-w.Ready():
 		if s := c.snapshotter(); s != nil {
 			s.store.Follow() // snapshots from what changed, after the start snapshot
+			select {
+			case <-stopped: // stopped since: Stopped's unfollow may have come first
+				c.unfollow()
+			default:
+			}
 		}
 	case <-ctx.Done():
+	case <-stopped:
 	case <-time.After(30 * time.Second):
 		c.log.Warn("the workdir watcher is slow to start; going on", "workdir", wd)
 	}
 	c.checkHandoffs(ctx)
 }
 
-// Watching is the workdir watcher, or nil.
+// unfollow tells the snapshot store that no watcher reports the changes
+// any more.
+func (c *Capture) unfollow() {
+	if s := c.snapshotter(); s != nil {
+		s.store.Unfollow()
+	}
+}
+
+// Watching is the workdir watcher (shared with the other agents on the
+// workdir), or nil.
 func (c *Capture) Watching() *watch.Watcher {
 	c.mu.Lock()
 	defer c.mu.Unlock()

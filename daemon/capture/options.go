@@ -8,6 +8,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/daemon/sources/watch"
 )
 
 // Options are what one agent's capture needs: the daemon's wiring builds
@@ -34,10 +35,15 @@ type Options struct {
 	// finds (a path two agents changed): the daemon tells every agent it
 	// names. It must not block. nil: not told.
 	OnConflict func(attribution.Conflict)
-	// CreditBursts says this agent's watcher reports the workdir's changes
-	// to the ledger. Every agent on a workdir runs a watcher; one of them
-	// reports, so a change is credited once.
+	// CreditBursts says this agent reports the workdir's bursts to the
+	// ledger. Every agent on a workdir is told every burst (Watches); one
+	// of them reports, so a change is credited once.
 	CreditBursts bool
+	// Watches is where the workdir's watcher is subscribed to: the daemon
+	// shares one per workdir, so the tree is watched once however many
+	// agents work in it (each is told every burst). nil: the capture
+	// runs a watcher of its own.
+	Watches *watch.Shared
 	// RestoreGate is shared by every agent on the workdir, so a restore by
 	// one is not lost work for the others; nil: the agent is alone.
 	RestoreGate *RestoreGate

@@ -366,16 +366,20 @@ func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
 	w.quietSince = time.Now()
 
 	var wg sync.WaitGroup
+	// The git queue stops with Run, also when Run returns on its own (an
+	// fsnotify failure), not only when ctx ends.
+	gitCtx, stopGit := context.WithCancel(ctx)
 	if w.o.OnGitEvent != nil {
 		w.gitq = &gitQueue{wake: make(chan struct{}, 1), pending: map[string]bool{}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.gitq.run(ctx, w.o.OnGitEvent)
+			w.gitq.run(gitCtx, w.o.OnGitEvent)
 		}()
 	}
 	defer func() {
 		_ = fw.Close()
+		stopGit()
 		wg.Wait()
 	}()
 
