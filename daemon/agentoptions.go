@@ -79,23 +79,7 @@ func captureOptions(cfg *config.Config, ac config.Agent) capture.Options {
 			HandoffFile: w.HandoffFile, CapsuleFile: w.CapsuleFile, Own: ownDirs(cfg)},
 		Transcripts:                  capture.TranscriptOptions{Enabled: t.Enabled, ClaudeHome: t.ClaudeHome, CodexHome: t.CodexHome, Rescan: t.Rescan.Duration},
 		SnapshotOnExplicitCheckpoint: cfg.Snapshots.OnExplicitCheckpoint,
-		CreditBursts:                 creditsBursts(cfg, ac),
 	}
-}
-
-// creditsBursts says whether ac's watcher is the one that reports its
-// workdir's changes to the attribution ledger: the first agent of the
-// configuration on that workdir, so that a change is credited once.
-func creditsBursts(cfg *config.Config, ac config.Agent) bool {
-	if ac.Workdir == "" {
-		return false
-	}
-	for _, o := range cfg.Agents {
-		if o.Workdir != "" && filepath.Clean(o.Workdir) == filepath.Clean(ac.Workdir) {
-			return o.Name == ac.Name
-		}
-	}
-	return false
 }
 
 // policyConfig is the checkpoint policy [policy] p sets, with

@@ -38,7 +38,6 @@ func TestAgentOptionsFromConfig(t *testing.T) {
 			HandoffFile: "NOTES.md", CapsuleFile: "c.json", Own: own},
 		Transcripts:                  capture.TranscriptOptions{Enabled: true, ClaudeHome: "/h/.claude", CodexHome: "/h/.codex", Rescan: 7 * time.Second},
 		SnapshotOnExplicitCheckpoint: true,
-		CreditBursts:                 true, // the only agent on its workdir
 	}
 	if !reflect.DeepEqual(o.Capture, want) {
 		t.Errorf("capture options\n got %+v\nwant %+v", o.Capture, want)

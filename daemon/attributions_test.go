@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/attribution"
 )
 
@@ -46,19 +45,6 @@ func TestWorkdirLedgersTellConflictToBoth(t *testing.T) {
 	l.teller("/srv/work")(c)
 	if told["builder"] != 2 || told["reviewer"] != 1 {
 		t.Fatalf("after reviewer stopped listening: told %v", told)
-	}
-}
-
-// One agent per workdir reports the watcher's changes to the ledger: the
-// first of the configuration on it.
-func TestCreditsBurstsOnePerWorkdir(t *testing.T) {
-	cfg := &config.Config{Agents: []config.Agent{{Name: "builder", Workdir: "/srv/work"}, {Name: "reviewer", Workdir: "/srv/work/"},
-		{Name: "other", Workdir: "/srv/other"}, {Name: "nowhere"}}}
-	want := map[string]bool{"builder": true, "reviewer": false, "other": true, "nowhere": false}
-	for _, ac := range cfg.Agents {
-		if got := creditsBursts(cfg, ac); got != want[ac.Name] {
-			t.Errorf("%s credits bursts: %v, want %v", ac.Name, got, want[ac.Name])
-		}
 	}
 }
 

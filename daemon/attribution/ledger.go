@@ -49,10 +49,16 @@ type ToolEvent struct {
 }
 
 // Burst is what the workdir watcher saw: these paths changed at At (when
-// the changes happened, not when the burst was flushed).
+// the changes happened, not when the burst was flushed). Key names the
+// burst when every agent on the workdir is told the same one (the shared
+// watcher fans each out): the ledger credits a key once, whichever agent
+// reports it first, so no agent has to be the one that reports (and a
+// workdir's changes are still credited when that one is down). "" :
+// always credited.
 type Burst struct {
 	Paths []string
 	At    time.Time
+	Key   string
 }
 
 // Change is one path credited to whoever changed it. By is the agent's
@@ -116,6 +122,9 @@ const (
 	DefaultMaxHistory = 8
 	// maxShells bounds the shell windows remembered after they closed.
 	maxShells = 64
+	// maxBursts bounds the burst keys remembered: every agent on a
+	// workdir reports a burst within moments of the others.
+	maxBursts = 256
 	// maxClaims bounds the claims waiting for the change they explain.
 	maxClaims = 4 * toolpaths.MaxPathsPerCall
 )
@@ -145,6 +154,8 @@ type Ledger struct {
 	pending map[string]map[string]time.Time
 	visits  map[string]time.Time
 	gen     uint64 // counts the changes to State
+	// bursts are the keys of the bursts credited lately, oldest first.
+	bursts []string
 }
 
 type claim struct {
@@ -280,6 +291,15 @@ func (l *Ledger) Burst(b Burst) (Result, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if b.Key != "" {
+		if slices.Contains(l.bursts, b.Key) {
+			return Result{}, nil // another agent on the workdir reported it
+		}
+		l.bursts = append(l.bursts, b.Key)
+		if len(l.bursts) > maxBursts {
+			l.bursts = slices.Delete(l.bursts, 0, len(l.bursts)-maxBursts)
+		}
+	}
 	var res Result
 	for _, p := range dedupe(b.Paths) {
 		by, kind := l.claimFor(p, b.At)

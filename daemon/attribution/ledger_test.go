@@ -306,3 +306,24 @@ func TestLedgerLateEditClaimBeatsAShellWindow(t *testing.T) {
 		t.Errorf("own shell then own edit claim: %v", got)
 	}
 }
+
+// Every agent on a workdir reports the burst the shared watcher told them
+// all: a key is credited once, whoever reports it first.
+func TestLedgerCreditsABurstKeyOnce(t *testing.T) {
+	must := mustOK(t)
+	l := New(Options{})
+	b := Burst{Paths: []string{"a.go"}, At: at(1), Key: "k1"}
+	if got := credits(must(l.Burst(b))); got["a.go"] != "/outside" {
+		t.Fatalf("first report: %v", got)
+	}
+	if res := must(l.Burst(b)); len(res.Credits) != 0 {
+		t.Errorf("the same burst reported again credited %v", res.Credits)
+	}
+	b.Key = "k2"
+	if got := credits(must(l.Burst(b))); got["a.go"] != "/outside" {
+		t.Errorf("another burst: %v", got)
+	}
+	if n := len(l.ChangesSince(at(0))); n != 2 {
+		t.Errorf("%d changes kept, want 2 (one per burst)", n)
+	}
+}

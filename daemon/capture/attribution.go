@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -103,14 +104,16 @@ func shellID(id string) string {
 	return "hook:" + id
 }
 
-// burst feeds what the watcher saw (when this agent's watcher is the
-// one that reports for the workdir, Options.CreditBursts): the paths it names (secret-redacted,
+// burst feeds what the watcher saw: the paths it names (secret-redacted,
 // like every path the ledger holds), at the time of the burst's last
-// change. A removed directory (a path ending in "/") is left out: its
-// files are what an agent's tools name.
+// change. Every agent on the workdir is told the same burst by the shared
+// watcher, and each reports it: the ledger credits it once by its key
+// (when it was first and last seen, and how many paths), so the changes
+// are credited whichever agents are running. A removed directory (a path
+// ending in "/") is left out: its files are what an agent's tools name.
 func (c *Capture) burst(s watch.Summary) {
 	a := c.attr
-	if a == nil || !c.o.CreditBursts || len(s.Paths) == 0 {
+	if a == nil || len(s.Paths) == 0 {
 		return
 	}
 	paths := make([]string, 0, len(s.Paths))
@@ -124,7 +127,8 @@ func (c *Capture) burst(s watch.Summary) {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	c.credited(a.ledger.Burst(attribution.Burst{Paths: paths, At: at}))
+	key := fmt.Sprintf("%d-%d-%d", s.First.UnixNano(), s.Last.UnixNano(), s.Count)
+	c.credited(a.ledger.Burst(attribution.Burst{Paths: paths, At: at, Key: key}))
 }
 
 // transcriptTools feeds the tool calls a transcript line completed (read

@@ -12,14 +12,16 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
+	"github.com/continuityd/continuityd/daemon/sources/watch"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // Two agents on one workdir, each with its capture and its real watcher,
 // one ledger: a hook's edit claim credits its agent, a shell window its
 // agent, a transcript's edit its agent, an unclaimed change goes to
-// outside; each change is credited once although both watchers see it
-// (builder's reports them);
+// outside; each change is credited once although both agents are told of
+// it by their shared watcher and both report it (the ledger keeps the
+// first);
 // a path both agents change is a conflict, told once, until one
 // checkpoints; by_others names the others' changes.
 func TestAttributionTwoAgentsOneWorkdir(t *testing.T) {
@@ -27,10 +29,11 @@ func TestAttributionTwoAgentsOneWorkdir(t *testing.T) {
 	var mu sync.Mutex
 	var conflicts []attribution.Conflict
 	onConflict := func(c attribution.Conflict) { mu.Lock(); conflicts = append(conflicts, c); mu.Unlock() }
+	var shared watch.Shared
 	ob := testOptions(t)
-	ob.Attribution, ob.OnConflict, ob.CreditBursts = ledger, onConflict, true
+	ob.Attribution, ob.OnConflict, ob.Watches = ledger, onConflict, &shared
 	or := testOptions(t)
-	or.Agent, or.Workdir, or.Attribution, or.OnConflict = "reviewer", ob.Workdir, ledger, onConflict
+	or.Agent, or.Workdir, or.Attribution, or.OnConflict, or.Watches = "reviewer", ob.Workdir, ledger, onConflict, &shared
 	builder, reviewer := startCapture(t, ob), startCapture(t, or)
 	wd := ob.Workdir
 
@@ -156,7 +159,7 @@ func claudeEditLines(t *testing.T, path string) string {
 func TestAttributionFromTranscriptWithoutHooks(t *testing.T) {
 	o, proj := transcriptOptions(t)
 	o.Watch.Enabled = true
-	o.Attribution, o.CreditBursts = attribution.New(attribution.Options{}), true
+	o.Attribution = attribution.New(attribution.Options{})
 	path := filepath.Join(proj, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
 	writeFile(t, path, "")
 	r := startCapture(t, o)
@@ -193,7 +196,7 @@ func TestAttributionFromCodexRolloutApplyPatch(t *testing.T) {
 	o := testOptions(t)
 	codex := filepath.Join(t.TempDir(), "codex")
 	o.Transcripts = TranscriptOptions{Enabled: true, CodexHome: codex}
-	o.Attribution, o.CreditBursts = attribution.New(attribution.Options{}), true
+	o.Attribution = attribution.New(attribution.Options{})
 	meta["payload"].(map[string]any)["cwd"] = o.Workdir
 	patch["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
 	patch["payload"].(map[string]any)["input"] = "*** Begin Patch\n*** Add File: src/codex.go\n+package src\n*** End Patch\n"

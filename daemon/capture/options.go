@@ -35,10 +35,6 @@ type Options struct {
 	// finds (a path two agents changed): the daemon tells every agent it
 	// names. It must not block. nil: not told.
 	OnConflict func(attribution.Conflict)
-	// CreditBursts says this agent reports the workdir's bursts to the
-	// ledger. Every agent on a workdir is told every burst (Watches); one
-	// of them reports, so a change is credited once.
-	CreditBursts bool
 	// Watches is where the workdir's watcher is subscribed to: the daemon
 	// shares one per workdir, so the tree is watched once however many
 	// agents work in it (each is told every burst). nil: the capture
