@@ -82,6 +82,8 @@ type Daemon struct {
 
 	ledgers workdirLedgers // who changed what, one ledger per workdir
 	gates   workdirGates   // a restore by one agent is no lost work for the others on its workdir
+
+	transcripts workdirTranscripts // which agent on a workdir follows which transcript
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="

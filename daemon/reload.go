@@ -216,6 +216,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 			ao.Capture.OnConflict = d.ledgers.teller(ac.Workdir)
 		}
 		ao.Capture.RestoreGate = d.gates.For(ac.Workdir)
+		ao.Capture.TranscriptClaims = d.transcripts.For(ac.Workdir)
 		a, err := agent.Open(ao)
 		var damage *residency.DamageError
 		var moved *place.MovedError
