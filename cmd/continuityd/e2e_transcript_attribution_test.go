@@ -180,3 +180,84 @@ func TestTranscriptOnlyAttributionTwoKinds(t *testing.T) {
 		t.Errorf("claude's restore of its own files changed codex's src/codex.go: %q", got)
 	}
 }
+
+// TestTranscriptBoundByHookOnSharedWorkdir: two agents of one daemon on
+// one workdir, both following "auto" (the default), the workdir with a
+// Claude Code session and a newer Codex rollout. Each follows one, never
+// the same one (one transcript, one agent). Then the agent that follows
+// the rollout sends a real UserPromptSubmit hook naming the Claude Code
+// session as its transcript_path: the session is its own from then on,
+// the other agent lets go of it and takes the rollout, and the session's
+// Edit line credits the hook's agent in the other's by_others.
+func TestTranscriptBoundByHookOnSharedWorkdir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	w, work := attributionWorkspace(t)
+	claudeHome, codexHome := filepath.Join(w.dir, "claude"), filepath.Join(w.dir, "codex")
+	session := filepath.Join(transcript.ClaudeProjectDir(claudeHome, work), "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+	writeFile(t, filepath.Dir(session), filepath.Base(session), strings.Join(agentFixture(t, "claude-code/transcript-short-session-v2.1.38.jsonl"), "\n")+"\n")
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(session, old, old); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rollout := filepath.Join(codexHome, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"),
+		"rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
+	writeFile(t, filepath.Dir(rollout), filepath.Base(rollout), jsonLine(t, agentFixture(t, "codex/rollout-apply-patch-v0.104.0.jsonl")[0], func(m map[string]any) {
+		m["payload"].(map[string]any)["cwd"] = work
+	}))
+
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	c := p.client()
+	defer c.CloseIdleConnections()
+	follows := map[string]string{}
+	waitUntil(t, func() string {
+		return fmt.Sprintf("each agent following its own transcript; status says %q; log:\n%s", follows, p.stderr)
+	},
+		func() bool {
+			for _, a := range []string{"builder", "reviewer"} {
+				follows[a] = transcriptFollowed(t, c, a)
+			}
+			b, r := follows["builder"], follows["reviewer"]
+			return strings.HasPrefix(b, "ok: following ") && strings.HasPrefix(r, "ok: following ") && b != r
+		})
+	hooked, other := "builder", "reviewer"
+	if follows["reviewer"] == "ok: following "+rollout {
+		hooked, other = other, hooked
+	}
+
+	payload := hookPayload(t, "input-userpromptsubmit.json", func(m map[string]any) {
+		m["cwd"], m["transcript_path"] = work, session
+	})
+	if code, out, errs := cli(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, payload, "hook", "--agent", hooked); code != 0 || out != "" {
+		t.Fatalf("hook --agent %s: exit %d, out %q, err %s", hooked, code, out, errs)
+	}
+	waitUntil(t, func() string {
+		return fmt.Sprintf("%s on the session its hook named and %s, let go, on the rollout; status says %q and %q; log:\n%s",
+			hooked, other, transcriptFollowed(t, c, hooked), transcriptFollowed(t, c, other), p.stderr)
+	}, func() bool {
+		return transcriptFollowed(t, c, hooked) == "ok: following "+session && transcriptFollowed(t, c, other) == "ok: following "+rollout
+	})
+
+	edit := agentFixture(t, "claude-code/transcript-edit-call-v2.1.39.jsonl")
+	stamp := func(m map[string]any) { m["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano) }
+	appendTo(t, session, jsonLine(t, edit[0], func(m map[string]any) {
+		stamp(m)
+		for _, b := range m["message"].(map[string]any)["content"].([]any) {
+			if blk := b.(map[string]any); blk["type"] == "tool_use" && blk["name"] == "Edit" {
+				blk["input"].(map[string]any)["file_path"] = filepath.Join(work, "src", "claude.go")
+			}
+		}
+	})+jsonLine(t, edit[1], stamp))
+	writeFile(t, work, "src/claude.go", "package src\n")
+	want := "src/claude.go agent:" + hooked
+	var got []string
+	waitUntil(t, func() string { return fmt.Sprintf("%s's by_others to hold %q; it holds %q", other, want, got) },
+		func() bool { got = byOthers(t, c, other); return hasAll(got, want) })
+	for _, o := range byOthers(t, c, hooked) {
+		if strings.HasPrefix(o, "src/claude.go ") {
+			t.Errorf("%s's by_others names its own edit: %q", hooked, o)
+		}
+	}
+}
