@@ -121,6 +121,12 @@ type Agent struct {
 	Name      string   `toml:"name"`      // ^[a-z0-9][a-z0-9_-]{0,62}$ (it names a directory)
 	Workdir   string   `toml:"workdir"`   // absolute after ~ expansion; "" = none
 	Upstreams []string `toml:"upstreams"` // default ["local"]
+	// Transcript says whose transcripts the agent follows when no hook
+	// names one: TranscriptAuto (either agent's), TranscriptClaudeCode,
+	// TranscriptCodex, or TranscriptOff (none). Agents sharing a workdir
+	// never follow the same transcript: set it where they are of
+	// different kinds and run without hooks.
+	Transcript string `toml:"transcript"`
 	// Identity holds the agent's own identity at each delx upstream that
 	// has one in the file ([agent.identity.UPSTREAM]). An agent without one
 	// uses what `continuityd delx register` kept in its state directory.

@@ -69,7 +69,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 			ShutdownTimeout: Duration{10 * time.Second},
 			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256,
 		},
-		Agents:    []Agent{{Name: "default", Workdir: "/work/dir", Upstreams: []string{"local"}}},
+		Agents:    []Agent{{Name: "default", Workdir: "/work/dir", Upstreams: []string{"local"}, Transcript: TranscriptAuto}},
 		Upstreams: map[string]Upstream{},
 		Guard:     Guard{AllowedLinkDomains: []string{"qdaybunker.fun", "dexscreener.com"}},
 		Outbox:    defaultOutbox(),
@@ -127,8 +127,8 @@ func TestDecodeFullConfig(t *testing.T) {
 			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256,
 		},
 		Agents: []Agent{
-			{Name: "builder", Workdir: "/home/u/src/builder", Upstreams: []string{"qday", "delx", "local"}},
-			{Name: "reviewer", Upstreams: []string{"local"}},
+			{Name: "builder", Workdir: "/home/u/src/builder", Upstreams: []string{"qday", "delx", "local"}, Transcript: TranscriptAuto},
+			{Name: "reviewer", Upstreams: []string{"local"}, Transcript: TranscriptAuto},
 		},
 		Upstreams: map[string]Upstream{
 			"qday": {Kind: "qday", URL: "https://qday.example/api", TokenEnv: "QDAY_TOKEN", Rate: 2, Burst: 5, Timeout: Duration{30 * time.Second}},

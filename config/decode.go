@@ -141,12 +141,13 @@ type rawDaemon struct {
 }
 
 type rawAgent struct {
-	Name      string                 `toml:"name"`
-	Workdir   string                 `toml:"workdir"`
-	Upstreams []string               `toml:"upstreams"` // nil: left out
-	Identity  map[string]rawIdentity `toml:"identity"`  // [agent.identity.UPSTREAM]
-	Users     []string               `toml:"users"`
-	Groups    []string               `toml:"groups"`
+	Name       string                 `toml:"name"`
+	Workdir    string                 `toml:"workdir"`
+	Upstreams  []string               `toml:"upstreams"` // nil: left out
+	Transcript string                 `toml:"transcript"`
+	Identity   map[string]rawIdentity `toml:"identity"` // [agent.identity.UPSTREAM]
+	Users      []string               `toml:"users"`
+	Groups     []string               `toml:"groups"`
 }
 
 // rawIdentity is an agent's own identity at a delx upstream.

@@ -31,6 +31,15 @@ const (
 // DefaultAgent names the agent the daemon serves when the file has none.
 const DefaultAgent = "default"
 
+// The values of an agent's transcript key: whose transcripts it follows
+// when no hook names one (the names the hook gives the agents it knows).
+const (
+	TranscriptAuto       = "auto"        // Claude Code's or Codex's, the newest no other agent on the workdir follows
+	TranscriptClaudeCode = "claude-code" // Claude Code's only (transcripts.claude_home)
+	TranscriptCodex      = "codex"       // Codex's only (transcripts.codex_home)
+	TranscriptOff        = "off"         // none
+)
+
 // Defaults of [daemon] and [guard] that do not depend on the host.
 const (
 	defaultSocketMode      = "0600" // only the daemon's user may talk to it

@@ -46,6 +46,7 @@ var keySpecs = []keySpec{
 	{"agent[].workdir", "a string", stringKinds},
 	{"agent[].upstreams", "an array of strings", arrayKinds},
 	{"agent[].upstreams[]", "a string", stringKinds},
+	{"agent[].transcript", "a string", stringKinds},
 	{"agent[].identity", "a table of Delx identities ([agent.identity.UPSTREAM])", tableKinds},
 	{"agent[].identity.*", "a table", tableKinds},
 	{"agent[].identity.*.agent_id", "a string", stringKinds},

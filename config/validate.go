@@ -272,7 +272,7 @@ func (c *checker) agents(raw []rawAgent, ups map[string]Upstream) []Agent {
 			c.fail("agent", "no [[agent]] is given, and the current directory, which the default agent would watch, is unknown: "+err.Error())
 			return nil
 		}
-		return []Agent{{Name: DefaultAgent, Workdir: filepath.Clean(wd), Upstreams: []string{LocalUpstream}}}
+		return []Agent{{Name: DefaultAgent, Workdir: filepath.Clean(wd), Upstreams: []string{LocalUpstream}, Transcript: TranscriptAuto}}
 	}
 	if len(raw) == 0 {
 		c.fail("agent", "must hold at least one agent; leave it out for the default agent")
@@ -307,6 +307,7 @@ func (c *checker) agents(raw []rawAgent, ups map[string]Upstream) []Agent {
 		} else {
 			c.agentUpstreams(joinKey(p, "upstreams"), r.Upstreams, declared)
 		}
+		a.Transcript = c.oneOf(joinKey(p, "transcript"), orDefault(r.Transcript, TranscriptAuto), TranscriptAuto, TranscriptClaudeCode, TranscriptCodex, TranscriptOff)
 		a.Identity = c.identities(joinKey(p, "identity"), r.Identity, a.Upstreams, ups)
 		if len(r.Users) > 0 { // an empty list is the same as none
 			a.Users, a.UIDs = r.Users, c.accounts(joinKey(p, "users"), r.Users, lookupUID)

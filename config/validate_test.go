@@ -140,7 +140,19 @@ func TestValidateAgents(t *testing.T) {
 		{"upstream twice", src(`[[agent]]`, `name = "a"`, `upstreams = ["local", "local"]`), "agent[0].upstreams[1]", 3, 23, "twice"},
 		{"empty agent array", src(`agent = []`), "agent", 1, 1, "at least one agent"},
 		{"inline agents", src(`agent = [{ name = "a" }, { name = "A" }]`), "agent[1].name", 1, 28, "lowercase"},
+		{"unknown transcript", twoAgents(`name = "b"`, `transcript = "claude"`), "agent[1].transcript", 6, 1,
+			`must be one of auto, claude-code, codex, off (got "claude")`},
+		{"transcript not a string", twoAgents(`name = "b"`, `transcript = false`), "agent[1].transcript", 6, 1, "must be a string"},
 	})
+	for _, v := range []string{"", TranscriptAuto, TranscriptClaudeCode, TranscriptCodex, TranscriptOff} {
+		want := v
+		if v == "" {
+			want = TranscriptAuto // left out or "": the default
+		}
+		if got := mustDecode(t, twoAgents(`name = "b"`, `transcript = "`+v+`"`)).Agents[1].Transcript; got != want {
+			t.Errorf("transcript = %q decodes to %q, want %q", v, got, want)
+		}
+	}
 	runOKCases(t, map[string]string{
 		"name 63 chars":     src(`[[agent]]`, `name = "`+strings.Repeat("a", 63)+`"`),
 		"name 1 char":       src(`[[agent]]`, `name = "0"`),

@@ -77,9 +77,22 @@ func captureOptions(cfg *config.Config, ac config.Agent) capture.Options {
 		Policy: policyConfig(cfg.Policy, publicStatusOn(cfg.Policy.PublicStatus, ac, cfg)),
 		Watch: capture.WatchOptions{Enabled: w.Enabled, Ignore: w.Ignore, IgnoreDirs: w.IgnoreDirs, Quiet: w.Quiet.Duration,
 			HandoffFile: w.HandoffFile, CapsuleFile: w.CapsuleFile, Own: ownDirs(cfg)},
-		Transcripts:                  capture.TranscriptOptions{Enabled: t.Enabled, ClaudeHome: t.ClaudeHome, CodexHome: t.CodexHome, Rescan: t.Rescan.Duration},
+		Transcripts: capture.TranscriptOptions{Enabled: t.Enabled && ac.Transcript != config.TranscriptOff, Kind: transcriptKind(ac.Transcript),
+			ClaudeHome: t.ClaudeHome, CodexHome: t.CodexHome, Rescan: t.Rescan.Duration},
 		SnapshotOnExplicitCheckpoint: cfg.Snapshots.OnExplicitCheckpoint,
 	}
+}
+
+// transcriptKind is the capture's name for whose transcripts the agent's
+// transcript key says it follows ("" : either).
+func transcriptKind(key string) string {
+	switch key {
+	case config.TranscriptClaudeCode:
+		return capture.KindClaudeCode
+	case config.TranscriptCodex:
+		return capture.KindCodex
+	}
+	return ""
 }
 
 // policyConfig is the checkpoint policy [policy] p sets, with

@@ -83,6 +83,8 @@ type Daemon struct {
 	ledgers workdirLedgers // who changed what, one ledger per workdir
 	gates   workdirGates   // a restore by one agent is no lost work for the others on its workdir
 	watches workdirWatches // one watcher per workdir, however many agents work in it
+
+	transcripts workdirTranscripts // which agent on a workdir follows which transcript
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="

@@ -181,6 +181,25 @@ func TestAttributionFromTranscriptWithoutHooks(t *testing.T) {
 // cwd, the workdir) credits the agent when the watcher sees the file
 // change.
 func TestAttributionFromCodexRolloutApplyPatch(t *testing.T) {
+	o := testOptions(t)
+	codex := filepath.Join(t.TempDir(), "codex")
+	o.Transcripts = TranscriptOptions{Enabled: true, CodexHome: codex}
+	o.Attribution = attribution.New(attribution.Options{})
+	rollout, patchLine := codexRollout(t, codex, o.Workdir)
+	r := startCapture(t, o)
+	waitHealth(t, r.Capture, "ok: following "+rollout)
+	appendFile(t, rollout, patchLine("src/codex.go"))
+	writeFile(t, filepath.Join(o.Workdir, "src", "codex.go"), "package src\n")
+	waitCredit(t, o.Attribution, "src/codex.go", "builder")
+}
+
+// codexRollout writes today's rollout of a Codex session in workdir under
+// the Codex home codex: the real v0.104 session_meta line with its cwd
+// set to workdir. patchLine is the real apply_patch line of that rollout,
+// now, its redacted input replaced by a patch that adds rel (relative to
+// the session's cwd).
+func codexRollout(t *testing.T, codex, workdir string) (rollout string, patchLine func(rel string) string) {
+	t.Helper()
 	var meta, patch map[string]any
 	for _, l := range strings.Split(string(readFixture(t, "rollout-2026-02-23-v0.104.0-alpha.1-autocompact-sanitized.jsonl")), "\n") {
 		switch {
@@ -193,24 +212,18 @@ func TestAttributionFromCodexRolloutApplyPatch(t *testing.T) {
 	if meta == nil || patch == nil {
 		t.Fatal("fixture changed: no session_meta or apply_patch line")
 	}
-	o := testOptions(t)
-	codex := filepath.Join(t.TempDir(), "codex")
-	o.Transcripts = TranscriptOptions{Enabled: true, CodexHome: codex}
-	o.Attribution = attribution.New(attribution.Options{})
-	meta["payload"].(map[string]any)["cwd"] = o.Workdir
-	patch["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
-	patch["payload"].(map[string]any)["input"] = "*** Begin Patch\n*** Add File: src/codex.go\n+package src\n*** End Patch\n"
+	meta["payload"].(map[string]any)["cwd"] = workdir
 	metaLine, _ := json.Marshal(meta)
-	patchLine, _ := json.Marshal(patch)
 	now := time.Now()
-	rollout := filepath.Join(codex, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"),
+	rollout = filepath.Join(codex, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"),
 		"rollout-2026-02-23T11-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
 	writeFile(t, rollout, string(metaLine)+"\n")
-	r := startCapture(t, o)
-	waitHealth(t, r.Capture, "ok: following "+rollout)
-	appendFile(t, rollout, string(patchLine)+"\n")
-	writeFile(t, filepath.Join(o.Workdir, "src", "codex.go"), "package src\n")
-	waitCredit(t, o.Attribution, "src/codex.go", "builder")
+	return rollout, func(rel string) string {
+		patch["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
+		patch["payload"].(map[string]any)["input"] = "*** Begin Patch\n*** Add File: " + rel + "\n+package src\n*** End Patch\n"
+		line, _ := json.Marshal(patch)
+		return string(line) + "\n"
+	}
 }
 
 // A hook event spooled while the daemon was down is stored later: its

@@ -109,6 +109,17 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 			s.start(ctx)
 		}()
 	}
+	if claims := c.o.TranscriptClaims; claims != nil {
+		// What the agent held (followed, or its hook bound) is free
+		// once it stops; Stop waits for this, so a reopened agent's
+		// claims come after.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			claims.Release(c.o.Agent)
+		}()
+	}
 	if wd != "" && c.o.Transcripts.Enabled {
 		wg.Add(1)
 		go func() {
@@ -384,8 +395,11 @@ func asError(err error) *capsule.Error {
 
 // Signal tells the policy about a stored signal (from the store's commit).
 func (c *Capture) Signal(s *capsule.Signal) {
-	if s.TranscriptPath != "" && s.Via != "transcript" && c.o.Transcripts.Enabled {
-		c.transcripts.follow(s.TranscriptPath)
+	if s.TranscriptPath != "" && s.Via != "transcript" {
+		c.transcripts.bind(s.TranscriptPath)
+		if c.o.Transcripts.Enabled {
+			c.transcripts.follow(s.TranscriptPath)
+		}
 	}
 	c.toolSignal(s)
 	sc := *s

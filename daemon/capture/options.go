@@ -40,6 +40,9 @@ type Options struct {
 	// agents work in it (each is told every burst). nil: the capture
 	// runs a watcher of its own.
 	Watches *watch.Shared
+	// TranscriptClaims is shared by every agent on the workdir, so that
+	// no two follow one transcript; nil: the agent is alone.
+	TranscriptClaims *TranscriptClaims
 	// RestoreGate is shared by every agent on the workdir, so a restore by
 	// one is not lost work for the others; nil: the agent is alone.
 	RestoreGate *RestoreGate
@@ -65,10 +68,19 @@ type WatchOptions struct {
 	Own []string
 }
 
+// The kinds of transcript an agent may follow (TranscriptOptions.Kind).
+const (
+	KindClaudeCode = "claude-code"
+	KindCodex      = "codex"
+)
+
 // TranscriptOptions say where the agent's transcripts are found.
 type TranscriptOptions struct {
 	Enabled               bool
 	ClaudeHome, CodexHome string
+	// Kind is whose transcripts the agent follows: KindClaudeCode's (in
+	// ClaudeHome) or KindCodex's (in CodexHome); "" either.
+	Kind string
 	// Rescan is how often the follower looks for a new session without a
 	// file event (a safety net under the watches); 0: never, the watches
 	// alone.

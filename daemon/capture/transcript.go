@@ -28,6 +28,9 @@ import (
 type transcriptFollower struct {
 	c       *Capture
 	switch_ chan string // a transcript named by a hook, to follow instead
+	// letGo says the transcript followed became another agent's (its hook
+	// named it; TranscriptClaims).
+	letGo chan struct{}
 
 	mu   sync.Mutex
 	path string // followed now; "" when none
@@ -48,20 +51,51 @@ type savedOffset struct {
 }
 
 func newTranscriptFollower(c *Capture) *transcriptFollower {
-	return &transcriptFollower{c: c, switch_: make(chan string, 1)}
+	return &transcriptFollower{c: c, switch_: make(chan string, 1), letGo: make(chan struct{}, 1)}
 }
 
-// allowed reports whether path lies in a configured transcript home: a
-// hook payload names the transcript, and the daemon reads only there.
-func (f *transcriptFollower) allowed(path string) bool {
+// homes are the homes of the transcripts the agent follows: its kind's
+// (TranscriptOptions.Kind), both without one.
+func (f *transcriptFollower) homes() (claude, codex string) {
 	t := f.c.o.Transcripts
+	switch t.Kind {
+	case KindClaudeCode:
+		return t.ClaudeHome, ""
+	case KindCodex:
+		return "", t.CodexHome
+	}
+	return t.ClaudeHome, t.CodexHome
+}
+
+// allowed reports whether path is a transcript the agent may follow: in
+// the home of its kind. A hook payload names the transcript, and the
+// daemon reads only there.
+func (f *transcriptFollower) allowed(path string) bool {
+	claude, codex := f.homes()
+	return inHome(path, claude, codex)
+}
+
+// inHome reports whether path is a .jsonl file under one of homes ("" : none).
+func inHome(path string, homes ...string) bool {
 	path = filepath.Clean(path)
-	for _, home := range []string{t.ClaudeHome, t.CodexHome} {
+	for _, home := range homes {
 		if home != "" && strings.HasPrefix(path, filepath.Clean(home)+string(filepath.Separator)) {
 			return strings.HasSuffix(path, ".jsonl")
 		}
 	}
 	return false
+}
+
+// bind makes path, named by the agent's hook, the agent's transcript: no
+// other agent on the workdir follows it from now on, whether this agent
+// follows transcripts itself or not. Only a path in a configured home is
+// bound (where a transcript may be).
+func (f *transcriptFollower) bind(path string) {
+	t := f.c.o.Transcripts
+	if f.c.o.TranscriptClaims == nil || !inHome(path, t.ClaudeHome, t.CodexHome) {
+		return
+	}
+	f.c.o.TranscriptClaims.Bind(f.c.o.Agent, path)
 }
 
 // follow asks to follow path (from a hook's transcript_path).
@@ -96,7 +130,20 @@ func (f *transcriptFollower) run(ctx context.Context) {
 	}
 	defer w.Close()
 	t := f.c.o.Transcripts
-	r := &transcriptReader{f: f, w: w, lastFrac: -1, finder: transcript.NewFinder(t.ClaudeHome, t.CodexHome, f.c.o.Workdir)}
+	claude, codex := f.homes()
+	r := &transcriptReader{f: f, w: w, lastFrac: -1, finder: transcript.NewFinder(claude, codex, f.c.o.Workdir)}
+	// One transcript, one agent: what another agent on the workdir
+	// follows is never picked, and is let go once a hook binds it.
+	claims, agent := f.c.o.TranscriptClaims, f.c.o.Agent
+	r.finder.SetTaken(func(p string) bool { return claims.TakenFrom(agent, p) })
+	claims.listen(agent, func() {
+		select {
+		case f.letGo <- struct{}{}:
+		default:
+		}
+	})
+	defer claims.listen(agent, nil)
+	defer claims.Release(agent) // also Capture's at its end; this one comes after the last pick
 	r.rescan(ctx)
 	var rescan <-chan time.Time // nil: the watches alone
 	if t.Rescan > 0 {
@@ -110,8 +157,13 @@ func (f *transcriptFollower) run(ctx context.Context) {
 			return
 		case p := <-f.switch_:
 			r.finder.Follow(p)
-			r.start(p)
+			if !r.start(p) {
+				r.rescan(ctx) // another agent's since: pick another
+				continue
+			}
 			r.read(ctx)
+		case <-f.letGo:
+			r.rescan(ctx)
 		case <-rescan:
 			r.rescan(ctx)
 		case ev, ok := <-w.Events:
@@ -202,21 +254,54 @@ func (r *transcriptReader) rescan(ctx context.Context) {
 		r.f.waiting = strings.Join(r.finder.WatchDirs(time.Now()), ", ")
 		r.f.mu.Unlock()
 	}()
-	if p, _, changed := r.finder.Scan(); changed && p != "" {
-		r.start(p)
-		if !first {
+	// A pick another agent took meanwhile is not followed: the next Scan
+	// passes it over (bounded: each try takes one transcript out).
+	for range 8 {
+		p, _, changed := r.finder.Scan()
+		switch {
+		case !changed:
+			return
+		case p == "":
+			r.stop()
+			return
+		case !r.start(p):
+			continue
+		}
+		if !first && r.finder.PickedNew() {
 			// A session that started while the workdir was followed: all
-			// of it is news, none of it history.
+			// of it is news, none of it history. (One left over, taken
+			// when another agent's hook claimed the one followed, is not.)
 			r.historyEnd = 0
 		}
 		r.read(ctx)
+		return
 	}
 }
 
+// stop follows no transcript (none is left that is not another agent's).
+func (r *transcriptReader) stop() {
+	if r.tail == nil {
+		return
+	}
+	r.f.c.log.Info("no longer following transcript", "path", r.tail.Path)
+	if r.dir != "" && !r.watching[r.dir] {
+		r.w.Remove(r.dir)
+	}
+	r.tail, r.tracker, r.dir = nil, nil, ""
+	r.f.mu.Lock()
+	r.f.path = ""
+	r.f.mu.Unlock()
+	r.f.c.o.TranscriptClaims.Release(r.f.c.o.Agent)
+}
+
 // start follows path: it watches its directory and goes on from the
-// offset saved for it.
-func (r *transcriptReader) start(path string) {
+// offset saved for it. It reports false, and follows nothing new, when
+// path is another agent's.
+func (r *transcriptReader) start(path string) bool {
 	f := r.f
+	if !f.c.o.TranscriptClaims.Guess(f.c.o.Agent, path) {
+		return false
+	}
 	if r.dir != "" && !r.watching[r.dir] {
 		r.w.Remove(r.dir)
 	}
@@ -234,11 +319,17 @@ func (r *transcriptReader) start(path string) {
 	f.path = path
 	f.mu.Unlock()
 	f.c.log.Info("following transcript", "path", path)
+	return true
 }
 
 // read reads what was appended to the transcript and signals what it says.
 func (r *transcriptReader) read(ctx context.Context) {
 	if r.tail == nil {
+		return
+	}
+	if r.f.c.o.TranscriptClaims.TakenFrom(r.f.c.o.Agent, r.tail.Path) {
+		// Another agent's hook named it: not one more line is this agent's.
+		r.rescan(ctx)
 		return
 	}
 	for range 64 { // bounded per wake-up; a long backlog continues at the next event
@@ -286,10 +377,7 @@ func (r *transcriptReader) readFailed(err error) {
 		// Said once: the transcript is dropped until a hook
 		// names one again.
 		r.f.c.log.Warn("transcript refused, not read", "err", err)
-		r.tail = nil
-		r.f.mu.Lock()
-		r.f.path = ""
-		r.f.mu.Unlock()
+		r.stop()
 		return
 	}
 	if !errors.Is(err, os.ErrNotExist) {

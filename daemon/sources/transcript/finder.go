@@ -17,7 +17,7 @@ import (
 // flip at each write: the first Scan picks the most recently modified
 // transcript; later Scans move only to a transcript that appeared since
 // the Scan before (the newest of them, if several did), or, when the one
-// followed is gone, to the newest left.
+// followed is gone (or another agent's, SetTaken), to the newest left.
 //
 // A Finder is not safe for concurrent use; the follower owns it. It keeps
 // the names of the workdir's transcripts and the cwd of each Codex rollout
@@ -25,8 +25,14 @@ import (
 // seen before.
 type Finder struct {
 	claudeHome, codexHome, workdir string
+	// taken says a transcript is another agent's (nil: none is): Scan
+	// never picks it, and lets go of the one followed once it is.
+	taken func(path string) bool
 
 	current string
+	// pickedNew says the last Scan moved to a transcript that appeared
+	// since the Scan before (a session begun), not to one left over.
+	pickedNew bool
 	// known holds the workdir's transcripts at the last Scan; nil before
 	// the first.
 	known map[string]bool
@@ -114,6 +120,20 @@ func (f *Finder) Settled(path string) bool {
 	return ok
 }
 
+// SetTaken tells the Finder which transcripts are other agents' (several
+// agents on one workdir, each following its own): Scan picks the newest
+// one that is not taken, and moves off the one followed when it becomes
+// taken (to the newest left, or to none).
+func (f *Finder) SetTaken(taken func(path string) bool) { f.taken = taken }
+
+func (f *Finder) isTaken(path string) bool { return f.taken != nil && f.taken(path) }
+
+// PickedNew reports whether the last Scan moved to a session that began
+// since the Scan before (all of it is news), rather than to one that was
+// there already (the one followed was gone or became another agent's:
+// what it holds is history).
+func (f *Finder) PickedNew() bool { return f.pickedNew }
+
 // Follow tells the Finder the follower now follows path (a transcript a
 // hook named): Scan keeps it until a newer session appears.
 func (f *Finder) Follow(path string) { f.current = path }
@@ -125,8 +145,12 @@ func (f *Finder) Follow(path string) { f.current = path }
 func (f *Finder) Scan() (path string, modTime time.Time, changed bool) {
 	found := f.list()
 	first := f.known == nil
-	var fresh []candidate
+	var fresh, free []candidate // new since the last Scan; not another agent's
 	for _, c := range found {
+		if f.isTaken(c.path) {
+			continue
+		}
+		free = append(free, c)
 		if first || !f.known[c.path] {
 			fresh = append(fresh, c)
 		}
@@ -137,14 +161,18 @@ func (f *Finder) Scan() (path string, modTime time.Time, changed bool) {
 	}
 
 	prev := f.current
+	f.pickedNew = false
+	// lost: none is followed, or the one followed is gone or another's.
+	lost := f.current == "" || !exists(f.current) || f.isTaken(f.current)
 	switch {
-	case len(fresh) > 0 && !(first && f.current != ""): // a Follow before the first Scan stands
+	case len(fresh) > 0 && !(first && !lost): // a Follow before the first Scan stands
 		newestFirst(fresh)
 		f.current = fresh[0].path
-	case f.current != "" && !exists(f.current) && len(found) > 0:
-		newestFirst(found)
-		f.current = found[0].path
-	case f.current != "" && !exists(f.current):
+		f.pickedNew = !first
+	case lost && len(free) > 0:
+		newestFirst(free)
+		f.current = free[0].path
+	case lost:
 		f.current = ""
 	}
 	for _, c := range found {

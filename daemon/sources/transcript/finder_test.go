@@ -79,8 +79,8 @@ func TestFinderNewClaudeSession(t *testing.T) {
 	b := filepath.Join(proj, "b.jsonl")
 	writeAt(t, b, "{}\n", base.Add(2*time.Minute))
 	got, mod, changed := f.Scan()
-	if got != b || !changed || !mod.Equal(base.Add(2*time.Minute)) {
-		t.Fatalf("second session: %q %v %v", got, mod, changed)
+	if got != b || !changed || !mod.Equal(base.Add(2*time.Minute)) || !f.PickedNew() {
+		t.Fatalf("second session: %q %v %v, new %v", got, mod, changed, f.PickedNew())
 	}
 	// The first one is still in use and written to: the choice stays.
 	if err := os.Chtimes(a, base.Add(5*time.Minute), base.Add(5*time.Minute)); err != nil {
@@ -152,5 +152,70 @@ func TestFinderWatchChains(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("WatchChains = %q, want %q", got, want)
+	}
+}
+
+// TestFinderSkipsTakenTranscripts: two agents on one workdir, each with
+// its Finder over both homes and one rule for what the other follows.
+// The second never picks the first's transcript (the newest), but the
+// newest left; a fresh session that is taken is not moved to; and when
+// the one followed becomes the other's (a hook named it), the Finder lets
+// go of it: to the newest left, or to none, until one is free again.
+func TestFinderSkipsTakenTranscripts(t *testing.T) {
+	claude, codex := t.TempDir(), t.TempDir()
+	wd := "/work/repo"
+	base := time.Now().Add(-time.Hour)
+	proj := ClaudeProjectDir(claude, wd)
+	older := filepath.Join(proj, "older.jsonl")
+	writeAt(t, older, "{}\n", base)
+	rollout := filepath.Join(codex, "sessions", "2026", "05", "11", "rollout-2026-05-11T09-00-00-r.jsonl")
+	writeAt(t, rollout, codexMeta("r", wd), base.Add(time.Minute))
+
+	held := map[string]string{} // path → agent
+	finder := func(agent string) *Finder {
+		f := NewFinder(claude, codex, wd)
+		f.SetTaken(func(p string) bool { return held[p] != "" && held[p] != agent })
+		return f
+	}
+	a, b := finder("a"), finder("b")
+	got, _, _ := a.Scan()
+	if got != rollout {
+		t.Fatalf("a: %q, want the newest %q", got, rollout)
+	}
+	held[got] = "a"
+	if got, _, changed := b.Scan(); got != older || !changed {
+		t.Fatalf("b: %q %v, want the newest a does not follow, %q", got, changed, older)
+	}
+	if b.PickedNew() {
+		t.Error("a first Scan's pick is a new session")
+	}
+	held[older] = "b"
+
+	// A new session that a's hook names at once: b does not move to it.
+	newer := filepath.Join(proj, "newer.jsonl")
+	writeAt(t, newer, "{}\n", base.Add(2*time.Minute))
+	held[newer] = "a"
+	if got, _, changed := b.Scan(); got != older || changed {
+		t.Fatalf("b moved to a's new session: %q %v", got, changed)
+	}
+
+	// a's hook names b's transcript: b lets go, to the newest left
+	// (the rollout a left), then to none when that is taken too.
+	held[older], held[rollout] = "a", ""
+	if got, _, changed := b.Scan(); got != rollout || !changed {
+		t.Fatalf("b after losing its transcript: %q %v, want %q", got, changed, rollout)
+	}
+	if b.PickedNew() {
+		t.Error("the rollout b fell back to is a new session: its history would count as news")
+	}
+	held[rollout] = "a"
+	if got, _, changed := b.Scan(); got != "" || !changed {
+		t.Fatalf("b with every transcript taken: %q %v, want none", got, changed)
+	}
+	// a lets go of the rollout (its session moved on): b, following none,
+	// takes it although it is not new.
+	held[rollout] = ""
+	if got, _, changed := b.Scan(); got != rollout || !changed {
+		t.Fatalf("b following none while the rollout is free: %q %v", got, changed)
 	}
 }
