@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -18,23 +18,23 @@ import (
 // cmdRun runs the daemon in the foreground until SIGINT or SIGTERM. With no
 // --config it runs the embedded default: agent "default" on the current
 // directory, upstream "local", XDG or FHS paths.
-func cmdRun(ctx context.Context, e *env, args []string) int {
+func cmdRun(ctx context.Context, e *Env, args []string) int {
 	// Started by the Windows service manager: run under it (a no-op elsewhere).
 	// Its log then goes to the service manager's own log (logTo).
 	if code, ok := runUnderServiceManager(ctx, func(ctx context.Context, logTo io.Writer) int {
 		se := *e
 		if logTo != nil {
-			se.stderr = logTo
+			se.Stderr = logTo
 		}
 		return cmdRun(ctx, &se, args)
 	}); ok {
 		return code
 	}
-	fs := newFlagSet(e, "run", "[--config FILE | --workdir DIR]")
+	fs := NewFlagSet(e, "run", "[--config FILE | --workdir DIR]")
 	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
 	workdir := fs.String("workdir", "", "the embedded default's workdir (default: the current directory)")
-	if _, err := parse(fs, args); err != nil {
-		return exitUsage
+	if _, err := ParseFlags(fs, args); err != nil {
+		return ExitUsage
 	}
 	// SIGHUP reloads the config file (the daemon also reloads when the file
 	// changes). It is caught from here on: one that comes while the daemon
@@ -42,16 +42,16 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	cfg, err := loadConfig(e, *cfgPath)
+	cfg, err := LoadConfig(e, *cfgPath)
 	if err == nil && *workdir != "" {
 		err = setDefaultWorkdir(cfg, *cfgPath, *workdir)
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
+		return ExitUsage
 	}
-	log := newLogger(e.stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
-	opts := daemon.Options{Logger: log, Version: buildVersion(), Ready: notifyReady, Stopping: notifyStopping}
+	log := newLogger(e.Stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
+	opts := daemon.Options{Logger: log, Version: e.Version, Ready: notifyReady, Stopping: notifyStopping}
 	if *cfgPath != "" {
 		opts.Load = func() (*config.Config, error) { return config.Load(*cfgPath) }
 	} else {
@@ -60,7 +60,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		log.Error("cannot start", "err", err)
-		return exitFailed
+		return ExitFailed
 	}
 	hupCtx, stopHUP := context.WithCancel(ctx)
 	defer stopHUP()
@@ -81,17 +81,17 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	}()
 	if err := d.Run(ctx); err != nil {
 		log.Error("cannot run", "err", err)
-		return exitFailed
+		return ExitFailed
 	}
 	log.Info("stopped cleanly")
-	return exitOK
+	return ExitOK
 }
 
-// loadConfig loads the config file, or the embedded default when there is
+// LoadConfig loads the config file, or the embedded default when there is
 // none. Without a file, $CONTINUITYD_STATE_DIR and $CONTINUITYD_SOCKET move
 // the default state directory and socket (tests, and trying it out without
 // touching the real default places).
-func loadConfig(e *env, path string) (*config.Config, error) {
+func LoadConfig(e *Env, path string) (*config.Config, error) {
 	if path != "" {
 		return config.Load(path)
 	}
@@ -99,10 +99,10 @@ func loadConfig(e *env, path string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v := e.getenv("CONTINUITYD_STATE_DIR"); v != "" {
+	if v := e.Getenv("CONTINUITYD_STATE_DIR"); v != "" {
 		cfg.Daemon.StateDir = v
 	}
-	if v := e.getenv("CONTINUITYD_SOCKET"); v != "" {
+	if v := e.Getenv("CONTINUITYD_SOCKET"); v != "" {
 		cfg.Daemon.Socket = v
 	}
 	return cfg, nil

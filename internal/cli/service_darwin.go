@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -79,7 +79,7 @@ func renderDefinition(s *serviceSpec) ([]byte, error) {
 }
 
 func installNotes(*serviceSpec) []string      { return nil }
-func prepareInstall(*env, *serviceSpec) error { return nil }
+func prepareInstall(*Env, *serviceSpec) error { return nil }
 func installHint(serviceArgs) string          { return "" }
 func notInstalledNote(serviceArgs) string     { return "" }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -17,17 +17,17 @@ import (
 // it finds; with it, the damaged file is moved aside (kept), numbering goes
 // on past every sequence number already used, and a running daemon is
 // asked to reload so it serves the agent again.
-func cmdRecover(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "recover", "[--agent A] [--config FILE] [--accept-loss]")
-	var cf clientFlags
-	cf.register(fs)
+func cmdRecover(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "recover", "[--agent A] [--config FILE] [--accept-loss]")
+	var cf ClientFlags
+	cf.Register(fs)
 	accept := fs.Bool("accept-loss", false, "accept losing what the damaged file held: move it aside and go on")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
 		fs.Usage()
-		return exitUsage
+		return ExitUsage
 	}
 	cfg, name, code := configAgent(e, cf, "recover", "qday")
-	if code != exitOK {
+	if code != ExitOK {
 		return code
 	}
 	dir := cfg.AgentDir(name)
@@ -36,16 +36,16 @@ func cmdRecover(ctx context.Context, e *env, args []string) int {
 	}
 	acc, err := residency.AcceptLoss(dir, time.Now())
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd recover: agent %s: %v\n", name, err)
-		return exitFailed
+		fmt.Fprintf(e.Stderr, "continuityd recover: agent %s: %v\n", name, err)
+		return ExitFailed
 	}
 	for _, p := range acc.MovedAside {
-		fmt.Fprintf(e.stdout, "moved aside: %s\n", p)
+		fmt.Fprintf(e.Stdout, "moved aside: %s\n", p)
 	}
 	if acc.Fresh {
-		fmt.Fprintf(e.stdout, "agent %s starts a new residency (new id, so new Idempotency-Keys); the upstreams keep what they received\n", name)
+		fmt.Fprintf(e.Stdout, "agent %s starts a new residency (new id, so new Idempotency-Keys); the upstreams keep what they received\n", name)
 	} else {
-		fmt.Fprintf(e.stdout, "agent %s goes on at seq %d (past every seq its log may have used)\n", name, acc.NextSeq)
+		fmt.Fprintf(e.Stdout, "agent %s goes on at seq %d (past every seq its log may have used)\n", name, acc.NextSeq)
 	}
 	cf.config = cfg.Path
 	if cf.socket == "" && cf.config == "" {
@@ -53,32 +53,32 @@ func cmdRecover(ctx context.Context, e *env, args []string) int {
 	}
 	said, err := reloadDaemon(ctx, e, cf, name)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd recover: the loss is accepted, but %v; reload continuityd yourself\n", err)
-		return exitFailed
+		fmt.Fprintf(e.Stderr, "continuityd recover: the loss is accepted, but %v; reload continuityd yourself\n", err)
+		return ExitFailed
 	}
-	fmt.Fprintln(e.stdout, said)
-	return exitOK
+	fmt.Fprintln(e.Stdout, said)
+	return ExitOK
 }
 
 // configAgent loads the configuration the flags name (or the embedded
 // default) and picks the agent: the one named, or the only one. code is
-// exitUsage, said on stderr, when either fails; an agent the embedded
+// ExitUsage, said on stderr, when either fails; an agent the embedded
 // default does not have (the tour's builder) is said to need a config with
 // an upstream of kind.
-func configAgent(e *env, cf clientFlags, command, kind string) (cfg *config.Config, name string, code int) {
-	cfg, err := loadConfig(e, cf.config)
+func configAgent(e *Env, cf ClientFlags, command, kind string) (cfg *config.Config, name string, code int) {
+	cfg, err := LoadConfig(e, cf.config)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
-		return nil, "", exitUsage
+		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
+		return nil, "", ExitUsage
 	}
 	if name, err = pickAgent(cfg, cf.agent); err != nil {
-		fmt.Fprintf(e.stderr, "continuityd %s: %v\n", command, err)
+		fmt.Fprintf(e.Stderr, "continuityd %s: %v\n", command, err)
 		if cfg.Path == "" {
-			needsConfig(e.stderr, command, kind)
+			NeedsConfig(e.Stderr, command, kind)
 		}
-		return nil, "", exitUsage
+		return nil, "", ExitUsage
 	}
-	return cfg, name, exitOK
+	return cfg, name, ExitOK
 }
 
 // pickAgent picks the agent: the one named, or the only one.
@@ -108,33 +108,33 @@ func configName(cfg *config.Config) string {
 
 // inspectAgent says what Open would say of the agent's files, changing
 // nothing: exit 1 when they are damaged.
-func inspectAgent(e *env, name, dir string) int {
+func inspectAgent(e *Env, name, dir string) int {
 	in, err := residency.Inspect(dir)
 	if err != nil {
 		if strings.Contains(err.Error(), "locked by another process") {
-			fmt.Fprintf(e.stdout, "agent %s is open in a running continuityd, so it was not refused: nothing to recover\n", name)
-			return exitOK
+			fmt.Fprintf(e.Stdout, "agent %s is open in a running continuityd, so it was not refused: nothing to recover\n", name)
+			return ExitOK
 		}
-		fmt.Fprintf(e.stderr, "continuityd recover: agent %s: %v\n", name, err)
-		return exitFailed
+		fmt.Fprintf(e.Stderr, "continuityd recover: agent %s: %v\n", name, err)
+		return ExitFailed
 	}
 	if in.Damage == nil {
-		fmt.Fprintf(e.stdout, "agent %s: nothing is damaged (seq %d in residency.db, %d log records past it, closed cleanly: %v)\n",
+		fmt.Fprintf(e.Stdout, "agent %s: nothing is damaged (seq %d in residency.db, %d log records past it, closed cleanly: %v)\n",
 			name, in.Seq, len(in.Unapplied), in.Clean)
-		return exitOK
+		return ExitOK
 	}
-	fmt.Fprintf(e.stdout, "agent %s is damaged.\nfile:  %s\nfound: %s\nlost:  %s\n\nTo accept the loss and go on: continuityd recover --agent %s --accept-loss\n",
+	fmt.Fprintf(e.Stdout, "agent %s is damaged.\nfile:  %s\nfound: %s\nlost:  %s\n\nTo accept the loss and go on: continuityd recover --agent %s --accept-loss\n",
 		name, in.Damage.Path, in.Damage.Found, in.Damage.Lost, name)
-	return exitFailed
+	return ExitFailed
 }
 
 // reloadDaemon asks a running daemon that refused the agent to reload,
 // and says what it did or what the operator should do. err is set, and
 // nothing signalled, when what answers on the socket is not the daemon it
 // claims to be.
-func reloadDaemon(ctx context.Context, e *env, cf clientFlags, name string) (string, error) {
+func reloadDaemon(ctx context.Context, e *Env, cf ClientFlags, name string) (string, error) {
 	hint := "reload continuityd to serve the agent again (systemctl reload continuityd, or send SIGHUP to its pid)"
-	st, peer, socket, err := runningDaemon(ctx, e, cf)
+	st, peer, socket, err := RunningDaemon(ctx, e, cf)
 	if errors.Is(err, client.ErrUnreachable) {
 		return "no daemon answers on " + socket + ": the agent is served at its next start", nil
 	}
@@ -143,11 +143,11 @@ func reloadDaemon(ctx context.Context, e *env, cf clientFlags, name string) (str
 	}
 	for _, a := range st.Agents {
 		if a.Name == name && a.Damaged != "" {
-			pid, err := daemonPID(st, peer, socket)
+			pid, err := DaemonPID(st, peer, socket)
 			if err != nil {
 				return "", err
 			}
-			if err := signalReload(pid); err != nil {
+			if err := SignalReload(pid); err != nil {
 				return fmt.Sprintf("could not ask the daemon (pid %d) to reload (%v): %s", pid, err, hint), nil
 			}
 			return fmt.Sprintf("asked the daemon (pid %d) to reload; `continuityd status` shows the agent once it is served", pid), nil

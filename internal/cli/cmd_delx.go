@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -21,28 +21,28 @@ const delxUsage = "register [--agent A] [--upstream NAME] [--config FILE] [--age
 // cmdDelx is `continuityd delx register`: register an agent with Delx and
 // keep the identity it returns in the agent's state directory, where the
 // daemon reads it at every call.
-func cmdDelx(ctx context.Context, e *env, args []string) int {
+func cmdDelx(ctx context.Context, e *Env, args []string) int {
 	if len(args) == 0 || args[0] != "register" {
-		fmt.Fprintf(e.stderr, "usage: continuityd delx %s\n", delxUsage)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "usage: continuityd delx %s\n", delxUsage)
+		return ExitUsage
 	}
-	fs := newFlagSet(e, "delx", delxUsage)
-	var cf clientFlags
-	cf.register(fs)
+	fs := NewFlagSet(e, "delx", delxUsage)
+	var cf ClientFlags
+	cf.Register(fs)
 	upName := fs.String("upstream", "", "the delx upstream (may be left out when the agent ships to one)")
 	agentID := fs.String("agent-id", "", "the agent_id to ask Delx for (default: the agent's name)")
 	keyFile := fs.String("key-file", "", "read the registration key from this file (mode 0600) instead of $"+registrationKeyEnv)
 	force := fs.Bool("force", false, "register again: Delx issues a new identity and the one kept is replaced")
-	if pos, err := parse(fs, args[1:]); err != nil || len(pos) > 0 {
+	if pos, err := ParseFlags(fs, args[1:]); err != nil || len(pos) > 0 {
 		fs.Usage()
-		return exitUsage
+		return ExitUsage
 	}
 	usageErr := func(err error) int {
-		fmt.Fprintf(e.stderr, "continuityd delx register: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "continuityd delx register: %v\n", err)
+		return ExitUsage
 	}
 	cfg, name, code := configAgent(e, cf, "delx register", "delx")
-	if code != exitOK {
+	if code != ExitOK {
 		return code
 	}
 	ac, _ := cfg.Agent(name)
@@ -50,7 +50,7 @@ func cmdDelx(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		code := usageErr(err)
 		if cfg.Path == "" {
-			needsConfig(e.stderr, "delx register", "delx")
+			NeedsConfig(e.Stderr, "delx register", "delx")
 		}
 		return code
 	}
@@ -59,12 +59,12 @@ func cmdDelx(ctx context.Context, e *env, args []string) int {
 	}
 	path := delx.IdentityPath(cfg.AgentDir(name), up)
 	if old, err := delx.ReadIdentityFile(path); err == nil && !*force {
-		fmt.Fprintf(e.stderr, "continuityd delx register: agent %s is registered already (agent_id %s, session_id %s, kept in %s); registering again makes Delx issue a new identity: pass --force to do so\n",
+		fmt.Fprintf(e.Stderr, "continuityd delx register: agent %s is registered already (agent_id %s, session_id %s, kept in %s); registering again makes Delx issue a new identity: pass --force to do so\n",
 			name, old.AgentID, old.SessionID, path)
-		return exitFailed
+		return ExitFailed
 	} else if err != nil && !errors.Is(err, delx.ErrNotRegistered) && !*force {
-		fmt.Fprintf(e.stderr, "continuityd delx register: agent %s: %v\n", name, err)
-		return exitFailed
+		fmt.Fprintf(e.Stderr, "continuityd delx register: agent %s: %v\n", name, err)
+		return ExitFailed
 	}
 	key, err := registrationKey(e, *keyFile)
 	if err != nil {
@@ -81,28 +81,28 @@ func cmdDelx(ctx context.Context, e *env, args []string) int {
 	}
 	id, err := delx.Register(ctx, delx.Registration{URL: regURL, AgentID: *agentID, Key: key, Source: "continuityd", Timeout: uc.Timeout.Duration})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd delx register: agent %s at %s: %v\n", name, regURL, err)
-		return exitFailed
+		fmt.Fprintf(e.Stderr, "continuityd delx register: agent %s at %s: %v\n", name, regURL, err)
+		return ExitFailed
 	}
 	stored := delx.StoredIdentity{AgentID: id.AgentID, SessionID: id.SessionID, Token: id.Token, Upstream: up,
 		RegistrationURL: regURL, RegisteredAt: time.Now().UTC().Truncate(time.Second)}
 	if err := delx.WriteIdentityFile(path, stored); err != nil {
-		fmt.Fprintf(e.stderr, "continuityd delx register: Delx registered agent %s (agent_id %s) but keeping its identity failed: %v\n", name, id.AgentID, err)
-		return exitFailed
+		fmt.Fprintf(e.Stderr, "continuityd delx register: Delx registered agent %s (agent_id %s) but keeping its identity failed: %v\n", name, id.AgentID, err)
+		return ExitFailed
 	}
 	// The token is never printed: where it is kept is enough.
-	fmt.Fprintf(e.stdout, "registered agent %s with Delx (upstream %s)\nagent_id:   %s\nsession_id: %s\nidentity:   %s (mode 0600; the token is there)\n",
+	fmt.Fprintf(e.Stdout, "registered agent %s with Delx (upstream %s)\nagent_id:   %s\nsession_id: %s\nidentity:   %s (mode 0600; the token is there)\n",
 		name, up, id.AgentID, id.SessionID, path)
 	if cf.socket == "" && cf.config == "" {
 		cf.socket = cfg.Daemon.Socket
 	}
 	said, err := kickDaemon(ctx, e, cf, cfg, name)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd delx register: the identity is kept, but %v\n", err)
-		return exitFailed
+		fmt.Fprintf(e.Stderr, "continuityd delx register: the identity is kept, but %v\n", err)
+		return ExitFailed
 	}
-	fmt.Fprintln(e.stdout, said)
-	return exitOK
+	fmt.Fprintln(e.Stdout, said)
+	return ExitOK
 }
 
 // delxUpstream picks the delx upstream: the one named (which the agent must
@@ -137,11 +137,11 @@ func listOrNone(s []string) string {
 }
 
 // registrationKey reads the key from --key-file, else the environment.
-func registrationKey(e *env, file string) (string, error) {
+func registrationKey(e *Env, file string) (string, error) {
 	if file != "" {
 		return config.ReadSecretFile(file)
 	}
-	k := strings.TrimSpace(e.getenv(registrationKeyEnv))
+	k := strings.TrimSpace(e.Getenv(registrationKeyEnv))
 	if k == "" {
 		return "", fmt.Errorf("no registration key: set $%s to the key Delx gave you, or pass --key-file FILE", registrationKeyEnv)
 	}
@@ -154,9 +154,9 @@ func registrationKey(e *env, file string) (string, error) {
 // only cuts short the wait of a delivery that failed for want of it. err
 // is set, and nothing signalled, when what answers on the socket is not
 // the daemon it claims to be.
-func kickDaemon(ctx context.Context, e *env, cf clientFlags, cfg *config.Config, name string) (string, error) {
+func kickDaemon(ctx context.Context, e *Env, cf ClientFlags, cfg *config.Config, name string) (string, error) {
 	const later = "the daemon uses it at its next Delx call"
-	st, peer, socket, err := runningDaemon(ctx, e, cf)
+	st, peer, socket, err := RunningDaemon(ctx, e, cf)
 	if errors.Is(err, client.ErrUnreachable) {
 		return "no daemon answers on " + socket + ": the identity is used once it runs", nil
 	}
@@ -165,11 +165,11 @@ func kickDaemon(ctx context.Context, e *env, cf clientFlags, cfg *config.Config,
 	}
 	for _, a := range st.Agents {
 		if a.Name == name {
-			pid, err := daemonPID(st, peer, socket)
+			pid, err := DaemonPID(st, peer, socket)
 			if err != nil {
 				return "", err
 			}
-			if err := signalReload(pid); err != nil {
+			if err := SignalReload(pid); err != nil {
 				return fmt.Sprintf("%s (asking the daemon, pid %d, to retry at once failed: %v)", later, pid, err), nil
 			}
 			return fmt.Sprintf("asked the daemon (pid %d) to retry its deliveries with it now", pid), nil

@@ -1,11 +1,11 @@
 //go:build !unix
 
-package main
+package cli
 
 import "errors"
 
-// signalReload is not available where there is no SIGHUP; the operator
+// SignalReload is not available where there is no SIGHUP; the operator
 // restarts the service.
-func signalReload(int) error {
+func SignalReload(int) error {
 	return errors.New("no reload signal on this system; restart the service")
 }

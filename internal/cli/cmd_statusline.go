@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -23,19 +23,19 @@ import (
 // the age of the last checkpoint, upstream health. With --wrap it first
 // runs the user's own statusline command on the same payload and prints its
 // line too. Like hook it always exits 0 within its budget.
-func cmdStatusline(ctx context.Context, e *env, args []string) int {
+func cmdStatusline(ctx context.Context, e *Env, args []string) int {
 	ctx, cancel := context.WithTimeout(ctx, e.hookBudget())
 	defer cancel()
-	fs := newFlagSet(e, "statusline", "[--agent A] [--wrap 'your statusline command'] < payload.json")
-	var cf clientFlags
-	cf.register(fs)
+	fs := NewFlagSet(e, "statusline", "[--agent A] [--wrap 'your statusline command'] < payload.json")
+	var cf ClientFlags
+	cf.Register(fs)
 	wrap := fs.String("wrap", "", "a statusline command to run on the same payload; its line is printed first")
-	if _, err := parse(fs, args); err != nil {
-		return exitOK
+	if _, err := ParseFlags(fs, args); err != nil {
+		return ExitOK
 	}
-	raw, err := readWithin(ctx, e.stdin, 1<<20)
+	raw, err := readWithin(ctx, e.Stdin, 1<<20)
 	if err != nil {
-		return exitOK
+		return ExitOK
 	}
 	var parts []string
 	if *wrap != "" {
@@ -46,12 +46,12 @@ func cmdStatusline(ctx context.Context, e *env, args []string) int {
 	// The wrapped command's line is the user's own (colours included);
 	// continuityd's part carries names and messages from elsewhere.
 	parts = append(parts, termsafe.Line(statusText(ctx, e, cf, raw)))
-	fmt.Fprintln(e.stdout, strings.Join(parts, " │ "))
-	return exitOK
+	fmt.Fprintln(e.Stdout, strings.Join(parts, " │ "))
+	return ExitOK
 }
 
 // statusText is continuityd's part of the line.
-func statusText(ctx context.Context, e *env, cf clientFlags, raw []byte) string {
+func statusText(ctx context.Context, e *Env, cf ClientFlags, raw []byte) string {
 	p, err := statusline.Parse(raw)
 	if err != nil {
 		return "continuityd: unreadable statusline payload"
@@ -60,7 +60,7 @@ func statusText(ctx context.Context, e *env, cf clientFlags, raw []byte) string 
 	if p.Usage != nil {
 		ctxPart = fmt.Sprintf("ctx %.0f%%", p.Usage.Fraction*100)
 	}
-	c, err := cf.client(e)
+	c, err := cf.Client(e)
 	if err != nil {
 		return ctxPart + " · continuityd: " + err.Error()
 	}

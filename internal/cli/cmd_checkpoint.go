@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -31,21 +31,21 @@ func (o *optString) Set(v string) error { o.set, o.v = true, v; return nil }
 
 // cmdCheckpoint builds a checkpoint body from flags (or takes one whole from
 // --json FILE|-) and posts it. The daemon checks it; the CLI only shapes it.
-func cmdCheckpoint(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "checkpoint", "[--agent A] [flags | --json FILE|-] [--sync]")
-	var cf clientFlags
-	cf.register(fs)
+func cmdCheckpoint(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "checkpoint", "[--agent A] [flags | --json FILE|-] [--sync]")
+	var cf ClientFlags
+	cf.Register(fs)
 	var f checkpointFlags
 	f.register(fs)
 	jsonFile := fs.String("json", "", "take the whole body from FILE, or - for stdin")
 	sync := fs.Bool("sync", false, "wait (bounded) for the upstreams and report their answers")
-	pos, err := parse(fs, args)
+	pos, err := ParseFlags(fs, args)
 	if err != nil {
-		return exitUsage
+		return ExitUsage
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(e.stderr, "continuityd checkpoint: unexpected argument %q\n", pos[0])
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "continuityd checkpoint: unexpected argument %q\n", pos[0])
+		return ExitUsage
 	}
 
 	var body []byte
@@ -56,7 +56,7 @@ func cmdCheckpoint(ctx context.Context, e *env, args []string) int {
 		body, ok = f.body(e)
 	}
 	if !ok {
-		return exitUsage
+		return ExitUsage
 	}
 	return postCheckpoint(ctx, e, &cf, body, *sync)
 }
@@ -92,7 +92,7 @@ func (f *checkpointFlags) register(fs *flag.FlagSet) {
 // checkpointJSONBody reads the whole body from --json FILE|-; ok is false,
 // with the reason on stderr, when field flags were mixed in or the input
 // could not be read.
-func checkpointJSONBody(e *env, fs *flag.FlagSet, jsonFile string) (body []byte, ok bool) {
+func checkpointJSONBody(e *Env, fs *flag.FlagSet, jsonFile string) (body []byte, ok bool) {
 	flagsUsed := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -102,12 +102,12 @@ func checkpointJSONBody(e *env, fs *flag.FlagSet, jsonFile string) (body []byte,
 		}
 	})
 	if flagsUsed {
-		fmt.Fprintln(e.stderr, "continuityd checkpoint: --json takes the whole body; do not mix it with field flags")
+		fmt.Fprintln(e.Stderr, "continuityd checkpoint: --json takes the whole body; do not mix it with field flags")
 		return nil, false
 	}
 	body, err := readInput(e, jsonFile)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd checkpoint: %v\n", err)
+		fmt.Fprintf(e.Stderr, "continuityd checkpoint: %v\n", err)
 		return nil, false
 	}
 	return body, true
@@ -116,7 +116,7 @@ func checkpointJSONBody(e *env, fs *flag.FlagSet, jsonFile string) (body []byte,
 // body builds the checkpoint body (the operation's request type) from the
 // field flags given; ok is false, with the reason on stderr, when a flag is
 // malformed or none was given.
-func (f *checkpointFlags) body(e *env) (body []byte, ok bool) {
+func (f *checkpointFlags) body(e *Env) (body []byte, ok bool) {
 	var cp capsule.Checkpoint
 	if f.focus.set {
 		cp.Focus = &f.focus.v
@@ -146,12 +146,12 @@ func (f *checkpointFlags) body(e *env) (body []byte, ok bool) {
 	}
 	cp.ResumeResidency = *f.resume
 	if cp.IsEmpty() {
-		fmt.Fprintln(e.stderr, "continuityd checkpoint: nothing to save; give at least one field flag or --json FILE")
+		fmt.Fprintln(e.Stderr, "continuityd checkpoint: nothing to save; give at least one field flag or --json FILE")
 		return nil, false
 	}
 	body, err := ops.Checkpoint.Encode(&cp)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd checkpoint: %v\n", err)
+		fmt.Fprintf(e.Stderr, "continuityd checkpoint: %v\n", err)
 		return nil, false
 	}
 	return body, true
@@ -173,7 +173,7 @@ func (o *optString) nullable() capsule.NullableString {
 // commitmentOps builds the body's commitments member from --open, --close
 // and --drop; ok is false, with the reason on stderr, when a --close or
 // --drop is not ID=VALUE.
-func (f *checkpointFlags) commitmentOps(e *env) (commitments *capsule.CommitmentOps, ok bool) {
+func (f *checkpointFlags) commitmentOps(e *Env) (commitments *capsule.CommitmentOps, ok bool) {
 	commitments = &capsule.CommitmentOps{}
 	for _, t := range f.open {
 		commitments.Open = append(commitments.Open, capsule.OpenCommitment{Title: t})
@@ -181,7 +181,7 @@ func (f *checkpointFlags) commitmentOps(e *env) (commitments *capsule.Commitment
 	for _, kv := range f.closeOps {
 		id, evidence, ok := strings.Cut(kv, "=")
 		if !ok {
-			fmt.Fprintf(e.stderr, "continuityd checkpoint: --close wants ID=VALUE, got %q\n", kv)
+			fmt.Fprintf(e.Stderr, "continuityd checkpoint: --close wants ID=VALUE, got %q\n", kv)
 			return nil, false
 		}
 		commitments.Close = append(commitments.Close, capsule.CloseCommitment{ID: id, Evidence: evidence})
@@ -189,7 +189,7 @@ func (f *checkpointFlags) commitmentOps(e *env) (commitments *capsule.Commitment
 	for _, kv := range f.drop {
 		id, reason, ok := strings.Cut(kv, "=")
 		if !ok {
-			fmt.Fprintf(e.stderr, "continuityd checkpoint: --drop wants ID=VALUE, got %q\n", kv)
+			fmt.Fprintf(e.Stderr, "continuityd checkpoint: --drop wants ID=VALUE, got %q\n", kv)
 			return nil, false
 		}
 		commitments.Drop = append(commitments.Drop, capsule.DropCommitment{ID: id, Reason: reason})
@@ -198,10 +198,10 @@ func (f *checkpointFlags) commitmentOps(e *env) (commitments *capsule.Commitment
 }
 
 // postCheckpoint sends the body and prints the daemon's answer.
-func postCheckpoint(ctx context.Context, e *env, cf *clientFlags, body []byte, sync bool) int {
-	c, err := cf.client(e)
+func postCheckpoint(ctx context.Context, e *Env, cf *ClientFlags, body []byte, sync bool) int {
+	c, err := cf.Client(e)
 	if err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
 	defer c.Close()
 	q := url.Values{}
@@ -210,15 +210,15 @@ func postCheckpoint(ctx context.Context, e *env, cf *clientFlags, body []byte, s
 	}
 	ans, _, err := ops.Checkpoint.Call(ctx, c, ops.Args{Query: q, Body: body})
 	if err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
 	return printCheckpointAnswer(e, ans)
 }
 
 // printCheckpointAnswer prints the seq the write was saved as and, with
 // --sync, what each upstream did with it.
-func printCheckpointAnswer(e *env, ans *agent.CheckpointAnswer) int {
-	fmt.Fprintf(e.stdout, "checkpoint saved (seq %d)\n", ans.Seq)
+func printCheckpointAnswer(e *Env, ans *agent.CheckpointAnswer) int {
+	fmt.Fprintf(e.Stdout, "checkpoint saved (seq %d)\n", ans.Seq)
 	for _, s := range ans.Sync {
 		line := fmt.Sprintf("  %s: delivered", s.Name)
 		if !s.Delivered {
@@ -227,17 +227,17 @@ func printCheckpointAnswer(e *env, ans *agent.CheckpointAnswer) int {
 				line += ": " + *s.Error
 			}
 		}
-		fmt.Fprintln(e.stdout, termsafe.Line(line))
+		fmt.Fprintln(e.Stdout, termsafe.Line(line))
 	}
 	// The write is saved either way; an upstream that has not taken it yet
 	// will, and re-running would only add a duplicate.
-	return exitOK
+	return ExitOK
 }
 
 // readInput reads a file, or stdin for "-".
-func readInput(e *env, name string) ([]byte, error) {
+func readInput(e *Env, name string) ([]byte, error) {
 	if name == "-" {
-		return io.ReadAll(io.LimitReader(e.stdin, 1<<20))
+		return io.ReadAll(io.LimitReader(e.Stdin, 1<<20))
 	}
 	return os.ReadFile(name)
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -27,8 +27,8 @@ const defaultHookBudget = 400 * time.Millisecond
 
 // hookBudget is the budget this process runs under; a value that is not a
 // duration in range is ignored (a hook never fails its agent).
-func (e *env) hookBudget() time.Duration {
-	if v := e.getenv("CONTINUITYD_HOOK_BUDGET"); v != "" {
+func (e *Env) hookBudget() time.Duration {
+	if v := e.Getenv("CONTINUITYD_HOOK_BUDGET"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil && d >= 50*time.Millisecond && d <= 5*time.Minute {
 			return d
 		}
@@ -43,29 +43,29 @@ func (e *env) hookBudget() time.Duration {
 // agent. When the daemon is down the event is spooled on disk for the
 // daemon to ingest at its next start, and SessionStart is answered from
 // the last resume the daemon left on disk.
-func cmdHook(ctx context.Context, e *env, args []string) int {
+func cmdHook(ctx context.Context, e *Env, args []string) int {
 	ctx, cancel := context.WithTimeout(ctx, e.hookBudget())
 	defer cancel()
-	fs := newFlagSet(e, "hook", "[--agent A] < payload.json")
-	var cf clientFlags
-	cf.register(fs)
-	if _, err := parse(fs, args); err != nil {
-		return exitOK // a hook never fails its agent, even on bad flags
+	fs := NewFlagSet(e, "hook", "[--agent A] < payload.json")
+	var cf ClientFlags
+	cf.Register(fs)
+	if _, err := ParseFlags(fs, args); err != nil {
+		return ExitOK // a hook never fails its agent, even on bad flags
 	}
-	raw, err := readWithin(ctx, e.stdin, hook.MaxPayload)
+	raw, err := readWithin(ctx, e.Stdin, hook.MaxPayload)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd hook: %v\n", err)
-		return exitOK
+		fmt.Fprintf(e.Stderr, "continuityd hook: %v\n", err)
+		return ExitOK
 	}
 	ev, err := hook.Parse(raw)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd hook: %v\n", err)
-		return exitOK
+		fmt.Fprintf(e.Stderr, "continuityd hook: %v\n", err)
+		return ExitOK
 	}
-	c, err := cf.client(e)
+	c, err := cf.Client(e)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd hook: %v\n", err)
-		return exitOK
+		fmt.Fprintf(e.Stderr, "continuityd hook: %v\n", err)
+		return ExitOK
 	}
 	defer c.Close()
 	q := url.Values{}
@@ -86,12 +86,12 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 			if down {
 				spoolEvent(e, cf, ev)
 			} else {
-				fmt.Fprintf(e.stderr, "continuityd hook: %v\n", err)
+				fmt.Fprintf(e.Stderr, "continuityd hook: %v\n", err)
 			}
 		}
 	}
 	if !ev.IsSessionStart() {
-		return exitOK
+		return ExitOK
 	}
 	md := ""
 	if !down {
@@ -111,9 +111,9 @@ func cmdHook(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	if md != "" {
-		e.stdout.Write(hook.SessionStartOutput(termsafe.Text(md)))
+		e.Stdout.Write(hook.SessionStartOutput(termsafe.Text(md)))
 	}
-	return exitOK
+	return ExitOK
 }
 
 // unreachable reports whether err means the daemon could not be reached
@@ -129,10 +129,10 @@ func unreachable(err error) bool {
 }
 
 // spoolEvent leaves the event for the daemon's next start.
-func spoolEvent(e *env, cf clientFlags, ev *hook.Event) {
+func spoolEvent(e *Env, cf ClientFlags, ev *hook.Event) {
 	err := statefiles.Spool(stateDir(e, cf), statefiles.SpooledEvent{Agent: cf.agent, Cwd: ev.Cwd, At: time.Now().UTC(), Signal: *ev.Signal})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd hook: daemon unreachable and the event could not be spooled: %v\n", err)
+		fmt.Fprintf(e.Stderr, "continuityd hook: daemon unreachable and the event could not be spooled: %v\n", err)
 	}
 }
 
@@ -140,20 +140,20 @@ func spoolEvent(e *env, cf clientFlags, ev *hook.Event) {
 // --config FILE, $CONTINUITYD_STATE_DIR, the system service's state when
 // the socket in use is the system one (a user whose agents share the system
 // daemon sets only $CONTINUITYD_SOCKET), or the default place.
-func stateDir(e *env, cf clientFlags) string {
+func stateDir(e *Env, cf ClientFlags) string {
 	if cf.config != "" {
 		if cfg, err := config.Load(cf.config); err == nil {
 			return cfg.Daemon.StateDir
 		}
 	}
-	if v := e.getenv("CONTINUITYD_STATE_DIR"); v != "" {
+	if v := e.Getenv("CONTINUITYD_STATE_DIR"); v != "" {
 		return v
 	}
 	sysState, sysSock := config.SystemPaths()
-	if sock, err := cf.socketPath(e); err == nil && sock == sysSock {
+	if sock, err := cf.SocketPath(e); err == nil && sock == sysSock {
 		return sysState
 	}
-	st, _ := e.paths()
+	st, _ := e.Paths()
 	return st
 }
 

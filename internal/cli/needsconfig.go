@@ -1,16 +1,16 @@
-package main
+package cli
 
 import (
 	"fmt"
 	"io"
 )
 
-// needsConfig says, after a command failed on the embedded default, that
+// NeedsConfig says, after a command failed on the embedded default, that
 // what it asked for (an agent named in the tour, a qday or delx upstream)
 // exists only in a configuration file, and shows the lines that make it:
 // the embedded default has one agent, shipping to the local archive only.
 // kind is the upstream kind the command is about ("qday" or "delx").
-func needsConfig(w io.Writer, command, kind string) {
+func NeedsConfig(w io.Writer, command, kind string) {
 	url, token := "https://qdaybunker.fun", "\n    token_env = \"QDAY_TOKEN\""
 	if kind == "delx" {
 		url, token = "https://api.delx.ai/v1/mcp", "" // its identity comes from delx register

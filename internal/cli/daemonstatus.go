@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -54,13 +54,13 @@ func printHealth(w io.Writer, st *ops.StatusAnswer) {
 	}
 }
 
-// runningDaemon asks the daemon the client flags name for its status, for
+// RunningDaemon asks the daemon the client flags name for its status, for
 // commands that change files the daemon reads and then tell it so
 // (recover, delx register). socket is where it asked; peer is who answered
 // there, as the kernel says; st is nil when no daemon answered (err says
 // why).
-func runningDaemon(ctx context.Context, e *env, cf clientFlags) (st *ops.StatusAnswer, peer safesocket.Cred, socket string, err error) {
-	c, err := cf.client(e)
+func RunningDaemon(ctx context.Context, e *Env, cf ClientFlags) (st *ops.StatusAnswer, peer safesocket.Cred, socket string, err error) {
+	c, err := cf.Client(e)
 	if err != nil {
 		return nil, peer, "", err
 	}
@@ -81,14 +81,14 @@ func runningDaemon(ctx context.Context, e *env, cf clientFlags) (st *ops.StatusA
 	return st, peer, c.Socket, nil
 }
 
-// daemonPID is the PID a command may signal: the one the status names,
+// DaemonPID is the PID a command may signal: the one the status names,
 // only when it is the process that answered on the socket (the kernel's
 // word, not the answer's) and that process runs as this user (root may
 // signal a daemon run as its own service user). Whatever else listens on
 // the socket path and names some other process is refused, with the
 // socket and both PIDs named: signalling on its word would let it have
 // any process of ours killed.
-func daemonPID(st *ops.StatusAnswer, peer safesocket.Cred, socket string) (int, error) {
+func DaemonPID(st *ops.StatusAnswer, peer safesocket.Cred, socket string) (int, error) {
 	if st.PID != peer.PID {
 		return 0, fmt.Errorf("the process answering on %s (pid %d, uid %d) names pid %d as the daemon: not signalling a process it does not prove to be",
 			socket, peer.PID, peer.UID, st.PID)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -81,10 +81,10 @@ func TestEveryOperationHasItsCommand(t *testing.T) {
 				}
 			}
 			var stdout, stderr bytes.Buffer
-			code := Main(append(args, "--socket", sock), strings.NewReader(""), &stdout, &stderr)
+			code := Main(Program{}, append(args, "--socket", sock), strings.NewReader(""), &stdout, &stderr)
 			seen = take()
 			pattern := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(o.Path), `\{id\}`, `[^/]+`) + "$")
-			if code != exitOK || !slices.ContainsFunc(seen, func(r socktest.Request) bool {
+			if code != ExitOK || !slices.ContainsFunc(seen, func(r socktest.Request) bool {
 				return r.Method == o.Method && pattern.MatchString(r.Path) && (o.When == "" || strings.Contains(r.Query, o.When))
 			}) {
 				t.Errorf("continuityd %s: exit %d, asked %+v, want %s%s\nstdout %s\nstderr %s", strings.Join(args, " "), code, seen, o.Pattern(), o.When, &stdout, &stderr)
@@ -92,8 +92,8 @@ func TestEveryOperationHasItsCommand(t *testing.T) {
 		}
 	}
 	for _, c := range commands() {
-		if _, ok := notOperations[c.name]; !ok && !inTable[c.name] {
-			t.Errorf("command %s is no door of an operation of the table, nor among the commands that are none", c.name)
+		if _, ok := notOperations[c.Name]; !ok && !inTable[c.Name] {
+			t.Errorf("command %s is no door of an operation of the table, nor among the commands that are none", c.Name)
 		}
 	}
 }
@@ -121,7 +121,7 @@ func TestCheckpointFlagsBody(t *testing.T) {
 		{[]string{"--last-result", "ok"}, `{"working_state":{"last_result":"ok"}}`},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := Main(append(append([]string{"checkpoint"}, tc.args...), "--socket", sock), strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		if code := Main(Program{}, append(append([]string{"checkpoint"}, tc.args...), "--socket", sock), strings.NewReader(""), &stdout, &stderr); code != ExitOK {
 			t.Fatalf("checkpoint %v: exit %d: %s", tc.args, code, &stderr)
 		}
 		seen := take()
@@ -131,7 +131,7 @@ func TestCheckpointFlagsBody(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := Main([]string{"checkpoint", "--close", "nothing", "--socket", sock}, strings.NewReader(""), &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--close wants ID=VALUE") {
+	if code := Main(Program{}, []string{"checkpoint", "--close", "nothing", "--socket", sock}, strings.NewReader(""), &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "--close wants ID=VALUE") {
 		t.Errorf("a malformed --close: exit %d: %s", code, &stderr)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin && !windows
 
-package main
+package cli
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func checkPlatform(string) error                    { return errUnsupported }
 func checkPrivileges(serviceArgs) error             { return nil }
 func renderDefinition(*serviceSpec) ([]byte, error) { return nil, errUnsupported }
 func installNotes(*serviceSpec) []string            { return nil }
-func prepareInstall(*env, *serviceSpec) error       { return nil }
+func prepareInstall(*Env, *serviceSpec) error       { return nil }
 func installHint(serviceArgs) string                { return "" }
 func notInstalledNote(serviceArgs) string           { return "" }
 func logHint(serviceArgs) string                    { return "" }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -34,8 +34,8 @@ const serviceUsage = "install|uninstall|start|stop|restart|status [--user] [--co
 
 // Exit statuses of `service status`.
 const (
-	statusRunning      = exitOK
-	statusNotRunning   = exitFailed
+	statusRunning      = ExitOK
+	statusNotRunning   = ExitFailed
 	statusNotInstalled = 3
 )
 
@@ -49,41 +49,41 @@ type serviceArgs struct {
 	print  bool   // install: print the definition instead of installing it
 }
 
-func parseServiceArgs(e *env, args []string) (serviceArgs, bool) {
+func parseServiceArgs(e *Env, args []string) (serviceArgs, bool) {
 	var sa serviceArgs
-	fs := newFlagSet(e, "service", serviceUsage)
+	fs := NewFlagSet(e, "service", serviceUsage)
 	fs.BoolVar(&sa.user, "user", false, "a per-user service (systemd --user, a launchd LaunchAgent) instead of a system service")
 	fs.StringVar(&sa.config, "config", "", "install: the config file the service runs with (default: the embedded default)")
 	fs.BoolVar(&sa.print, "print", false, "install: print the unit (or plist) that would be installed, and install nothing")
-	pos, err := parse(fs, args)
+	pos, err := ParseFlags(fs, args)
 	if err != nil {
 		return sa, false
 	}
 	if len(pos) != 1 || !slices.Contains(serviceActions, pos[0]) {
 		if len(pos) == 0 {
-			fmt.Fprintln(e.stderr, "continuityd service: which action?")
+			fmt.Fprintln(e.Stderr, "continuityd service: which action?")
 		} else {
-			fmt.Fprintf(e.stderr, "continuityd service: unknown action %q\n", strings.Join(pos, " "))
+			fmt.Fprintf(e.Stderr, "continuityd service: unknown action %q\n", strings.Join(pos, " "))
 		}
 		fs.Usage()
 		return sa, false
 	}
 	sa.action = pos[0]
 	if sa.print && sa.action != "install" {
-		fmt.Fprintln(e.stderr, "continuityd service: --print goes with install")
+		fmt.Fprintln(e.Stderr, "continuityd service: --print goes with install")
 		return sa, false
 	}
 	return sa, true
 }
 
-func cmdService(_ context.Context, e *env, args []string) int {
+func cmdService(_ context.Context, e *Env, args []string) int {
 	sa, ok := parseServiceArgs(e, args)
 	if !ok {
-		return exitUsage
+		return ExitUsage
 	}
 	if sa.user && runtime.GOOS == "windows" {
-		fmt.Fprintln(e.stderr, "continuityd service: Windows has no per-user services; leave out --user (and run as Administrator)")
-		return exitUsage
+		fmt.Fprintln(e.Stderr, "continuityd service: Windows has no per-user services; leave out --user (and run as Administrator)")
+		return ExitUsage
 	}
 	switch sa.action {
 	case "install":
@@ -238,7 +238,7 @@ func newManagedService(sa serviceArgs, s *serviceSpec, def []byte) (service.Serv
 	return svc, nil
 }
 
-func serviceInstall(e *env, sa serviceArgs) int {
+func serviceInstall(e *Env, sa serviceArgs) int {
 	s, err := newServiceSpec(sa)
 	if err != nil {
 		return serviceFail(e, err)
@@ -248,8 +248,8 @@ func serviceInstall(e *env, sa serviceArgs) int {
 		return serviceFail(e, err)
 	}
 	if sa.print {
-		e.stdout.Write(def)
-		return exitOK
+		e.Stdout.Write(def)
+		return ExitOK
 	}
 	if strings.Contains(s.binary, "go-build") {
 		return serviceFail(e, fmt.Errorf("%s is a temporary build (go run): build or install continuityd first, then install the service from that binary", s.binary))
@@ -266,11 +266,11 @@ func serviceInstall(e *env, sa serviceArgs) int {
 		return serviceFail(e, err)
 	}
 	if exists && bytes.Equal(current, def) {
-		fmt.Fprintf(e.stdout, "the %s service is already installed as %s, unchanged\n", sa.scope(), path)
-		return exitOK
+		fmt.Fprintf(e.Stdout, "the %s service is already installed as %s, unchanged\n", sa.scope(), path)
+		return ExitOK
 	}
 	for _, n := range installNotes(s) {
-		fmt.Fprintf(e.stderr, "continuityd: note: %s\n", n)
+		fmt.Fprintf(e.Stderr, "continuityd: note: %s\n", n)
 	}
 	if err := prepareInstall(e, s); err != nil {
 		return serviceFail(e, err)
@@ -295,21 +295,21 @@ func serviceInstall(e *env, sa serviceArgs) int {
 		if err := svc.Start(); err != nil {
 			return serviceFail(e, fmt.Errorf("replaced the service, but could not start it again: %w", err))
 		}
-		fmt.Fprintf(e.stdout, "replaced the %s service %s, and started it again\n", sa.scope(), path)
+		fmt.Fprintf(e.Stdout, "replaced the %s service %s, and started it again\n", sa.scope(), path)
 	case exists && running:
-		fmt.Fprintf(e.stdout, "replaced the %s service %s; it still runs the old definition: continuityd service restart%s\n", sa.scope(), path, sa.userFlag())
+		fmt.Fprintf(e.Stdout, "replaced the %s service %s; it still runs the old definition: continuityd service restart%s\n", sa.scope(), path, sa.userFlag())
 	case exists:
-		fmt.Fprintf(e.stdout, "replaced the %s service %s\n", sa.scope(), path)
+		fmt.Fprintf(e.Stdout, "replaced the %s service %s\n", sa.scope(), path)
 	default:
-		fmt.Fprintf(e.stdout, "installed the %s service %s; start it with: continuityd service start%s\n", sa.scope(), path, sa.userFlag())
+		fmt.Fprintf(e.Stdout, "installed the %s service %s; start it with: continuityd service start%s\n", sa.scope(), path, sa.userFlag())
 		if hint := installHint(sa); hint != "" {
-			fmt.Fprintln(e.stdout, hint)
+			fmt.Fprintln(e.Stdout, hint)
 		}
 	}
-	return exitOK
+	return ExitOK
 }
 
-func serviceUninstall(e *env, sa serviceArgs) int {
+func serviceUninstall(e *Env, sa serviceArgs) int {
 	if err := checkPrivileges(sa); err != nil {
 		return serviceFail(e, err)
 	}
@@ -318,8 +318,8 @@ func serviceUninstall(e *env, sa serviceArgs) int {
 		return serviceFail(e, err)
 	}
 	if !exists {
-		fmt.Fprintf(e.stdout, "no %s service installed by `continuityd service install`: nothing to remove%s\n", sa.scope(), notInstalledNote(sa))
-		return exitOK
+		fmt.Fprintf(e.Stdout, "no %s service installed by `continuityd service install`: nothing to remove%s\n", sa.scope(), notInstalledNote(sa))
+		return ExitOK
 	}
 	svc, err := newManagedService(sa, nil, nil)
 	if err != nil {
@@ -329,12 +329,12 @@ func serviceUninstall(e *env, sa serviceArgs) int {
 	if err := svc.Uninstall(); err != nil {
 		return serviceFail(e, fmt.Errorf("uninstall: %w", err))
 	}
-	fmt.Fprintf(e.stdout, "stopped and removed the %s service %s; its state directory is kept\n", sa.scope(), path)
-	return exitOK
+	fmt.Fprintf(e.Stdout, "stopped and removed the %s service %s; its state directory is kept\n", sa.scope(), path)
+	return ExitOK
 }
 
 // serviceControl is start, stop and restart.
-func serviceControl(e *env, sa serviceArgs) int {
+func serviceControl(e *Env, sa serviceArgs) int {
 	if err := checkPrivileges(sa); err != nil {
 		return serviceFail(e, err)
 	}
@@ -353,41 +353,41 @@ func serviceControl(e *env, sa serviceArgs) int {
 	if err != nil {
 		// kardianos reports only the exit status of systemctl or
 		// launchctl: show what the service manager says.
-		fmt.Fprintf(e.stderr, "continuityd: service %s: %v\n", sa.action, err)
-		serviceStatusTo(e, e.stderr, sa)
+		fmt.Fprintf(e.Stderr, "continuityd: service %s: %v\n", sa.action, err)
+		serviceStatusTo(e, e.Stderr, sa)
 		if hint := logHint(sa); hint != "" {
-			fmt.Fprintln(e.stderr, hint)
+			fmt.Fprintln(e.Stderr, hint)
 		}
-		return exitFailed
+		return ExitFailed
 	}
-	fmt.Fprintf(e.stdout, "%s: done\n", sa.action)
-	return exitOK
+	fmt.Fprintf(e.Stdout, "%s: done\n", sa.action)
+	return ExitOK
 }
 
-func serviceStatus(e *env, sa serviceArgs) int {
-	return serviceStatusTo(e, e.stdout, sa)
+func serviceStatus(e *Env, sa serviceArgs) int {
+	return serviceStatusTo(e, e.Stdout, sa)
 }
 
 // serviceStatusTo writes the service manager's view of the service to w and
 // returns the status exit code; when the manager cannot be asked, it says so
 // on stderr and returns statusNotRunning.
-func serviceStatusTo(e *env, w io.Writer, sa serviceArgs) int {
+func serviceStatusTo(e *Env, w io.Writer, sa serviceArgs) int {
 	st, err := queryState(sa)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "continuityd: service status: cannot ask the service manager whether the service is installed or running: %v\n", err)
+		fmt.Fprintf(e.Stderr, "continuityd: service status: cannot ask the service manager whether the service is installed or running: %v\n", err)
 		return statusNotRunning
 	}
 	fmt.Fprint(w, st)
 	return st.code
 }
 
-func serviceFail(e *env, err error) int {
+func serviceFail(e *Env, err error) int {
 	var ue errUsage
 	if errors.As(err, &ue) {
-		fmt.Fprintf(e.stderr, "continuityd: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
+		return ExitUsage
 	}
-	return fail(e, err)
+	return Fail(e, err)
 }
 
 // serviceState is a service manager's answer, reduced to what `service

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func installedDefinition(serviceArgs) (path string, current []byte, exists bool,
 }
 
 func installNotes(*serviceSpec) []string      { return nil }
-func prepareInstall(*env, *serviceSpec) error { return nil }
+func prepareInstall(*Env, *serviceSpec) error { return nil }
 func installHint(serviceArgs) string          { return "" }
 func notInstalledNote(serviceArgs) string     { return "" }
 func logHint(serviceArgs) string {
@@ -127,10 +127,10 @@ func runUnderServiceManager(ctx context.Context, run func(ctx context.Context, l
 	p := &scmProgram{parent: context.WithValue(ctx, scmKey{}, true), run: run}
 	s, err := service.New(p, &service.Config{Name: managedName})
 	if err != nil {
-		return exitFailed, true
+		return ExitFailed, true
 	}
 	if err := s.Run(); err != nil {
-		return exitFailed, true
+		return ExitFailed, true
 	}
 	return p.code, true
 }
@@ -165,7 +165,7 @@ func (p *scmProgram) Start(s service.Service) error {
 		p.mu.Unlock()
 		close(p.done)
 		if !stopping {
-			os.Exit(max(code, exitFailed))
+			os.Exit(max(code, ExitFailed))
 		}
 	}()
 	return nil

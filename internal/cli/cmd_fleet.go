@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -16,14 +16,14 @@ import (
 // cmdFleet lists the agents a fleet (nats) upstream's bucket knows: which
 // machine writes each, its last write, context used, public status phase,
 // and the health of its upstreams as its daemon reported them.
-func cmdFleet(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "fleet", "[--upstream NAME] [--json]")
-	var cf clientFlags
-	cf.register(fs)
+func cmdFleet(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "fleet", "[--upstream NAME] [--json]")
+	var cf ClientFlags
+	cf.Register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	up := fs.String("upstream", "", "the nats upstream (needed when the daemon has several)")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return exitUsage
+	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
+		return ExitUsage
 	}
 	q := url.Values{}
 	if *up != "" {
@@ -40,8 +40,8 @@ func cmdFleet(ctx context.Context, e *env, args []string) int {
 	if ans.Health.LastError != "" {
 		h += " (last error: " + ans.Health.LastError + ")"
 	}
-	fmt.Fprintf(e.stdout, "fleet %s: stream %s, bucket %s, %s\n\n", termsafe.Name(ans.Upstream), termsafe.Name(ans.Stream), termsafe.Name(ans.Bucket), termsafe.Line(h))
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(e.Stdout, "fleet %s: stream %s, bucket %s, %s\n\n", termsafe.Name(ans.Upstream), termsafe.Name(ans.Stream), termsafe.Name(ans.Bucket), termsafe.Line(h))
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tMACHINE\tSEQ\tLAST WRITE\tCONTEXT\tPHASE\tUPSTREAMS\tCONFLICT")
 	now := time.Now()
 	for _, a := range ans.Agents {
@@ -65,9 +65,9 @@ func cmdFleet(ctx context.Context, e *env, args []string) int {
 	}
 	tw.Flush()
 	if len(ans.Agents) == 0 {
-		fmt.Fprintln(e.stdout, "(the bucket knows no agent yet)")
+		fmt.Fprintln(e.Stdout, "(the bucket knows no agent yet)")
 	}
-	return exitOK
+	return ExitOK
 }
 
 // upstreamHealth is "name:state" for each upstream a writer reported.

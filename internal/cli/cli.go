@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -19,19 +19,24 @@ import (
 
 // Exit statuses, fixed by the interface.
 const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2 // bad usage or bad config
-	exitUnreachable = 3 // the daemon could not be reached
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitUsage       = 2 // bad usage or bad config
+	ExitUnreachable = 3 // the daemon could not be reached
 )
 
-// version is set at build time with -ldflags "-X main.version=…"; otherwise
-// the module version from the build info is used.
-var version = ""
+// Program is what a main wires into Main.
+type Program struct {
+	// Version is the build's version, main's own variable set with
+	// -ldflags "-X main.version=…"; when it is empty the module version from
+	// the build info is used.
+	Version string
+}
 
-func buildVersion() string {
-	if version != "" {
-		return version
+// version is p.Version, or the module version from the build info.
+func (p Program) version() string {
+	if p.Version != "" {
+		return p.Version
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
@@ -39,32 +44,39 @@ func buildVersion() string {
 	return "devel"
 }
 
-// env is what a command may touch of the process.
-type env struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	getenv         func(string) string
-	// defaultPaths is config.DefaultPaths; tests give another user's.
-	defaultPaths func() (stateDir, socket string)
+// Env is what a command may touch of the process.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// DefaultPaths is config.DefaultPaths; tests give another user's.
+	DefaultPaths func() (stateDir, socket string)
+	// Version is the program's version, as `continuityd version` prints it.
+	Version string
 }
 
-// paths is where state and socket are when nothing names them.
-func (e *env) paths() (stateDir, socket string) {
-	if e.defaultPaths != nil {
-		return e.defaultPaths()
+// Paths is where state and socket are when nothing names them.
+func (e *Env) Paths() (stateDir, socket string) {
+	if e.DefaultPaths != nil {
+		return e.DefaultPaths()
 	}
 	return config.DefaultPaths()
 }
 
-// command is one subcommand.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, e *env, args []string) int
+// RunFunc runs one command with the arguments after its name and returns
+// the exit status.
+type RunFunc func(ctx context.Context, e *Env, args []string) int
+
+// Command is one subcommand.
+type Command struct {
+	Name    string
+	Summary string
+	Run     RunFunc
 }
 
-func commands() []command {
-	return []command{
+// commands is the command table: the dispatch and the usage text.
+func commands() []Command {
+	return []Command{
 		{"run", "run the daemon in the foreground", cmdRun},
 		{"resume", "where the agent was (markdown; --json)", cmdResume},
 		{"checkpoint", "save focus, working state, a decision, public status, commitments", cmdCheckpoint},
@@ -86,50 +98,50 @@ func commands() []command {
 }
 
 // Main runs the command line and returns the exit status.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, defaultPaths: config.DefaultPaths}
+func Main(p Program, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, DefaultPaths: config.DefaultPaths, Version: p.version()}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
-			return exitUsage
+			return ExitUsage
 		}
-		return exitOK
+		return ExitOK
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
+		if c.Name == args[0] {
+			return c.Run(ctx, e, args[1:])
 		}
 	}
 	fmt.Fprintf(stderr, "continuityd: unknown command %q\n\n", args[0])
 	usage(stderr)
-	return exitUsage
+	return ExitUsage
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: continuityd COMMAND [flags]\n\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.Name, c.Summary)
 	}
 	fmt.Fprintln(w, "\nclient commands find the daemon by --socket, $CONTINUITYD_SOCKET, the socket in --config FILE, or the default socket.")
 	fmt.Fprintln(w, "exit status: 0 done, 1 failed, 2 bad usage or config, 3 daemon unreachable.")
 }
 
-// clientFlags are the flags every client command takes.
-type clientFlags struct {
+// ClientFlags are the flags every client command takes.
+type ClientFlags struct {
 	socket, config, agent string
 }
 
-func (cf *clientFlags) register(fs *flag.FlagSet) {
+func (cf *ClientFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.socket, "socket", "", "the daemon's socket")
 	fs.StringVar(&cf.config, "config", "", "find the socket in this config file")
 	fs.StringVar(&cf.agent, "agent", "", "the agent (may be left out when the daemon serves one)")
 }
 
-// client returns a client of the daemon at socketPath.
-func (cf *clientFlags) client(e *env) (*client.Client, error) {
-	sock, err := cf.socketPath(e)
+// Client returns a client of the daemon at socketPath.
+func (cf *ClientFlags) Client(e *Env) (*client.Client, error) {
+	sock, err := cf.SocketPath(e)
 	if err != nil {
 		return nil, err
 	}
@@ -138,13 +150,13 @@ func (cf *clientFlags) client(e *env) (*client.Client, error) {
 	return c, nil
 }
 
-// socketPath resolves the socket: --socket, $CONTINUITYD_SOCKET, --config,
+// SocketPath resolves the socket: --socket, $CONTINUITYD_SOCKET, --config,
 // default.
-func (cf *clientFlags) socketPath(e *env) (string, error) {
+func (cf *ClientFlags) SocketPath(e *Env) (string, error) {
 	if cf.socket != "" {
 		return cf.socket, nil
 	}
-	if v := e.getenv("CONTINUITYD_SOCKET"); v != "" {
+	if v := e.Getenv("CONTINUITYD_SOCKET"); v != "" {
 		return v, nil
 	}
 	if cf.config != "" {
@@ -154,24 +166,24 @@ func (cf *clientFlags) socketPath(e *env) (string, error) {
 		}
 		return cfg.Daemon.Socket, nil
 	}
-	_, sock := e.paths()
+	_, sock := e.Paths()
 	return sock, nil
 }
 
-// newFlagSet returns a flag set that reports to stderr and does not exit.
-func newFlagSet(e *env, name, args string) *flag.FlagSet {
+// NewFlagSet returns a flag set that reports to stderr and does not exit.
+func NewFlagSet(e *Env, name, args string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(e.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: continuityd %s %s\n", name, args)
+		fmt.Fprintf(e.Stderr, "usage: continuityd %s %s\n", name, args)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
-// parse parses flags that may come before or after positional arguments,
+// ParseFlags parses flags that may come before or after positional arguments,
 // and returns the positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+func ParseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -189,38 +201,38 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// fail reports an error and maps it to an exit status. Messages carry
+// Fail reports an error and maps it to an exit status. Messages carry
 // names and text from elsewhere (the daemon, a workdir, a config file), so
 // they go through termsafe.
-func fail(e *env, err error) int {
+func Fail(e *Env, err error) int {
 	var ae *client.APIError
 	switch {
 	case errors.As(err, &ae):
 		if ae.Field != "" {
-			fmt.Fprintf(e.stderr, "continuityd: %s (%s): %s\n", termsafe.Line(ae.Code), termsafe.Line(ae.Field), termsafe.Text(ae.Message))
+			fmt.Fprintf(e.Stderr, "continuityd: %s (%s): %s\n", termsafe.Line(ae.Code), termsafe.Line(ae.Field), termsafe.Text(ae.Message))
 		} else {
-			fmt.Fprintf(e.stderr, "continuityd: %s: %s\n", termsafe.Line(ae.Code), termsafe.Text(ae.Message))
+			fmt.Fprintf(e.Stderr, "continuityd: %s: %s\n", termsafe.Line(ae.Code), termsafe.Text(ae.Message))
 		}
-		return exitFailed
+		return ExitFailed
 	case errors.Is(err, client.ErrNoAnswer):
-		fmt.Fprintf(e.stderr, "continuityd: %s\n(if the daemon stays stuck, its log may say why; restarting it loses nothing accepted)\n", termsafe.Text(err.Error()))
-		return exitUnreachable
+		fmt.Fprintf(e.Stderr, "continuityd: %s\n(if the daemon stays stuck, its log may say why; restarting it loses nothing accepted)\n", termsafe.Text(err.Error()))
+		return ExitUnreachable
 	case errors.Is(err, client.ErrUnreachable):
-		fmt.Fprintf(e.stderr, "continuityd: %s\n(is the daemon running? start it with `continuityd run`)\n", termsafe.Text(err.Error()))
-		return exitUnreachable
+		fmt.Fprintf(e.Stderr, "continuityd: %s\n(is the daemon running? start it with `continuityd run`)\n", termsafe.Text(err.Error()))
+		return ExitUnreachable
 	default:
 		var cerr config.Errors
 		var one *config.Error
 		if errors.As(err, &cerr) || errors.As(err, &one) {
-			fmt.Fprintf(e.stderr, "continuityd: %s\n", termsafe.Text(err.Error()))
-			return exitUsage
+			fmt.Fprintf(e.Stderr, "continuityd: %s\n", termsafe.Text(err.Error()))
+			return ExitUsage
 		}
-		fmt.Fprintf(e.stderr, "continuityd: %s\n", termsafe.Text(strings.TrimSpace(err.Error())))
-		return exitFailed
+		fmt.Fprintf(e.Stderr, "continuityd: %s\n", termsafe.Text(strings.TrimSpace(err.Error())))
+		return ExitFailed
 	}
 }
 
-func cmdVersion(_ context.Context, e *env, args []string) int {
-	fmt.Fprintln(e.stdout, "continuityd", buildVersion())
-	return exitOK
+func cmdVersion(_ context.Context, e *Env, args []string) int {
+	fmt.Fprintln(e.Stdout, "continuityd", e.Version)
+	return ExitOK
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -98,7 +98,7 @@ func installNotes(s *serviceSpec) []string {
 
 // prepareInstall creates the system service's user when it is missing, from
 // the same sysusers.d entry the packages install.
-func prepareInstall(e *env, s *serviceSpec) error {
+func prepareInstall(e *Env, s *serviceSpec) error {
 	if s.user {
 		return nil
 	}
@@ -125,7 +125,7 @@ func prepareInstall(e *env, s *serviceSpec) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("cannot create the user %s (%s): %v: %s", packaging.SystemUser, strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
 	}
-	fmt.Fprintf(e.stdout, "created the system user %s\n", packaging.SystemUser)
+	fmt.Fprintf(e.Stdout, "created the system user %s\n", packaging.SystemUser)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -18,18 +18,18 @@ import (
 
 // cmdResume prints where the agent was: markdown, or the JSON document.
 // It counts as the agent's visit (since_last_visit resets) unless --peek.
-func cmdResume(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "resume", "[--agent A] [--json] [--peek]")
-	var cf clientFlags
-	cf.register(fs)
+func cmdResume(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "resume", "[--agent A] [--json] [--peek]")
+	var cf ClientFlags
+	cf.Register(fs)
 	asJSON := fs.Bool("json", false, "print the resume document as JSON")
 	peek := fs.Bool("peek", false, "do not reset since_last_visit")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return exitUsage
+	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
+		return ExitUsage
 	}
-	c, err := cf.client(e)
+	c, err := cf.Client(e)
 	if err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
 	defer c.Close()
 	q := url.Values{}
@@ -42,62 +42,62 @@ func cmdResume(ctx context.Context, e *env, args []string) int {
 	}
 	r, _, err := ops.Resume.Call(ctx, c, ops.Args{Query: q})
 	if err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
-	fmt.Fprint(e.stdout, r.Markdown(0))
-	return exitOK
+	fmt.Fprint(e.Stdout, r.Markdown(0))
+	return ExitOK
 }
 
 // printRaw prints an answer as the daemon sent it (--json), or the failure.
-func printRaw(e *env, out []byte, err error) int {
+func printRaw(e *Env, out []byte, err error) int {
 	if err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
-	e.stdout.Write(out)
-	return exitOK
+	e.Stdout.Write(out)
+	return ExitOK
 }
 
 // cmdCapsule is `capsule show|seal|validate FILE|put FILE`.
-func cmdCapsule(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "capsule", "show | seal | validate FILE | put FILE [--agent A]")
-	var cf clientFlags
-	cf.register(fs)
-	pos, err := parse(fs, args)
+func cmdCapsule(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "capsule", "show | seal | validate FILE | put FILE [--agent A]")
+	var cf ClientFlags
+	cf.Register(fs)
+	pos, err := ParseFlags(fs, args)
 	if err != nil {
-		return exitUsage
+		return ExitUsage
 	}
 	if len(pos) == 0 {
 		fs.Usage()
-		return exitUsage
+		return ExitUsage
 	}
 	sub, rest := pos[0], pos[1:]
 	wantArgs := map[string]int{"show": 0, "seal": 0, "validate": 1, "put": 1}
 	n, ok := wantArgs[sub]
 	if !ok || len(rest) != n {
 		fs.Usage()
-		return exitUsage
+		return ExitUsage
 	}
 	if sub == "validate" {
 		// Offline: the same guard the daemon runs, no daemon needed.
 		body, err := readInput(e, rest[0])
 		if err != nil {
-			fmt.Fprintf(e.stderr, "continuityd capsule validate: %v\n", err)
-			return exitUsage
+			fmt.Fprintf(e.Stderr, "continuityd capsule validate: %v\n", err)
+			return ExitUsage
 		}
 		g, err := guard.New(guard.Options{})
 		if err != nil {
-			return fail(e, err)
+			return Fail(e, err)
 		}
 		if _, err := g.DecodeCapsule(body); err != nil {
-			fmt.Fprintf(e.stderr, "%s: invalid: %v\n", rest[0], err)
-			return exitFailed
+			fmt.Fprintf(e.Stderr, "%s: invalid: %v\n", rest[0], err)
+			return ExitFailed
 		}
-		fmt.Fprintf(e.stdout, "%s: a valid Continuity Capsule v1\n", rest[0])
-		return exitOK
+		fmt.Fprintf(e.Stdout, "%s: a valid Continuity Capsule v1\n", rest[0])
+		return ExitOK
 	}
-	c, err := cf.client(e)
+	c, err := cf.Client(e)
 	if err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
 	defer c.Close()
 	var ans *agent.CapsuleAnswer
@@ -105,52 +105,52 @@ func cmdCapsule(ctx context.Context, e *env, args []string) int {
 	case "show":
 		rec, _, err := ops.CapsuleGet.Call(ctx, c, ops.Args{})
 		if err != nil {
-			return fail(e, err)
+			return Fail(e, err)
 		}
 		out, err := json.MarshalIndent(rec.Capsule, "", "  ")
 		if err != nil {
-			return fail(e, err)
+			return Fail(e, err)
 		}
-		e.stdout.Write(append(out, '\n'))
-		return exitOK
+		e.Stdout.Write(append(out, '\n'))
+		return ExitOK
 	case "seal":
 		ans, _, err = ops.Seal.Call(ctx, c, ops.Args{})
 	case "put":
 		var body []byte
 		if body, err = readInput(e, rest[0]); err != nil {
-			fmt.Fprintf(e.stderr, "continuityd capsule put: %v\n", err)
-			return exitUsage
+			fmt.Fprintf(e.Stderr, "continuityd capsule put: %v\n", err)
+			return ExitUsage
 		}
 		ans, _, err = ops.CapsulePut.Call(ctx, c, ops.Args{Body: body})
 	}
 	if err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
 	verb := map[string]string{"seal": "sealed", "put": "stored"}[sub]
-	fmt.Fprintf(e.stdout, "capsule %s (seq %d)\n", verb, ans.Seq)
-	return exitOK
+	fmt.Fprintf(e.Stdout, "capsule %s (seq %d)\n", verb, ans.Seq)
+	return ExitOK
 }
 
 // cmdSignal is `signal KIND [key=value ...]`: numbers and booleans are sent
 // as such, everything else as strings.
-func cmdSignal(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "signal", "[--agent A] KIND [key=value ...]   e.g. signal context used_fraction=0.83")
-	var cf clientFlags
-	cf.register(fs)
-	pos, err := parse(fs, args)
+func cmdSignal(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "signal", "[--agent A] KIND [key=value ...]   e.g. signal context used_fraction=0.83")
+	var cf ClientFlags
+	cf.Register(fs)
+	pos, err := ParseFlags(fs, args)
 	if err != nil {
-		return exitUsage
+		return ExitUsage
 	}
 	if len(pos) == 0 {
 		fs.Usage()
-		return exitUsage
+		return ExitUsage
 	}
 	body := map[string]any{"kind": pos[0]}
 	for _, kv := range pos[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			fmt.Fprintf(e.stderr, "continuityd signal: want key=value, got %q\n", kv)
-			return exitUsage
+			fmt.Fprintf(e.Stderr, "continuityd signal: want key=value, got %q\n", kv)
+			return ExitUsage
 		}
 		if f, err := strconv.ParseFloat(v, 64); err == nil {
 			body[k] = f
@@ -164,34 +164,34 @@ func cmdSignal(ctx context.Context, e *env, args []string) int {
 		body["via"] = "cli"
 	}
 	raw, _ := json.Marshal(body)
-	c, err := cf.client(e)
+	c, err := cf.Client(e)
 	if err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
 	defer c.Close()
 	if _, _, err := ops.Signal.Call(ctx, c, ops.Args{Body: raw}); err != nil {
-		return fail(e, err)
+		return Fail(e, err)
 	}
-	fmt.Fprintf(e.stdout, "signal %s recorded\n", pos[0])
-	return exitOK
+	fmt.Fprintf(e.Stdout, "signal %s recorded\n", pos[0])
+	return ExitOK
 }
 
 // cmdStatus prints the daemon's state.
-func cmdStatus(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "status", "[--json]")
-	var cf clientFlags
-	cf.register(fs)
+func cmdStatus(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "status", "[--json]")
+	var cf ClientFlags
+	cf.Register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return exitUsage
+	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
+		return ExitUsage
 	}
 	st, code, ok := callOrPrint(ctx, e, cf, ops.Status, ops.Args{}, *asJSON)
 	if !ok {
 		return code
 	}
-	fmt.Fprintf(e.stdout, "continuityd %s, pid %d, up %s\nsocket %s\nstate  %s\nconfig %s\n\n",
+	fmt.Fprintf(e.Stdout, "continuityd %s, pid %d, up %s\nsocket %s\nstate  %s\nconfig %s\n\n",
 		termsafe.Line(st.Version), st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), termsafe.Name(st.Socket), termsafe.Name(st.StateDir), termsafe.Name(st.Config))
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSEQ\tSTOPPED\tLAST WRITE\tUPSTREAM\tSTATE\tPENDING\tDEAD\tLAST ERROR")
 	var damaged []ops.AgentStatus
 	for _, a := range st.Agents {
@@ -216,26 +216,26 @@ func cmdStatus(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	tw.Flush()
-	printHealth(e.stdout, st)
+	printHealth(e.Stdout, st)
 	for _, a := range damaged {
-		fmt.Fprintf(e.stdout, "\nagent %s is not served: %s\n", termsafe.Name(a.Name), termsafe.Text(a.Damaged))
+		fmt.Fprintf(e.Stdout, "\nagent %s is not served: %s\n", termsafe.Name(a.Name), termsafe.Text(a.Damaged))
 	}
 	for _, a := range st.Agents {
 		if a.SnapshotProblem != "" {
-			fmt.Fprintf(e.stdout, "\nagent %s: degraded [\"snapshots\"]: %s\n", a.Name, a.SnapshotProblem)
+			fmt.Fprintf(e.Stdout, "\nagent %s: degraded [\"snapshots\"]: %s\n", a.Name, a.SnapshotProblem)
 		}
 	}
-	return exitOK
+	return ExitOK
 }
 
 // callOrPrint calls the operation ep on the daemon. With raw set it prints
 // the JSON answer as it came and the command is done (ok false, code
-// exitOK); a failure is reported and ends the command too. Otherwise ans is
+// ExitOK); a failure is reported and ends the command too. Otherwise ans is
 // the answer for the command to render.
-func callOrPrint[Req, Ans any](ctx context.Context, e *env, cf clientFlags, ep ops.Endpoint[Req, Ans], a ops.Args, raw bool) (ans *Ans, code int, ok bool) {
-	c, err := cf.client(e)
+func callOrPrint[Req, Ans any](ctx context.Context, e *Env, cf ClientFlags, ep ops.Endpoint[Req, Ans], a ops.Args, raw bool) (ans *Ans, code int, ok bool) {
+	c, err := cf.Client(e)
 	if err != nil {
-		return nil, fail(e, err), false
+		return nil, Fail(e, err), false
 	}
 	defer c.Close()
 	if raw {
@@ -244,7 +244,7 @@ func callOrPrint[Req, Ans any](ctx context.Context, e *env, cf clientFlags, ep o
 	}
 	ans, _, err = ep.Call(ctx, c, a)
 	if err != nil {
-		return nil, fail(e, err), false
+		return nil, Fail(e, err), false
 	}
-	return ans, exitOK, true
+	return ans, ExitOK, true
 }
