@@ -1,5 +1,9 @@
-// Command continuityd is the continuity daemon for AI agents and its client.
-// main only wires the process to the command line, internal/cli.
+// Command continuityd is the continuity daemon for AI agents and its
+// client: the light front. It runs the client commands (hook, resume,
+// checkpoint, status, …) itself and hands the daemon-side ones (run,
+// service, mcp, delx) to continuityd-daemon, so that the process an agent
+// starts at every hook links, and initialises, none of the daemon's
+// packages. main only wires the process to the command line, internal/cli.
 package main
 
 import (
@@ -14,5 +18,5 @@ import (
 var version = ""
 
 func main() {
-	os.Exit(cmdline.Main(cmdline.Program{Version: version}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cmdline.Main(cmdline.Program{Version: version, DaemonSide: cmdline.HandToDaemon}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -31,6 +31,13 @@ type Program struct {
 	// -ldflags "-X main.version=…"; when it is empty the module version from
 	// the build info is used.
 	Version string
+	// DaemonSide runs the daemon-side commands, the table's entries with no
+	// Run: they link the daemon and what only it needs (metrics, NATS, the
+	// service managers, the MCP SDK), whose package initialisation every
+	// process of a binary pays, and an agent starts `continuityd hook` many
+	// times a session. continuityd-daemon runs them itself
+	// (daemoncmd.Run); the continuityd front hands them to it (HandToDaemon).
+	DaemonSide func(ctx context.Context, e *Env, name string, args []string) int
 }
 
 // version is p.Version, or the module version from the build info.
@@ -71,28 +78,28 @@ type RunFunc func(ctx context.Context, e *Env, args []string) int
 type Command struct {
 	Name    string
 	Summary string
-	Run     RunFunc
+	Run     RunFunc // nil for a daemon-side command: Program.DaemonSide runs it
 }
 
 // commands is the command table: the dispatch and the usage text.
 func commands() []Command {
 	return []Command{
-		{"run", "run the daemon in the foreground", cmdRun},
+		{"run", "run the daemon in the foreground", nil},
 		{"resume", "where the agent was (markdown; --json)", cmdResume},
 		{"checkpoint", "save focus, working state, a decision, public status, commitments", cmdCheckpoint},
 		{"capsule", "show | seal | validate FILE | put FILE", cmdCapsule},
 		{"signal", "send a context signal: KIND [key=value ...]", cmdSignal},
 		{"hook", "agent hook payload on stdin (Claude Code, Codex); always exits 0", cmdHook},
 		{"statusline", "Claude Code statusline payload on stdin: forwards context usage, prints one line", cmdStatusline},
-		{"mcp", "MCP server on stdio, backed by the daemon", cmdMCP},
+		{"mcp", "MCP server on stdio, backed by the daemon", nil},
 		{"status", "the daemon's state (--json)", cmdStatus},
 		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
 		{"fleet", "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", cmdFleet},
 		{"snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", cmdSnapshot},
 		{"recover", "an agent refused for damaged files: what was found; --accept-loss to go on", cmdRecover},
-		{"delx", "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", cmdDelx},
+		{"delx", "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", nil},
 		{"config", "check [FILE] | default", cmdConfig},
-		{"service", "install|uninstall|start|stop|restart|status [--user] [--config FILE]", cmdService},
+		{"service", "install|uninstall|start|stop|restart|status [--user] [--config FILE]", nil},
 		{"version", "print the version", cmdVersion},
 	}
 }
@@ -110,13 +117,31 @@ func Main(p Program, args []string, stdin io.Reader, stdout, stderr io.Writer) i
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for _, c := range commands() {
-		if c.Name == args[0] {
+		switch {
+		case c.Name != args[0]:
+		case c.Run != nil:
 			return c.Run(ctx, e, args[1:])
+		case p.DaemonSide != nil:
+			return p.DaemonSide(ctx, e, c.Name, args[1:])
+		default:
+			fmt.Fprintf(stderr, "continuityd: %s runs in continuityd-daemon, which this program does not reach\n", c.Name)
+			return ExitFailed
 		}
 	}
 	fmt.Fprintf(stderr, "continuityd: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return ExitUsage
+}
+
+// DaemonSideNames are the commands Program.DaemonSide runs.
+func DaemonSideNames() []string {
+	var names []string
+	for _, c := range commands() {
+		if c.Run == nil {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 func usage(w io.Writer) {
@@ -130,13 +155,13 @@ func usage(w io.Writer) {
 
 // ClientFlags are the flags every client command takes.
 type ClientFlags struct {
-	socket, config, agent string
+	Socket, Config, Agent string
 }
 
 func (cf *ClientFlags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&cf.socket, "socket", "", "the daemon's socket")
-	fs.StringVar(&cf.config, "config", "", "find the socket in this config file")
-	fs.StringVar(&cf.agent, "agent", "", "the agent (may be left out when the daemon serves one)")
+	fs.StringVar(&cf.Socket, "socket", "", "the daemon's socket")
+	fs.StringVar(&cf.Config, "config", "", "find the socket in this config file")
+	fs.StringVar(&cf.Agent, "agent", "", "the agent (may be left out when the daemon serves one)")
 }
 
 // Client returns a client of the daemon at socketPath.
@@ -146,21 +171,21 @@ func (cf *ClientFlags) Client(e *Env) (*client.Client, error) {
 		return nil, err
 	}
 	c := client.New(sock)
-	c.Agent = cf.agent
+	c.Agent = cf.Agent
 	return c, nil
 }
 
 // SocketPath resolves the socket: --socket, $CONTINUITYD_SOCKET, --config,
 // default.
 func (cf *ClientFlags) SocketPath(e *Env) (string, error) {
-	if cf.socket != "" {
-		return cf.socket, nil
+	if cf.Socket != "" {
+		return cf.Socket, nil
 	}
 	if v := e.Getenv("CONTINUITYD_SOCKET"); v != "" {
 		return v, nil
 	}
-	if cf.config != "" {
-		cfg, err := config.Load(cf.config)
+	if cf.Config != "" {
+		cfg, err := config.Load(cf.Config)
 		if err != nil {
 			return "", err
 		}
@@ -168,6 +193,27 @@ func (cf *ClientFlags) SocketPath(e *Env) (string, error) {
 	}
 	_, sock := e.Paths()
 	return sock, nil
+}
+
+// LoadConfig loads the config file, or the embedded default when there is
+// none. Without a file, $CONTINUITYD_STATE_DIR and $CONTINUITYD_SOCKET move
+// the default state directory and socket (tests, and trying it out without
+// touching the real default places).
+func LoadConfig(e *Env, path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	cfg, err := config.Default()
+	if err != nil {
+		return nil, err
+	}
+	if v := e.Getenv("CONTINUITYD_STATE_DIR"); v != "" {
+		cfg.Daemon.StateDir = v
+	}
+	if v := e.Getenv("CONTINUITYD_SOCKET"); v != "" {
+		cfg.Daemon.Socket = v
+	}
+	return cfg, nil
 }
 
 // NewFlagSet returns a flag set that reports to stderr and does not exit.

@@ -69,7 +69,7 @@ func cmdHook(ctx context.Context, e *Env, args []string) int {
 	}
 	defer c.Close()
 	q := url.Values{}
-	if cf.agent == "" && ev.Cwd != "" {
+	if cf.Agent == "" && ev.Cwd != "" {
 		q.Set("cwd", ev.Cwd)
 	}
 	down := false
@@ -106,7 +106,7 @@ func cmdHook(ctx context.Context, e *Env, args []string) int {
 		}
 	}
 	if md == "" {
-		if lr, err := statefiles.ReadLastResume(stateDir(e, cf), cf.agent, ev.Cwd); err == nil {
+		if lr, err := statefiles.ReadLastResume(stateDir(e, cf), cf.Agent, ev.Cwd); err == nil {
 			md = lr.Markdown + fmt.Sprintf("\n_(continuityd was not reachable; this is the resume it left at %s.)_\n", lr.At.Format(time.RFC3339))
 		}
 	}
@@ -130,7 +130,7 @@ func unreachable(err error) bool {
 
 // spoolEvent leaves the event for the daemon's next start.
 func spoolEvent(e *Env, cf ClientFlags, ev *hook.Event) {
-	err := statefiles.Spool(stateDir(e, cf), statefiles.SpooledEvent{Agent: cf.agent, Cwd: ev.Cwd, At: time.Now().UTC(), Signal: *ev.Signal})
+	err := statefiles.Spool(stateDir(e, cf), statefiles.SpooledEvent{Agent: cf.Agent, Cwd: ev.Cwd, At: time.Now().UTC(), Signal: *ev.Signal})
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "continuityd hook: daemon unreachable and the event could not be spooled: %v\n", err)
 	}
@@ -141,8 +141,8 @@ func spoolEvent(e *Env, cf ClientFlags, ev *hook.Event) {
 // the socket in use is the system one (a user whose agents share the system
 // daemon sets only $CONTINUITYD_SOCKET), or the default place.
 func stateDir(e *Env, cf ClientFlags) string {
-	if cf.config != "" {
-		if cfg, err := config.Load(cf.config); err == nil {
+	if cf.Config != "" {
+		if cfg, err := config.Load(cf.Config); err == nil {
 			return cfg.Daemon.StateDir
 		}
 	}

@@ -26,7 +26,7 @@ func cmdRecover(ctx context.Context, e *Env, args []string) int {
 		fs.Usage()
 		return ExitUsage
 	}
-	cfg, name, code := configAgent(e, cf, "recover", "qday")
+	cfg, name, code := ConfigAgent(e, cf, "recover", "qday")
 	if code != ExitOK {
 		return code
 	}
@@ -47,9 +47,9 @@ func cmdRecover(ctx context.Context, e *Env, args []string) int {
 	} else {
 		fmt.Fprintf(e.Stdout, "agent %s goes on at seq %d (past every seq its log may have used)\n", name, acc.NextSeq)
 	}
-	cf.config = cfg.Path
-	if cf.socket == "" && cf.config == "" {
-		cf.socket = cfg.Daemon.Socket
+	cf.Config = cfg.Path
+	if cf.Socket == "" && cf.Config == "" {
+		cf.Socket = cfg.Daemon.Socket
 	}
 	said, err := reloadDaemon(ctx, e, cf, name)
 	if err != nil {
@@ -60,18 +60,18 @@ func cmdRecover(ctx context.Context, e *Env, args []string) int {
 	return ExitOK
 }
 
-// configAgent loads the configuration the flags name (or the embedded
+// ConfigAgent loads the configuration the flags name (or the embedded
 // default) and picks the agent: the one named, or the only one. code is
 // ExitUsage, said on stderr, when either fails; an agent the embedded
 // default does not have (the tour's builder) is said to need a config with
 // an upstream of kind.
-func configAgent(e *Env, cf ClientFlags, command, kind string) (cfg *config.Config, name string, code int) {
-	cfg, err := LoadConfig(e, cf.config)
+func ConfigAgent(e *Env, cf ClientFlags, command, kind string) (cfg *config.Config, name string, code int) {
+	cfg, err := LoadConfig(e, cf.Config)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
 		return nil, "", ExitUsage
 	}
-	if name, err = pickAgent(cfg, cf.agent); err != nil {
+	if name, err = pickAgent(cfg, cf.Agent); err != nil {
 		fmt.Fprintf(e.Stderr, "continuityd %s: %v\n", command, err)
 		if cfg.Path == "" {
 			NeedsConfig(e.Stderr, command, kind)
@@ -85,7 +85,7 @@ func configAgent(e *Env, cf ClientFlags, command, kind string) (cfg *config.Conf
 func pickAgent(cfg *config.Config, name string) (string, error) {
 	if name != "" {
 		if _, ok := cfg.Agent(name); !ok {
-			return "", fmt.Errorf("no agent %q in %s", name, configName(cfg))
+			return "", fmt.Errorf("no agent %q in %s", name, ConfigName(cfg))
 		}
 		return name, nil
 	}
@@ -94,12 +94,14 @@ func pickAgent(cfg *config.Config, name string) (string, error) {
 		for _, a := range cfg.Agents {
 			names = append(names, a.Name)
 		}
-		return "", fmt.Errorf("%s has %d agents (%s): name one with --agent", configName(cfg), len(names), strings.Join(names, ", "))
+		return "", fmt.Errorf("%s has %d agents (%s): name one with --agent", ConfigName(cfg), len(names), strings.Join(names, ", "))
 	}
 	return cfg.Agents[0].Name, nil
 }
 
-func configName(cfg *config.Config) string {
+// ConfigName names the configuration in messages: its file, or the
+// embedded default.
+func ConfigName(cfg *config.Config) string {
 	if cfg.Path == "" {
 		return "the embedded default"
 	}

@@ -66,7 +66,7 @@ func statusText(ctx context.Context, e *Env, cf ClientFlags, raw []byte) string 
 	}
 	defer c.Close()
 	q := url.Values{"peek": {"1"}}
-	if cf.agent == "" && p.Cwd != "" {
+	if cf.Agent == "" && p.Cwd != "" {
 		q.Set("cwd", p.Cwd)
 	}
 	out, err := ops.Resume.Do(ctx, c, ops.Args{Query: q})

@@ -29,10 +29,10 @@ func TestHookStateDirFollowsTheSocket(t *testing.T) {
 		cf   ClientFlags
 		want string
 	}{
-		{"--config", map[string]string{"CONTINUITYD_SOCKET": sysSock}, ClientFlags{config: cfgPath}, "/srv/cd/state"},
+		{"--config", map[string]string{"CONTINUITYD_SOCKET": sysSock}, ClientFlags{Config: cfgPath}, "/srv/cd/state"},
 		{"$CONTINUITYD_STATE_DIR", map[string]string{"CONTINUITYD_STATE_DIR": "/x/state", "CONTINUITYD_SOCKET": sysSock}, ClientFlags{}, "/x/state"},
 		{"system socket in the environment", map[string]string{"CONTINUITYD_SOCKET": sysSock}, ClientFlags{}, sysState},
-		{"--socket, the system one", nil, ClientFlags{socket: sysSock}, sysState},
+		{"--socket, the system one", nil, ClientFlags{Socket: sysSock}, sysState},
 		{"another socket", map[string]string{"CONTINUITYD_SOCKET": "/tmp/other.sock"}, ClientFlags{}, userState},
 		{"the user's own socket", map[string]string{"CONTINUITYD_SOCKET": userSock}, ClientFlags{}, userState},
 		{"nothing set", nil, ClientFlags{}, userState},

@@ -1,4 +1,4 @@
-package cli
+package daemoncmd
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/kardianos/service"
 
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/internal/cli"
 )
 
 // `continuityd service ACTION [--user] [--config FILE]` installs and controls
@@ -34,8 +35,8 @@ const serviceUsage = "install|uninstall|start|stop|restart|status [--user] [--co
 
 // Exit statuses of `service status`.
 const (
-	statusRunning      = ExitOK
-	statusNotRunning   = ExitFailed
+	statusRunning      = cli.ExitOK
+	statusNotRunning   = cli.ExitFailed
 	statusNotInstalled = 3
 )
 
@@ -49,13 +50,13 @@ type serviceArgs struct {
 	print  bool   // install: print the definition instead of installing it
 }
 
-func parseServiceArgs(e *Env, args []string) (serviceArgs, bool) {
+func parseServiceArgs(e *cli.Env, args []string) (serviceArgs, bool) {
 	var sa serviceArgs
-	fs := NewFlagSet(e, "service", serviceUsage)
+	fs := cli.NewFlagSet(e, "service", serviceUsage)
 	fs.BoolVar(&sa.user, "user", false, "a per-user service (systemd --user, a launchd LaunchAgent) instead of a system service")
 	fs.StringVar(&sa.config, "config", "", "install: the config file the service runs with (default: the embedded default)")
 	fs.BoolVar(&sa.print, "print", false, "install: print the unit (or plist) that would be installed, and install nothing")
-	pos, err := ParseFlags(fs, args)
+	pos, err := cli.ParseFlags(fs, args)
 	if err != nil {
 		return sa, false
 	}
@@ -76,14 +77,14 @@ func parseServiceArgs(e *Env, args []string) (serviceArgs, bool) {
 	return sa, true
 }
 
-func cmdService(_ context.Context, e *Env, args []string) int {
+func cmdService(_ context.Context, e *cli.Env, args []string) int {
 	sa, ok := parseServiceArgs(e, args)
 	if !ok {
-		return ExitUsage
+		return cli.ExitUsage
 	}
 	if sa.user && runtime.GOOS == "windows" {
 		fmt.Fprintln(e.Stderr, "continuityd service: Windows has no per-user services; leave out --user (and run as Administrator)")
-		return ExitUsage
+		return cli.ExitUsage
 	}
 	switch sa.action {
 	case "install":
@@ -238,7 +239,7 @@ func newManagedService(sa serviceArgs, s *serviceSpec, def []byte) (service.Serv
 	return svc, nil
 }
 
-func serviceInstall(e *Env, sa serviceArgs) int {
+func serviceInstall(e *cli.Env, sa serviceArgs) int {
 	s, err := newServiceSpec(sa)
 	if err != nil {
 		return serviceFail(e, err)
@@ -249,7 +250,7 @@ func serviceInstall(e *Env, sa serviceArgs) int {
 	}
 	if sa.print {
 		e.Stdout.Write(def)
-		return ExitOK
+		return cli.ExitOK
 	}
 	if strings.Contains(s.binary, "go-build") {
 		return serviceFail(e, fmt.Errorf("%s is a temporary build (go run): build or install continuityd first, then install the service from that binary", s.binary))
@@ -267,7 +268,7 @@ func serviceInstall(e *Env, sa serviceArgs) int {
 	}
 	if exists && bytes.Equal(current, def) {
 		fmt.Fprintf(e.Stdout, "the %s service is already installed as %s, unchanged\n", sa.scope(), path)
-		return ExitOK
+		return cli.ExitOK
 	}
 	for _, n := range installNotes(s) {
 		fmt.Fprintf(e.Stderr, "continuityd: note: %s\n", n)
@@ -306,10 +307,10 @@ func serviceInstall(e *Env, sa serviceArgs) int {
 			fmt.Fprintln(e.Stdout, hint)
 		}
 	}
-	return ExitOK
+	return cli.ExitOK
 }
 
-func serviceUninstall(e *Env, sa serviceArgs) int {
+func serviceUninstall(e *cli.Env, sa serviceArgs) int {
 	if err := checkPrivileges(sa); err != nil {
 		return serviceFail(e, err)
 	}
@@ -319,7 +320,7 @@ func serviceUninstall(e *Env, sa serviceArgs) int {
 	}
 	if !exists {
 		fmt.Fprintf(e.Stdout, "no %s service installed by `continuityd service install`: nothing to remove%s\n", sa.scope(), notInstalledNote(sa))
-		return ExitOK
+		return cli.ExitOK
 	}
 	svc, err := newManagedService(sa, nil, nil)
 	if err != nil {
@@ -330,11 +331,11 @@ func serviceUninstall(e *Env, sa serviceArgs) int {
 		return serviceFail(e, fmt.Errorf("uninstall: %w", err))
 	}
 	fmt.Fprintf(e.Stdout, "stopped and removed the %s service %s; its state directory is kept\n", sa.scope(), path)
-	return ExitOK
+	return cli.ExitOK
 }
 
 // serviceControl is start, stop and restart.
-func serviceControl(e *Env, sa serviceArgs) int {
+func serviceControl(e *cli.Env, sa serviceArgs) int {
 	if err := checkPrivileges(sa); err != nil {
 		return serviceFail(e, err)
 	}
@@ -358,20 +359,20 @@ func serviceControl(e *Env, sa serviceArgs) int {
 		if hint := logHint(sa); hint != "" {
 			fmt.Fprintln(e.Stderr, hint)
 		}
-		return ExitFailed
+		return cli.ExitFailed
 	}
 	fmt.Fprintf(e.Stdout, "%s: done\n", sa.action)
-	return ExitOK
+	return cli.ExitOK
 }
 
-func serviceStatus(e *Env, sa serviceArgs) int {
+func serviceStatus(e *cli.Env, sa serviceArgs) int {
 	return serviceStatusTo(e, e.Stdout, sa)
 }
 
 // serviceStatusTo writes the service manager's view of the service to w and
 // returns the status exit code; when the manager cannot be asked, it says so
 // on stderr and returns statusNotRunning.
-func serviceStatusTo(e *Env, w io.Writer, sa serviceArgs) int {
+func serviceStatusTo(e *cli.Env, w io.Writer, sa serviceArgs) int {
 	st, err := queryState(sa)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "continuityd: service status: cannot ask the service manager whether the service is installed or running: %v\n", err)
@@ -381,13 +382,13 @@ func serviceStatusTo(e *Env, w io.Writer, sa serviceArgs) int {
 	return st.code
 }
 
-func serviceFail(e *Env, err error) int {
+func serviceFail(e *cli.Env, err error) int {
 	var ue errUsage
 	if errors.As(err, &ue) {
 		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
-		return ExitUsage
+		return cli.ExitUsage
 	}
-	return Fail(e, err)
+	return cli.Fail(e, err)
 }
 
 // serviceState is a service manager's answer, reduced to what `service

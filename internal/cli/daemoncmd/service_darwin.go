@@ -1,4 +1,4 @@
-package cli
+package daemoncmd
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/continuityd/continuityd/internal/cli"
 	"github.com/continuityd/continuityd/packaging"
 )
 
@@ -78,10 +79,10 @@ func renderDefinition(s *serviceSpec) ([]byte, error) {
 	}.Render()
 }
 
-func installNotes(*serviceSpec) []string      { return nil }
-func prepareInstall(*Env, *serviceSpec) error { return nil }
-func installHint(serviceArgs) string          { return "" }
-func notInstalledNote(serviceArgs) string     { return "" }
+func installNotes(*serviceSpec) []string          { return nil }
+func prepareInstall(*cli.Env, *serviceSpec) error { return nil }
+func installHint(serviceArgs) string              { return "" }
+func notInstalledNote(serviceArgs) string         { return "" }
 
 func logHint(sa serviceArgs) string {
 	return "its log: " + logPath(sa)

@@ -1,4 +1,4 @@
-package cli
+package daemoncmd
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/continuityd/continuityd/internal/cli"
 	"github.com/continuityd/continuityd/packaging"
 )
 
@@ -98,7 +99,7 @@ func installNotes(s *serviceSpec) []string {
 
 // prepareInstall creates the system service's user when it is missing, from
 // the same sysusers.d entry the packages install.
-func prepareInstall(e *Env, s *serviceSpec) error {
+func prepareInstall(e *cli.Env, s *serviceSpec) error {
 	if s.user {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package cli
+package daemoncmd
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon"
+	"github.com/continuityd/continuityd/internal/cli"
 )
 
 // cmdRun runs the daemon in the foreground until SIGINT or SIGTERM. With no
 // --config it runs the embedded default: agent "default" on the current
 // directory, upstream "local", XDG or FHS paths.
-func cmdRun(ctx context.Context, e *Env, args []string) int {
+func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	// Started by the Windows service manager: run under it (a no-op elsewhere).
 	// Its log then goes to the service manager's own log (logTo).
 	if code, ok := runUnderServiceManager(ctx, func(ctx context.Context, logTo io.Writer) int {
@@ -30,11 +31,11 @@ func cmdRun(ctx context.Context, e *Env, args []string) int {
 	}); ok {
 		return code
 	}
-	fs := NewFlagSet(e, "run", "[--config FILE | --workdir DIR]")
+	fs := cli.NewFlagSet(e, "run", "[--config FILE | --workdir DIR]")
 	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
 	workdir := fs.String("workdir", "", "the embedded default's workdir (default: the current directory)")
-	if _, err := ParseFlags(fs, args); err != nil {
-		return ExitUsage
+	if _, err := cli.ParseFlags(fs, args); err != nil {
+		return cli.ExitUsage
 	}
 	// SIGHUP reloads the config file (the daemon also reloads when the file
 	// changes). It is caught from here on: one that comes while the daemon
@@ -42,13 +43,13 @@ func cmdRun(ctx context.Context, e *Env, args []string) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	cfg, err := LoadConfig(e, *cfgPath)
+	cfg, err := cli.LoadConfig(e, *cfgPath)
 	if err == nil && *workdir != "" {
 		err = setDefaultWorkdir(cfg, *cfgPath, *workdir)
 	}
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
-		return ExitUsage
+		return cli.ExitUsage
 	}
 	log := newLogger(e.Stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
 	opts := daemon.Options{Logger: log, Version: e.Version, Ready: notifyReady, Stopping: notifyStopping}
@@ -60,7 +61,7 @@ func cmdRun(ctx context.Context, e *Env, args []string) int {
 	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		log.Error("cannot start", "err", err)
-		return ExitFailed
+		return cli.ExitFailed
 	}
 	hupCtx, stopHUP := context.WithCancel(ctx)
 	defer stopHUP()
@@ -81,31 +82,10 @@ func cmdRun(ctx context.Context, e *Env, args []string) int {
 	}()
 	if err := d.Run(ctx); err != nil {
 		log.Error("cannot run", "err", err)
-		return ExitFailed
+		return cli.ExitFailed
 	}
 	log.Info("stopped cleanly")
-	return ExitOK
-}
-
-// LoadConfig loads the config file, or the embedded default when there is
-// none. Without a file, $CONTINUITYD_STATE_DIR and $CONTINUITYD_SOCKET move
-// the default state directory and socket (tests, and trying it out without
-// touching the real default places).
-func LoadConfig(e *Env, path string) (*config.Config, error) {
-	if path != "" {
-		return config.Load(path)
-	}
-	cfg, err := config.Default()
-	if err != nil {
-		return nil, err
-	}
-	if v := e.Getenv("CONTINUITYD_STATE_DIR"); v != "" {
-		cfg.Daemon.StateDir = v
-	}
-	if v := e.Getenv("CONTINUITYD_SOCKET"); v != "" {
-		cfg.Daemon.Socket = v
-	}
-	return cfg, nil
+	return cli.ExitOK
 }
 
 // setDefaultWorkdir points the embedded default's agent at dir, which

@@ -1,10 +1,12 @@
 //go:build !linux && !darwin && !windows
 
-package cli
+package daemoncmd
 
 import (
 	"fmt"
 	"runtime"
+
+	"github.com/continuityd/continuityd/internal/cli"
 )
 
 // `continuityd service` knows systemd, launchd and the Windows service
@@ -21,7 +23,7 @@ func checkPlatform(string) error                    { return errUnsupported }
 func checkPrivileges(serviceArgs) error             { return nil }
 func renderDefinition(*serviceSpec) ([]byte, error) { return nil, errUnsupported }
 func installNotes(*serviceSpec) []string            { return nil }
-func prepareInstall(*Env, *serviceSpec) error       { return nil }
+func prepareInstall(*cli.Env, *serviceSpec) error   { return nil }
 func installHint(serviceArgs) string                { return "" }
 func notInstalledNote(serviceArgs) string           { return "" }
 func logHint(serviceArgs) string                    { return "" }

@@ -1,4 +1,4 @@
-package cli
+package daemoncmd
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
 
+	"github.com/continuityd/continuityd/internal/cli"
 	"github.com/continuityd/continuityd/packaging"
 )
 
@@ -77,10 +78,10 @@ func installedDefinition(serviceArgs) (path string, current []byte, exists bool,
 	return path, []byte(c.BinaryPathName), true, nil
 }
 
-func installNotes(*serviceSpec) []string      { return nil }
-func prepareInstall(*Env, *serviceSpec) error { return nil }
-func installHint(serviceArgs) string          { return "" }
-func notInstalledNote(serviceArgs) string     { return "" }
+func installNotes(*serviceSpec) []string          { return nil }
+func prepareInstall(*cli.Env, *serviceSpec) error { return nil }
+func installHint(serviceArgs) string              { return "" }
+func notInstalledNote(serviceArgs) string         { return "" }
 func logHint(serviceArgs) string {
 	return "its log: Event Viewer, Windows Logs > Application, source " + managedName
 }
@@ -127,10 +128,10 @@ func runUnderServiceManager(ctx context.Context, run func(ctx context.Context, l
 	p := &scmProgram{parent: context.WithValue(ctx, scmKey{}, true), run: run}
 	s, err := service.New(p, &service.Config{Name: managedName})
 	if err != nil {
-		return ExitFailed, true
+		return cli.ExitFailed, true
 	}
 	if err := s.Run(); err != nil {
-		return ExitFailed, true
+		return cli.ExitFailed, true
 	}
 	return p.code, true
 }
@@ -165,7 +166,7 @@ func (p *scmProgram) Start(s service.Service) error {
 		p.mu.Unlock()
 		close(p.done)
 		if !stopping {
-			os.Exit(max(code, ExitFailed))
+			os.Exit(max(code, cli.ExitFailed))
 		}
 	}()
 	return nil

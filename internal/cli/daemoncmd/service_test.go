@@ -1,4 +1,4 @@
-package cli
+package daemoncmd
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/continuityd/continuityd/internal/cli"
 )
 
 // These tests install nothing: they check the arguments, the unit that
@@ -32,7 +34,7 @@ func TestParseServiceArgs(t *testing.T) {
 		{[]string{"status", "--bogus"}, false, serviceArgs{}},
 	} {
 		var stderr bytes.Buffer
-		got, ok := parseServiceArgs(&Env{Stderr: &stderr}, c.args)
+		got, ok := parseServiceArgs(&cli.Env{Stderr: &stderr}, c.args)
 		if ok != c.ok || (ok && got != c.want) {
 			t.Errorf("%q: got %+v, %v; want %+v, %v (stderr %q)", c.args, got, ok, c.want, c.ok, stderr.String())
 		}
@@ -45,20 +47,20 @@ func TestParseServiceArgs(t *testing.T) {
 func runService(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: os.Getenv}
+	e := &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: os.Getenv}
 	code = cmdService(context.Background(), e, args)
 	return code, out.String(), errb.String()
 }
 
 func TestServiceUsage(t *testing.T) {
 	for _, args := range [][]string{nil, {"bogus"}, {"status", "--print"}} {
-		if code, _, _ := runService(t, args...); code != ExitUsage {
-			t.Errorf("service %q exited %d, want %d", args, code, ExitUsage)
+		if code, _, _ := runService(t, args...); code != cli.ExitUsage {
+			t.Errorf("service %q exited %d, want %d", args, code, cli.ExitUsage)
 		}
 	}
 	var out bytes.Buffer
-	usage(&out)
-	if !strings.Contains(out.String(), "service") {
+	cli.Main(cli.Program{DaemonSide: Run}, []string{"help"}, strings.NewReader(""), &out, &out)
+	if !strings.Contains(out.String(), "\n  service ") {
 		t.Errorf("the usage does not list the service command:\n%s", out.String())
 	}
 }
@@ -81,7 +83,7 @@ func TestServiceInstallPrint(t *testing.T) {
 	}
 
 	code, out, errs := runService(t, "install", "--print", "--config", cfgPath)
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{
@@ -102,7 +104,7 @@ func TestServiceInstallPrint(t *testing.T) {
 
 	// The same config as a user service: no sandbox, no User=.
 	code, out, errs = runService(t, "install", "--print", "--user", "--config", cfgPath)
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if !strings.Contains(out, "WantedBy=default.target\n") || strings.Contains(out, "\nUser=") || strings.Contains(out, "\nProtectSystem=") {
@@ -112,7 +114,7 @@ func TestServiceInstallPrint(t *testing.T) {
 	// A relative --config is made absolute, as the service needs it.
 	t.Chdir(dir)
 	code, out, errs = runService(t, "install", "--print", "--config", "c.toml")
-	if code != ExitOK || !strings.Contains(out, " run --config "+cfgPath+"\n") {
+	if code != cli.ExitOK || !strings.Contains(out, " run --config "+cfgPath+"\n") {
 		t.Errorf("relative --config: exit %d, %s\n%s", code, errs, out)
 	}
 }
@@ -126,7 +128,7 @@ func TestServiceInstallDefaultAgent(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	code, out, errs := runService(t, "install", "--print", "--user")
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if !strings.Contains(out, "WorkingDirectory="+dir+"\n") || !strings.Contains(out, " run\n") {
@@ -135,8 +137,8 @@ func TestServiceInstallDefaultAgent(t *testing.T) {
 
 	// ...which must not be the root directory.
 	t.Chdir("/")
-	if code, _, errs := runService(t, "install", "--print", "--user"); code != ExitUsage || !strings.Contains(errs, "declares no agents") {
-		t.Errorf("install from / : exit %d, %q; want %d", code, errs, ExitUsage)
+	if code, _, errs := runService(t, "install", "--print", "--user"); code != cli.ExitUsage || !strings.Contains(errs, "declares no agents") {
+		t.Errorf("install from / : exit %d, %q; want %d", code, errs, cli.ExitUsage)
 	}
 }
 
@@ -147,11 +149,11 @@ func TestServiceInstallBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := runService(t, "install", "--print", "--config", bad)
-	if code != ExitUsage || out != "" || !strings.Contains(errs, "bogus") {
-		t.Errorf("exit %d, stdout %q, stderr %q; want %d naming the key", code, out, errs, ExitUsage)
+	if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "bogus") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d naming the key", code, out, errs, cli.ExitUsage)
 	}
-	if code, _, _ := runService(t, "install", "--print", "--config", filepath.Join(dir, "missing.toml")); code != ExitUsage {
-		t.Errorf("a missing config: exit %d, want %d", code, ExitUsage)
+	if code, _, _ := runService(t, "install", "--print", "--config", filepath.Join(dir, "missing.toml")); code != cli.ExitUsage {
+		t.Errorf("a missing config: exit %d, want %d", code, cli.ExitUsage)
 	}
 }
 
