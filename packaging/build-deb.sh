@@ -22,10 +22,10 @@ if [ -z "${VERSION:-}" ]; then
 fi
 export ARCH VERSION
 
-echo "== continuityd $VERSION for linux/$ARCH"
+echo "== continuityd and continuityd-daemon $VERSION for linux/$ARCH"
 CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath \
 	-ldflags "-s -w -X main.version=$VERSION" \
-	-o "dist/linux_$ARCH/continuityd" ./cmd/continuityd
+	-o "dist/linux_$ARCH/" ./cmd/continuityd ./cmd/continuityd-daemon
 go run ./packaging/gen packaging/generated
 
 echo "== nfpm ($PACKAGER)"

@@ -41,6 +41,7 @@ func TestDeb(t *testing.T) {
 	}
 	for _, want := range []string{
 		"-rwxr-xr-x root/root .* ./usr/bin/continuityd",
+		"-rwxr-xr-x root/root .* ./usr/bin/continuityd-daemon",
 		"./usr/lib/systemd/system/continuityd.service",
 		"./usr/lib/systemd/user/continuityd.service",
 		"./usr/lib/sysusers.d/continuityd.conf",
@@ -89,6 +90,11 @@ func TestDeb(t *testing.T) {
 	verify(t, "the packaged system unit", bytes.ReplaceAll(unit, []byte("ExecStart="+PackagedBinary+" "), []byte("ExecStart="+bin+" ")), false)
 	if out, err := exec.Command(bin, "config", "check", filepath.Join(root, "etc/continuityd/continuityd.toml")).CombinedOutput(); err != nil {
 		t.Errorf("the packaged binary refuses the packaged config: %v\n%s", err, out)
+	}
+	// The front hands `run` to the continuityd-daemon packed beside it: its
+	// own usage answers a flag it does not know.
+	if out, err := exec.Command(bin, "run", "--no-such-flag").CombinedOutput(); !strings.Contains(string(out), "usage: continuityd run") {
+		t.Errorf("the packaged front does not reach the packaged continuityd-daemon: %v\n%s", err, out)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "etc/continuityd/continuityd.toml")); err != nil {
 		t.Error(err)

@@ -49,6 +49,8 @@ type goreleaser struct {
 		Hooks []string `yaml:"hooks"`
 	} `yaml:"before"`
 	Builds []struct {
+		ID      string   `yaml:"id"`
+		Binary  string   `yaml:"binary"`
 		Main    string   `yaml:"main"`
 		Env     []string `yaml:"env"`
 		Goos    []string `yaml:"goos"`
@@ -56,10 +58,12 @@ type goreleaser struct {
 		Ldflags []string `yaml:"ldflags"`
 	} `yaml:"builds"`
 	Archives []struct {
+		IDs   []string `yaml:"ids"`
 		Files []string `yaml:"files"`
 	} `yaml:"archives"`
 	Nfpms []struct {
 		nfpmPackage `yaml:",inline"`
+		IDs         []string `yaml:"ids"`
 		Formats     []string `yaml:"formats"`
 		Bindir      string   `yaml:"bindir"`
 	} `yaml:"nfpms"`
@@ -85,15 +89,25 @@ func TestGoreleaserMatchesNfpm(t *testing.T) {
 	var g goreleaser
 	readYAML(t, "../.goreleaser.yaml", &g)
 
-	if g.Version != 2 || len(g.Builds) != 1 || len(g.Nfpms) != 1 || len(g.Archives) != 1 {
-		t.Fatalf("want a v2 config with one build, one archive and one nfpm; got %+v", g)
+	if g.Version != 2 || len(g.Builds) != 2 || len(g.Nfpms) != 1 || len(g.Archives) != 1 {
+		t.Fatalf("want a v2 config with two builds (the front and the daemon), one archive and one nfpm; got %+v", g)
 	}
-	b := g.Builds[0]
-	if !slices.Equal(b.Goos, []string{"linux", "darwin", "windows"}) || !slices.Equal(b.Goarch, []string{"amd64", "arm64"}) {
-		t.Errorf("builds for %v × %v", b.Goos, b.Goarch)
+	// Both binaries, built alike, in the archive and the packages: the
+	// front hands the daemon's commands to the one beside it.
+	ids := []string{"continuityd", "continuityd-daemon"}
+	for i, b := range g.Builds {
+		if b.ID != ids[i] || b.Binary != ids[i] || b.Main != "./cmd/"+ids[i] {
+			t.Errorf("build %d: id %q binary %q main %q, want %s from ./cmd/%[4]s", i, b.ID, b.Binary, b.Main, ids[i])
+		}
+		if !slices.Equal(b.Goos, []string{"linux", "darwin", "windows"}) || !slices.Equal(b.Goarch, []string{"amd64", "arm64"}) {
+			t.Errorf("%s builds for %v × %v", b.ID, b.Goos, b.Goarch)
+		}
+		if !slices.Contains(b.Env, "CGO_ENABLED=0") || len(b.Ldflags) != 1 || !strings.Contains(b.Ldflags[0], "-X main.version=") {
+			t.Errorf("%s: build env %q, ldflags %q: want CGO_ENABLED=0 and -X main.version", b.ID, b.Env, b.Ldflags)
+		}
 	}
-	if !slices.Contains(b.Env, "CGO_ENABLED=0") || len(b.Ldflags) != 1 || !strings.Contains(b.Ldflags[0], "-X main.version=") {
-		t.Errorf("build env %q, ldflags %q: want CGO_ENABLED=0 and -X main.version", b.Env, b.Ldflags)
+	if !slices.Equal(g.Archives[0].IDs, ids) || !slices.Equal(g.Nfpms[0].IDs, ids) {
+		t.Errorf("the archive packs %q and the packages %q; want both binaries, %q", g.Archives[0].IDs, g.Nfpms[0].IDs, ids)
 	}
 	if !slices.Contains(g.Before.Hooks, "go run ./packaging/gen packaging/generated") {
 		t.Errorf("the before hooks %q do not generate packaging/generated", g.Before.Hooks)
@@ -103,16 +117,21 @@ func TestGoreleaserMatchesNfpm(t *testing.T) {
 	if !slices.Equal(p.Formats, []string{"deb", "rpm"}) || p.Bindir != "/usr/bin" {
 		t.Errorf("nfpms formats %q bindir %q", p.Formats, p.Bindir)
 	}
-	// nfpm.yaml also packs the binary, which goreleaser adds itself.
+	// nfpm.yaml also packs the binaries, which goreleaser adds itself.
 	var rest []nfpmContent
+	packed := map[string]bool{}
 	for _, c := range n.Contents {
-		if c.Dst == PackagedBinary {
-			if !c.Expand || c.Src != "./dist/linux_${ARCH}/continuityd" {
-				t.Errorf("nfpm.yaml packs the binary from %q (expand %v)", c.Src, c.Expand)
+		if c.Dst == PackagedBinary || c.Dst == PackagedDaemonBinary {
+			if want := "./dist/linux_${ARCH}/" + filepath.Base(c.Dst); !c.Expand || c.Src != want || c.FileInfo.Mode != 0o755 {
+				t.Errorf("nfpm.yaml packs %s from %q (expand %v, mode %o), want %s", c.Dst, c.Src, c.Expand, c.FileInfo.Mode, want)
 			}
+			packed[c.Dst] = true
 			continue
 		}
 		rest = append(rest, c)
+	}
+	if !packed[PackagedBinary] || !packed[PackagedDaemonBinary] {
+		t.Errorf("nfpm.yaml packs %v; want %s and %s", packed, PackagedBinary, PackagedDaemonBinary)
 	}
 	if len(rest) < 5 || n.Description == "" {
 		t.Fatalf("nfpm.yaml was not read: %+v", n)

@@ -37,8 +37,11 @@ const (
 
 	// PackagedBinary and PackagedConfig are where the .deb and .rpm install
 	// the binary and the config the packaged system unit runs with.
-	PackagedBinary = "/usr/bin/continuityd"
-	PackagedConfig = "/etc/continuityd/continuityd.toml"
+	// PackagedDaemonBinary, installed beside it, runs the daemon-side
+	// commands (`continuityd run` becomes it, keeping its PID).
+	PackagedBinary       = "/usr/bin/continuityd"
+	PackagedDaemonBinary = "/usr/bin/continuityd-daemon"
+	PackagedConfig       = "/etc/continuityd/continuityd.toml"
 
 	// SystemStateDir and SystemRuntimeDir are the directories the system
 	// unit's StateDirectory= and RuntimeDirectory= create; they are

@@ -16,7 +16,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // cli runs the built binary and returns its exit code, stdout and stderr.
 func cli(t *testing.T, env []string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return runBinary(t, binary, env, stdin, args...)
+}
+
+// runBinary runs the program at path as cli runs the built binary.
+func runBinary(t *testing.T, path string, env []string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer

@@ -22,6 +22,9 @@ import (
 
 // binary is the continuityd binary built once for the end-to-end tests:
 // they run the real program as a subprocess and kill it with SIGKILL.
+// continuityd-daemon is built beside it, as `go install ./cmd/...` and the
+// packages install them: the daemon-side commands (`continuityd run`) go
+// through the front's hand-off as users' do.
 var binary string
 
 func TestMain(m *testing.M) {
@@ -30,10 +33,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "continuityd")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../continuityd-daemon")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building continuityd:", err)
+		fmt.Fprintln(os.Stderr, "building continuityd and continuityd-daemon:", err)
 		os.Exit(1)
 	}
 	// The hooks' half-second budget is a promise to agents, measured in

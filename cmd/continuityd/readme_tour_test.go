@@ -14,7 +14,7 @@ import (
 
 // firstCommand is the README's first command, as "The two commands" gives
 // it; TestReadmeTour runs it, so the README cannot drift from what works.
-const firstCommand = "go install ./cmd/continuityd && continuityd run --workdir ~/myproject"
+const firstCommand = "go install ./cmd/... && continuityd run --workdir ~/myproject"
 
 // readmeTour returns the README's first command and the shell blocks of
 // its tour (between the tour markers), in order.
@@ -84,12 +84,14 @@ func TestReadmeTour(t *testing.T) {
 	}
 	writeFile(t, project, "main.go", "package main\n\nfunc main() {}\n")
 
-	// The install step, as the README gives it (GOBIN stands for the user's ~/go/bin).
-	install := exec.Command("go", "install", "./cmd/continuityd")
+	// The install step, as the README gives it (GOBIN stands for the user's
+	// ~/go/bin): both binaries, as `continuityd run` hands itself to
+	// continuityd-daemon.
+	install := exec.Command("go", "install", "./cmd/...")
 	install.Dir = filepath.Join("..", "..")
 	install.Env = append(os.Environ(), "GOBIN="+bin)
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("go install ./cmd/continuityd: %v\n%s", err, out)
+		t.Fatalf("go install ./cmd/...: %v\n%s", err, out)
 	}
 	installed := filepath.Join(bin, "continuityd")
 

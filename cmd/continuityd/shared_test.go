@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/continuityd/continuityd/config"
 )
 
 // Three users, as on a machine where a system service is shared by a
@@ -204,40 +202,5 @@ func TestGroupSharedDaemonAcrossUsers(t *testing.T) {
 	}
 	if code, _, errOut := runAs(t, asMember, env, preCompact, "hook"); code != 0 || !strings.Contains(errOut, "could not be spooled") {
 		t.Fatalf("member's hook, unshared daemon down: %d %q", code, errOut)
-	}
-}
-
-// A hook finds the state directory of the daemon it addresses: the one
-// --config names, $CONTINUITYD_STATE_DIR, the system service's when the
-// socket is the system one (a group member sets only the socket), or its
-// own default.
-func TestHookStateDirFollowsTheSocket(t *testing.T) {
-	sysState, sysSock := config.SystemPaths()
-	// A user's own default, whoever runs the test (as root the default is
-	// the system one, and the cases below could not tell the rule apart).
-	const userState, userSock = "/home/u/.local/state/continuityd", "/run/user/1000/continuityd/continuityd.sock"
-	cfgPath := filepath.Join(t.TempDir(), "c.toml")
-	if err := os.WriteFile(cfgPath, []byte("[daemon]\nstate_dir = \"/srv/cd/state\"\nsocket = \"/srv/cd/d.sock\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		vars map[string]string
-		cf   clientFlags
-		want string
-	}{
-		{"--config", map[string]string{"CONTINUITYD_SOCKET": sysSock}, clientFlags{config: cfgPath}, "/srv/cd/state"},
-		{"$CONTINUITYD_STATE_DIR", map[string]string{"CONTINUITYD_STATE_DIR": "/x/state", "CONTINUITYD_SOCKET": sysSock}, clientFlags{}, "/x/state"},
-		{"system socket in the environment", map[string]string{"CONTINUITYD_SOCKET": sysSock}, clientFlags{}, sysState},
-		{"--socket, the system one", nil, clientFlags{socket: sysSock}, sysState},
-		{"another socket", map[string]string{"CONTINUITYD_SOCKET": "/tmp/other.sock"}, clientFlags{}, userState},
-		{"the user's own socket", map[string]string{"CONTINUITYD_SOCKET": userSock}, clientFlags{}, userState},
-		{"nothing set", nil, clientFlags{}, userState},
-	} {
-		e := &env{getenv: func(k string) string { return c.vars[k] },
-			defaultPaths: func() (string, string) { return userState, userSock }}
-		if got := stateDir(e, c.cf); got != c.want {
-			t.Errorf("%s: state dir %q, want %q", c.name, got, c.want)
-		}
 	}
 }

@@ -3,6 +3,7 @@ package layout
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,9 @@ const module = "github.com/continuityd/continuityd"
 // floors orders the packages from the ground up. A package may import
 // packages on lower floors only; packages that share a floor may import
 // each other only when the floor says so (small helpers, sibling sources).
-// A pattern ending in "/*" matches the folder's subpackages.
+// A pattern ending in "/*" matches the folder's subpackages; a package a
+// pattern names exactly is on that pattern's floor (internal/cli is not
+// among internal/*'s small helpers).
 var floors = []struct {
 	patterns []string
 	siblings bool // packages of this floor may import each other
@@ -29,10 +32,15 @@ var floors = []struct {
 	{[]string{"daemon/capture"}, false},
 	{[]string{"daemon/agent"}, false},
 	{[]string{"daemon/ops"}, false},
+	// The command line's light part, which the continuityd front links
+	// (the hook): on this floor it cannot reach the daemon, the MCP server
+	// or the upstreams' clients.
+	{[]string{"internal/cli"}, false},
 	{[]string{"daemon/mcpserver"}, false},
 	{[]string{"daemon/api"}, false},
 	{[]string{"daemon"}, false},
 	{[]string{"packaging"}, false},
+	{[]string{"internal/cli/daemoncmd"}, false}, // the daemon-side commands: continuityd-daemon only
 	{[]string{"cmd/*", "packaging/*"}, false},
 }
 
@@ -40,10 +48,12 @@ var floors = []struct {
 // -1 when no floor names it.
 func floorOf(rel string) int {
 	for i, f := range floors {
+		if slices.Contains(f.patterns, rel) {
+			return i
+		}
+	}
+	for i, f := range floors {
 		for _, p := range f.patterns {
-			if p == rel {
-				return i
-			}
 			if dir, ok := strings.CutSuffix(p, "/*"); ok && strings.HasPrefix(rel, dir+"/") {
 				return i
 			}
@@ -110,8 +120,8 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"internal/termsafe": 0, "capsule": 1, "capsule/guard": 2, "internal/client": 2, "config": 3, "upstream": 4,
-		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/residency/storage": 6, "daemon/ops": 11, "daemon/api": 13, "daemon": 14,
-		"packaging": 15, "cmd/continuityd": 16, "packaging/gen": 16, "daemon/nosuch": -1,
+		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/residency/storage": 6, "daemon/ops": 11, "internal/cli": 12, "daemon/api": 14, "daemon": 15,
+		"packaging": 16, "internal/cli/daemoncmd": 17, "cmd/continuityd": 18, "packaging/gen": 18, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {
 			t.Errorf("floorOf(%s) = %d, want %d", rel, got, want)

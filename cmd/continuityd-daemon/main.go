@@ -1,0 +1,21 @@
+// Command continuityd-daemon is continuityd whole: every command, the
+// daemon's own (run, service, mcp, delx) included, in its own process.
+// The continuityd front runs the light commands itself and hands these to
+// this binary, found beside it or on $PATH; see internal/cli.
+// main only wires the process to the command line.
+package main
+
+import (
+	"os"
+
+	"github.com/continuityd/continuityd/internal/cli"
+	"github.com/continuityd/continuityd/internal/cli/daemoncmd"
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; otherwise
+// the module version from the build info is used.
+var version = ""
+
+func main() {
+	os.Exit(cli.Main(cli.Program{Version: version, DaemonSide: daemoncmd.Run}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// daemonOnly are packages (a trailing "/" matches what is under it) that
+// only continuityd-daemon may link. Every package a binary links runs its
+// initialisation in every process of it, and an agent starts the front at
+// each hook: these initialise metrics, protobuf descriptors, gob's type
+// tables, NATS's keys, the service managers' detection.
+var daemonOnly = []string{
+	"github.com/prometheus/",
+	"github.com/nats-io/",
+	"github.com/kardianos/service",
+	"github.com/coreos/go-systemd/",
+	"encoding/gob",
+	"google.golang.org/protobuf/",
+	"github.com/continuityd/continuityd/daemon",
+}
+
+// linked lists what of daemonOnly the main package pkg links: each entry
+// with the packages of it, "encoding/gob" or "github.com/prometheus/ (12
+// packages: …)".
+func linked(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	deps := strings.Fields(string(out))
+	var found []string
+	for _, d := range daemonOnly {
+		var of []string
+		for _, dep := range deps {
+			if dep == d || strings.HasSuffix(d, "/") && strings.HasPrefix(dep, d) {
+				of = append(of, dep)
+			}
+		}
+		switch {
+		case len(of) == 1 && of[0] == d:
+			found = append(found, d)
+		case len(of) > 0:
+			found = append(found, fmt.Sprintf("%s (%d packages: %s)", d, len(of), strings.Join(of, " ")))
+		}
+	}
+	return found
+}
+
+// The front links none of the daemon's packages (issue 23: the hook pays
+// for nothing it does not use), and the check can fail: the daemon binary
+// links each of them.
+func TestFrontLinksNoDaemonPackage(t *testing.T) {
+	if found := linked(t, "."); len(found) > 0 {
+		t.Errorf("cmd/continuityd links packages only continuityd-daemon may (move the command that needs them to internal/cli/daemoncmd):\n  %s", strings.Join(found, "\n  "))
+	}
+	found := linked(t, "../continuityd-daemon")
+	for _, d := range daemonOnly {
+		if !slices.ContainsFunc(found, func(f string) bool { return f == d || strings.HasPrefix(f, d+" (") }) {
+			t.Errorf("continuityd-daemon does not link %s: the check above cannot see it", d)
+		}
+	}
+}

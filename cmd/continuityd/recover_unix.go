@@ -1,8 +1,0 @@
-//go:build unix
-
-package main
-
-import "syscall"
-
-// signalReload sends the daemon SIGHUP, its reload signal.
-func signalReload(pid int) error { return syscall.Kill(pid, syscall.SIGHUP) }

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/agent"
+	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/termsafe"
+)
+
+// cmdResume prints where the agent was: markdown, or the JSON document.
+// It counts as the agent's visit (since_last_visit resets) unless --peek.
+func cmdResume(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "resume", "[--agent A] [--json] [--peek]")
+	var cf ClientFlags
+	cf.Register(fs)
+	asJSON := fs.Bool("json", false, "print the resume document as JSON")
+	peek := fs.Bool("peek", false, "do not reset since_last_visit")
+	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
+		return ExitUsage
+	}
+	c, err := cf.Client(e)
+	if err != nil {
+		return Fail(e, err)
+	}
+	defer c.Close()
+	q := url.Values{}
+	if *peek {
+		q.Set("peek", "1")
+	}
+	if *asJSON {
+		out, err := ops.Resume.Do(ctx, c, ops.Args{Query: q})
+		return printRaw(e, out, err)
+	}
+	r, _, err := ops.Resume.Call(ctx, c, ops.Args{Query: q})
+	if err != nil {
+		return Fail(e, err)
+	}
+	fmt.Fprint(e.Stdout, r.Markdown(0))
+	return ExitOK
+}
+
+// printRaw prints an answer as the daemon sent it (--json), or the failure.
+func printRaw(e *Env, out []byte, err error) int {
+	if err != nil {
+		return Fail(e, err)
+	}
+	e.Stdout.Write(out)
+	return ExitOK
+}
+
+// cmdCapsule is `capsule show|seal|validate FILE|put FILE`.
+func cmdCapsule(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "capsule", "show | seal | validate FILE | put FILE [--agent A]")
+	var cf ClientFlags
+	cf.Register(fs)
+	pos, err := ParseFlags(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	sub, rest := pos[0], pos[1:]
+	wantArgs := map[string]int{"show": 0, "seal": 0, "validate": 1, "put": 1}
+	n, ok := wantArgs[sub]
+	if !ok || len(rest) != n {
+		fs.Usage()
+		return ExitUsage
+	}
+	if sub == "validate" {
+		// Offline: the same guard the daemon runs, no daemon needed.
+		body, err := readInput(e, rest[0])
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "continuityd capsule validate: %v\n", err)
+			return ExitUsage
+		}
+		g, err := guard.New(guard.Options{})
+		if err != nil {
+			return Fail(e, err)
+		}
+		if _, err := g.DecodeCapsule(body); err != nil {
+			fmt.Fprintf(e.Stderr, "%s: invalid: %v\n", rest[0], err)
+			return ExitFailed
+		}
+		fmt.Fprintf(e.Stdout, "%s: a valid Continuity Capsule v1\n", rest[0])
+		return ExitOK
+	}
+	c, err := cf.Client(e)
+	if err != nil {
+		return Fail(e, err)
+	}
+	defer c.Close()
+	var ans *agent.CapsuleAnswer
+	switch sub {
+	case "show":
+		rec, _, err := ops.CapsuleGet.Call(ctx, c, ops.Args{})
+		if err != nil {
+			return Fail(e, err)
+		}
+		out, err := json.MarshalIndent(rec.Capsule, "", "  ")
+		if err != nil {
+			return Fail(e, err)
+		}
+		e.Stdout.Write(append(out, '\n'))
+		return ExitOK
+	case "seal":
+		ans, _, err = ops.Seal.Call(ctx, c, ops.Args{})
+	case "put":
+		var body []byte
+		if body, err = readInput(e, rest[0]); err != nil {
+			fmt.Fprintf(e.Stderr, "continuityd capsule put: %v\n", err)
+			return ExitUsage
+		}
+		ans, _, err = ops.CapsulePut.Call(ctx, c, ops.Args{Body: body})
+	}
+	if err != nil {
+		return Fail(e, err)
+	}
+	verb := map[string]string{"seal": "sealed", "put": "stored"}[sub]
+	fmt.Fprintf(e.Stdout, "capsule %s (seq %d)\n", verb, ans.Seq)
+	return ExitOK
+}
+
+// cmdSignal is `signal KIND [key=value ...]`: numbers and booleans are sent
+// as such, everything else as strings.
+func cmdSignal(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "signal", "[--agent A] KIND [key=value ...]   e.g. signal context used_fraction=0.83")
+	var cf ClientFlags
+	cf.Register(fs)
+	pos, err := ParseFlags(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	body := map[string]any{"kind": pos[0]}
+	for _, kv := range pos[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			fmt.Fprintf(e.Stderr, "continuityd signal: want key=value, got %q\n", kv)
+			return ExitUsage
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			body[k] = f
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			body[k] = b
+		} else {
+			body[k] = v
+		}
+	}
+	if _, ok := body["via"]; !ok {
+		body["via"] = "cli"
+	}
+	raw, _ := json.Marshal(body)
+	c, err := cf.Client(e)
+	if err != nil {
+		return Fail(e, err)
+	}
+	defer c.Close()
+	if _, _, err := ops.Signal.Call(ctx, c, ops.Args{Body: raw}); err != nil {
+		return Fail(e, err)
+	}
+	fmt.Fprintf(e.Stdout, "signal %s recorded\n", pos[0])
+	return ExitOK
+}
+
+// cmdStatus prints the daemon's state.
+func cmdStatus(ctx context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "status", "[--json]")
+	var cf ClientFlags
+	cf.Register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
+		return ExitUsage
+	}
+	st, code, ok := callOrPrint(ctx, e, cf, ops.Status, ops.Args{}, *asJSON)
+	if !ok {
+		return code
+	}
+	fmt.Fprintf(e.Stdout, "continuityd %s, pid %d, up %s\nsocket %s\nstate  %s\nconfig %s\n\n",
+		termsafe.Line(st.Version), st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), termsafe.Name(st.Socket), termsafe.Name(st.StateDir), termsafe.Name(st.Config))
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSEQ\tSTOPPED\tLAST WRITE\tUPSTREAM\tSTATE\tPENDING\tDEAD\tLAST ERROR")
+	var damaged []ops.AgentStatus
+	for _, a := range st.Agents {
+		if a.Damaged != "" {
+			damaged = append(damaged, a)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tdamaged\t-\t-\tnot served (below)\n", termsafe.Name(a.Name))
+			continue
+		}
+		last := "never"
+		if a.LastWriteAt != nil {
+			last = time.Since(*a.LastWriteAt).Round(time.Second).String() + " ago"
+		}
+		if len(a.Upstreams) == 0 {
+			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t-\t-\t-\t-\t-\n", termsafe.Name(a.Name), a.Seq, a.Stopped, last)
+		}
+		for _, u := range a.Upstreams {
+			le := "-"
+			if u.LastError != nil {
+				le = termsafe.Line(*u.LastError)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%s\t%s\t%d\t%d\t%s\n", termsafe.Name(a.Name), a.Seq, a.Stopped, last, termsafe.Name(u.Name), termsafe.Name(u.State), u.Pending, u.DeadLetter, le)
+		}
+	}
+	tw.Flush()
+	printHealth(e.Stdout, st)
+	for _, a := range damaged {
+		fmt.Fprintf(e.Stdout, "\nagent %s is not served: %s\n", termsafe.Name(a.Name), termsafe.Text(a.Damaged))
+	}
+	for _, a := range st.Agents {
+		if a.SnapshotProblem != "" {
+			fmt.Fprintf(e.Stdout, "\nagent %s: degraded [\"snapshots\"]: %s\n", a.Name, a.SnapshotProblem)
+		}
+	}
+	return ExitOK
+}
+
+// callOrPrint calls the operation ep on the daemon. With raw set it prints
+// the JSON answer as it came and the command is done (ok false, code
+// ExitOK); a failure is reported and ends the command too. Otherwise ans is
+// the answer for the command to render.
+func callOrPrint[Req, Ans any](ctx context.Context, e *Env, cf ClientFlags, ep ops.Endpoint[Req, Ans], a ops.Args, raw bool) (ans *Ans, code int, ok bool) {
+	c, err := cf.Client(e)
+	if err != nil {
+		return nil, Fail(e, err), false
+	}
+	defer c.Close()
+	if raw {
+		out, err := ep.Do(ctx, c, a)
+		return nil, printRaw(e, out, err), false
+	}
+	ans, _, err = ep.Call(ctx, c, a)
+	if err != nil {
+		return nil, Fail(e, err), false
+	}
+	return ans, ExitOK, true
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/continuityd/continuityd/config"
+)
+
+// cmdConfig is `config check [FILE]` and `config default`.
+func cmdConfig(_ context.Context, e *Env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(e.Stderr, "usage: continuityd config check [FILE] | config default")
+		return ExitUsage
+	}
+	switch args[0] {
+	case "default":
+		if len(args) != 1 {
+			fmt.Fprintln(e.Stderr, "usage: continuityd config default")
+			return ExitUsage
+		}
+		e.Stdout.Write(config.DefaultTOML())
+		return ExitOK
+	case "check":
+		var cfg *config.Config
+		var err error
+		switch len(args) {
+		case 1:
+			cfg, err = config.Default()
+		case 2:
+			cfg, err = config.Load(args[1])
+		default:
+			fmt.Fprintln(e.Stderr, "usage: continuityd config check [FILE]")
+			return ExitUsage
+		}
+		if err != nil {
+			fmt.Fprintln(e.Stderr, err)
+			return ExitUsage
+		}
+		if errs := cfg.CheckSecretFiles(); len(errs) > 0 {
+			for _, err := range errs {
+				fmt.Fprintln(e.Stderr, err)
+			}
+			return ExitUsage
+		}
+		src := cfg.Path
+		if src == "" {
+			src = "the embedded default"
+		}
+		fmt.Fprintf(e.Stdout, "%s is valid: %d agent(s), socket %s, state in %s\n", src, len(cfg.Agents), cfg.Daemon.Socket, cfg.Daemon.StateDir)
+		return ExitOK
+	default:
+		fmt.Fprintf(e.Stderr, "continuityd: unknown config subcommand %q; use check or default\n", args[0])
+		return ExitUsage
+	}
+}

@@ -1,0 +1,41 @@
+package daemoncmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/continuityd/continuityd/daemon/mcpserver"
+	"github.com/continuityd/continuityd/internal/cli"
+	"github.com/continuityd/continuityd/internal/statefiles"
+)
+
+// cmdMCP serves continuityd's MCP tools on stdio for an MCP client that
+// starts it (Claude Code's mcpServers, Codex's mcp_servers), backed by the
+// daemon over its socket. It needs no network and keeps no state itself.
+func cmdMCP(ctx context.Context, e *cli.Env, args []string) int {
+	fs := cli.NewFlagSet(e, "mcp", "[--agent A]")
+	var cf cli.ClientFlags
+	cf.Register(fs)
+	if pos, err := cli.ParseFlags(fs, args); err != nil || len(pos) > 0 {
+		return cli.ExitUsage
+	}
+	c, err := cf.Client(e)
+	if err != nil {
+		return cli.Fail(e, err)
+	}
+	defer c.Close()
+	srv := mcpserver.New(mcpserver.Options{Backend: newMCPClientBackend(c), Version: e.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
+	t := &mcp.IOTransport{Reader: io.NopCloser(e.Stdin), Writer: nopWriteCloser{e.Stdout}}
+	if err := srv.Run(ctx, t); err != nil && ctx.Err() == nil && err != io.EOF {
+		fmt.Fprintf(e.Stderr, "continuityd mcp: %v\n", err)
+		return cli.ExitFailed
+	}
+	return cli.ExitOK
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

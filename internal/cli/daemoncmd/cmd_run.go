@@ -1,0 +1,121 @@
+package daemoncmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon"
+	"github.com/continuityd/continuityd/internal/cli"
+)
+
+// cmdRun runs the daemon in the foreground until SIGINT or SIGTERM. With no
+// --config it runs the embedded default: agent "default" on the current
+// directory, upstream "local", XDG or FHS paths.
+func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
+	// Started by the Windows service manager: run under it (a no-op elsewhere).
+	// Its log then goes to the service manager's own log (logTo).
+	if code, ok := runUnderServiceManager(ctx, func(ctx context.Context, logTo io.Writer) int {
+		se := *e
+		if logTo != nil {
+			se.Stderr = logTo
+		}
+		return cmdRun(ctx, &se, args)
+	}); ok {
+		return code
+	}
+	fs := cli.NewFlagSet(e, "run", "[--config FILE | --workdir DIR]")
+	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
+	workdir := fs.String("workdir", "", "the embedded default's workdir (default: the current directory)")
+	if _, err := cli.ParseFlags(fs, args); err != nil {
+		return cli.ExitUsage
+	}
+	// SIGHUP reloads the config file (the daemon also reloads when the file
+	// changes). It is caught from here on: one that comes while the daemon
+	// starts is served once the agents run (daemon.Reload waits for that).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	cfg, err := cli.LoadConfig(e, *cfgPath)
+	if err == nil && *workdir != "" {
+		err = setDefaultWorkdir(cfg, *cfgPath, *workdir)
+	}
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
+		return cli.ExitUsage
+	}
+	log := newLogger(e.Stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
+	opts := daemon.Options{Logger: log, Version: e.Version, Ready: notifyReady, Stopping: notifyStopping}
+	if *cfgPath != "" {
+		opts.Load = func() (*config.Config, error) { return config.Load(*cfgPath) }
+	} else {
+		opts.FollowCwd = true // the embedded default's agent is the directory's
+	}
+	d, err := daemon.New(cfg, opts)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return cli.ExitFailed
+	}
+	hupCtx, stopHUP := context.WithCancel(ctx)
+	defer stopHUP()
+	go func() {
+		for {
+			select {
+			case <-hup:
+				log.Info("SIGHUP: reloading the configuration")
+				if err := d.Reload(); errors.Is(err, daemon.ErrNotRunning) {
+					return
+				} else if err != nil && opts.Load == nil {
+					log.Warn("reload", "err", err)
+				}
+			case <-hupCtx.Done():
+				return
+			}
+		}
+	}()
+	if err := d.Run(ctx); err != nil {
+		log.Error("cannot run", "err", err)
+		return cli.ExitFailed
+	}
+	log.Info("stopped cleanly")
+	return cli.ExitOK
+}
+
+// setDefaultWorkdir points the embedded default's agent at dir, which
+// must be an existing directory. A config file names its agents' workdirs
+// itself, so --workdir goes with no --config only.
+func setDefaultWorkdir(cfg *config.Config, cfgPath, dir string) error {
+	if cfgPath != "" {
+		return fmt.Errorf("run: --workdir is for the embedded default; with --config %s, set each agent's workdir in the file", cfgPath)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("run: --workdir %q: %w", dir, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return fmt.Errorf("run: --workdir %q is not a directory", dir)
+	}
+	for i := range cfg.Agents {
+		cfg.Agents[i].Workdir = abs
+	}
+	return nil
+}
+
+func newLogger(w io.Writer, level, format string) *slog.Logger {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		lv = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
