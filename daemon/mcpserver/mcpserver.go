@@ -1,6 +1,6 @@
 // Package mcpserver exposes continuityd to any MCP client, on the official
 // MCP Go SDK: the same tools whether served on stdio by `continuityd mcp`
-// (whose Backend, in cmd/continuityd, talks to the daemon over its socket) or at
+// (whose Backend, in internal/cli/daemoncmd, talks to the daemon over its socket) or at
 // /mcp by the daemon itself (whose Backend calls the agent's operations in
 // process, the same Go functions the HTTP handlers call). A refusal comes
 // back as a tool error carrying the API's code.
