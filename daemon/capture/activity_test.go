@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,8 +24,11 @@ func TestActivityIsSinceLastVisit(t *testing.T) {
 	// The daemon writes in its own directory first: were it not ignored,
 	// it would be seen no later than what follows.
 	writeFile(t, filepath.Join(own, "agents", "builder", "last-resume.json"), "{}")
-	writeFile(t, filepath.Join(o.Workdir, "src", "main.go"), "package main\n")
-	writeFile(t, filepath.Join(o.Workdir, "notes-"+secretToken+".txt"), "x")
+	// Each file arrives whole (one rename): a create and a write apart by
+	// more than the quiet period (a loaded machine) would be two bursts,
+	// the second landing after the visit below.
+	placeFile(t, filepath.Join(o.Workdir, "src", "main.go"), "package main\n")
+	placeFile(t, filepath.Join(o.Workdir, "notes-"+secretToken+".txt"), "x")
 	got := waitResume(t, r.store, "the changes in since_last_visit", func(res capsule.Resume) bool {
 		return slices.Contains(res.SinceLastVisit.Paths, "src/main.go") &&
 			slices.ContainsFunc(res.SinceLastVisit.Paths, func(p string) bool { return strings.HasPrefix(p, "notes-") })
@@ -45,10 +49,24 @@ func TestActivityIsSinceLastVisit(t *testing.T) {
 	// after is news.
 	_, visit := r.store.Visit()
 	r.store.Visited(visit)
-	writeFile(t, filepath.Join(o.Workdir, "src", "later.go"), "package main\n")
+	placeFile(t, filepath.Join(o.Workdir, "src", "later.go"), "package main\n")
 	waitResume(t, r.store, "only the later change in since_last_visit", func(res capsule.Resume) bool {
 		return slices.Equal(res.SinceLastVisit.Paths, []string{"src/later.go"})
 	})
+}
+
+// placeFile puts a file in place whole: written beside the workdir, then
+// renamed into it, so the watcher sees one event for it.
+func placeFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(t.TempDir(), filepath.Base(path))
+	writeFile(t, tmp, content)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestGitCommitBecomesReceipt: a commit in the watched workdir (seen by
