@@ -127,7 +127,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	d.ledgers.conflicts = d.metrics.conflicts
-	d.watches.log = d.log
+	d.watches = newWorkdirWatches(d.log)
 	return d, nil
 }
 
