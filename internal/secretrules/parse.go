@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/pelletier/go-toml/v2"
@@ -169,12 +170,18 @@ func compileRule(fr fileRule) (r rule, keep bool, err error) {
 		keep = fr.Regex != "" && p.MatchString("")
 	}
 	if fr.Regex != "" {
-		if r.re, err = regexp.Compile(fr.Regex); err != nil {
+		re, err := regexp.Compile(fr.Regex)
+		if err != nil {
 			return fail("regex: %v", err)
 		}
-		if fr.SecretGroup < 0 || fr.SecretGroup > r.re.NumSubexp() {
-			return fail("secretGroup %d, but the regex has %d groups", fr.SecretGroup, r.re.NumSubexp())
+		if fr.SecretGroup < 0 || fr.SecretGroup > re.NumSubexp() {
+			return fail("secretGroup %d, but the regex has %d groups", fr.SecretGroup, re.NumSubexp())
 		}
+		// Checked here, kept compiled only once a text holds one of the
+		// rule's keywords: most rules never run in a daemon's life, and
+		// their compiled programs were most of its resting heap.
+		pattern := fr.Regex
+		r.re = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 	}
 	for n, fa := range fr.Allowlists {
 		if len(fa.TargetRules) > 0 {

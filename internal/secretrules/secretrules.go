@@ -109,7 +109,7 @@ type Set struct {
 // rule is one content rule of the set.
 type rule struct {
 	id          string
-	re          *regexp.Regexp
+	re          func() *regexp.Regexp // compiled on first use (parse checked it)
 	secretGroup int
 	entropy     float64
 	generic     bool  // its id contains "generic": it gives way (see filter)
@@ -214,7 +214,8 @@ type candidate struct {
 // offsets once computed (only the "line" allowlist target and the line
 // number need them).
 func (r *rule) find(text string, global []allowlist, nl *[]int, out []candidate) []candidate {
-	for _, m := range r.re.FindAllStringIndex(text, -1) {
+	re := r.re()
+	for _, m := range re.FindAllStringIndex(text, -1) {
 		// gitleaks trims '\n' from both ends of the match, and goes on
 		// with [start, start+len(trimmed)) as the match's extent for line
 		// numbers (its own quirk, kept: it only moves the line end).
@@ -226,7 +227,7 @@ func (r *rule) find(text string, global []allowlist, nl *[]int, out []candidate)
 		// The secret: re-run the regexp on the trimmed match, as gitleaks
 		// does, and take secretGroup or the first non-empty group.
 		secret, ss, se := match, ms, ms+len(match)
-		if sub := r.re.FindStringSubmatchIndex(match); len(sub) >= 4 {
+		if sub := re.FindStringSubmatchIndex(match); len(sub) >= 4 {
 			if g := r.secretGroup; g > 0 {
 				if sub[2*g] >= 0 {
 					ss, se = ms+sub[2*g], ms+sub[2*g+1]
