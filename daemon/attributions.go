@@ -151,7 +151,10 @@ func (l *workdirLedgers) load(key string) *attribution.Ledger {
 	if errors.Is(err, fs.ErrNotExist) {
 		return fresh()
 	}
-	lg, err := decodeLedger(raw, key, err)
+	var lg *attribution.Ledger
+	if err == nil {
+		lg, err = decodeLedger(raw, key)
+	}
 	if err != nil {
 		aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
 		rerr := os.Rename(path, aside)
@@ -166,10 +169,9 @@ func (l *workdirLedgers) load(key string) *attribution.Ledger {
 	return lg
 }
 
-func decodeLedger(raw []byte, workdir string, readErr error) (*attribution.Ledger, error) {
-	if readErr != nil {
-		return nil, readErr
-	}
+// decodeLedger is the ledger a kept file holds, checked: it must be
+// workdir's, and its state passes attribution.Restore's checks.
+func decodeLedger(raw []byte, workdir string) (*attribution.Ledger, error) {
 	var k keptLedger
 	if err := json.Unmarshal(raw, &k); err != nil {
 		return nil, err

@@ -135,21 +135,12 @@ func TestTranscriptOnlyAttributionTwoKinds(t *testing.T) {
 	start := ids[len(ids)-1]
 
 	// Claude Code's Edit: the call and its result, then the file.
-	stamp := func(m map[string]any) { m["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano) }
-	edit := agentFixture(t, "claude-code/transcript-edit-call-v2.1.39.jsonl")
-	appendTo(t, session, jsonLine(t, edit[0], func(m map[string]any) {
-		stamp(m)
-		for _, b := range m["message"].(map[string]any)["content"].([]any) {
-			if blk := b.(map[string]any); blk["type"] == "tool_use" && blk["name"] == "Edit" {
-				blk["input"].(map[string]any)["file_path"] = filepath.Join(work, "src", "claude.go")
-			}
-		}
-	})+jsonLine(t, edit[1], stamp))
+	appendClaudeEdit(t, session, filepath.Join(work, "src", "claude.go"))
 	writeFile(t, work, "src/claude.go", "package src // 2, claude's edit\n")
 
 	// Codex's apply_patch (relative to the session's cwd), then the file.
 	appendTo(t, rollout, jsonLine(t, rolloutLines[1], func(m map[string]any) {
-		stamp(m)
+		m["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
 		m["payload"].(map[string]any)["input"] = "*** Begin Patch\n*** Update File: src/codex.go\n@@\n-package src // 1\n+package src // 2, codex's patch\n*** End Patch\n"
 	}))
 	writeFile(t, work, "src/codex.go", "package src // 2, codex's patch\n")
@@ -240,16 +231,7 @@ func TestTranscriptBoundByHookOnSharedWorkdir(t *testing.T) {
 		return transcriptFollowed(t, c, hooked) == "ok: following "+session && transcriptFollowed(t, c, other) == "ok: following "+rollout
 	})
 
-	edit := agentFixture(t, "claude-code/transcript-edit-call-v2.1.39.jsonl")
-	stamp := func(m map[string]any) { m["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano) }
-	appendTo(t, session, jsonLine(t, edit[0], func(m map[string]any) {
-		stamp(m)
-		for _, b := range m["message"].(map[string]any)["content"].([]any) {
-			if blk := b.(map[string]any); blk["type"] == "tool_use" && blk["name"] == "Edit" {
-				blk["input"].(map[string]any)["file_path"] = filepath.Join(work, "src", "claude.go")
-			}
-		}
-	})+jsonLine(t, edit[1], stamp))
+	appendClaudeEdit(t, session, filepath.Join(work, "src", "claude.go"))
 	writeFile(t, work, "src/claude.go", "package src\n")
 	want := "src/claude.go agent:" + hooked
 	var got []string
@@ -260,4 +242,21 @@ func TestTranscriptBoundByHookOnSharedWorkdir(t *testing.T) {
 			t.Errorf("%s's by_others names its own edit: %q", hooked, o)
 		}
 	}
+}
+
+// appendClaudeEdit appends to a Claude Code session the real Edit call and
+// its result (transcript-edit-call-v2.1.39.jsonl), stamped now, editing
+// file: what Claude Code writes when its Edit tool changes file.
+func appendClaudeEdit(t *testing.T, session, file string) {
+	t.Helper()
+	stamp := func(m map[string]any) { m["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano) }
+	edit := agentFixture(t, "claude-code/transcript-edit-call-v2.1.39.jsonl")
+	appendTo(t, session, jsonLine(t, edit[0], func(m map[string]any) {
+		stamp(m)
+		for _, b := range m["message"].(map[string]any)["content"].([]any) {
+			if blk := b.(map[string]any); blk["type"] == "tool_use" && blk["name"] == "Edit" {
+				blk["input"].(map[string]any)["file_path"] = file
+			}
+		}
+	})+jsonLine(t, edit[1], stamp))
 }
