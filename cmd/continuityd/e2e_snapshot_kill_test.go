@@ -205,9 +205,9 @@ func waitWatching(t *testing.T, p *proc, when string) {
 
 // TestSnapshotSIGKILLMidSnapshot (issue 14): a daemon taking a work
 // snapshot is killed with SIGKILL at each point of the snapshot where
-// the store is changing: in the middle of git add (the index locked, half
-// the new objects written), before write-tree, before commit-tree and
-// before update-ref. A git wrapper (internal/holdgit) holds the snapshot
+// the store is changing that a git run marks: in the middle of git add
+// (the index locked, half the new objects written), before write-tree,
+// and a snapshot from what changed before it writes its objects. A git wrapper (internal/holdgit) holds the snapshot
 // at the point until the test has killed the daemon, so the kill lands
 // there on any machine. The daemon's git dies with it. Each time the
 // store is whole (git fsck), no snapshot of the interrupted one is
@@ -229,7 +229,11 @@ func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
 	ids := waitSnapshots(t, p, 1, 60*time.Second, "first start") // the start snapshot
 	waitWatching(t, p, "first start")
 
-	points := []string{holdgit.MidAdd, holdgit.BeforeWriteTree, holdgit.BeforeCommitTree, holdgit.BeforeUpdateRef}
+	// A burst that changes .gitignore is snapshotted by a full git add; one
+	// that only edits files and makes a new one, from what changed, in
+	// process (its commit and ref: the store's own kill test holds those
+	// points), after asking git check-ignore about the new file.
+	points := []string{holdgit.MidAdd, holdgit.BeforeWriteTree, holdgit.BeforeCheckIgnore}
 	for round, point := range points {
 		r := round + 1
 		when := fmt.Sprintf("round %d (kill before %s)", r, point)
@@ -237,7 +241,21 @@ func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
 			when = fmt.Sprintf("round %d (kill in the middle of git add)", r)
 		}
 		before := len(strings.Fields(storeGit(t, store, "for-each-ref", "--format=%(objectname)", "refs/snapshots/")))
+		if point == holdgit.BeforeCheckIgnore {
+			// The first snapshot after a start adds the whole tree (what
+			// changed before the watcher began is not known): one burst
+			// first, so that the held one is from what changed.
+			writeFile(t, work, fmt.Sprintf("warm-%d.txt", r), "the burst before\n")
+			before++
+			waitSnapshots(t, p, before, 60*time.Second, when+", the burst before")
+		}
 		git.Arm(t, point)
+		if point == holdgit.BeforeCheckIgnore {
+			writeFile(t, work, fmt.Sprintf("new-%d.txt", r), "a new file\n")
+		} else {
+			// First, so that the snapshot that holds is a full one.
+			writeFile(t, work, ".gitignore", fmt.Sprintf("# round %d\n", r))
+		}
 		writeKillTree(t, work, stage, r)
 		// The burst goes quiet, the policy asks for a snapshot, and its git
 		// holds at the point.

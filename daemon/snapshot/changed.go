@@ -1,9 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -223,11 +220,11 @@ func (s *Store) walkChanged(roots []string) (walked, error) {
 		if parent == "." {
 			parent = ""
 		}
-		sub, w := s.classify(parent, []fs.DirEntry{fs.FileInfoToDirEntry(fi)})
+		sub, w := s.classify(parent, []fs.DirEntry{fs.FileInfoToDirEntry(fi)}, true)
 		res.merge(w)
 		dirs = append(dirs, sub...)
 	}
-	if err := s.walkDirs(dirs, &res); err != nil {
+	if err := s.walkDirs(dirs, &res, true); err != nil {
 		return res, err
 	}
 	set := make(map[string]bool, len(roots))
@@ -256,40 +253,4 @@ func (s *Store) walkChanged(roots []string) (walked, error) {
 		}
 	}
 	return res, nil
-}
-
-// addChanged adds the roots to the private index as `git add -A` of the
-// whole tree would: what the index holds there (gone files leave it) and
-// the files there the ignore rules leave in. It returns the files it
-// could not read, and retry set when git found a path gone meanwhile (the
-// caller then adds the whole tree).
-func (s *Store) addChanged(ctx context.Context, roots []string) (unreadable []Skipped, retry bool, err error) {
-	if len(roots) == 0 {
-		return nil, false, nil // nothing changed (no pathspec would be the whole tree)
-	}
-	args := append([]string{"ls-files", "-z", "-c", "-o", "--exclude-standard", "--"}, roots...)
-	out, err := s.git.run(ctx, call{args: args, inWork: true})
-	if err != nil {
-		return nil, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
-	}
-	var spec bytes.Buffer
-	seen := map[string]bool{}
-	for p := range bytes.SplitSeq(out, []byte{0}) {
-		// "dir/": an untracked nested repository, which the walk left out
-		// already; git add must not record it as a gitlink.
-		if len(p) == 0 || p[len(p)-1] == '/' || seen[string(p)] {
-			continue
-		}
-		seen[string(p)] = true
-		spec.Write(p)
-		spec.WriteByte(0)
-	}
-	if spec.Len() == 0 {
-		return nil, false, nil
-	}
-	unreadable, err = s.addAll(ctx, spec.Bytes())
-	if err != nil && strings.Contains(err.Error(), "did not match any files") {
-		return nil, true, nil // a file went between ls-files and add
-	}
-	return unreadable, false, err
 }

@@ -13,10 +13,14 @@
 // .gitignore at every depth exactly as the agent's tools do; it stores
 // symbolic links as links and never follows them; and it writes objects
 // first and moves a ref last with a lock file and a rename, which makes a
-// snapshot killed mid-way invisible. Reimplementing that in Go (or
-// linking a git library) would cost more code and be slower than git's
-// tuned C for the same work; the price is a dependency on the git binary,
-// which the daemon reports as degraded ["snapshots"] when it is missing.
+// snapshot killed mid-way invisible. Git does the heavy and the subtle
+// parts (the walk and stat cache of a full add, the ignore rules, packing,
+// diffs, checkout); what a snapshot of a few changed files needs (a few
+// loose objects, trees and a commit in git's own format, and a ref) the
+// store writes itself, because a git process per step cost more than the
+// work (see "Snapshots from what changed"). The price is a dependency on
+// the git binary, which the daemon reports as degraded ["snapshots"] when
+// it is missing.
 //
 // # Isolation
 //
@@ -77,20 +81,30 @@
 // and temporary files, mode changes and directories whose .git came or
 // went) or says it cannot vouch (NoteUnknown: lost events, a directory it
 // could not watch, ignore rules git does not read). A Take with vouched
-// paths walks those paths only (a changed directory whole), asks git
-// what the private index holds there and which files there the ignore
-// rules leave in (ls-files -c -o --exclude-standard), adds exactly those
-// (add -A with the paths on stdin) and counts lines in the diff-tree it
-// runs anyway, which Show then answers from. Everything else is as the
-// previous Take left it, and its findings (sizes, modes, nested
-// repositories, odd names) are kept for the next. The whole tree is added
-// again at the first Take after Open or Follow, after NoteUnknown, when a
-// .gitignore changed (what the rules cover is decided anew), past
+// paths walks those paths only (a changed directory whole) and stages
+// them in process (fast.go): the files there that git add -A would add
+// (those the newest snapshot holds, and new ones the ignore rules leave
+// in, asked of a long-lived git check-ignore) are read, hashed and
+// written as loose objects, the trees on the way up are written anew,
+// and the changes and their line counts come from the same pass; no git
+// process starts (looseobj.go, gitpipe.go, linecount.go). Everything else
+// is the newest snapshot's tree, and the last full walk's findings
+// (sizes, modes, nested repositories, odd names) are kept for the next
+// Take. The private index is left behind and brought up to date
+// (read-tree --reset, which keeps the stat data of unchanged files)
+// before the next full add. The whole tree is added again at the first
+// Take after Open or Follow, after NoteUnknown, when a .gitignore changed
+// or appeared (what the rules cover is decided anew), past
 // maxChangedPaths paths, and for a restore's safety snapshot. The test
 // TestIncrementalEqualsFullAdd (and TestIncrementalFromTheWatcher, with
 // the real watcher) takes, after each round of random edits, a snapshot
 // from what changed and a full one of the same tree in a second store,
-// and requires the same tree.
+// and requires the same tree, skipped files, permissions and line counts.
+//
+// A full add runs with core.bigFileThreshold=1 for that run only: git
+// streams every file into one pack (its bulk check-in) instead of
+// writing a loose object file each, which is what a first snapshot of a
+// large tree spends most of its time on.
 //
 // A snapshot from what changed covers the changes the watcher reported
 // before the Take began; a change still in the watcher's quiet period is
@@ -102,15 +116,21 @@
 // A Take killed at any point leaves at worst objects no ref reaches and a
 // lock file: List reads the refs only, so no half snapshot is listed, and
 // every writer call first removes lock files (the store is the daemon's
-// alone, and no git of the store runs while the writer lock is held). On
-// Linux a git run dies with the daemon (a parent-death signal), so a lock
-// is never taken away from a git still running. GC deletes the
-// unreachable objects. Durability is git's default: refs are fsynced,
-// loose objects are left to the file system's writeback (fsyncing each
-// object tripled a Take on this project's disk). A power loss in the
-// seconds after a snapshot can therefore damage that snapshot's objects,
-// as it can a plain git commit's; Take then fails with git's message and
-// the agent shows degraded ["snapshots"] until the store is moved away.
+// alone, and no git of the store runs while the writer lock is held). The
+// commit and its ref are written in process the way git writes them
+// (the commit is byte for byte what commit-tree makes; the ref is a lock
+// file created exclusively, fsynced and renamed into place, never over a
+// ref that exists). On Linux a git run dies with the daemon (a
+// parent-death signal), so a lock is never taken away from a git still
+// running. GC deletes the unreachable objects. Durability is git's
+// default: refs are fsynced, loose objects are left to the file system's
+// writeback (fsyncing each object tripled a Take on this project's disk).
+// A power loss in the seconds after a snapshot can therefore damage that
+// snapshot's objects, as it can a plain git commit's; Take then fails
+// with git's message and the agent shows degraded ["snapshots"] until the
+// store is moved away. TestSIGKILLDuringSnapshot kills a Take at each
+// point: in git add, before write-tree, and in process after the blobs,
+// the trees, the commit and the ref's lock file.
 //
 // # Concurrency and cost
 //
@@ -119,10 +139,11 @@
 // goroutine Close stops) as soon as it passes KeepBytes or KeepCount: a
 // GC holds the mutex only to read and delete refs, and packs and prunes
 // beside Takes the way git gc runs beside git commands (objects newer than
-// the ref deletion, or freshened by git since, are kept). A full Take
-// costs a walk of the workdir (lstat of each file outside the ignored
-// directories, shared by a few goroutines) and five short git runs (add
-// -A, write-tree, diff-tree, commit-tree, update-ref); a Take from what
-// changed walks the changed paths only and runs six (ls-files first);
-// docs/PERFORMANCE.md compares both with git add -A && git commit.
+// the ref deletion, or freshened since, are kept; a Take writes every
+// object it needs anew, which freshens it). A full Take costs a walk of
+// the workdir (lstat of each file outside the ignored directories, shared
+// by a few goroutines), three git runs (add -A, write-tree, diff-tree)
+// and the commit in process; a Take from what changed walks the changed
+// paths, reads the files there and the trees on their way up, and starts
+// no git. docs/PERFORMANCE.md compares both with git add -A && git commit.
 package snapshot

@@ -124,6 +124,9 @@ func (e *editor) edit() []string {
 		if p := pick(); p != "" {
 			to := e.randPath()
 			touched := e.writeFile(to, 1) // make its directory, clear the way
+			if fi, err := os.Lstat(e.abs(p)); err != nil || fi.IsDir() {
+				return touched // p was in the way of to's directory: gone
+			}
 			e.must(os.Rename(e.abs(p), e.abs(to)))
 			return append(touched, p)
 		}

@@ -8,16 +8,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/continuityd/continuityd/internal/holdgit"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // childEnv makes the test binary a child that takes one snapshot of
-// $SNAPSHOT_CHILD_WORK into $SNAPSHOT_CHILD_DIR and exits.
+// $SNAPSHOT_CHILD_WORK into $SNAPSHOT_CHILD_DIR and exits. With
+// $SNAPSHOT_CHILD_HOLD it stops for good at that in-process point
+// (holdPoints), after writing $SNAPSHOT_CHILD_HELD. With
+// $SNAPSHOT_CHILD_FAST it first takes a full snapshot, then edits
+// fast.txt and takes one from what changed (the one held).
 const childEnv = "SNAPSHOT_TEST_CHILD"
 
 func runChild() int {
@@ -30,8 +36,33 @@ func runChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, _, err := s.Take(context.Background(), "quiet", 2); err != nil {
+	if os.Getenv("SNAPSHOT_CHILD_FAST") != "" {
+		s.Follow()
+		if _, _, err := s.Take(context.Background(), "start", 2); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := os.WriteFile(filepath.Join(s.work, "fast.txt"), []byte(os.Getenv("SNAPSHOT_CHILD_FAST")), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		s.NoteChanged([]string{"fast.txt"})
+	}
+	if hold := os.Getenv("SNAPSHOT_CHILD_HOLD"); hold != "" {
+		s.pointHook = func(p string) {
+			if p == hold {
+				os.WriteFile(os.Getenv("SNAPSHOT_CHILD_HELD"), []byte(p), 0o600)
+				time.Sleep(time.Hour) // until the test kills the process
+			}
+		}
+	}
+	snap, _, err := s.Take(context.Background(), "quiet", 3)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if os.Getenv("SNAPSHOT_CHILD_FAST") != "" && !snap.Took.Incremental {
+		fmt.Fprintln(os.Stderr, "the second snapshot was not from what changed")
 		return 1
 	}
 	return 0
@@ -39,9 +70,11 @@ func runChild() int {
 
 // A SIGKILL during a snapshot (the process and its git) leaves a store
 // that opens, lists only whole snapshots, and takes the next snapshot
-// correctly. A git wrapper holds the snapshot at each point where the
-// store changes (git add with the index locked, before write-tree,
-// commit-tree and update-ref) until the kill, on any machine.
+// correctly. The snapshot is held at each point where the store changes
+// until the kill, on any machine: a git wrapper holds a full snapshot's
+// git add (with the index locked) and write-tree; a hook holds the
+// in-process steps (blobs, trees, the commit, the ref's lock file) of a
+// full snapshot and of one from what changed.
 func TestSIGKILLDuringSnapshot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a tree of 300 files")
@@ -61,50 +94,105 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 	}
 
 	git := holdgit.New(t)
-	for round, point := range []string{holdgit.MidAdd, holdgit.BeforeWriteTree, holdgit.BeforeCommitTree, holdgit.BeforeUpdateRef} {
+	type round struct {
+		gitPoint, point string // held by the git wrapper, or in process
+		fast            bool   // the held snapshot is one from what changed
+	}
+	rounds := []round{
+		{gitPoint: holdgit.MidAdd}, {gitPoint: holdgit.BeforeWriteTree},
+		{point: pointCommit}, {point: pointRefLocked},
+		{point: pointBlobs, fast: true}, {point: pointTrees, fast: true},
+		{point: pointCommit, fast: true}, {point: pointRefLocked, fast: true},
+	}
+	want := []string{first.ID} // the snapshots a kill must leave, newest first
+	for i, r := range rounds {
+		name := fmt.Sprintf("round %d (%s%s, fast %v)", i, r.gitPoint, r.point, r.fast)
 		os.Remove(filepath.Join(dir, "index")) // make git hash every file again
-		git.Arm(t, point)
+		held := filepath.Join(t.TempDir(), "held")
+		env := append(os.Environ(), childEnv+"=1", "SNAPSHOT_CHILD_DIR="+dir, "SNAPSHOT_CHILD_WORK="+wd, "SNAPSHOT_CHILD_GIT="+git.Path)
+		if r.gitPoint != "" {
+			git.Arm(t, r.gitPoint)
+		} else {
+			env = append(env, "SNAPSHOT_CHILD_HOLD="+r.point, "SNAPSHOT_CHILD_HELD="+held)
+		}
+		if r.fast {
+			env = append(env, fmt.Sprintf("SNAPSHOT_CHILD_FAST=round %d\n", i))
+		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=1", "SNAPSHOT_CHILD_DIR="+dir, "SNAPSHOT_CHILD_WORK="+wd, "SNAPSHOT_CHILD_GIT="+git.Path)
+		cmd.Env = env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		git.WaitHeld(t, 60*time.Second, func() string { return "" })
+		if r.gitPoint != "" {
+			git.WaitHeld(t, 60*time.Second, func() string { return stderr.String() })
+		} else {
+			testwait.Until(t, func() string { return name + ": the child did not reach the point; it said: " + stderr.String() }, func() bool {
+				_, err := os.Stat(held)
+				return err == nil
+			})
+		}
 		// The whole process group: the test process and its git.
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		err := cmd.Wait()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("round %d (%s): the child was not killed mid-way (%v)\n%s", round, point, err, stderr.String())
+			t.Fatalf("%s: the child was not killed mid-way (%v)\n%s", name, err, stderr.String())
 		}
 		waitFor(t, func() bool { return syscall.Kill(-cmd.Process.Pid, 0) != nil }) // its git is gone too
-		git.Release(t)
+		if r.gitPoint != "" {
+			git.Release(t)
+		}
 
 		s := newStore(t, wd, Options{Dir: dir})
 		list, err := s.List(context.Background())
 		if err != nil {
-			t.Fatalf("round %d: List after SIGKILL: %v", round, err)
+			t.Fatalf("%s: List after SIGKILL: %v", name, err)
 		}
-		if len(list) != 1 || list[0].ID != first.ID {
-			t.Fatalf("round %d: after SIGKILL mid-snapshot the store lists %+v, want only the snapshot before", round, list)
+		if r.fast {
+			// The child's full snapshot before the held one is whole.
+			if len(list) != len(want)+1 || list[1].ID != want[0] {
+				t.Fatalf("%s: after SIGKILL the store lists %+v, want the child's full snapshot over %v", name, list, want)
+			}
+			want = append([]string{list[0].ID}, want...)
+		}
+		var got []string
+		for _, l := range list {
+			got = append(got, l.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: after SIGKILL mid-snapshot the store lists %v, want %v", name, got, want)
 		}
 		if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--connectivity-only", "--no-dangling"}}); err != nil {
-			t.Fatalf("round %d: fsck after SIGKILL: %v\n%s", round, err, out)
+			t.Fatalf("%s: fsck after SIGKILL: %v\n%s", name, err, out)
 		}
 		s.Close()
 	}
 
+	// The next snapshots, full and then from what changed, are right.
 	s = newStore(t, wd, Options{Dir: dir})
+	s.Follow()
 	snap, isNew := take(t, s, "quiet", 3)
-	if !isNew || snap.Added != 300 || snap.Parent != first.ID {
+	if !isNew || snap.Parent != want[0] {
 		t.Fatalf("the snapshot after the kills = %+v", snap)
 	}
 	got, err := s.git.run(context.Background(), call{args: []string{"cat-file", "blob", snap.ID + ":big/d02/f099.txt"}})
 	if err != nil || string(got) != randomText(8<<10, 299) {
 		t.Fatal("the snapshot after the kills holds wrong content")
+	}
+	write(t, wd, "fast.txt", "after the kills\n")
+	s.NoteChanged([]string{"fast.txt"})
+	snap, isNew = take(t, s, "quiet", 4)
+	if !isNew || !snap.Took.Incremental || snap.Modified != 1 {
+		t.Fatalf("the snapshot from what changed after the kills = %+v", snap)
+	}
+	if got, err := s.git.run(context.Background(), call{args: []string{"cat-file", "blob", snap.ID + ":fast.txt"}}); err != nil || string(got) != "after the kills\n" {
+		t.Fatalf("the snapshot from what changed after the kills holds %q (%v)", got, err)
+	}
+	if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--no-dangling"}}); err != nil {
+		t.Fatalf("fsck at the end: %v\n%s", err, out)
 	}
 }
 

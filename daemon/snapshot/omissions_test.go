@@ -146,10 +146,27 @@ exec ` + real + ` "$@"
 		t.Fatal(err)
 	}
 	s2 := newStore(t, wd, Options{Git: always, Logger: log.logger()})
-	if _, _, err := s2.Take(context.Background(), "start", 1); err == nil || !strings.Contains(err.Error(), "crashed 3 times") {
+	if _, _, err := s2.Take(context.Background(), "start", 1); err == nil || !strings.Contains(err.Error(), "stopped 3 times") {
 		t.Fatalf("Take with a git add that always crashes: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(s2.Dir(), "index.lock")); !os.IsNotExist(err) {
 		t.Fatalf("index.lock left: %v", err)
+	}
+
+	// Streaming a file into its pack (core.bigFileThreshold=1), git dies
+	// when the file shrank under it: that is run again too.
+	shrank := filepath.Join(bin, "git-shrank")
+	marker2 := filepath.Join(bin, "shrank")
+	text := strings.ReplaceAll(script, marker, marker2)
+	text = strings.ReplaceAll(text, `kill -BUS $$`, `echo "fatal: failed to read 2 bytes from 'a.txt'" >&2; exit 128`)
+	if err := os.WriteFile(shrank, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s3 := newStore(t, wd, Options{Git: shrank, Logger: log.logger()})
+	if _, isNew, err := s3.Take(context.Background(), "start", 1); err != nil || !isNew {
+		t.Fatalf("Take after git add found a file shrunk: %v, %v", isNew, err)
+	}
+	if _, err := os.Stat(marker2); err != nil {
+		t.Fatal("git add never failed: the test tests nothing")
 	}
 }

@@ -55,8 +55,11 @@ func BenchmarkSnapshotScaling(b *testing.B) {
 	}
 }
 
-// cpuNow is the CPU this process and its waited-for children have used.
-func cpuNow() time.Duration { return baseline.ProcessCPU() + baseline.ChildrenCPU() }
+// cpuNow is the CPU this process and its children have used: those that
+// ended, and those still running (the store's long-lived git processes).
+func cpuNow() time.Duration {
+	return baseline.ProcessCPU() + baseline.ChildrenCPU() + baseline.LiveChildrenCPU()
+}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
@@ -143,6 +144,10 @@ type Store struct {
 	// stepHook, when set (by this package's tests), runs as each step
 	// begins, so a test can look at Progress mid-Take.
 	stepHook func(step string)
+	// pointHook, when set (by this package's tests), runs at each point
+	// where a Take changes the store in process (pointBlobs…), so a test
+	// can kill the process there.
+	pointHook func(point string)
 
 	mu          sync.Mutex // one writer: Take, Restore, GC, Close
 	newest      Snapshot   // newest.n == 0: no snapshot yet
@@ -155,6 +160,14 @@ type Store struct {
 	bigIgnored   map[string]int64 // over the size but ignored anyway
 	fixIgnored   bool             // check the index for tracked files that became ignored
 	walkState    *treeState       // what the last Take's walk found; nil before the first
+	// staged is the tree the last Take staged; indexBehind says the
+	// private index does not hold it (a Take from what changed staged it
+	// in process: syncIndex).
+	staged      string
+	indexBehind bool
+	trees       treeCache    // parsed trees on the changed paths (fast.go)
+	zw          *zlib.Writer // reused for the loose objects a Take writes
+	pipes       pipes        // long-lived git processes (gitpipe.go)
 
 	notesMu     sync.Mutex  // guards notes and followed, which the watcher's side writes while a Take runs
 	notes       changeNotes // paths changed since the last Take (changed.go)
@@ -401,6 +414,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed.Store(true)
+	s.stopPipes()
 	return nil
 }
 

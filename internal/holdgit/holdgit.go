@@ -32,9 +32,11 @@ const (
 	// filters off, and rightly.
 	MidAdd = "add"
 	// The others hold a run of the named subcommand before git starts.
-	BeforeWriteTree  = "write-tree"
-	BeforeCommitTree = "commit-tree"
-	BeforeUpdateRef  = "update-ref"
+	BeforeWriteTree = "write-tree"
+	// BeforeCheckIgnore holds the snapshot store's long-lived git
+	// check-ignore as it starts: a snapshot from what changed asks it
+	// about a new file before it writes anything.
+	BeforeCheckIgnore = "check-ignore"
 )
 
 // Git is one wrapper and its control directory.

@@ -1,0 +1,403 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A Take from what changed, in process.
+//
+// The changed paths (roots, none below another) are looked at again and
+// everything else is the newest snapshot's tree: for each root, the files
+// the walk found there (seenFile) that git add -A would add (those the
+// newest snapshot holds, and the new ones the ignore rules leave in) are
+// read, hashed and written as blobs; the trees on the way from each root
+// to the top are written anew; unchanged subtrees keep their ids. The
+// changes against the newest snapshot and their line counts come from the
+// same pass. No git process runs but the long-lived ones (gitpipe.go), and
+// only for a new file (check-ignore) or a packed object (cat-file).
+//
+// The private index is not touched: it falls behind, and the next full
+// add first brings it to the staged tree (syncIndex), keeping the stat
+// data of every file that did not change.
+
+// seenFile is a file or link the walk found, for a Take from what changed.
+type seenFile struct {
+	path string
+	mode fs.FileMode
+}
+
+// maxCachedTreeEntries bounds the parsed trees kept between Takes.
+const maxCachedTreeEntries = 64 << 10
+
+// treeCache holds parsed trees by id: a Take from what changed reads the
+// trees on the changed paths, mostly the same ones burst after burst.
+type treeCache struct {
+	m       map[oid][]treeEntry
+	entries int
+}
+
+// readTree returns the entries of tree id (the empty tree for the zero id).
+func (s *Store) readTree(ctx context.Context, id oid) ([]treeEntry, error) {
+	if id == (oid{}) {
+		return nil, nil
+	}
+	if e, ok := s.trees.m[id]; ok {
+		return e, nil
+	}
+	typ, data, err := s.readObject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if typ != "tree" {
+		return nil, fmt.Errorf("snapshot store: object %s is a %s where a tree was expected: %w", id, typ, ErrDamaged)
+	}
+	entries, err := parseTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store: tree %s: %v: %w", id, err, ErrDamaged)
+	}
+	if s.trees.m == nil || s.trees.entries+len(entries) > maxCachedTreeEntries {
+		s.trees = treeCache{m: map[oid][]treeEntry{}}
+	}
+	s.trees.m[id] = entries
+	s.trees.entries += len(entries)
+	return entries, nil
+}
+
+// lookup finds the entry at p (relative, with "/") in tree root.
+func (s *Store) lookup(ctx context.Context, root oid, p string) (treeEntry, bool, error) {
+	cur := treeEntry{mode: modeTree, id: root}
+	for name := range strings.SplitSeq(p, "/") {
+		if !cur.isTree() {
+			return treeEntry{}, false, nil
+		}
+		entries, err := s.readTree(ctx, cur.id)
+		if err != nil {
+			return treeEntry{}, false, err
+		}
+		i := slices.IndexFunc(entries, func(e treeEntry) bool { return e.name == name })
+		if i < 0 {
+			return treeEntry{}, false, nil
+		}
+		cur = entries[i]
+	}
+	return cur, true, nil
+}
+
+// filesUnder adds the files (blobs, links) at and below entry e, found at
+// path p, to out.
+func (s *Store) filesUnder(ctx context.Context, e treeEntry, p string, out map[string]treeEntry) error {
+	if !e.isTree() {
+		out[p] = e
+		return nil
+	}
+	entries, err := s.readTree(ctx, e.id)
+	if err != nil {
+		return err
+	}
+	for _, c := range entries {
+		if err := s.filesUnder(ctx, c, p+"/"+c.name, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errNotFast says a Take from what changed cannot vouch for its result:
+// the whole tree is added instead.
+var errNotFast = errors.New("the changed paths need a full add")
+
+// stageChanged stages the roots (see the comment at the top) over the
+// newest snapshot's tree; found is walkChanged's. errNotFast: a full add
+// must decide (no snapshot yet, an ignore file among the changed files).
+func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) (staged, error) {
+	var st staged
+	base, ok := parseOID(s.newest.tree)
+	if s.newest.n == 0 || !ok {
+		return st, errNotFast
+	}
+	for _, f := range found.files {
+		if filepath.Base(f.path) == ".gitignore" {
+			return st, errNotFast // the rules changed: git decides anew for the whole tree
+		}
+	}
+	old := map[string]treeEntry{}
+	for _, r := range roots {
+		e, ok, err := s.lookup(ctx, base, r)
+		if err != nil {
+			return st, err
+		}
+		if ok {
+			if err := s.filesUnder(ctx, e, r, old); err != nil {
+				return st, err
+			}
+		}
+	}
+	// A file over the size limit that the rules ignore is not in the
+	// exclusions git add -A reads: when tracked (a restore's safety
+	// snapshot forced it in), git updates it as any tracked file.
+	for p := range s.bigIgnored {
+		if _, tracked := old[p]; tracked {
+			if fi, err := os.Lstat(filepath.Join(s.work, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
+				found.files = append(found.files, seenFile{path: p, mode: fi.Mode()})
+			}
+		}
+	}
+	// git add -A adds a file it tracks, and a new one the rules leave in.
+	var fresh []string
+	for _, f := range found.files {
+		if _, tracked := old[f.path]; !tracked {
+			fresh = append(fresh, f.path)
+		}
+	}
+	ignored, err := s.ignoredOfPipe(ctx, fresh)
+	if err != nil {
+		return st, err
+	}
+
+	counting := len(roots) <= maxCountedPaths
+	content := map[string][]byte{}
+	kept := 0
+	now := map[string]treeEntry{}
+	for _, f := range found.files {
+		if ignored[f.path] {
+			continue
+		}
+		e, data, err := s.storeFile(f)
+		switch {
+		case errors.Is(err, errNotFast):
+			return st, err
+		case errors.Is(err, fs.ErrNotExist):
+			continue // gone since the walk
+		case err != nil:
+			// git add --ignore-errors keeps what it tracked of a file it
+			// cannot read, and names it.
+			st.skipped = append(st.skipped, Skipped{Path: f.path, Reason: ReasonUnreadable})
+			if o, ok := old[f.path]; ok {
+				now[f.path] = o
+			}
+			continue
+		}
+		now[f.path] = e
+		if counting && kept+len(data) <= maxCountedBytes {
+			content[f.path] = data
+			kept += len(data)
+		} else {
+			counting = false
+		}
+	}
+	edits := map[string]*treeEntry{}
+	for p, o := range old {
+		if n, ok := now[p]; !ok {
+			edits[p] = nil
+			st.changes = append(st.changes, change{status: 'D', oldMode: modeString(o.mode), newMode: "000000", path: p, oldID: o.id.String(), newID: zeroID})
+		} else if n != o {
+			status := byte('M')
+			if (n.mode == modeLink) != (o.mode == modeLink) {
+				status = 'T'
+			}
+			edits[p] = &n
+			st.changes = append(st.changes, change{status: status, oldMode: modeString(o.mode), newMode: modeString(n.mode), path: p, oldID: o.id.String(), newID: n.id.String()})
+		}
+	}
+	for p, n := range now {
+		if _, ok := old[p]; !ok {
+			edits[p] = &n
+			st.changes = append(st.changes, change{status: 'A', oldMode: "000000", newMode: modeString(n.mode), path: p, oldID: zeroID, newID: n.id.String()})
+		}
+	}
+	slices.SortFunc(st.changes, func(a, b change) int { return strings.Compare(a.path, b.path) })
+
+	s.reach(pointBlobs)
+	s.setStep(StepTree)
+	treeStart := time.Now()
+	tree := base
+	if len(edits) > 0 {
+		id, empty, err := s.applyEdits(ctx, base, edits)
+		if err != nil {
+			return st, err
+		}
+		if tree = id; empty {
+			tree = oidOf(emptyTree)
+		}
+	}
+	st.tree = tree.String()
+	s.staged, s.indexBehind = st.tree, true
+	s.reach(pointTrees)
+	if counting && len(st.changes) <= maxCountedPaths {
+		if st.files, err = s.countChanged(ctx, st.changes, content); err != nil {
+			return st, err
+		}
+	}
+	st.took.Tree = time.Since(treeStart)
+	return st, nil
+}
+
+// maxCountedBytes bounds what a Take from what changed keeps of the
+// files it read, to count their lines; past it Show counts them with git.
+const maxCountedBytes = 32 << 20
+
+const zeroID = "0000000000000000000000000000000000000000"
+
+func oidOf(s string) oid {
+	o, _ := parseOID(s)
+	return o
+}
+
+func modeString(m uint32) string { return fmt.Sprintf("%06o", m) }
+
+// storeFile reads file f of the workdir and writes it as a blob (a link:
+// its target), returning its tree entry and what it read.
+func (s *Store) storeFile(f seenFile) (treeEntry, []byte, error) {
+	abs := filepath.Join(s.work, filepath.FromSlash(f.path))
+	e := treeEntry{name: f.path[strings.LastIndexByte(f.path, '/')+1:], mode: modeFile}
+	var data []byte
+	if f.mode&fs.ModeSymlink != 0 {
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return e, nil, err
+		}
+		e.mode, data = modeLink, []byte(target)
+	} else {
+		file, err := os.Open(abs)
+		if err != nil {
+			return e, nil, err
+		}
+		fi, err := file.Stat()
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s is no longer a regular file: %w", f.path, fs.ErrNotExist)
+		}
+		if err == nil {
+			if fi.Mode()&0o100 != 0 {
+				e.mode = modeExec // git keeps the owner's execute bit only
+			}
+			data, err = io.ReadAll(io.LimitReader(file, maxObjectBytes+1))
+			if err == nil && len(data) > maxObjectBytes {
+				err = errNotFast // no size limit set, and a file too large to hold: git reads it
+			}
+		}
+		file.Close()
+		if err != nil {
+			return e, nil, err
+		}
+	}
+	id, err := s.writeLoose("blob", data)
+	if err != nil {
+		return e, nil, err
+	}
+	e.id = id
+	return e, data, nil
+}
+
+// applyEdits writes the trees of tree id with the files of edits (paths
+// relative to it; nil deletes) set; empty says nothing is left.
+func (s *Store) applyEdits(ctx context.Context, id oid, edits map[string]*treeEntry) (oid, bool, error) {
+	entries, err := s.readTree(ctx, id)
+	if err != nil {
+		return oid{}, false, err
+	}
+	byName := make(map[string]treeEntry, len(entries))
+	for _, e := range entries {
+		byName[e.name] = e
+	}
+	leaf := map[string]*treeEntry{}
+	sub := map[string]map[string]*treeEntry{}
+	for p, e := range edits {
+		name, rest, deeper := strings.Cut(p, "/")
+		if !deeper {
+			leaf[name] = e
+			continue
+		}
+		if sub[name] == nil {
+			sub[name] = map[string]*treeEntry{}
+		}
+		sub[name][rest] = e
+	}
+	for name, e := range leaf {
+		if _, below := sub[name]; below {
+			continue // decided with what lies below
+		}
+		if e == nil {
+			delete(byName, name)
+		} else {
+			byName[name] = *e
+		}
+	}
+	for name, below := range sub {
+		var inner oid
+		if e, ok := byName[name]; ok && e.isTree() {
+			inner = e.id
+		}
+		id, empty, err := s.applyEdits(ctx, inner, below)
+		if err != nil {
+			return oid{}, false, err
+		}
+		switch e := leaf[name]; {
+		case e != nil && !empty:
+			return oid{}, false, fmt.Errorf("snapshot store: %s is both a file and a directory in one Take", name)
+		case e != nil:
+			byName[name] = *e
+		case empty:
+			delete(byName, name)
+		default:
+			byName[name] = treeEntry{name: name, mode: modeTree, id: id}
+		}
+	}
+	if len(byName) == 0 {
+		return oid{}, true, nil
+	}
+	out := slices.Collect(maps.Values(byName))
+	data := encodeTree(out)
+	newID, err := s.writeLoose("tree", data)
+	if err != nil {
+		return oid{}, false, err
+	}
+	if s.trees.m != nil && s.trees.entries+len(out) <= maxCachedTreeEntries {
+		s.trees.m[newID] = out
+		s.trees.entries += len(out)
+	}
+	return newID, false, nil
+}
+
+// syncIndex brings the private index to the tree the last Take from what
+// changed staged (those Takes leave it behind): `read-tree --reset` keeps the
+// stat data of every entry whose content is the same (--reset: without
+// checking the work tree, which may have moved on), so the full add
+// that follows reads again only the files that changed.
+func (s *Store) syncIndex(ctx context.Context) error {
+	if !s.indexBehind {
+		return nil
+	}
+	if _, err := s.git.run(ctx, call{args: []string{"read-tree", "--reset", s.staged}}); err != nil {
+		return fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	s.indexBehind = false
+	return nil
+}
+
+// modeLinesChanged is modeLines for a tree staged from what changed:
+// the permissions of the paths tree holds, looked up in the tree instead
+// of listing it whole (unless there are many).
+func (s *Store) modeLinesChanged(ctx context.Context, tree string, modes map[string]fs.FileMode) (string, error) {
+	if len(modes) > maxListedModes {
+		return s.modeLines(ctx, tree, modes)
+	}
+	held := map[string]fs.FileMode{}
+	for p, m := range modes {
+		if _, ok, err := s.lookup(ctx, oidOf(tree), p); err != nil {
+			return "", err
+		} else if ok {
+			held[p] = m
+		}
+	}
+	return formatModes(held), nil
+}
