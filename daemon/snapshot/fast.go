@@ -216,6 +216,9 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 		}
 	}
 	slices.SortFunc(st.changes, func(a, b change) int { return strings.Compare(a.path, b.path) })
+	for _, c := range st.changes {
+		st.counts.count(c.status, c.path)
+	}
 
 	s.reach(pointBlobs)
 	s.setStep(StepTree)

@@ -102,8 +102,11 @@ func (s *Store) stopIdlePipes() {
 	s.stopPipes()
 }
 
-// stopPipes stops the long-lived processes. The caller holds s.mu.
+// stopPipes stops the long-lived processes, and lets go of what Takes
+// from what changed keep between them (parsed trees, the compressor): an
+// idle daemon holds none of it. The caller holds s.mu.
 func (s *Store) stopPipes() {
+	s.trees, s.zw = treeCache{}, nil
 	for _, slot := range []**gitPipe{&s.pipes.catFile, &s.pipes.checkIgnore} {
 		if *slot != nil {
 			(*slot).stop()

@@ -106,12 +106,13 @@ func (s *Store) setStep(step string) {
 // a snapshot.
 type staged struct {
 	tree    string
-	changes []change // against the newest snapshot's tree
+	changes []change // against the newest snapshot's tree (a Take from what changed)
+	counts  diffCounts
 	skipped []Skipped
 	modes   string // the mode lines of the snapshot's message (modeLines)
 	took    Timings
 	// files are changes with their line counts, when counted in the same
-	// run (diffTreeCounted); nil otherwise.
+	// pass (a Take from what changed); nil otherwise.
 	files []FileChange
 	// added bounds the bytes of the files the add read (the changed
 	// paths' regular files); -1 for a full add.
@@ -225,13 +226,13 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 		if s.newest.n > 0 {
 			parent = s.newest.tree
 		}
-		st.changes = nil
+		st.counts = diffCounts{}
 		if st.tree != parent {
-			if st.changes, err = s.diffTree(ctx, parent, st.tree); err != nil {
+			if st.counts, err = s.diffCount(ctx, parent, st.tree); err != nil {
 				return st, err
 			}
 		}
-		if attempt > 0 || !s.needsIgnoreFix(st.changes) {
+		if attempt > 0 || !s.needsIgnoreFix(st.counts.ignoreFile) {
 			break
 		}
 		// An ignore rule changed: tracked files it now covers leave the
@@ -475,17 +476,86 @@ func (s *Store) forceAdd(ctx context.Context, paths []string) error {
 // needsIgnoreFix says whether tracked files may have become ignored: at
 // the first Take after Open (the rules may have changed while the daemon
 // was away) and whenever a .gitignore changed.
-func (s *Store) needsIgnoreFix(changes []change) bool {
+func (s *Store) needsIgnoreFix(ignoreFileChanged bool) bool {
 	if s.fixIgnored {
 		s.fixIgnored = false
 		return true
 	}
-	for _, c := range changes {
-		if c.path == ".gitignore" || strings.HasSuffix(c.path, "/.gitignore") {
-			return true
-		}
+	return ignoreFileChanged
+}
+
+// diffCounts are the files added, modified and deleted between two
+// trees, and whether a .gitignore is among them.
+type diffCounts struct {
+	added, modified, deleted int
+	ignoreFile               bool
+}
+
+func (c *diffCounts) count(status byte, p string) {
+	switch status {
+	case 'A':
+		c.added++
+	case 'D':
+		c.deleted++
+	default:
+		c.modified++
 	}
-	return false
+	if p == ".gitignore" || strings.HasSuffix(p, "/.gitignore") {
+		c.ignoreFile = true
+	}
+}
+
+// diffCount counts what changed between two trees (git diff-tree --raw),
+// reading git's output as it comes: a first snapshot of 100,000 files
+// lists them all, and none of it needs keeping.
+func (s *Store) diffCount(ctx context.Context, from, to string) (diffCounts, error) {
+	w := &rawCounter{}
+	_, err := s.git.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", from, to}, stdout: w})
+	if err == nil {
+		err = w.err
+	}
+	if err != nil {
+		return diffCounts{}, fmt.Errorf("snapshot store: %w", err)
+	}
+	return w.counts, nil
+}
+
+// rawCounter counts `git diff-tree -z --raw` records written to it:
+// ":old new oldsha newsha S\0path\0".
+type rawCounter struct {
+	counts  diffCounts
+	partial []byte // a field not yet ended by its NUL
+	status  byte   // the status of the record whose path comes next; 0 before a header
+	err     error
+}
+
+func (r *rawCounter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, 0)
+		if i < 0 {
+			r.partial = append(r.partial, p...)
+			break
+		}
+		field := p[:i]
+		if len(r.partial) > 0 {
+			field = append(r.partial, field...)
+			r.partial = r.partial[:0]
+		}
+		p = p[i+1:]
+		if r.status == 0 {
+			head := bytes.Fields(field)
+			if len(field) == 0 || field[0] != ':' || len(head) != 5 || len(head[4]) == 0 {
+				r.err = fmt.Errorf("unexpected diff line %q", field)
+				return n, nil
+			}
+			r.status = head[4][0]
+			continue
+		}
+		r.counts.count(r.status, string(field))
+		r.status = 0
+	}
+	return n, nil
 }
 
 // dropIgnored removes from the private index the tracked files the ignore
@@ -686,16 +756,7 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 		Conversation: s.conversationNow(),
 		n:            s.newest.n + 1,
 	}
-	for _, c := range st.changes {
-		switch c.status {
-		case 'A':
-			snap.Added++
-		case 'D':
-			snap.Deleted++
-		default:
-			snap.Modified++
-		}
-	}
+	snap.Added, snap.Modified, snap.Deleted = st.counts.added, st.counts.modified, st.counts.deleted
 	// No git parent: every snapshot is a root commit, its parent is in the
 	// metadata, so retention drops old snapshots by deleting their refs,
 	// without rewriting (and renaming) the ones it keeps. The commit is
