@@ -366,3 +366,43 @@ func TestIncrementalFromTheWatcher(t *testing.T) {
 		t.Fatalf("only %d of 30 rounds were snapshots from what changed (%d summaries incomplete): the test compares too little", incremental, incomplete)
 	}
 }
+
+// TestIncrementalAfterPacking: once the collector has packed the store,
+// a snapshot from what changed reads the trees and the old files it needs
+// from the pack (the long-lived cat-file), and still equals a full add,
+// with the same line counts as git's.
+func TestIncrementalAfterPacking(t *testing.T) {
+	e := newEditor(t, testSeeds(11)[0])
+	opt := Options{MaxFileBytes: 64}
+	inc, full := newStore(t, e.work, opt), newStore(t, e.work, opt)
+	inc.Follow()
+	compareWithFull(t, inc, full, 0, nil)
+	incremental := 0
+	var log []string
+	for round := 1; round <= 12; round++ {
+		if _, err := inc.GC(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if newest, ok := inc.Newest(); ok {
+			if _, err := os.Stat(inc.objectPath(oidOf(newest.tree))); err == nil {
+				t.Fatalf("round %d: the newest tree is loose after GC: the test reads nothing from a pack", round)
+			}
+		}
+		var touched []string
+		for range 1 + e.rng.IntN(4) {
+			p := e.edit()
+			log = append(log, fmt.Sprintf("round %d: %v", round, p))
+			touched = append(touched, p...)
+		}
+		inc.NoteChanged(touched)
+		if compareWithFull(t, inc, full, round, log).Took.Incremental {
+			incremental++
+		}
+	}
+	if incremental < 6 {
+		t.Fatalf("only %d of 12 rounds were snapshots from what changed", incremental)
+	}
+	if inc.pipes.catFile == nil {
+		t.Fatal("no object was read from a pack")
+	}
+}
