@@ -404,7 +404,7 @@ min_interval = "500ms"
 }
 
 // TestSnapshotGCFailureShowsDegraded: a garbage collection of the
-// snapshot store that fails (here: git cannot write a pack) shows as
+// snapshot store that fails (here: git repack cannot read its settings) shows as
 // degraded ["snapshots"] with the reason in status, and clears when the
 // next one works.
 func TestSnapshotGCFailureShowsDegraded(t *testing.T) {
@@ -416,14 +416,10 @@ func TestSnapshotGCFailureShowsDegraded(t *testing.T) {
 	defer c.CloseIdleConnections()
 	first := newestSnapshot(t, p)
 
-	// objects/pack made a file: git gc cannot write its pack.
-	pack := filepath.Join(w.state, "agents", "builder", "snapshots.git", "objects", "pack")
-	if err := os.RemoveAll(pack); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pack, []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// A setting only git repack reads, made unreadable: the store's
+	// snapshots go on, its garbage collection fails.
+	store := filepath.Join(w.state, "agents", "builder", "snapshots.git")
+	storeGit(t, store, "config", "pack.depth", "not-a-number")
 	writeFile(t, work, "a.txt", "two\n")
 	var problem string
 	fleetWait(t, 40*time.Second, "status degraded [\"snapshots\"] after the gc failed", func() bool {
@@ -442,12 +438,7 @@ func TestSnapshotGCFailureShowsDegraded(t *testing.T) {
 	}
 
 	// Repaired: the next gc works and the agent is whole again.
-	if err := os.Remove(pack); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(pack, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	storeGit(t, store, "config", "--unset", "pack.depth")
 	writeFile(t, work, "a.txt", "three\n")
 	fleetWait(t, 40*time.Second, "degraded cleared after a gc that works", func() bool {
 		a := get(t, c, "/v1/status")["agents"].([]any)[0].(map[string]any)
