@@ -33,12 +33,19 @@ import (
 // the state directory and the socket are all in a temporary directory.
 // Extra variables for the daemon (GODEBUG=gctrace=1, GOGC, GOMEMLIMIT)
 // pass through from the environment; its log is kept with
-// CONTINUITYD_BENCH_LOG=FILE. It takes about 40 s a run and is not run by
-// the tests; docs/PERFORMANCE.md ("Resting memory") quotes a run:
+// CONTINUITYD_BENCH_LOG=FILE. The daemon measured is the one TestMain
+// builds (go build's defaults, as go install), or
+// CONTINUITYD_BENCH_DAEMON=PATH (a release build: CGO_ENABLED=0,
+// -trimpath -ldflags="-s -w", as .goreleaser.yaml). It takes about 40 s
+// a run and is not run by the tests; docs/PERFORMANCE.md ("Resting
+// memory") quotes runs:
 //
 //	go test -run '^$' -bench RestingMemory -benchtime 1x -count 2 ./cmd/continuityd/
 func BenchmarkRestingMemory(b *testing.B) {
 	daemonBinary := filepath.Join(filepath.Dir(binary), "continuityd-daemon")
+	if other := os.Getenv("CONTINUITYD_BENCH_DAEMON"); other != "" {
+		daemonBinary = other // another build: the release's flags, an earlier commit
+	}
 	for i := 0; i < b.N; i++ {
 		top := b.TempDir()
 		project := filepath.Join(top, "project")
