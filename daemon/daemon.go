@@ -237,10 +237,16 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		"config", configName(next.cfg), "version", d.version)
 	// The spool is stored once the daemon answers: however many events
 	// it holds, they never hold off the socket.
+	ingested := make(chan struct{}) // the spool's first pass is over
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.spoolLoop(reqCtx)
+		d.spoolLoop(reqCtx, func() { close(ingested) })
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.returnStartMemory(reqCtx, next, ingested)
 	}()
 	wg.Add(1)
 	go func() {

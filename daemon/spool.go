@@ -29,10 +29,15 @@ const (
 
 // spoolLoop ingests the spool once the daemon answers, and again each time
 // a reload kicks it, until ctx ends. It runs off the start-up path: a
-// large spool never holds off the socket.
-func (d *Daemon) spoolLoop(ctx context.Context) {
+// large spool never holds off the socket. firstDone runs once, after the
+// first pass.
+func (d *Daemon) spoolLoop(ctx context.Context, firstDone func()) {
 	for {
 		d.ingestSpool(ctx)
+		if firstDone != nil {
+			firstDone()
+			firstDone = nil
+		}
 		select {
 		case <-ctx.Done():
 			return

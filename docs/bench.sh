@@ -27,3 +27,4 @@ go test -run '^$' -bench 'HookWallTime' -benchtime 100x -count 5 ./cmd/continuit
 go test -run '^$' -bench 'MCPStartupAndResume' -benchtime 200x -count 1 ./cmd/continuityd/
 go test -run '^$' -bench 'EventsCPU|WatchRSS|IdleCPU' -benchtime 1x -count 1 ./daemon/sources/watch/
 go test -run '^$' -bench 'CheckSecret|DecodeCheckpoint' -count 1 ./capsule/
+go test -run '^$' -bench RestingMemory -benchtime 1x -count 2 ./cmd/continuityd/

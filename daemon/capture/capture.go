@@ -46,6 +46,7 @@ type Capture struct {
 	attr        *attributing              // whose work each change is (attribution.go); nil when off
 	lost        losses                    // uncommitted work that vanished (worklost.go)
 	started     time.Time                 // when Start ran: commits older are not new work
+	startDone   chan struct{}             // closed once the start snapshot is over (StartSnapshotDone)
 }
 
 // policyInputs buffers what reaches the policy; the store's writer must
@@ -56,7 +57,7 @@ const policyInputs = 1024
 // them.
 func New(o Options) *Capture {
 	c := &Capture{o: o, store: o.Store, guard: o.Guard, log: o.Logger.With("agent", o.Agent),
-		inputs: make(chan policy.Input, policyInputs), handoffs: map[string]string{}}
+		inputs: make(chan policy.Input, policyInputs), handoffs: map[string]string{}, startDone: make(chan struct{})}
 	c.policy = policy.New(o.Agent, o.Policy, o.Store, c.seal, o.Logger, time.Now)
 	c.transcripts = newTranscriptFollower(c)
 	c.attr = c.newAttributing()
@@ -82,6 +83,11 @@ func (c *Capture) feed(in policy.Input) {
 	}
 }
 
+// StartSnapshotDone is closed once Start's snapshot of the tree is over
+// (taken, failed, or cut short by the end of Start's context), or at Start
+// when the agent takes no snapshots: the agent's start-up work is done.
+func (c *Capture) StartSnapshotDone() <-chan struct{} { return c.startDone }
+
 // Start runs the policy, the workdir watcher and the handoff files.
 func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	c.started = time.Now()
@@ -106,8 +112,11 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(c.startDone)
 			s.start(ctx)
 		}()
+	} else {
+		close(c.startDone)
 	}
 	if claims := c.o.TranscriptClaims; claims != nil {
 		// What the agent held (followed, or its hook bound) is free

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -129,7 +128,7 @@ func parse(src string, ac bool) (*Set, error) {
 		}
 	}
 	if ac {
-		s.trie = ahocorasick.NewTrieBuilder().AddStrings(s.keywords).Build()
+		s.matcher = newKeywordMatcher(s.keywords)
 	}
 	return s, nil
 }

@@ -67,8 +67,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
 )
 
 // GitleaksVersion is the gitleaks release whose config/gitleaks.toml is
@@ -100,10 +98,10 @@ type Set struct {
 	// keywords are the rules' keywords, lower-cased and de-duplicated;
 	// rule.keywords index into it.
 	keywords []string
-	// trie finds every keyword in one pass over the text (nil: one
+	// matcher finds every keyword in one pass over the text (nil: one
 	// strings.Contains per keyword, 20 times slower on 4 KB; see
 	// BenchmarkPrefilter).
-	trie *ahocorasick.Trie
+	matcher *keywordMatcher
 }
 
 // rule is one content rule of the set.
@@ -180,11 +178,8 @@ func (s *Set) Find(text string) []Finding {
 // present reports which keywords occur in lower.
 func (s *Set) present(lower string) []bool {
 	present := make([]bool, len(s.keywords))
-	if s.trie != nil {
-		s.trie.Walk([]byte(lower), func(_, _, pattern int64) bool {
-			present[pattern] = true
-			return true
-		})
+	if s.matcher != nil {
+		s.matcher.present(lower, present)
 		return present
 	}
 	for i, k := range s.keywords {

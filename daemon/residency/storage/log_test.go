@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -236,5 +237,32 @@ func TestDecodeMutationsRefusesMalformed(t *testing.T) {
 		if _, err := DecodeMutations(p); err == nil {
 			t.Errorf("% x decoded", p)
 		}
+	}
+}
+
+// TestReadLogAllocatesTheFileOnce: reading the preallocated log at open
+// takes one buffer of its size, not the 10 MB io.ReadAll's doubling made
+// of a 4 MiB log at every start (issue 23's resting memory: that garbage
+// stayed resident).
+func TestReadLogAllocatesTheFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	found, err := ReadLog(dir, DefaultLogSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenLog(found) // preallocates DefaultLogSize
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	found, err = ReadLog(dir, DefaultLogSize)
+	runtime.ReadMemStats(&after)
+	if err != nil || found.Length != DefaultLogSize {
+		t.Fatalf("ReadLog: %v, %d bytes", err, found.Length)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > DefaultLogSize+DefaultLogSize/8 {
+		t.Fatalf("ReadLog of a %d-byte log allocated %d bytes", DefaultLogSize, n)
 	}
 }
