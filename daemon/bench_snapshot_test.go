@@ -11,6 +11,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/testwait"
 	"github.com/continuityd/continuityd/upstream/local"
 )
 
@@ -149,6 +150,13 @@ func BenchmarkSnapshotBurstCPU(b *testing.B) {
 	td := startDaemon(b, cfg)
 	defer td.stop()
 	agentDir := cfg.AgentDir("builder")
+	// The start snapshot first: edits made while it reads the tree would
+	// be in it, and the warm-up burst would find nothing new to record.
+	testwait.Until(b, func() string { return "no start snapshot" }, func() bool {
+		_, list := td.do("GET", "/v1/snapshots", nil)
+		snaps, _ := list["snapshots"].([]any)
+		return len(snaps) > 0
+	})
 
 	// burst edits 5 files of the workdir and waits for its record; it
 	// returns the CPU it took, the part of it in git runs, and the wall

@@ -42,17 +42,33 @@ func (s *Store) Between(ctx context.Context, from, to string) ([]TreeChange, err
 	if a.tree == b.tree {
 		return nil, nil
 	}
+	if c := s.lastChanges.Load(); c != nil && c.from == a.tree && c.to == b.tree {
+		return slices.Clone(c.list), nil // the newest Take's own changes: no git run
+	}
 	changes, err := s.diffTree(ctx, a.tree, b.tree)
 	if err != nil {
 		return nil, err
 	}
+	return treeChanges(changes), nil
+}
+
+func treeChanges(changes []change) []TreeChange {
 	out := make([]TreeChange, 0, len(changes))
 	for _, c := range changes {
 		out = append(out, TreeChange{Path: c.path,
 			OldID: present(c.oldID), NewID: present(c.newID),
 			OldMode: present(c.oldMode), NewMode: present(c.newMode)})
 	}
-	return out, nil
+	return out
+}
+
+// changeSet is what changed from tree from to tree to, as Between gives
+// it: a Take from what changed keeps its own for the check every work
+// snapshot gets (daemon/capture's work-lost check asks Between of the
+// snapshot before and the new one).
+type changeSet struct {
+	from, to string
+	list     []TreeChange
 }
 
 // present maps git's all-zeros (no object, no mode) to "".

@@ -317,7 +317,9 @@ func (s *Store) drop(ctx context.Context, snaps []Snapshot) error {
 	for _, snap := range snaps {
 		fmt.Fprintf(&b, "delete %s %s\n", refName(snap.n), snap.ID)
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"update-ref", "--stdin"}, stdin: strings.NewReader(b.String())}); err != nil {
+	_, err := s.git.run(ctx, call{args: []string{"update-ref", "--stdin"}, stdin: strings.NewReader(b.String())})
+	s.forgetList()
+	if err != nil {
 		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 	}
 	return nil

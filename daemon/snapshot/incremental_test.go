@@ -235,6 +235,22 @@ func compareWithFull(t *testing.T, inc, full *Store, round int, log []string) Sn
 		}
 		inc.newestDetail.Store(cached)
 	}
+	if kept := inc.lastChanges.Load(); kept != nil && a.Parent != "" {
+		// Between from the Take's own changes equals git's diff.
+		fast, err := inc.Between(context.Background(), a.Parent, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inc.lastChanges.Store(nil)
+		slow, err := inc.Between(context.Background(), a.Parent, a.ID)
+		inc.lastChanges.Store(kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jf, js := fmt.Sprint(fast), fmt.Sprint(slow); jf != js {
+			t.Fatalf("round %d: Between from the Take's changes\n%s\n!= from git\n%s", round, jf, js)
+		}
+	}
 	if a.tree != b.tree || inc.newestModes != full.newestModes || a.Skipped != b.Skipped {
 		ta, tb := treeOf(t, inc, a.ID), treeOf(t, full, b.ID)
 		var diff []string

@@ -102,7 +102,7 @@ type Timings struct {
 	Walk   time.Duration // the size walk of the workdir
 	Add    time.Duration // git add -A into the private index
 	Tree   time.Duration // git write-tree and the diff against the parent
-	Commit time.Duration // git commit-tree and update-ref
+	Commit time.Duration // the commit and its ref
 	Total  time.Duration
 	// Files is how many files the walk found in the workdir (a snapshot
 	// stores them all, less those skipped); in a Take from what changed,
@@ -165,9 +165,11 @@ type Store struct {
 	// in process: syncIndex).
 	staged      string
 	indexBehind bool
-	trees       treeCache    // parsed trees on the changed paths (fast.go)
-	zw          *zlib.Writer // reused for the loose objects a Take writes
-	pipes       pipes        // long-lived git processes (gitpipe.go)
+	trees       treeCache                  // parsed trees on the changed paths (fast.go)
+	zw          *zlib.Writer               // reused for the loose objects a Take writes
+	pipes       pipes                      // long-lived git processes (gitpipe.go)
+	listed      atomic.Pointer[listedRefs] // the snapshots as last read from the refs (list)
+	lastChanges atomic.Pointer[changeSet]  // the newest Take's changes against its parent, when it listed them
 
 	notesMu     sync.Mutex  // guards notes and followed, which the watcher's side writes while a Take runs
 	notes       changeNotes // paths changed since the last Take (changed.go)
@@ -578,6 +580,13 @@ func parseSkipped(msg string) (list []Skipped, more int) {
 // Take wrote without its ref are never listed: the ref is made last, with
 // a lock file and a rename.
 func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
+	// The work record of every burst, status and the API list the
+	// snapshots: a git run each (several per burst) is kept for when the
+	// refs changed.
+	stamp, stamped := s.refsStamp()
+	if c := s.listed.Load(); stamped && c != nil && c.stamp == stamp {
+		return slices.Clone(c.snaps), nil
+	}
 	all, err := s.refsUnder(ctx, refPrefix, true)
 	if err != nil {
 		return nil, err
@@ -591,8 +600,46 @@ func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
 		}
 		return 0
 	})
+	if stamped {
+		s.listed.Store(&listedRefs{snaps: slices.Clone(all), stamp: stamp})
+	}
 	return all, nil
 }
+
+// listedRefs is the last list of the snapshots read from the refs, and
+// what the refs looked like before it was read.
+type listedRefs struct {
+	snaps []Snapshot
+	stamp refsStamp
+}
+
+// refsStamp is what changes when a snapshot ref is made, moved or
+// deleted, by the store or by anyone else: the refs directory's and the
+// packed refs file's times and sizes. The store also forgets the list at
+// each change it makes itself (forgetList), in case two changes fall in
+// one tick of the file system's clock.
+type refsStamp struct {
+	dirTime, packedTime time.Time
+	dirSize, packedSize int64
+}
+
+func (s *Store) refsStamp() (refsStamp, bool) {
+	var st refsStamp
+	dir, err := os.Stat(filepath.Join(s.opt.Dir, filepath.FromSlash(strings.TrimSuffix(refPrefix, "/"))))
+	if err != nil {
+		return st, false
+	}
+	st.dirTime, st.dirSize = dir.ModTime(), dir.Size()
+	if packed, err := os.Stat(filepath.Join(s.opt.Dir, "packed-refs")); err == nil {
+		st.packedTime, st.packedSize = packed.ModTime(), packed.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return st, false
+	}
+	return st, true
+}
+
+// forgetList drops the cached list: the store changed a snapshot ref.
+func (s *Store) forgetList() { s.listed.Store(nil) }
 
 // refsUnder reads the snapshots the refs under prefix reach; a ref whose
 // commit is not a snapshot is skipped (and said, when warn is set).

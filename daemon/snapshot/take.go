@@ -769,8 +769,14 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	s.reach(pointCommit)
 	// The ref is made last, atomically (a lock file renamed into place),
 	// and never over one that exists.
-	if err := s.createRef(refName(snap.n), id); err != nil {
+	err = s.createRef(refName(snap.n), id)
+	s.forgetList()
+	if err != nil {
 		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+	}
+	s.lastChanges.Store(nil)
+	if st.changes != nil {
+		s.lastChanges.Store(&changeSet{from: s.newest.tree, to: st.tree, list: treeChanges(st.changes)})
 	}
 	s.newest, s.newestModes = snap, st.modes
 	s.newestDetail.Store(nil)
