@@ -323,6 +323,10 @@ func (s *Store) dropBrokenImports(ctx context.Context) (int, error) {
 // mid-receive left in incoming/ over an hour ago. Called by GC, one at a
 // time: only a GC packs.
 func (s *Store) removeLeftovers() {
+	// Under the writer lock: a full Take's git add streams into a
+	// temporary pack of its own (core.bigFileThreshold=1) while it runs.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	gone, _ := filepath.Glob(filepath.Join(s.opt.Dir, "objects", "pack", "tmp_*"))
 	if ents, err := os.ReadDir(filepath.Join(s.opt.Dir, incomingDir)); err == nil {
 		for _, e := range ents {
