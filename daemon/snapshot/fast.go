@@ -130,6 +130,13 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 			return st, errNotFast // the rules changed: git decides anew for the whole tree
 		}
 	}
+	for _, r := range roots {
+		if s.symlinkOnPath(r, false) != "" {
+			// A directory on the way became a link: the walk of r went
+			// through it, out of the tree; git stores the link.
+			return st, errNotFast
+		}
+	}
 	old := map[string]treeEntry{}
 	for _, r := range roots {
 		e, ok, err := s.lookup(ctx, base, r)
@@ -271,7 +278,9 @@ func (s *Store) storeFile(f seenFile) (treeEntry, []byte, error) {
 		}
 		e.mode, data = modeLink, []byte(target)
 	} else {
-		file, err := os.Open(abs)
+		// Not blocking: a named pipe put where the walk saw a file would
+		// otherwise hold the Take until something writes to it.
+		file, err := os.OpenFile(abs, os.O_RDONLY|openNoBlock, 0)
 		if err != nil {
 			return e, nil, err
 		}
