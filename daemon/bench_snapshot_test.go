@@ -11,33 +11,10 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/sourcetree"
 	"github.com/continuityd/continuityd/internal/testwait"
 	"github.com/continuityd/continuityd/upstream/local"
 )
-
-// burstTree writes files files of about 600 bytes of source-like text, in
-// directories of 100 (file i at burstFile(i)).
-func burstTree(b *testing.B, dir string, files int) {
-	b.Helper()
-	for i := range files {
-		p := filepath.Join(dir, burstFile(i))
-		if i%100 == 0 {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				b.Fatal(err)
-			}
-		}
-		var text []byte
-		for line := 0; len(text) < 600; line++ {
-			text = fmt.Appendf(text, "func f%d_%d(x int) int { return x*%d + %d }\n", i, line, i%97, line)
-		}
-		if err := os.WriteFile(p, text, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// burstFile is the path of file i of a burstTree, relative to the tree.
-func burstFile(i int) string { return fmt.Sprintf("pkg%03d/file%03d.go", i/100, i%100) }
 
 // benchGit runs git as a user would, with no user or system configuration,
 // and returns the CPU time (user and system) the run took.
@@ -133,7 +110,7 @@ func BenchmarkSnapshotBurstCPU(b *testing.B) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		burstTree(b, d, files)
+		sourcetree.Write(b, d, files, 600)
 		benchGit(b, d, "init", "-q")
 		benchGit(b, d, "add", "-A")
 		benchGit(b, d, "commit", "-q", "-m", "the tree")
@@ -164,7 +141,7 @@ func BenchmarkSnapshotBurstCPU(b *testing.B) {
 	burst := func(n int) (cpu, gitCPU, wall time.Duration) {
 		want := make([]string, perBurst)
 		for k := range want {
-			want[k] = burstFile((n*perBurst*37 + k*401) % files) // spread over the directories
+			want[k] = sourcetree.File((n*perBurst*37 + k*401) % files) // spread over the directories
 		}
 		self0, child0, t0 := baseline.ProcessCPU(), baseline.ChildrenCPU()+baseline.LiveChildrenCPU(), time.Now()
 		for _, p := range want {
@@ -193,7 +170,7 @@ func BenchmarkSnapshotBurstCPU(b *testing.B) {
 	}
 	commit := func(n int) time.Duration {
 		for k := range perBurst {
-			appendLine(b, filepath.Join(plain, burstFile((n*perBurst*37+k*401)%files)), n)
+			appendLine(b, filepath.Join(plain, sourcetree.File((n*perBurst*37+k*401)%files)), n)
 		}
 		return benchGit(b, plain, "add", "-A") + benchGit(b, plain, "commit", "-q", "-m", fmt.Sprintf("burst %d", n))
 	}

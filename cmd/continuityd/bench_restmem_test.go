@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/internal/sourcetree"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 
@@ -76,19 +77,7 @@ func BenchmarkRestingMemory(b *testing.B) {
 // text, in directories of 100, and commits them in a new git repository.
 func restingProject(b *testing.B, dir string, files int) {
 	b.Helper()
-	for i := range files {
-		p := filepath.Join(dir, fmt.Sprintf("pkg%03d/file%03d.go", i/100, i%100))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		var text []byte
-		for line := 0; len(text) < 600; line++ {
-			text = fmt.Appendf(text, "func f%d_%d(x int) int { return x*%d + %d }\n", i, line, i%97, line)
-		}
-		if err := os.WriteFile(p, text, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	sourcetree.Write(b, dir, files, 600)
 	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"commit", "-q", "-m", "start"}} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir

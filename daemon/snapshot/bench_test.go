@@ -10,41 +10,13 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/sourcetree"
 )
-
-// makeTree writes files files of about size bytes in directories of 100.
-func makeTree(b *testing.B, dir string, files, size int) int64 {
-	b.Helper()
-	var total int64
-	for i := range files {
-		p := filepath.Join(dir, fmt.Sprintf("pkg%03d", i/100), fmt.Sprintf("file%03d.go", i%100))
-		if i%100 == 0 {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				b.Fatal(err)
-			}
-		}
-		content := sourceLike(i, size)
-		if err := os.WriteFile(p, content, 0o644); err != nil {
-			b.Fatal(err)
-		}
-		total += int64(len(content))
-	}
-	return total
-}
-
-// sourceLike is text that compresses like source code.
-func sourceLike(seed, size int) []byte {
-	var out []byte
-	for line := 0; len(out) < size; line++ {
-		out = fmt.Appendf(out, "func f%d_%d(x int) int { return x*%d + %d } // line %d\n", seed, line, seed%97, line, line)
-	}
-	return out
-}
 
 // edit appends a line to file i of the tree.
 func edit(b *testing.B, dir string, i, round int) {
 	b.Helper()
-	p := filepath.Join(dir, fmt.Sprintf("pkg%03d", i/100), fmt.Sprintf("file%03d.go", i%100))
+	p := filepath.Join(dir, filepath.FromSlash(sourcetree.File(i)))
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -73,8 +45,8 @@ func plainGit(b *testing.B, dir string, args ...string) {
 func BenchmarkSnapshot10kFiles5Changed(b *testing.B) {
 	const files = 10000
 	ours, plain := b.TempDir(), b.TempDir()
-	makeTree(b, ours, files, 600)
-	makeTree(b, plain, files, 600)
+	sourcetree.Write(b, ours, files, 600)
+	sourcetree.Write(b, plain, files, 600)
 	s := newStore(b, ours, Options{Dir: filepath.Join(b.TempDir(), "snapshots.git")})
 	take(b, s, "start", 1)
 	plainGit(b, plain, "init", "-q")
@@ -126,7 +98,7 @@ func BenchmarkStoreGrowth100Edits(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		wd := b.TempDir()
-		treeBytes := makeTree(b, wd, files, 2000)
+		treeBytes := sourcetree.Write(b, wd, files, 2000)
 		s := newStore(b, wd, Options{Dir: filepath.Join(b.TempDir(), "snapshots.git")})
 		b.StartTimer()
 		take(b, s, "start", 1)

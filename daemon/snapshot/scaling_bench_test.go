@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/sourcetree"
 )
 
 // BenchmarkSnapshotScaling: for trees of 1,000, 10,000 and (with
@@ -66,8 +67,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func benchScaling(b *testing.B, files, rounds int) {
 	b.StopTimer()
 	ours, plain := b.TempDir(), b.TempDir()
-	makeTree(b, ours, files, 600)
-	makeTree(b, plain, files, 600)
+	sourcetree.Write(b, ours, files, 600)
+	sourcetree.Write(b, plain, files, 600)
 	ctx := context.Background()
 
 	// The first snapshot, ours first: no git child has run yet, so the
