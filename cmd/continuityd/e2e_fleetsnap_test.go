@@ -55,6 +55,7 @@ func newestSnapshot(t *testing.T, p *proc) string {
 // snapshot restore ID` on daemon B (another state directory and workdir,
 // whose store never had it) brings its files back.
 func TestFleetSnapshotRestoreOnAnotherMachine(t *testing.T) {
+	t.Parallel()
 	srv := startNATS(t, natsOpts(t.TempDir(), -1))
 	url := srv.ClientURL()
 
@@ -138,6 +139,7 @@ const (
 // as withheld; a restore on another machine leaves that machine's own
 // .env as it is and says so.
 func TestFleetSnapshotWithholdsCredentials(t *testing.T) {
+	t.Parallel()
 	srv := startNATS(t, natsOpts(t.TempDir(), -1))
 	url := srv.ClientURL()
 
@@ -324,6 +326,7 @@ func showFromFleet(t *testing.T, p *proc, id string) (int, string) {
 // imported; a 256 MiB blob within the limit is fetched with the daemon's
 // peak memory bounded far below its size.
 func TestFleetSnapshotUntrustedObjects(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/PID/status")
 	}
@@ -367,6 +370,7 @@ func TestFleetSnapshotUntrustedObjects(t *testing.T) {
 // TestFleetSnapshotWorkRecordNamesWithheld: the work record of a snapshot
 // the fleet gets names the files kept off it, and why.
 func TestFleetSnapshotWorkRecordNamesWithheld(t *testing.T) {
+	t.Parallel()
 	srv := startNATS(t, natsOpts(t.TempDir(), -1))
 	w := newWorkspace(t)
 	work := filepath.Join(w.dir, "work")
