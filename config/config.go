@@ -114,6 +114,13 @@ type Daemon struct {
 	// for this long; MCPMaxSessions bounds the sessions open at once.
 	MCPSessionIdle Duration `toml:"mcp_session_idle"` // default "30m"
 	MCPMaxSessions int      `toml:"mcp_max_sessions"` // default 256
+	// ReadTimeout, IdleTimeout and WriteTimeout bound what a client of the
+	// local API may hold: a request's headers, then its body, must each
+	// arrive within ReadTimeout; a keep-alive connection idle for
+	// IdleTimeout is closed; an ordinary answer gets WriteTimeout.
+	ReadTimeout  Duration `toml:"read_timeout"`  // default "10s"
+	IdleTimeout  Duration `toml:"idle_timeout"`  // default "30s"
+	WriteTimeout Duration `toml:"write_timeout"` // default "30s"
 }
 
 // Agent is one [[agent]] table: an agent whose continuity the daemon keeps.

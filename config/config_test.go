@@ -68,6 +68,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 			LogFormat:       "text",
 			ShutdownTimeout: Duration{10 * time.Second},
 			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256,
+			ReadTimeout: Duration{10 * time.Second}, IdleTimeout: Duration{30 * time.Second}, WriteTimeout: Duration{30 * time.Second},
 		},
 		Agents:    []Agent{{Name: "default", Workdir: "/work/dir", Upstreams: []string{"local"}, Transcript: TranscriptAuto}},
 		Upstreams: map[string]Upstream{},
@@ -125,6 +126,7 @@ func TestDecodeFullConfig(t *testing.T) {
 			LogFormat:       "json",
 			ShutdownTimeout: Duration{90 * time.Second},
 			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256,
+			ReadTimeout: Duration{10 * time.Second}, IdleTimeout: Duration{30 * time.Second}, WriteTimeout: Duration{30 * time.Second},
 		},
 		Agents: []Agent{
 			{Name: "builder", Workdir: "/home/u/src/builder", Upstreams: []string{"qday", "delx", "local"}, Transcript: TranscriptAuto},

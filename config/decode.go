@@ -138,6 +138,9 @@ type rawDaemon struct {
 	ShutdownTimeout *string `toml:"shutdown_timeout"`
 	MCPSessionIdle  *string `toml:"mcp_session_idle"`
 	MCPMaxSessions  *int64  `toml:"mcp_max_sessions"`
+	ReadTimeout     *string `toml:"read_timeout"`
+	IdleTimeout     *string `toml:"idle_timeout"`
+	WriteTimeout    *string `toml:"write_timeout"`
 }
 
 type rawAgent struct {

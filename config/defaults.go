@@ -28,6 +28,15 @@ const (
 	DefaultMCPMaxSessions = 256
 )
 
+// The local API's connection timeouts' defaults (daemon.read_timeout,
+// daemon.idle_timeout and daemon.write_timeout), also what the daemon uses
+// when a Config built in code leaves them zero.
+const (
+	DefaultReadTimeout  = 10 * time.Second
+	DefaultIdleTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+)
+
 // DefaultAgent names the agent the daemon serves when the file has none.
 const DefaultAgent = "default"
 

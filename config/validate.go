@@ -90,11 +90,10 @@ func (c *checker) daemon(r rawDaemon) Daemon {
 		LogFormat:  c.oneOf("daemon.log_format", orDefault(r.LogFormat, defaultLogFormat), "text", "json"),
 	}
 	d.ShutdownTimeout = c.timeout("daemon.shutdown_timeout", r.ShutdownTimeout, defaultShutdownTimeout)
-	d.MCPSessionIdle = c.timeout("daemon.mcp_session_idle", r.MCPSessionIdle, DefaultMCPSessionIdle)
-	if s := r.MCPSessionIdle; s != nil && d.MCPSessionIdle.Duration > 0 &&
-		(d.MCPSessionIdle.Duration < time.Second || d.MCPSessionIdle.Duration > 24*time.Hour) {
-		c.failGot("daemon.mcp_session_idle", "must be from 1s to 24h", *s)
-	}
+	d.MCPSessionIdle = c.timeoutWithin("daemon.mcp_session_idle", r.MCPSessionIdle, DefaultMCPSessionIdle, time.Second, 24*time.Hour, "must be from 1s to 24h")
+	d.ReadTimeout = c.timeoutWithin("daemon.read_timeout", r.ReadTimeout, DefaultReadTimeout, time.Second, time.Hour, "must be from 1s to 1h")
+	d.IdleTimeout = c.timeoutWithin("daemon.idle_timeout", r.IdleTimeout, DefaultIdleTimeout, time.Second, time.Hour, "must be from 1s to 1h")
+	d.WriteTimeout = c.timeoutWithin("daemon.write_timeout", r.WriteTimeout, DefaultWriteTimeout, time.Second, time.Hour, "must be from 1s to 1h")
 	d.MCPMaxSessions = DefaultMCPMaxSessions
 	if n := r.MCPMaxSessions; n != nil {
 		if *n < 1 || *n > 100_000 {
@@ -256,6 +255,16 @@ func (c *checker) timeout(key string, s *string, def time.Duration) Duration {
 		c.failGot(key, "must be more than zero", *s)
 	}
 	return Duration{d}
+}
+
+// timeoutWithin is timeout for a key whose value must lie from least to
+// most; rule says so in the error.
+func (c *checker) timeoutWithin(key string, s *string, def, least, most time.Duration, rule string) Duration {
+	d := c.timeout(key, s, def)
+	if s != nil && d.Duration > 0 && (d.Duration < least || d.Duration > most) {
+		c.failGot(key, rule, *s)
+	}
+	return d
 }
 
 // namePattern is what an agent or upstream name must look like: it names a

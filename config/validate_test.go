@@ -74,6 +74,9 @@ func TestValidateDaemon(t *testing.T) {
 		{"mcp idle short", src(`[daemon]`, `mcp_session_idle = "500ms"`), "daemon.mcp_session_idle", 2, 1, `must be from 1s to 24h (got "500ms")`},
 		{"mcp idle long", src(`[daemon]`, `mcp_session_idle = "25h"`), "daemon.mcp_session_idle", 2, 1, `must be from 1s to 24h`},
 		{"mcp idle number", src(`[daemon]`, `mcp_session_idle = 30`), "daemon.mcp_session_idle", 2, 1, `duration`},
+		{"read timeout short", src(`[daemon]`, `read_timeout = "500ms"`), "daemon.read_timeout", 2, 1, `must be from 1s to 1h (got "500ms")`},
+		{"idle timeout zero", src(`[daemon]`, `idle_timeout = "0s"`), "daemon.idle_timeout", 2, 1, `must be more than zero (got "0s")`},
+		{"write timeout long", src(`[daemon]`, `write_timeout = "2h"`), "daemon.write_timeout", 2, 1, `must be from 1s to 1h (got "2h")`},
 		{"mcp max zero", src(`[daemon]`, `mcp_max_sessions = 0`), "daemon.mcp_max_sessions", 2, 1, `must be from 1 to 100000 (got 0)`},
 		{"mcp max string", src(`[daemon]`, `mcp_max_sessions = "9"`), "daemon.mcp_max_sessions", 2, 1, `integer`},
 		{"dotted key", src(`daemon.log_level = "x"`), "daemon.log_level", 1, 1, "must be one of"},
@@ -82,6 +85,7 @@ func TestValidateDaemon(t *testing.T) {
 	runOKCases(t, map[string]string{
 		"listen ipv4":       src(`[daemon]`, `listen = "127.0.0.1:7457"`),
 		"mcp idle and max":  src(`[daemon]`, `mcp_session_idle = "2s"`, `mcp_max_sessions = 100000`),
+		"api timeouts":      src(`[daemon]`, `read_timeout = "1s"`, `idle_timeout = "1h"`, `write_timeout = "5s"`),
 		"listen 127/8":      src(`[daemon]`, `listen = "127.1.2.3:1"`),
 		"listen ipv6":       src(`[daemon]`, `listen = "[::1]:65535"`),
 		"listen localhost":  src(`[daemon]`, `listen = "localhost:7457"`),

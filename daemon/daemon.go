@@ -208,7 +208,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			_, port, _ := net.SplitHostPort(l.Addr().String())
 			h = doors.LoopbackHandler(port)
 		}
-		servers[i] = api.NewServer(h, reqCtx, d.log)
+		servers[i] = api.NewServer(h, reqCtx, d.log, api.Timeouts{Read: next.cfg.Daemon.ReadTimeout.Duration,
+			Idle: next.cfg.Daemon.IdleTimeout.Duration, Write: next.cfg.Daemon.WriteTimeout.Duration})
 		if i == 0 { // the Unix socket: each agent serves only the users it admits
 			servers[i].ConnContext = api.PeerContext
 		}

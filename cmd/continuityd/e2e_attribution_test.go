@@ -84,6 +84,7 @@ func hasAll(have []string, want ...string) bool {
 // a path both change is a conflict on both wait feeds and in both
 // resumes, until one checkpoints past it.
 func TestAttributionTwoAgentsOneWorkdir(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -18,6 +18,7 @@ import (
 // the transcript package's own tracker), and GET /v1/snapshots/{id}, its
 // work record and `snapshot show` name them.
 func TestSnapshotNamesTheConversationPoint(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "daemon", "sources", "transcript", "testdata", "transcript-autocompact-opus46-v2.1.39.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -116,6 +116,7 @@ func flipByte(t *testing.T, path string, off int) {
 // the other agent, and go on only once `continuityd recover --accept-loss`
 // is run, with numbering past every seq it had answered.
 func TestDamagedAgentIsRefusedLoudly(t *testing.T) {
+	t.Parallel()
 	wal := func(w *workspace) string { return filepath.Join(w.state, "agents", "builder", residency.WALFile) }
 	cases := []struct {
 		name   string

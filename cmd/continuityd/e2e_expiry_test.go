@@ -163,9 +163,11 @@ func TestMCPErrorsInAPIShape(t *testing.T) {
 // TestSlowBodyIsCut: a body trickled a byte a second is cut (408 in the
 // API's shape, then the connection closes) long before it would complete;
 // without a body deadline the daemon waits for it as long as it trickles.
+// daemon.read_timeout is 2 s here (10 s by default): the body needs 100.
 func TestSlowBodyIsCut(t *testing.T) {
 	t.Parallel()
-	w := newWorkspace(t)
+	const readTimeout = 2 // seconds
+	w := workspaceWith(t, fmt.Sprintf("read_timeout = \"%ds\"", readTimeout))
 	startProc(t, w.socket, nil, "run", "--config", w.config)
 	conn, err := net.Dial("unix", w.socket)
 	if err != nil {
@@ -179,8 +181,8 @@ func TestSlowBodyIsCut(t *testing.T) {
 		all, _ := io.ReadAll(conn) // until the daemon closes the connection
 		answered <- all
 	}()
-	// Trickle for at most 40 s: four times the daemon's body deadline.
-	for sent := 0; sent < 40; sent++ {
+	// Trickle for at most four times the daemon's body deadline.
+	for sent := 0; sent < 4*readTimeout; sent++ {
 		select {
 		case all := <-answered:
 			if !bytes.Contains(all, []byte("408 Request Timeout")) || !bytes.Contains(all, []byte(`"code":"REQUEST_TIMEOUT"`)) {
@@ -200,15 +202,16 @@ func TestSlowBodyIsCut(t *testing.T) {
 			t.Fatalf("answer %q; want 408 REQUEST_TIMEOUT", all)
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatal("the daemon was still reading a body trickled a byte a second after 40 s")
+		t.Fatalf("the daemon was still reading a body trickled a byte a second after %d s", 4*readTimeout)
 	}
 }
 
 // TestIdleKeepAliveIsClosed: a keep-alive connection left idle is closed by
-// the daemon, not held open for ever.
+// the daemon, not held open for ever (after daemon.idle_timeout: 1 s here,
+// 30 s by default).
 func TestIdleKeepAliveIsClosed(t *testing.T) {
 	t.Parallel()
-	w := newWorkspace(t)
+	w := workspaceWith(t, `idle_timeout = "1s"`)
 	startProc(t, w.socket, nil, "run", "--config", w.config)
 	conn, err := net.Dial("unix", w.socket)
 	if err != nil {
@@ -233,14 +236,15 @@ func TestIdleKeepAliveIsClosed(t *testing.T) {
 }
 
 // TestLongPollsOutlastTheWriteTimeout: the long poll, plain and as an MCP
-// tool, runs past the ordinary write timeout (30 s) and still answers; the
-// MCP client's standalone GET stream is open all the while.
+// tool, runs past the ordinary write timeout (daemon.write_timeout: 5 s
+// here, 30 s by default) and still answers; the MCP client's standalone GET
+// stream is open all the while.
 func TestLongPollsOutlastTheWriteTimeout(t *testing.T) {
 	t.Parallel()
-	w := newWorkspace(t)
+	w := workspaceWith(t, `write_timeout = "5s"`)
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	cs := mcpClientSession(t, p)
-	const secs = 35
+	const secs = 8
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {

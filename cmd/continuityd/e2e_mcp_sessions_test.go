@@ -46,6 +46,7 @@ func mcpSessionStates(t *testing.T, c *http.Client) (idle, inCall int) {
 // call ends normally; an evicted session's client gets 404 and the API's
 // shape; the daemon's RSS and goroutines are what they were at the limit.
 func TestAbandonedMCPSessionsGiveWay(t *testing.T) {
+	t.Parallel()
 	const abandoned, limit = 5000, 256
 	w := newWorkspace(t)
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)

@@ -18,6 +18,7 @@ import (
 // --all, and its dry run, are refused with WHOSE_UNKNOWN naming the way
 // out, and change nothing; --all still restores.
 func TestSnapshotRestoreOwnPathsCLI(t *testing.T) {
+	t.Parallel()
 	w, work := snapshotWorkspace(t, "")
 	writeFile(t, work, "a.go", "a1\n")
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket}

@@ -31,6 +31,7 @@ func agentSnapshots(t *testing.T, c *http.Client, agent string) []string {
 // lines and the JSON answer's left_alone); reviewer's dry run of the same
 // kind names the mirror image. --all then restores the whole tree.
 func TestRestoreOwnPathsTwoAgentsAndAPerson(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -216,6 +216,7 @@ func waitWatching(t *testing.T, p *proc, when string) {
 // start snapshot, which needs the store's locks the killed git left
 // behind cleared. Then a burst of edits gives a new snapshot.
 func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes a 200-file tree several times")
 	}

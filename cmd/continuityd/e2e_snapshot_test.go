@@ -130,6 +130,7 @@ func workFile(w *capsule.Work, path string) *capsule.WorkFile {
 // line counts and the commit; an ignored file and an oversized one are in
 // no snapshot, and the oversized one is listed as skipped.
 func TestSnapshotEmbeddedDefaultWritesWorkRecord(t *testing.T) {
+	t.Parallel()
 	dir, _ := os.MkdirTemp("", "cdsnap")
 	defer os.RemoveAll(dir)
 	work := filepath.Join(dir, "work")
@@ -234,6 +235,7 @@ func restore(t *testing.T, c *http.Client, id string, body any) (int, map[string
 // only; its safety snapshot undoes it; a dry run changes nothing; a path
 // outside the workdir is refused.
 func TestSnapshotRestoreLeavesTheRepositoryAlone(t *testing.T) {
+	t.Parallel()
 	w, work := snapshotWorkspace(t, "")
 	writeFile(t, work, "a.go", "a1\n")
 	writeFile(t, work, "b.go", "b1\n")
@@ -317,6 +319,7 @@ func TestSnapshotRestoreLeavesTheRepositoryAlone(t *testing.T) {
 // [watch] ignore and the size limit hold; resume and the MCP-facing list
 // work; with git missing the daemon runs on, degraded ["snapshots"].
 func TestSnapshotNonGitWorkdir(t *testing.T) {
+	t.Parallel()
 	w, work := snapshotWorkspace(t, "ignore = [\"private/\"]\n\n[snapshots]\nmax_file_size = 1000\n")
 	writeFile(t, work, ".gitignore", "*.tmp\n")
 	writeFile(t, work, "notes.md", "one\n")

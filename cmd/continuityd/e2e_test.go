@@ -219,6 +219,7 @@ func get(t *testing.T, c *http.Client, path string) map[string]any {
 // while writers are still going; after a restart every acknowledged write
 // is in the resume and in the local archive.
 func TestCrashKeepsEveryAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t)
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	c := p.client()
@@ -367,6 +368,7 @@ func TestRunEmbeddedDefault(t *testing.T) {
 // SIGTERM still exits 0 within the shutdown timeout, and the pending writes
 // are delivered after the next start.
 func TestSIGTERMWithWritesPendingUpstream(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t)
 	agentDir := filepath.Join(w.state, "agents", "builder")
 	os.MkdirAll(agentDir, 0o700)
@@ -470,6 +472,7 @@ func hookFixtures(t *testing.T) [][]byte {
 // TestHookCommandWithDaemonUp feeds every real payload through
 // `continuityd hook` and checks the signal the daemon received.
 func TestHookCommandWithDaemonUp(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t)
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	c := p.client()

@@ -78,6 +78,7 @@ func resumeWorkLost(t *testing.T, c *http.Client) []capsule.WorkLost {
 // restore by the daemon, and a commit followed by a branch switch, give
 // none.
 func TestWorkLost(t *testing.T) {
+	t.Parallel()
 	w, work := snapshotWorkspace(t, "")
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
 	writeFile(t, work, "a.go", "a0\n")
@@ -273,6 +274,7 @@ func TestWorkLost(t *testing.T) {
 // of the next run (one work_lost, whose command brings it back), and a
 // loss found before a restart is still listed after it.
 func TestWorkLostWhileTheDaemonWasDown(t *testing.T) {
+	t.Parallel()
 	w, work := snapshotWorkspace(t, "")
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
 	writeFile(t, work, "a.go", "a0\n")

@@ -60,6 +60,7 @@ func readmeTour(t *testing.T) (first string, blocks []string) {
 // tour's shell blocks, every command of which must succeed on the
 // embedded default.
 func TestReadmeTour(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary with go install")
 	}

@@ -343,8 +343,12 @@ func bodyRefusal(err error, limit int64) *capsule.Error {
 		return capsule.Refuse(capsule.CodeBodyTooLarge, "",
 			"the body is over %d bytes (%d KiB); nothing was saved", limit, limit>>10)
 	case isTimeout(err):
+		limit := config.DefaultReadTimeout
+		if slow := (*bodyTooSlow)(nil); errors.As(err, &slow) {
+			limit = slow.limit
+		}
 		return capsule.Refuse(capsule.CodeRequestTimeout, "",
-			"the body did not arrive within %s; nothing was saved", bodyTimeout)
+			"the body did not arrive within %s; nothing was saved", limit)
 	default:
 		return capsule.Refuse(capsule.CodeInvalidJSON, "", "could not read the body: %v", err)
 	}

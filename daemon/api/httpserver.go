@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -9,15 +10,19 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/continuityd/continuityd/config"
 )
 
-// The local API's connection timeouts. Every client is on this machine
-// (the Unix socket, or the loopback listener), so a well-behaved one sends
-// a whole request, at most 64 KiB, in well under a millisecond; these bound
-// what a stuck or hostile one can hold.
+// Timeouts are the local API's connection timeouts (daemon.read_timeout,
+// daemon.idle_timeout, daemon.write_timeout; a zero one takes its default
+// from package config). Every client is on this machine (the Unix socket,
+// or the loopback listener), so a well-behaved one sends a whole request,
+// at most 64 KiB, in well under a millisecond; these bound what a stuck or
+// hostile one can hold.
 //
-//   - headerTimeout: the request line and headers.
-//   - bodyTimeout: the body, counted from the moment the handler starts.
+//   - Read: the request line and headers; then, again, the body, counted
+//     from the moment the handler starts.
 //     A body trickled a byte at a time is cut when it runs out and the
 //     connection is closed. http.Server.ReadTimeout is deliberately left
 //     unset: net/http keeps that deadline on the connection after the body
@@ -25,47 +30,55 @@ import (
 //     cancels the request's context, which would cut every long poll (and
 //     a ?sync=1 checkpoint) at the read timeout. Instead the deadline is set
 //     per request and lifted once the body has been read to its end.
-//   - idleTimeout: a keep-alive connection waiting for its next request.
+//   - Idle: a keep-alive connection waiting for its next request.
 //     The CLI's client keeps idle connections 30 s; hooks are short-lived.
-//   - writeTimeout: the whole answer of an ordinary request, counted from
+//   - Write: the whole answer of an ordinary request, counted from
 //     the end of its headers. The calls that are long by design raise it
 //     for themselves (extendWriteDeadline): the long poll to its
 //     max_seconds (at most 90) plus writeMargin, an MCP POST to the longest
 //     tool call (wait_for_event), and MCP's standalone GET stream has none,
 //     since it ends when its session does (after mcp_session_idle).
+type Timeouts struct {
+	Read, Idle, Write time.Duration
+}
+
+// orDefaults is t with each zero timeout at its default.
+func (t Timeouts) orDefaults() Timeouts {
+	return Timeouts{Read: cmp.Or(t.Read, config.DefaultReadTimeout),
+		Idle: cmp.Or(t.Idle, config.DefaultIdleTimeout), Write: cmp.Or(t.Write, config.DefaultWriteTimeout)}
+}
+
 const (
-	headerTimeout = 10 * time.Second
-	bodyTimeout   = 10 * time.Second
-	idleTimeout   = 30 * time.Second
-	writeTimeout  = 30 * time.Second
-	writeMargin   = 15 * time.Second
+	// writeMargin is what a long call's answer gets past its own length.
+	writeMargin = 15 * time.Second
 	// maxHeaderBytes bounds a request's line and headers: this API's
 	// carry a token and a few short fields, and Go's default (1 MiB)
 	// would let each connection hold a megabyte before authentication.
 	maxHeaderBytes = 16 << 10
 )
 
-// NewServer is the server for one listener; requests' contexts come
-// from base, which ends when shutdown begins.
-func NewServer(h http.Handler, base context.Context, log *slog.Logger) *http.Server {
+// NewServer is the server for one listener, with the timeouts to; requests'
+// contexts come from base, which ends when shutdown begins.
+func NewServer(h http.Handler, base context.Context, log *slog.Logger, to Timeouts) *http.Server {
+	to = to.orDefaults()
 	return &http.Server{
-		Handler:           withBodyDeadline(h),
-		ReadHeaderTimeout: headerTimeout,
+		Handler:           withBodyDeadline(h, to.Read),
+		ReadHeaderTimeout: to.Read,
 		MaxHeaderBytes:    maxHeaderBytes,
-		IdleTimeout:       idleTimeout,
-		WriteTimeout:      writeTimeout,
+		IdleTimeout:       to.Idle,
+		WriteTimeout:      to.Write,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
 
-// withBodyDeadline gives a request's body bodyTimeout to arrive (see above).
-func withBodyDeadline(h http.Handler) http.Handler {
+// withBodyDeadline gives a request's body limit to arrive (see above).
+func withBodyDeadline(h http.Handler, limit time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(bodyTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			if rc.SetReadDeadline(time.Now().Add(limit)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, limit: limit}
 			}
 		}
 		h.ServeHTTP(w, r)
@@ -78,6 +91,7 @@ func withBodyDeadline(h http.Handler) http.Handler {
 type deadlineBody struct {
 	io.ReadCloser
 	rc     *http.ResponseController
+	limit  time.Duration
 	lifted sync.Once
 }
 
@@ -85,9 +99,21 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if errors.Is(err, io.EOF) {
 		b.lifted.Do(func() { b.rc.SetReadDeadline(time.Time{}) })
+	} else if isTimeout(err) {
+		err = &bodyTooSlow{err: err, limit: b.limit}
 	}
 	return n, err
 }
+
+// bodyTooSlow is a body's read deadline passing; it says how long the body
+// had, for the refusal's message.
+type bodyTooSlow struct {
+	err   error
+	limit time.Duration
+}
+
+func (e *bodyTooSlow) Error() string { return e.err.Error() }
+func (e *bodyTooSlow) Unwrap() error { return e.err }
 
 // extendWriteDeadline gives the answer d more from now (0: no deadline) for
 // the calls that are long by design. It is a no-op where the writer has no
