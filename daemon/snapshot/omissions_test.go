@@ -122,9 +122,21 @@ for a in "$@"; do
 done
 exec ` + real + ` "$@"
 `
+	// Every script is written before any store runs git: a git started
+	// (forked) while a script is open for writing would make its exec
+	// fail with "text file busy".
 	git := filepath.Join(bin, "git")
-	if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+	always := filepath.Join(bin, "git-always")
+	shrank := filepath.Join(bin, "git-shrank")
+	marker2 := filepath.Join(bin, "shrank")
+	// Streaming a file into its pack (core.bigFileThreshold=1), git dies
+	// when the file shrank under it.
+	text := strings.ReplaceAll(script, marker, marker2)
+	text = strings.ReplaceAll(text, `kill -BUS $$`, `echo "fatal: failed to read 2 bytes from 'a.txt'" >&2; exit 128`)
+	for name, body := range map[string]string{git: script, always: strings.ReplaceAll(script, "[ ! -e "+marker+" ]", "true"), shrank: text} {
+		if err := os.WriteFile(name, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var log logSink
 	s := newStore(t, wd, Options{Git: git, Logger: log.logger()})
@@ -141,10 +153,6 @@ exec ` + real + ` "$@"
 
 	// A git add that crashes every time fails the Take with what
 	// happened, and leaves no lock behind.
-	always := filepath.Join(bin, "git-always")
-	if err := os.WriteFile(always, []byte(strings.ReplaceAll(script, "[ ! -e "+marker+" ]", "true")), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	s2 := newStore(t, wd, Options{Git: always, Logger: log.logger()})
 	if _, _, err := s2.Take(context.Background(), "start", 1); err == nil || !strings.Contains(err.Error(), "stopped 3 times") {
 		t.Fatalf("Take with a git add that always crashes: %v", err)
@@ -153,15 +161,7 @@ exec ` + real + ` "$@"
 		t.Fatalf("index.lock left: %v", err)
 	}
 
-	// Streaming a file into its pack (core.bigFileThreshold=1), git dies
-	// when the file shrank under it: that is run again too.
-	shrank := filepath.Join(bin, "git-shrank")
-	marker2 := filepath.Join(bin, "shrank")
-	text := strings.ReplaceAll(script, marker, marker2)
-	text = strings.ReplaceAll(text, `kill -BUS $$`, `echo "fatal: failed to read 2 bytes from 'a.txt'" >&2; exit 128`)
-	if err := os.WriteFile(shrank, []byte(text), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// A git add that found a file shrunk under it is run again too.
 	s3 := newStore(t, wd, Options{Git: shrank, Logger: log.logger()})
 	if _, isNew, err := s3.Take(context.Background(), "start", 1); err != nil || !isNew {
 		t.Fatalf("Take after git add found a file shrunk: %v, %v", isNew, err)

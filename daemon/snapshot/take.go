@@ -3,8 +3,10 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -201,7 +203,14 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 		return st, err
 	}
 	st.skipped = append(st.skipped, odd...)
-	unreadable, err := s.addAll(ctx)
+	// A store whose index holds nothing yet (its first snapshot) tracks
+	// nothing the rules could cover: no ignore fix, and the tree's files
+	// are all added (no diff against the empty tree to count them).
+	before := s.indexEntries()
+	if before == 0 {
+		s.fixIgnored = false
+	}
+	unreadable, err := s.addAll(ctx, st.took.Files-int64(before) <= maxStreamedFiles)
 	if err != nil {
 		return st, err
 	}
@@ -227,7 +236,11 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 			parent = s.newest.tree
 		}
 		st.counts = diffCounts{}
-		if st.tree != parent {
+		switch {
+		case st.tree == parent:
+		case parent == emptyTree && before == 0:
+			st.counts.added = s.indexEntries()
+		default:
 			if st.counts, err = s.diffCount(ctx, parent, st.tree); err != nil {
 				return st, err
 			}
@@ -312,22 +325,48 @@ func (s *Store) skippedBig() []Skipped {
 // stopped is run again.
 const addRetries = 2
 
+// maxStreamedFiles bounds the new files a git add streams into one pack:
+// git's bulk check-in looks up each object it writes in a list of those
+// written before it, one by one (git 2.39), which at 100,000 new files
+// costs more than the loose objects it saves.
+const maxStreamedFiles = 16 << 10
+
+// indexEntries is how many entries the private index holds (its header
+// says), 0 when there is none.
+func (s *Store) indexEntries() int {
+	f, err := os.Open(s.git.index)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var head [12]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil || string(head[:4]) != "DIRC" {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(head[8:]))
+}
+
 // addAll runs `git add -A` of the whole tree into the private index and
-// returns the files it could not read. --ignore-errors: a file that
+// returns the files it could not read. With stream, the files git reads
+// go into one pack (see below) instead of a loose object each. --ignore-errors: a file that
 // cannot be read (permissions, or gone between the walk and git) is left
 // out and named, not a failed snapshot. A git stopped by a file changing
 // while it read it (it found fewer bytes than it was told: "failed to
 // read"; or a signal) left its index.lock: that is cleared and the add
 // run again. git's warnings are logged.
-func (s *Store) addAll(ctx context.Context) ([]Skipped, error) {
+func (s *Store) addAll(ctx context.Context, stream bool) ([]Skipped, error) {
 	for attempt := 0; ; attempt++ {
 		var warn string
+		threshold := "core.bigFileThreshold=512m" // git's default
+		if stream {
+			threshold = "core.bigFileThreshold=1"
+		}
 		// core.bigFileThreshold=1: every file is streamed into one pack
 		// (git's bulk check-in) instead of a loose object file each: a
 		// third less time for a first snapshot of 10,000 files here, and
 		// one file for the collector to repack instead of thousands. It
 		// is set for this run only: for the diffs, files stay text.
-		c := call{args: []string{"-c", "core.bigFileThreshold=1", "add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn}
+		c := call{args: []string{"-c", threshold, "add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn}
 		_, err := s.git.run(ctx, c)
 		var ge *GitError
 		var exit *exec.ExitError
