@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // A Take from what changed, in process.
@@ -278,26 +279,24 @@ func (s *Store) storeFile(f seenFile) (treeEntry, []byte, error) {
 		}
 		e.mode, data = modeLink, []byte(target)
 	} else {
-		// Not blocking: a named pipe put where the walk saw a file would
-		// otherwise hold the Take until something writes to it.
-		file, err := os.OpenFile(abs, os.O_RDONLY|openNoBlock, 0)
+		// safefile: a named pipe put where the walk saw a file is not
+		// waited on, and a link put there is not followed (both are the
+		// next Take's, as the watcher reports them).
+		file, fi, err := safefile.Open(abs)
+		if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrSymlink) {
+			return e, nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+		}
 		if err != nil {
 			return e, nil, err
 		}
-		fi, err := file.Stat()
-		if err == nil && !fi.Mode().IsRegular() {
-			err = fmt.Errorf("%s is no longer a regular file: %w", f.path, fs.ErrNotExist)
+		if fi.Mode()&0o100 != 0 {
+			e.mode = modeExec // git keeps the owner's execute bit only
 		}
-		if err == nil {
-			if fi.Mode()&0o100 != 0 {
-				e.mode = modeExec // git keeps the owner's execute bit only
-			}
-			data, err = io.ReadAll(io.LimitReader(file, maxObjectBytes+1))
-			if err == nil && len(data) > maxObjectBytes {
-				err = errNotFast // no size limit set, and a file too large to hold: git reads it
-			}
-		}
+		data, err = safefile.ReadAll(file, fi, abs, maxObjectBytes)
 		file.Close()
+		if errors.Is(err, safefile.ErrTooLarge) {
+			return e, nil, errNotFast // no size limit set, and a file too large to hold: git reads it
+		}
 		if err != nil {
 			return e, nil, err
 		}

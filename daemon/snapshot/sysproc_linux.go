@@ -20,6 +20,3 @@ func ownerOf(fi fs.FileInfo) (uid, gid int, ok bool) {
 	}
 	return int(st.Uid), int(st.Gid), true
 }
-
-// openNoBlock opens a named pipe without waiting for a writer.
-const openNoBlock = syscall.O_NONBLOCK

@@ -13,6 +13,3 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 // ownerOf knows no owner here: a restore leaves owners as the system makes
 // them.
 func ownerOf(fs.FileInfo) (uid, gid int, ok bool) { return 0, 0, false }
-
-// openNoBlock: a named pipe found where a file was is rare enough here.
-const openNoBlock = 0
