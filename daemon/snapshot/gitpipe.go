@@ -38,6 +38,7 @@ type pipes struct {
 	catFile     *gitPipe
 	checkIgnore *gitPipe
 	idle        *time.Timer // stops them after pipeIdle; nil when none runs
+	packedReads int         // objects read through cat-file (tests look)
 }
 
 // startPipe starts git with args in the work tree, talking over pipes.
@@ -131,6 +132,7 @@ func (s *Store) readObject(ctx context.Context, o oid) (string, []byte, error) {
 		return "", nil, err
 	}
 	defer context.AfterFunc(ctx, func() { p.cmd.Process.Kill() })()
+	s.pipes.packedReads++
 	typ, data, err = catFileOne(p, o)
 	if err != nil {
 		s.pipes.catFile = nil

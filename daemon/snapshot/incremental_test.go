@@ -418,7 +418,9 @@ func TestIncrementalAfterPacking(t *testing.T) {
 	if incremental < 6 {
 		t.Fatalf("only %d of 12 rounds were snapshots from what changed", incremental)
 	}
-	if inc.pipes.catFile == nil {
+	inc.mu.Lock()
+	defer inc.mu.Unlock()
+	if inc.pipes.packedReads == 0 {
 		t.Fatal("no object was read from a pack")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -52,7 +53,11 @@ func runChild() int {
 		s.pointHook = func(p string) {
 			if p == hold {
 				os.WriteFile(os.Getenv("SNAPSHOT_CHILD_HELD"), []byte(p), 0o600)
-				time.Sleep(time.Hour) // until the test kills the process
+				// Held until the test kills the process: its stdin is a
+				// pipe the test never writes to. Should the test go away
+				// instead, the pipe ends and so does the child.
+				io.Copy(io.Discard, os.Stdin)
+				os.Exit(3)
 			}
 		}
 	}
@@ -123,9 +128,15 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
+		hold, holding, err := os.Pipe() // the child's stdin: nothing is ever written
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdin = hold
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		hold.Close()
 		if r.gitPoint != "" {
 			git.WaitHeld(t, 60*time.Second, func() string { return stderr.String() })
 		} else {
@@ -136,7 +147,8 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 		}
 		// The whole process group: the test process and its git.
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err := cmd.Wait()
+		err = cmd.Wait()
+		holding.Close()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 			t.Fatalf("%s: the child was not killed mid-way (%v)\n%s", name, err, stderr.String())
