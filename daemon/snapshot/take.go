@@ -548,53 +548,9 @@ func (c *diffCounts) count(status byte, p string) {
 // reading git's output as it comes: a first snapshot of 100,000 files
 // lists them all, and none of it needs keeping.
 func (s *Store) diffCount(ctx context.Context, from, to string) (diffCounts, error) {
-	w := &rawCounter{}
-	_, err := s.git.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", from, to}, stdout: w})
-	if err == nil {
-		err = w.err
-	}
-	if err != nil {
-		return diffCounts{}, fmt.Errorf("snapshot store: %w", err)
-	}
-	return w.counts, nil
-}
-
-// rawCounter counts `git diff-tree -z --raw` records written to it:
-// ":old new oldsha newsha S\0path\0".
-type rawCounter struct {
-	counts  diffCounts
-	partial []byte // a field not yet ended by its NUL
-	status  byte   // the status of the record whose path comes next; 0 before a header
-	err     error
-}
-
-func (r *rawCounter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, 0)
-		if i < 0 {
-			r.partial = append(r.partial, p...)
-			break
-		}
-		field := p[:i]
-		if len(r.partial) > 0 {
-			field = append(r.partial, field...)
-			r.partial = r.partial[:0]
-		}
-		p = p[i+1:]
-		if r.status == 0 {
-			head := bytes.Fields(field)
-			if len(field) == 0 || field[0] != ':' || len(head) != 5 || len(head[4]) == 0 {
-				r.err = fmt.Errorf("unexpected diff line %q", field)
-				return n, nil
-			}
-			r.status = head[4][0]
-			continue
-		}
-		r.counts.count(r.status, string(field))
-		r.status = 0
-	}
-	return n, nil
+	var counts diffCounts
+	err := s.diffTreeEach(ctx, from, to, nil, func(c change) { counts.count(c.status, c.path) })
+	return counts, err
 }
 
 // dropIgnored removes from the private index the tracked files the ignore
@@ -849,33 +805,69 @@ func detailOf(snap Snapshot, st *staged) *Detail {
 
 // diffTree lists what changed between two trees, recursively.
 func (s *Store) diffTree(ctx context.Context, from, to string, paths ...string) ([]change, error) {
+	var list []change
+	err := s.diffTreeEach(ctx, from, to, paths, func(c change) { list = append(list, c) })
+	return list, err
+}
+
+// diffTreeEach hands each change between two trees (below paths, if
+// any) to each as git writes it.
+func (s *Store) diffTreeEach(ctx context.Context, from, to string, paths []string, each func(change)) error {
 	args := []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", from, to}
 	if len(paths) > 0 {
 		args = append(append(args, "--"), paths...)
 	}
-	out, err := s.git.run(ctx, call{args: args})
-	if err != nil {
-		return nil, fmt.Errorf("snapshot store: %w", err)
+	w := &rawReader{each: each}
+	_, err := s.git.run(ctx, call{args: args, stdout: w})
+	if err == nil {
+		err = w.done()
 	}
-	return parseRaw(out)
+	if err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	return nil
 }
 
-// parseRaw reads `git diff-tree -z --raw` output: ":old new oldsha newsha S\0path\0".
-func parseRaw(out []byte) ([]change, error) {
-	var list []change
-	f := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-	for i := 0; i < len(f); i++ {
-		if f[i] == "" {
-			continue
+// rawReader reads `git diff-tree -z --raw` output written to it,
+// ":old new oldsha newsha S\0path\0" per change, as it comes.
+type rawReader struct {
+	each    func(change)
+	partial []byte   // a field not yet ended by its NUL
+	head    []string // the header of the change whose path comes next
+	err     error
+}
+
+func (r *rawReader) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 && r.err == nil {
+		i := bytes.IndexByte(p, 0)
+		if i < 0 {
+			r.partial = append(r.partial, p...)
+			break
 		}
-		head := strings.Fields(strings.TrimPrefix(f[i], ":"))
-		if !strings.HasPrefix(f[i], ":") || len(head) != 5 || i+1 >= len(f) {
-			return nil, fmt.Errorf("snapshot store: unexpected diff line %q", f[i])
+		field := string(append(r.partial, p[:i]...))
+		r.partial, p = r.partial[:0], p[i+1:]
+		switch {
+		case r.head != nil:
+			r.each(change{status: r.head[4][0], oldMode: r.head[0], newMode: r.head[1], oldID: r.head[2], newID: r.head[3], path: field})
+			r.head = nil
+		case field != "":
+			head := strings.Fields(strings.TrimPrefix(field, ":"))
+			if !strings.HasPrefix(field, ":") || len(head) != 5 || head[4] == "" {
+				r.err = fmt.Errorf("unexpected diff line %q", field)
+			}
+			r.head = head
 		}
-		list = append(list, change{status: head[4][0], oldMode: head[0], newMode: head[1], oldID: head[2], newID: head[3], path: f[i+1]})
-		i++
 	}
-	return list, nil
+	return n, nil
+}
+
+// done says whether the output ended where a change does.
+func (r *rawReader) done() error {
+	if r.err == nil && (r.head != nil || len(r.partial) > 0) {
+		r.err = errors.New("the diff ended in the middle of a change")
+	}
+	return r.err
 }
 
 // walked is what the walk of the workdir found.
