@@ -242,7 +242,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 		}
 	}
 	st.tree = tree.String()
-	s.staged, s.indexBehind = st.tree, true
+	s.indexBehind = st.tree
 	s.reach(pointTrees)
 	if counting && len(st.changes) <= maxCountedPaths {
 		if st.files, err = s.countChanged(ctx, st.changes, content); err != nil {
@@ -385,13 +385,13 @@ func (s *Store) applyEdits(ctx context.Context, id oid, edits map[string]*treeEn
 // checking the work tree, which may have moved on), so the full add
 // that follows reads again only the files that changed.
 func (s *Store) syncIndex(ctx context.Context) error {
-	if !s.indexBehind {
+	if s.indexBehind == "" {
 		return nil
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"read-tree", "--reset", s.staged}}); err != nil {
+	if _, err := s.git.run(ctx, call{args: []string{"read-tree", "--reset", s.indexBehind}}); err != nil {
 		return fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
-	s.indexBehind = false
+	s.indexBehind = ""
 	return nil
 }
 

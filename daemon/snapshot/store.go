@@ -160,11 +160,10 @@ type Store struct {
 	bigIgnored   map[string]int64 // over the size but ignored anyway
 	fixIgnored   bool             // check the index for tracked files that became ignored
 	walkState    *treeState       // what the last Take's walk found; nil before the first
-	// staged is the tree the last Take staged; indexBehind says the
-	// private index does not hold it (a Take from what changed staged it
-	// in process: syncIndex).
-	staged      string
-	indexBehind bool
+	// indexBehind is the tree the last Take from what changed staged in
+	// process, which the private index does not hold yet ("" when it
+	// holds what was staged): syncIndex.
+	indexBehind string
 	trees       treeCache                  // parsed trees on the changed paths (fast.go)
 	zw          *zlib.Writer               // reused for the loose objects a Take writes
 	pipes       pipes                      // long-lived git processes (gitpipe.go)

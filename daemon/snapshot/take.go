@@ -258,7 +258,6 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 			break
 		}
 	}
-	s.staged = st.tree
 	if st.modes, err = s.modeLines(ctx, st.tree, found.modes); err != nil {
 		return st, err
 	}
