@@ -101,10 +101,29 @@
 // from what changed and a full one of the same tree in a second store,
 // and requires the same tree, skipped files, permissions and line counts.
 //
-// A full add runs with core.bigFileThreshold=1 for that run only: git
-// streams every file into one pack (its bulk check-in) instead of
-// writing a loose object file each, which is what a first snapshot of a
-// large tree spends most of its time on.
+// A full add runs with core.bigFileThreshold=1 for that run only (when
+// it adds at most maxStreamedFiles new files): git streams every file
+// into one pack (its bulk check-in) instead of writing a loose object
+// file each.
+//
+// # The first snapshot
+//
+// The first Take of a new store adds every file, and git add -A spends
+// most of that on creating a loose object file per file (or, streaming
+// them into one pack, on a lookup that is quadratic in git 2.39). On
+// Linux the store writes it in process instead (first.go): the files
+// `git ls-files -o --exclude-standard` lists under the store's rules (so
+// exactly those git add -A would add) are read inside the workdir
+// (os.Root), their blobs and the trees written into one new pack
+// (packwrite.go: git's pack and index version 2, no deltas, fsynced as
+// git fsyncs packs) and the private index written with each file's stat
+// data as git would write it (indexfile.go), so the next full add reads
+// again only the files that changed. Anything git would decide otherwise
+// (a directory it lists whole, a path that changed kind while read, a
+// file too large to read in process) leaves the Take to git add.
+// TestFirstEqualsGitAdd compares the tree, the skipped files, the
+// permissions and the index (stat data included, as `git ls-files
+// --debug` shows it) with git add's on trees of random edits.
 //
 // A snapshot from what changed covers the changes the watcher reported
 // before the Take began; a change still in the watcher's quiet period is
@@ -130,7 +149,10 @@
 // with git's message and the agent shows degraded ["snapshots"] until the
 // store is moved away. TestSIGKILLDuringSnapshot kills a Take at each
 // point: in git add, before write-tree, and in process after the blobs,
-// the trees, the commit and the ref's lock file.
+// the trees, the commit and the ref's lock file;
+// TestSIGKILLDuringFirstSnapshot kills a first snapshot with its pack
+// half written (a temporary file, which the collector removes) and with
+// the pack in place before the index.
 //
 // # Concurrency and cost
 //

@@ -123,37 +123,13 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 		if r.fast {
 			env = append(env, fmt.Sprintf("SNAPSHOT_CHILD_FAST=round %d\n", i))
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = env
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		hold, holding, err := os.Pipe() // the child's stdin: nothing is ever written
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdin = hold
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		hold.Close()
-		if r.gitPoint != "" {
-			git.WaitHeld(t, 60*time.Second, func() string { return stderr.String() })
-		} else {
-			testwait.Until(t, func() string { return name + ": the child did not reach the point; it said: " + stderr.String() }, func() bool {
-				_, err := os.Stat(held)
-				return err == nil
-			})
-		}
-		// The whole process group: the test process and its git.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = cmd.Wait()
-		holding.Close()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("%s: the child was not killed mid-way (%v)\n%s", name, err, stderr.String())
-		}
-		waitFor(t, func() bool { return syscall.Kill(-cmd.Process.Pid, 0) != nil }) // its git is gone too
+		killHeld(t, name, env, func(stderr func() string) {
+			if r.gitPoint != "" {
+				git.WaitHeld(t, 60*time.Second, stderr)
+			} else {
+				waitHeldFile(t, name, held, stderr)
+			}
+		})
 		if r.gitPoint != "" {
 			git.Release(t)
 		}
@@ -205,6 +181,84 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 	}
 	if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--no-dangling"}}); err != nil {
 		t.Fatalf("fsck at the end: %v\n%s", err, out)
+	}
+}
+
+// killHeld starts the test binary as a snapshot child with env, waits
+// until it is held (wait, given the child's stderr so far), and kills
+// its process group (the child and its git) with SIGKILL.
+func killHeld(t *testing.T, name string, env []string, wait func(stderr func() string)) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	hold, holding, err := os.Pipe() // the child's stdin: nothing is ever written
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holding.Close()
+	cmd.Stdin = hold
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hold.Close()
+	wait(func() string { return stderr.String() })
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("%s: the child was not killed mid-way (%v)\n%s", name, err, stderr.String())
+	}
+	waitFor(t, func() bool { return syscall.Kill(-cmd.Process.Pid, 0) != nil }) // its git is gone too
+}
+
+// waitHeldFile waits until the child wrote held (it reached its point).
+func waitHeldFile(t *testing.T, name, held string, stderr func() string) {
+	t.Helper()
+	testwait.Until(t, func() string { return name + ": the child did not reach the point; it said: " + stderr() }, func() bool {
+		_, err := os.Stat(held)
+		return err == nil
+	})
+}
+
+// TestSIGKILLDuringFirstSnapshot: a SIGKILL while a first snapshot is
+// written in process (its objects in a temporary pack; the pack in place,
+// the index not) leaves a store that lists no snapshot, passes fsck, and
+// takes the first snapshot again, right.
+func TestSIGKILLDuringFirstSnapshot(t *testing.T) {
+	wd := t.TempDir()
+	for d := range 3 {
+		for f := range 20 {
+			write(t, wd, fmt.Sprintf("d%d/f%02d.txt", d, f), randomText(2<<10, int64(d*20+f)))
+		}
+	}
+	for _, point := range []string{pointFirstObjects, pointFirstPacked} {
+		dir := filepath.Join(t.TempDir(), "snapshots.git")
+		held := filepath.Join(t.TempDir(), "held")
+		env := append(os.Environ(), childEnv+"=1", "SNAPSHOT_CHILD_DIR="+dir, "SNAPSHOT_CHILD_WORK="+wd,
+			"SNAPSHOT_CHILD_HOLD="+point, "SNAPSHOT_CHILD_HELD="+held)
+		killHeld(t, point, env, func(stderr func() string) { waitHeldFile(t, point, held, stderr) })
+
+		s := newStore(t, wd, Options{Dir: dir})
+		if list, err := s.List(context.Background()); err != nil || len(list) != 0 {
+			t.Fatalf("%s: after SIGKILL the store lists %+v (%v), want nothing", point, list, err)
+		}
+		if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
+			t.Fatalf("%s: fsck after SIGKILL: %v\n%s", point, err, out)
+		}
+		snap, _ := take(t, s, "start", 1)
+		if n := looseObjects(t, s); n != 1 {
+			t.Fatalf("%s: the first snapshot after the kill was not written in process (%d loose objects)", point, n)
+		}
+		if got := treeOf(t, s, snap.ID)["d2/f19.txt"].content; got != randomText(2<<10, 59) || snap.Added != 60 {
+			t.Fatalf("%s: the first snapshot after the kill holds %d files, d2/f19.txt %q", point, snap.Added, got)
+		}
+		if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
+			t.Fatalf("%s: fsck at the end: %v\n%s", point, err, out)
+		}
+		s.Close()
 	}
 }
 

@@ -43,6 +43,11 @@ const (
 	pointTrees     = "trees-written"
 	pointCommit    = "commit-written"
 	pointRefLocked = "ref-locked"
+
+	// A first snapshot's (first.go): its objects written to a
+	// temporary pack, and the pack put in place (its index not yet).
+	pointFirstObjects = "first-objects-written"
+	pointFirstPacked  = "first-packed"
 )
 
 // reach runs the test hook at point p.

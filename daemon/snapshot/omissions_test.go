@@ -138,8 +138,11 @@ exec ` + real + ` "$@"
 			t.Fatal(err)
 		}
 	}
+	// Each store's first snapshot is staged by git add, as a full add
+	// after it would be (first.go writes it in process otherwise).
 	var log logSink
 	s := newStore(t, wd, Options{Git: git, Logger: log.logger()})
+	s.firstByGit = true
 	snap, isNew, err := s.Take(context.Background(), "start", 1)
 	if err != nil || !isNew {
 		t.Fatalf("Take after a crashed git add: %v, %v\n%s", isNew, err, log.String())
@@ -154,6 +157,7 @@ exec ` + real + ` "$@"
 	// A git add that crashes every time fails the Take with what
 	// happened, and leaves no lock behind.
 	s2 := newStore(t, wd, Options{Git: always, Logger: log.logger()})
+	s2.firstByGit = true
 	if _, _, err := s2.Take(context.Background(), "start", 1); err == nil || !strings.Contains(err.Error(), "stopped 3 times") {
 		t.Fatalf("Take with a git add that always crashes: %v", err)
 	}
@@ -163,6 +167,7 @@ exec ` + real + ` "$@"
 
 	// A git add that found a file shrunk under it is run again too.
 	s3 := newStore(t, wd, Options{Git: shrank, Logger: log.logger()})
+	s3.firstByGit = true
 	if _, isNew, err := s3.Take(context.Background(), "start", 1); err != nil || !isNew {
 		t.Fatalf("Take after git add found a file shrunk: %v, %v", isNew, err)
 	}

@@ -275,7 +275,7 @@ func TestGitMissing(t *testing.T) {
 	// A git that fails: Take returns an error naming what git said.
 	bad := filepath.Join(t.TempDir(), "git")
 	real, _ := exec.LookPath("git")
-	script := "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = add ] && { echo 'fatal: disk on fire' >&2; exit 128; }; done\nexec " + real + " \"$@\"\n"
+	script := "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in add|ls-files) echo 'fatal: disk on fire' >&2; exit 128;; esac; done\nexec " + real + " \"$@\"\n"
 	if err := os.WriteFile(bad, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -159,6 +159,7 @@ type Store struct {
 	oversized    map[string]int64 // skipped for their size at the last Take
 	bigIgnored   map[string]int64 // over the size but ignored anyway
 	fixIgnored   bool             // check the index for tracked files that became ignored
+	firstByGit   bool             // tests: a first snapshot is staged by git add, as before first.go
 	walkState    *treeState       // what the last Take's walk found; nil before the first
 	// indexBehind is the tree the last Take from what changed staged in
 	// process, which the private index does not hold yet ("" when it

@@ -210,6 +210,16 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 	if before == 0 {
 		s.fixIgnored = false
 	}
+	if s.canStageFirst(force, before) {
+		first, err := s.stageFirst(ctx)
+		switch {
+		case err == nil:
+			return s.stagedFirst(ctx, st, first, found, t)
+		case !errors.Is(err, errNotFirst):
+			return st, err
+		}
+		s.log.Info("snapshot store: the first snapshot is staged by git add instead", "why", err)
+	}
 	unreadable, err := s.addAll(ctx, st.took.Files-int64(before) <= maxStreamedFiles)
 	if err != nil {
 		return st, err
@@ -258,6 +268,23 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 			break
 		}
 	}
+	if st.modes, err = s.modeLines(ctx, st.tree, found.modes); err != nil {
+		return st, err
+	}
+	st.took.Tree = time.Since(t)
+	return st, nil
+}
+
+// stagedFirst is stage's end for a first snapshot written in process
+// (stageFirst), begun at start.
+func (s *Store) stagedFirst(ctx context.Context, st staged, first stagedFirst, found walked, start time.Time) (staged, error) {
+	s.walkState = &treeState{modes: found.modes, odd: found.odd, unreadable: first.unreadable}
+	st.skipped = append(st.skipped, first.unreadable...)
+	st.took.Add = time.Since(start)
+	t := time.Now()
+	st.tree = first.tree
+	st.counts = diffCounts{added: first.files}
+	var err error
 	if st.modes, err = s.modeLines(ctx, st.tree, found.modes); err != nil {
 		return st, err
 	}

@@ -1,0 +1,153 @@
+//go:build linux
+
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// firstTree writes the cases a first snapshot must decide as git add -A
+// does, beside the editor's: links (to a file, to a directory, dangling,
+// out of the tree), execute bits, identical files (one object), an empty
+// file, a file "a.b" beside a directory "a" (tree order), a directory of
+// ignored files only, an ignored directory with a negated file in it, a
+// nested ignore file, a file over the size limit and an ignored one, a
+// named pipe, a nested repository, the ignored directory names and
+// patterns of the options, names with spaces, a newline and non-ASCII.
+func firstTree(t *testing.T, work string) {
+	t.Helper()
+	for p, c := range map[string]string{
+		"x/a.b": "dot\n", "x/a/inner": "in\n", "x/a/inner2": "in\n", "x/empty": "",
+		"same1": "same\n", "same2": "same\n", "deep/1/2/3/4/leaf": "leaf\n",
+		"onlyignored/q.log": "q\n", "ign/keep.txt": "k\n",
+		"sub/.gitignore": "*.txt\n!keep.txt\n", "sub/a.txt": "ignored by sub\n", "sub/keep.txt": "kept\n",
+		"big.bin": strings.Repeat("b", 100), "bigignored.log": strings.Repeat("b", 100),
+		"node_modules/m/index.js": "module\n", "x/node_modules/y.js": "module\n", "notes.secret": "s\n",
+		"with space/f i l e": "space\n", "new\nline": "newline\n", "ünï/cödé.txt": "utf8\n",
+		"nested/inner.txt": "nested\n", "run.sh": "#!/bin/sh\n",
+	} {
+		write(t, work, p, c)
+	}
+	if err := os.WriteFile(filepath.Join(work, ".gitignore"), []byte("*.log\nign/\n!ign/keep.txt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(work, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"l-file": "same1", "l-dir": "x", "l-dangling": "nowhere", "l-out": "/etc/hostname"} {
+		if err := os.Symlink(target, filepath.Join(work, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(work, "x", "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	userGit(t, filepath.Join(work, "nested"), "init", "-q")
+}
+
+// TestFirstEqualsGitAdd: a first snapshot written in process (first.go)
+// is the one git add -A stages, on trees of random edits: the same tree,
+// skipped files and permissions, and a private index with the same
+// entries and stat data as git's own, so the full add after it reads
+// nothing again; and the full adds after it stay equal.
+func TestFirstEqualsGitAdd(t *testing.T) {
+	for _, seed := range testSeeds(1, 2, 3, 4, 5, 6) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			e := newEditor(t, seed)
+			e.ignoreEdits = true
+			firstTree(t, e.work)
+			for range 10 + e.rng.IntN(30) {
+				e.edit()
+			}
+			opt := Options{MaxFileBytes: 64, IgnoreDirs: []string{"node_modules"}, Ignore: []string{"*.secret"}}
+			ours, git := newStore(t, e.work, opt), newStore(t, e.work, opt)
+			git.firstByGit = true
+			a, _ := take(t, ours, "start", 1)
+			b, _ := take(t, git, "start", 1)
+			if n := looseObjects(t, ours); n != 1 {
+				t.Fatalf("the first snapshot left %d loose objects, want its commit only: it was not written in process", n)
+			}
+			sameSnapshot(t, "first", ours, git, a, b)
+			if x, y := indexDebug(t, ours), indexDebug(t, git); x != y {
+				t.Fatalf("the private index written in process differs from git's:\n%s\n---- git's:\n%s", x, y)
+			}
+			if out, err := ours.git.run(context.Background(), call{args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
+				t.Fatalf("fsck: %v\n%s", err, out)
+			}
+			// The full adds after it (nothing told what changed).
+			for round := 2; round <= 6; round++ {
+				for range 1 + e.rng.IntN(4) {
+					e.edit()
+				}
+				a, _ = take(t, ours, "quiet", uint64(round))
+				b, _ = take(t, git, "quiet", uint64(round))
+				sameSnapshot(t, fmt.Sprint("round ", round), ours, git, a, b)
+			}
+		})
+	}
+}
+
+// sameSnapshot fails unless a (of ours) and b (of git) hold the same tree,
+// counts, skipped files and permissions.
+func sameSnapshot(t *testing.T, what string, ours, git *Store, a, b Snapshot) {
+	t.Helper()
+	da, err := ours.Show(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := git.Show(context.Background(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ja, _ := json.Marshal(da.SkippedFiles)
+	jb, _ := json.Marshal(db.SkippedFiles)
+	if a.tree != b.tree || a.Added != b.Added || ours.newestModes != git.newestModes || string(ja) != string(jb) {
+		ta, tb := treeOf(t, ours, a.ID), treeOf(t, git, b.ID)
+		var diff []string
+		for _, p := range keys(ta) {
+			if tb[p] != ta[p] {
+				diff = append(diff, fmt.Sprintf("%q: ours %+v, git's %+v", p, ta[p], tb[p]))
+			}
+		}
+		for _, p := range keys(tb) {
+			if _, ok := ta[p]; !ok {
+				diff = append(diff, fmt.Sprintf("%q: missing from ours, git's %+v", p, tb[p]))
+			}
+		}
+		t.Fatalf("%s: ours %s (added %d, modes %q, skipped %s) != git's %s (added %d, modes %q, skipped %s)\n%s",
+			what, a.tree, a.Added, ours.newestModes, ja, b.tree, b.Added, git.newestModes, jb, strings.Join(diff, "\n"))
+	}
+}
+
+// indexDebug is the store's private index as `git ls-files --stage
+// --debug` shows it: every entry with its stat data.
+func indexDebug(t *testing.T, s *Store) string {
+	t.Helper()
+	out, err := s.git.run(context.Background(), call{args: []string{"ls-files", "--stage", "--debug"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// looseObjects counts the store's loose objects.
+func looseObjects(t *testing.T, s *Store) int {
+	t.Helper()
+	n := 0
+	dirs, _ := filepath.Glob(filepath.Join(s.opt.Dir, "objects", "[0-9a-f][0-9a-f]"))
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(ents)
+	}
+	return n
+}
