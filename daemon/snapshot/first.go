@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"context"
@@ -71,21 +72,30 @@ type treeFrame struct {
 // the comment at the top) and returns its tree.
 func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 	var res stagedFirst
-	out, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-o", "--exclude-standard"}, inWork: true})
-	if err != nil {
-		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
-	}
 	root, err := os.OpenRoot(s.work)
 	if err != nil {
 		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	defer root.Close()
-	files := bytes.Count(out, []byte{0})
-	pack, err := newPackWriter(s.opt.Dir, files+files/8)
+	// git's list is read as git writes it (its size grows with the tree);
+	// returning early closes the pipe, which ends git, and waits for it.
+	listed, lister := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-o", "--exclude-standard"}, inWork: true, stdout: lister})
+		lister.CloseWithError(err)
+	}()
+	defer func() {
+		listed.Close()
+		<-done
+	}()
+	list := bufio.NewReaderSize(listed, 64<<10)
+	pack, err := newPackWriter(s.opt.Dir, firstChunk)
 	if err != nil {
 		return res, err
 	}
-	defer pack.abort()
+	defer func() { pack.abort() }() // the pack of the moment
 	index, err := newIndexWriter(s.git.index)
 	if err != nil {
 		return res, err
@@ -125,20 +135,23 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 	var buf []byte
 	chunk := make([]string, 0, firstChunk)
 	last := ""
-	for len(out) > 0 {
+	for listing := true; listing; {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 		// The next chunk of git's list, in the index's order (git sorts
 		// it; each directory's files come together).
 		chunk = chunk[:0]
-		for len(chunk) < firstChunk && len(out) > 0 {
-			end := bytes.IndexByte(out, 0)
-			if end < 0 {
-				end = len(out)
+		for len(chunk) < firstChunk {
+			p, err := list.ReadString(0)
+			if err == io.EOF && p == "" {
+				listing = false
+				break
 			}
-			p := string(out[:end])
-			out = out[min(end+1, len(out)):]
+			if err != nil {
+				return res, fmt.Errorf("snapshot of %s: listing the files: %w", s.work, err)
+			}
+			p = p[:len(p)-1]
 			if p <= last && last != "" {
 				return res, notFirst("git listed the files out of order", p)
 			}
@@ -191,6 +204,16 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 			top.entries = append(top.entries, r.e)
 			res.files++
 		}
+		if len(pack.objs) >= s.firstPackObjects {
+			// A pack's ids and offsets are held until it is written:
+			// the next objects go to a new pack.
+			if err := pack.finish(); err != nil {
+				return res, err
+			}
+			if pack, err = newPackWriter(s.opt.Dir, firstChunk); err != nil {
+				return res, err
+			}
+		}
 	}
 	s.setStep(StepTree)
 	if err := closeTo(""); err != nil {
@@ -235,6 +258,12 @@ const (
 	firstChunk      = 128
 	firstAheadBytes = 64 << 10
 )
+
+// firstPackObjects bounds the objects of one pack of a first snapshot
+// (Store.firstPackObjects; tests lower it): its ids and offsets are held
+// until it is written, so a larger tree gets several packs, and memory
+// stays bounded however large the tree.
+const firstPackObjects = 1 << 18
 
 // errReadByWriter: the file is too large to read ahead.
 var errReadByWriter = errors.New("read by the writer")

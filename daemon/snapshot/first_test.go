@@ -53,7 +53,8 @@ func firstTree(t *testing.T, work string) {
 }
 
 // TestFirstEqualsGitAdd: a first snapshot written in process (first.go)
-// is the one git add -A stages, on trees of random edits: the same tree,
+// is the one git add -A stages, on trees of random edits (in one pack,
+// or in several for odd seeds): the same tree,
 // skipped files and permissions, and a private index with the same
 // entries and stat data as git's own, so the full add after it reads
 // nothing again; and the full adds after it stay equal.
@@ -69,10 +70,16 @@ func TestFirstEqualsGitAdd(t *testing.T) {
 			opt := Options{MaxFileBytes: 64, IgnoreDirs: []string{"node_modules"}, Ignore: []string{"*.secret"}}
 			ours, git := newStore(t, e.work, opt), newStore(t, e.work, opt)
 			git.firstByGit = true
+			if seed%2 == 1 {
+				ours.firstPackObjects = 7 // several packs, one after another
+			}
 			a, _ := take(t, ours, "start", 1)
 			b, _ := take(t, git, "start", 1)
 			if n := looseObjects(t, ours); n != 1 {
 				t.Fatalf("the first snapshot left %d loose objects, want its commit only: it was not written in process", n)
+			}
+			if packs, _ := filepath.Glob(filepath.Join(ours.opt.Dir, "objects", "pack", "pack-*.pack")); seed%2 == 1 && len(packs) < 2 {
+				t.Fatalf("the first snapshot of %d files wrote %d packs of at most 7 objects", a.Added, len(packs))
 			}
 			sameSnapshot(t, "first", ours, git, a, b)
 			if x, y := indexDebug(t, ours), indexDebug(t, git); x != y {

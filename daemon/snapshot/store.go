@@ -160,7 +160,9 @@ type Store struct {
 	bigIgnored   map[string]int64 // over the size but ignored anyway
 	fixIgnored   bool             // check the index for tracked files that became ignored
 	firstByGit   bool             // tests: a first snapshot is staged by git add, as before first.go
-	walkState    *treeState       // what the last Take's walk found; nil before the first
+	// firstPackObjects bounds a first snapshot's packs (first.go).
+	firstPackObjects int
+	walkState        *treeState // what the last Take's walk found; nil before the first
 	// indexBehind is the tree the last Take from what changed staged in
 	// process, which the private index does not hold yet ("" when it
 	// holds what was staged): syncIndex.
@@ -228,16 +230,17 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("snapshot store: workdir: %w", err)
 	}
 	s := &Store{
-		opt:        opt,
-		git:        newGitRunner(bin, opt.Dir, opt.Workdir),
-		log:        opt.Logger,
-		now:        opt.Now,
-		work:       opt.Workdir,
-		realWk:     realWk,
-		oversized:  map[string]int64{},
-		bigIgnored: map[string]int64{},
-		fixIgnored: true, // the ignore rules may have changed since the last run
-		notes:      changeNotes{unknown: true},
+		opt:              opt,
+		git:              newGitRunner(bin, opt.Dir, opt.Workdir),
+		log:              opt.Logger,
+		now:              opt.Now,
+		work:             opt.Workdir,
+		realWk:           realWk,
+		oversized:        map[string]int64{},
+		bigIgnored:       map[string]int64{},
+		fixIgnored:       true, // the ignore rules may have changed since the last run
+		firstPackObjects: firstPackObjects,
+		notes:            changeNotes{unknown: true},
 	}
 	if s.log == nil {
 		s.log = slog.Default()
