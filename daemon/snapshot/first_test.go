@@ -18,8 +18,8 @@ import (
 // out of the tree), execute bits, identical files (one object), an empty
 // file, a file "a.b" beside a directory "a" (tree order), a directory of
 // ignored files only, an ignored directory with a negated file in it, a
-// nested ignore file, a file over the size limit and an ignored one, a
-// named pipe, a nested repository, the ignored directory names and
+// nested ignore file, a file over the size limit and an ignored one,
+// names git takes for .git (a file, a directory), a named pipe, a nested repository, the ignored directory names and
 // patterns of the options, names with spaces, a newline and non-ASCII.
 func firstTree(t *testing.T, work string) {
 	t.Helper()
@@ -31,7 +31,7 @@ func firstTree(t *testing.T, work string) {
 		"big.bin": strings.Repeat("b", 100), "bigignored.log": strings.Repeat("b", 100),
 		"node_modules/m/index.js": "module\n", "x/node_modules/y.js": "module\n", "notes.secret": "s\n",
 		"with space/f i l e": "space\n", "new\nline": "newline\n", "ünï/cödé.txt": "utf8\n",
-		"nested/inner.txt": "nested\n", "run.sh": "#!/bin/sh\n",
+		"nested/inner.txt": "nested\n", "run.sh": "#!/bin/sh\n", "x/.Git": "odd\n", "deep/.GIT/f": "odd\n",
 	} {
 		write(t, work, p, c)
 	}

@@ -224,6 +224,13 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 	if err != nil {
 		return st, err
 	}
+	// git add refuses a file inside a directory it takes for .git as a
+	// file it could not add: the directory is named already.
+	unreadable = slices.DeleteFunc(unreadable, func(u Skipped) bool {
+		return slices.ContainsFunc(found.odd, func(k Skipped) bool {
+			return k.Reason == ReasonGitName && strings.HasPrefix(u.Path, k.Path+"/")
+		})
+	})
 	s.walkState = &treeState{modes: found.modes, odd: found.odd, unreadable: unreadable}
 	for _, u := range unreadable {
 		if !slices.ContainsFunc(st.skipped, func(k Skipped) bool { return k.Path == u.Path }) {
@@ -1058,6 +1065,8 @@ func (s *Store) walkDirs(queue []string, res *walked, collect bool) error {
 		wg.Go(worker)
 	}
 	wg.Wait()
+	// The walkers finish in any order: what the snapshot names does not.
+	slices.SortFunc(res.odd, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return nil
 }
 
