@@ -156,9 +156,10 @@ const mcpRefHarness = "testdata/mcpref"
 
 // mcpRefRound is one round of the harness's samples, in milliseconds.
 type mcpRefRound struct {
-	Round                int
-	Startup, Write, Read struct{ Ours, Theirs []float64 }
-	Size                 map[string]int
+	Round       int
+	Startup     struct{ Ours, Theirs, Direct []float64 }
+	Write, Read struct{ Ours, Theirs []float64 }
+	Size        map[string]int
 }
 
 // BenchmarkMCPStdioVsReference: `continuityd mcp` against the reference
@@ -167,7 +168,9 @@ type mcpRefRound struct {
 // (testdata/mcpref/bench.mjs, which says exactly what is timed),
 // interleaved: start-up (spawn to initialize done), a write (ours a
 // durable checkpoint, theirs add_observations) and a read (ours resume,
-// theirs open_nodes of an entity as large as our resume). b.N is the
+// theirs open_nodes of an entity as large as our resume). Start-up is
+// also measured for continuityd-daemon mcp (startup-direct: what an MCP
+// config naming the daemon binary skips, the front's exec). b.N is the
 // number of rounds; each starts both servers afresh. The ratios are
 // ours over theirs, medians of the rounds' medians (issue 23's goals:
 // 0.1, 0.5, 0.5). It needs node and the harness's packages:
@@ -191,7 +194,9 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 	memoryDir := b.TempDir()
 	const startups, calls = 5, 60
 	cfg, _ := json.Marshal(map[string]any{
-		"ours":      map[string]any{"command": binary, "args": []string{"mcp"}, "env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
+		"ours": map[string]any{"command": binary, "args": []string{"mcp"}, "env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
+		"oursDirect": map[string]any{"command": filepath.Join(filepath.Dir(binary), "continuityd-daemon"), "args": []string{"mcp"},
+			"env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
 		"memoryDir": memoryDir, "rounds": b.N, "startups": startups, "calls": calls,
 	})
 	cmd := exec.Command(node, "bench.mjs", string(cfg))
@@ -225,6 +230,7 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 		pairs func(r mcpRefRound) (ours, theirs []float64)
 	}{
 		{"startup", func(r mcpRefRound) ([]float64, []float64) { return r.Startup.Ours, r.Startup.Theirs }},
+		{"startup-direct", func(r mcpRefRound) ([]float64, []float64) { return r.Startup.Direct, r.Startup.Theirs }},
 		{"write", func(r mcpRefRound) ([]float64, []float64) { return r.Write.Ours, r.Write.Theirs }},
 		{"read", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Ours, r.Read.Theirs }},
 	} {

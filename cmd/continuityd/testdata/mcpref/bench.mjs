@@ -6,8 +6,8 @@
 //
 //   node bench.mjs '<config JSON>'
 //
-// config: {"ours": {"command", "args", "env"}, "memoryDir", "rounds",
-// "startups", "calls"}. Prints one JSON line per round: every sample, in
+// config: {"ours": {"command", "args", "env"}, "oursDirect": the same for
+// start-up only, "memoryDir", "rounds", "startups", "calls"}. Prints one JSON line per round: every sample, in
 // milliseconds, and the answers' sizes; the Go benchmark takes the medians.
 //
 // What is timed, the same for both servers:
@@ -88,6 +88,7 @@ function seed(file, size) {
 }
 
 const oursServer = server("ours", cfg.ours.command, cfg.ours.args, cfg.ours.env);
+const directServer = cfg.oursDirect && server("direct", cfg.oursDirect.command, cfg.oursDirect.args, cfg.oursDirect.env);
 
 // Our resume's size, read once before the rounds, sets the size of theirs.
 let resumeSize;
@@ -105,9 +106,10 @@ for (let round = 0; round < cfg.rounds; round++) {
   const theirsServer = server("theirs", process.execPath, [memoryServer], { MEMORY_FILE_PATH: file });
   // Who goes first alternates by round, and by call within a round.
   const pair = round % 2 === 0 ? [["ours", oursServer], ["theirs", theirsServer]] : [["theirs", theirsServer], ["ours", oursServer]];
-  const out = { round, startup: { ours: [], theirs: [] }, write: { ours: [], theirs: [] }, read: { ours: [], theirs: [] }, size: {} };
+  const out = { round, startup: { ours: [], theirs: [], direct: [] }, write: { ours: [], theirs: [] }, read: { ours: [], theirs: [] }, size: {} };
   for (let i = 0; i < cfg.startups; i++) {
-    for (const [who, s] of i % 2 === 0 ? pair : [...pair].reverse()) {
+    const starts = directServer ? [...pair, ["direct", directServer]] : pair;
+    for (const [who, s] of i % 2 === 0 ? starts : [...starts].reverse()) {
       const { client, ms } = await connect(s);
       out.startup[who].push(ms);
       await client.close();
