@@ -184,7 +184,7 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 	}
 	for _, pkg := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/server-memory"} {
 		if _, err := os.Stat(filepath.Join(mcpRefHarness, "node_modules", pkg, "package.json")); err != nil {
-			b.Skipf("the harness's packages are not installed (%s is missing): run `npm ci --prefix cmd/continuityd/testdata/mcpref`", pkg)
+			b.Skipf("the harness's packages are not installed (%s is missing): run `npm ci --prefix cmd/continuityd/testdata/mcpref` at the repository's root", pkg)
 		}
 	}
 	w := newWorkspace(&testing.T{})
