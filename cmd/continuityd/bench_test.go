@@ -6,7 +6,9 @@ package main
 //	go test -run '^$' -bench . -benchtime 200x ./cmd/continuityd/
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -146,4 +148,105 @@ func BenchmarkMCPStartupAndResume(b *testing.B) {
 	b.ReportMetric(ms(p50(viaMCP)), "mcp-resume-p50-ms")
 	b.ReportMetric(ms(p50(viaHTTP)), "http-resume-p50-ms")
 	b.ReportMetric(float64(p50(viaMCP))/float64(p50(viaHTTP)), "ratio")
+}
+
+// mcpRefHarness is BenchmarkMCPStdioVsReference's Node harness; its
+// node_modules come from `npm ci` and are not committed.
+const mcpRefHarness = "testdata/mcpref"
+
+// mcpRefRound is one round of the harness's samples, in milliseconds.
+type mcpRefRound struct {
+	Round       int
+	Startup     struct{ Ours, Theirs, Direct []float64 }
+	Write, Read struct{ Ours, Theirs []float64 }
+	Size        map[string]int
+}
+
+// BenchmarkMCPStdioVsReference: `continuityd mcp` against the reference
+// memory server (@modelcontextprotocol/server-memory), both driven over
+// stdio by the official TypeScript client in one Node process
+// (testdata/mcpref/bench.mjs, which says exactly what is timed),
+// interleaved: start-up (spawn to initialize done), a write (ours a
+// durable checkpoint, theirs add_observations) and a read (ours resume,
+// theirs open_nodes of an entity as large as our resume). Start-up is
+// also measured for continuityd-daemon mcp (startup-direct: what an MCP
+// config naming the daemon binary skips, the front's exec). b.N is the
+// number of rounds; each starts both servers afresh. The ratios are
+// ours over theirs, medians of the rounds' medians (issue 23's goals:
+// 0.1, 0.5, 0.5). It needs node and the harness's packages:
+//
+//	npm ci --prefix cmd/continuityd/testdata/mcpref
+//	go test -run '^$' -bench MCPStdioVsReference -benchtime 7x ./cmd/continuityd/
+func BenchmarkMCPStdioVsReference(b *testing.B) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		b.Skip("needs node (18 or later) on PATH, and `npm ci --prefix cmd/continuityd/testdata/mcpref`")
+	}
+	for _, pkg := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/server-memory"} {
+		if _, err := os.Stat(filepath.Join(mcpRefHarness, "node_modules", pkg, "package.json")); err != nil {
+			b.Skipf("the harness's packages are not installed (%s is missing): run `npm ci --prefix cmd/continuityd/testdata/mcpref` at the repository's root", pkg)
+		}
+	}
+	w := newWorkspace(&testing.T{})
+	defer os.RemoveAll(w.dir)
+	p := startProc(&testing.T{}, w.socket, nil, "run", "--config", w.config)
+	defer p.kill()
+	memoryDir := b.TempDir()
+	const startups, calls = 5, 60
+	cfg, _ := json.Marshal(map[string]any{
+		"ours": map[string]any{"command": binary, "args": []string{"mcp"}, "env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
+		"oursDirect": map[string]any{"command": filepath.Join(filepath.Dir(binary), "continuityd-daemon"), "args": []string{"mcp"},
+			"env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
+		"memoryDir": memoryDir, "rounds": b.N, "startups": startups, "calls": calls,
+	})
+	cmd := exec.Command(node, "bench.mjs", string(cfg))
+	cmd.Dir = mcpRefHarness
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b.ResetTimer()
+	out, err := cmd.Output()
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("the harness: %v\n%s", err, stderr.String())
+	}
+	var rounds []mcpRefRound
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var r mcpRefRound
+		if err := json.Unmarshal(line, &r); err != nil {
+			b.Fatalf("the harness's line %q: %v", line, err)
+		}
+		rounds = append(rounds, r)
+	}
+	if len(rounds) != b.N {
+		b.Fatalf("the harness gave %d rounds, want %d:\n%s", len(rounds), b.N, out)
+	}
+	median := func(v []float64) float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	for _, m := range []struct {
+		name  string
+		pairs func(r mcpRefRound) (ours, theirs []float64)
+	}{
+		{"startup", func(r mcpRefRound) ([]float64, []float64) { return r.Startup.Ours, r.Startup.Theirs }},
+		{"startup-direct", func(r mcpRefRound) ([]float64, []float64) { return r.Startup.Direct, r.Startup.Theirs }},
+		{"write", func(r mcpRefRound) ([]float64, []float64) { return r.Write.Ours, r.Write.Theirs }},
+		{"read", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Ours, r.Read.Theirs }},
+	} {
+		var ours, theirs, ratios []float64
+		for _, r := range rounds {
+			o, t := m.pairs(r)
+			ours, theirs = append(ours, median(o)), append(theirs, median(t))
+			ratios = append(ratios, median(o)/median(t))
+		}
+		b.ReportMetric(median(ours), m.name+"-ours-ms")
+		b.ReportMetric(median(theirs), m.name+"-theirs-ms")
+		b.ReportMetric(median(ratios), m.name+"-ratio")
+		b.ReportMetric(slices.Min(ratios), m.name+"-ratio-min")
+		b.ReportMetric(slices.Max(ratios), m.name+"-ratio-max")
+	}
+	last := rounds[len(rounds)-1].Size
+	b.Logf("answer sizes (characters of the result's JSON): write ours %d theirs %d, read ours %d theirs %d",
+		last["write_ours"], last["write_theirs"], last["read_ours"], last["read_theirs"])
 }

@@ -231,14 +231,12 @@ func result[T any](ans *T, err error) (*mcp.CallToolResult, error) {
 	if err := enc.Encode(ans); err != nil {
 		return toolError(err), nil
 	}
-	out := buf.Bytes()
-	var v any
-	if json.Unmarshal(out, &v) != nil {
-		v = string(out)
-	}
+	out := bytes.TrimSpace(buf.Bytes())
+	// The structured content is the same JSON, passed as it is (not
+	// decoded into a map to be encoded again, sorted, for every answer).
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(bytes.TrimSpace(out))}},
-		StructuredContent: v,
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(out)}},
+		StructuredContent: json.RawMessage(out),
 	}, nil
 }
 
@@ -304,11 +302,9 @@ func (t *tools) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return toolError(err), nil
 	}
-	var structured any
-	json.Unmarshal(raw, &structured)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: r.Markdown(t.limit)}},
-		StructuredContent: structured,
+		StructuredContent: json.RawMessage(raw),
 	}, nil
 }
 

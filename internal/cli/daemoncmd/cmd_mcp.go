@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,8 +28,18 @@ func cmdMCP(ctx context.Context, e *cli.Env, args []string) int {
 		return cli.Fail(e, err)
 	}
 	defer c.Close()
+	// One processor: the process relays one client's calls to the daemon
+	// and waits most of the time; with more, each message handed between
+	// the SDK's goroutines wakes another thread (measured in
+	// docs/PERFORMANCE.md, "MCP over stdio against the reference server").
+	// A GOMAXPROCS the user set is kept.
+	if e.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	in, restore := pollableStdin(e.Stdin)
+	defer restore()
 	srv := mcpserver.New(mcpserver.Options{Backend: newMCPClientBackend(c), Version: e.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
-	t := &mcp.IOTransport{Reader: io.NopCloser(e.Stdin), Writer: nopWriteCloser{e.Stdout}}
+	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{e.Stdout}}
 	if err := srv.Run(ctx, t); err != nil && ctx.Err() == nil && err != io.EOF {
 		fmt.Fprintf(e.Stderr, "continuityd mcp: %v\n", err)
 		return cli.ExitFailed
