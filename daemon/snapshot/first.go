@@ -28,7 +28,10 @@ import (
 // first snapshot therefore writes its objects itself into one pack
 // (packwrite.go) and the private index itself (indexfile.go), with each
 // file's stat data as it was opened, so the next full add reads again
-// only the files that changed since.
+// only the files that changed since. Readers read, hash and compress
+// the files a chunk at a time (reads overlap; compression uses every
+// core); one writer takes them in order into the pack, the index and the
+// trees (treeStack), written as their directories are left.
 //
 // What it adds is what git add -A would add: the files `git ls-files -o
 // --exclude-standard` lists under the store's rules (the ignore files, the
@@ -61,13 +64,6 @@ type stagedFirst struct {
 	unreadable []Skipped // the files it could not read (left out, named)
 }
 
-// treeFrame is a directory of the tree being written: its path (with a
-// trailing "/", "" for the top) and its entries so far.
-type treeFrame struct {
-	dir     string
-	entries []treeEntry
-}
-
 // stageFirst writes the first snapshot's objects and private index (see
 // the comment at the top) and returns its tree.
 func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
@@ -77,20 +73,8 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	defer root.Close()
-	// git's list is read as git writes it (its size grows with the tree);
-	// returning early closes the pipe, which ends git, and waits for it.
-	listed, lister := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-o", "--exclude-standard"}, inWork: true, stdout: lister})
-		lister.CloseWithError(err)
-	}()
-	defer func() {
-		listed.Close()
-		<-done
-	}()
-	list := bufio.NewReaderSize(listed, 64<<10)
+	list := s.listUntracked(ctx)
+	defer list.close()
 	pack, err := newPackWriter(s.opt.Dir, firstChunk)
 	if err != nil {
 		return res, err
@@ -101,27 +85,6 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 		return res, err
 	}
 	defer index.abort()
-	stack := []treeFrame{{}}
-	// closeTo writes the trees of the directories on the stack that do
-	// not hold dir, deepest first.
-	closeTo := func(dir string) error {
-		for len(stack) > 1 && !strings.HasPrefix(dir, stack[len(stack)-1].dir) {
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if len(top.entries) == 0 {
-				continue // nothing in it could be read: git has no directory either
-			}
-			id, err := pack.add("tree", encodeTree(top.entries))
-			if err != nil {
-				return err
-			}
-			name := top.dir[:len(top.dir)-1]
-			name = name[strings.LastIndexByte(name, '/')+1:]
-			parent := &stack[len(stack)-1]
-			parent.entries = append(parent.entries, treeEntry{name: name, mode: modeTree, id: id})
-		}
-		return nil
-	}
 	// Readers read, hash and compress a chunk of files at once (reads
 	// overlap, compression uses every core); the writer then takes them
 	// in order.
@@ -132,31 +95,18 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 	ahead := make([]firstRead, firstChunk)
 	roots := &dirRoots{top: root, m: map[string]*os.Root{}}
 	defer roots.closeAll()
+	trees := treeStack{{}}
 	var buf []byte
 	chunk := make([]string, 0, firstChunk)
-	last := ""
-	for listing := true; listing; {
+	for {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		// The next chunk of git's list, in the index's order (git sorts
-		// it; each directory's files come together).
-		chunk = chunk[:0]
-		for len(chunk) < firstChunk {
-			p, err := list.ReadString(0)
-			if err == io.EOF && p == "" {
-				listing = false
-				break
-			}
-			if err != nil {
-				return res, fmt.Errorf("snapshot of %s: listing the files: %w", s.work, err)
-			}
-			p = p[:len(p)-1]
-			if p <= last && last != "" {
-				return res, notFirst("git listed the files out of order", p)
-			}
-			last = p
-			chunk = append(chunk, p)
+		if chunk, err = list.next(chunk[:0]); err != nil {
+			return res, err
+		}
+		if len(chunk) == 0 {
+			break
 		}
 		s.readAhead(roots, chunk, ahead, readers)
 		for i, p := range chunk {
@@ -167,16 +117,8 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 			if p == "" || strings.HasSuffix(p, "/") {
 				return res, notFirst("git lists a directory whole", p)
 			}
-			dir := p[:strings.LastIndexByte(p, '/')+1]
-			if err := closeTo(dir); err != nil {
+			if err := trees.enter(p[:strings.LastIndexByte(p, '/')+1], root, pack); err != nil {
 				return res, err
-			}
-			for top := stack[len(stack)-1].dir; top != dir; top = stack[len(stack)-1].dir {
-				next := dir[:len(top)+strings.IndexByte(dir[len(top):], '/')+1]
-				if fi, err := root.Lstat(next[:len(next)-1]); err != nil || !fi.IsDir() {
-					return res, notFirst("no longer a directory", next)
-				}
-				stack = append(stack, treeFrame{dir: next})
 			}
 			if errors.Is(r.err, errReadByWriter) {
 				// Too large to read ahead: read it now, alone.
@@ -187,12 +129,10 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 				r.err = pack.addCompressed(r.e.id, "blob", r.size, r.z)
 			}
 			switch err := r.err; {
-			case errors.Is(err, errNotFirst):
+			case errors.Is(err, errNotFirst), errors.Is(err, errPackWrite):
 				return res, err
 			case errors.Is(err, fs.ErrNotExist):
 				continue // gone since git listed it
-			case errors.Is(err, errPackWrite):
-				return res, err
 			case err != nil:
 				res.unreadable = append(res.unreadable, Skipped{Path: p, Reason: ReasonUnreadable})
 				continue
@@ -200,8 +140,7 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 			if err := index.add(p, r.e.mode, r.e.id, r.st); err != nil {
 				return res, err
 			}
-			top := &stack[len(stack)-1]
-			top.entries = append(top.entries, r.e)
+			trees.add(r.e)
 			res.files++
 		}
 		if len(pack.objs) >= s.firstPackObjects {
@@ -216,10 +155,7 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 		}
 	}
 	s.setStep(StepTree)
-	if err := closeTo(""); err != nil {
-		return res, err
-	}
-	tree, err := pack.add("tree", encodeTree(stack[0].entries)) // the empty tree too: git writes it
+	tree, err := trees.finish(pack)
 	if err != nil {
 		return res, err
 	}
@@ -233,6 +169,120 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 	}
 	res.tree = tree.String()
 	return res, nil
+}
+
+// untrackedList is `git ls-files -o --exclude-standard -z` read as git
+// writes it (its size grows with the tree), in the index's order (git
+// sorts it, so each directory's files come together).
+type untrackedList struct {
+	r    *bufio.Reader
+	pipe *io.PipeReader
+	done chan struct{} // closed when git has ended
+	last string
+}
+
+// listUntracked starts git's list of the files git add -A would add
+// (the private index is empty). close ends it.
+func (s *Store) listUntracked(ctx context.Context) *untrackedList {
+	pr, pw := io.Pipe()
+	l := &untrackedList{r: bufio.NewReaderSize(pr, 64<<10), pipe: pr, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		_, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-o", "--exclude-standard"}, inWork: true, stdout: pw})
+		pw.CloseWithError(err)
+	}()
+	return l
+}
+
+// next appends up to firstChunk paths to chunk; none at the end of the
+// list. Paths out of order are refused: the tree is written as they come.
+func (l *untrackedList) next(chunk []string) ([]string, error) {
+	for len(chunk) < firstChunk {
+		p, err := l.r.ReadString(0)
+		if err == io.EOF && p == "" {
+			break
+		}
+		if err != nil {
+			return chunk, fmt.Errorf("snapshot store: listing the files: %w", err)
+		}
+		p = p[:len(p)-1]
+		if l.last != "" && p <= l.last {
+			return chunk, notFirst("git listed the files out of order", p)
+		}
+		l.last = p
+		chunk = append(chunk, p)
+	}
+	return chunk, nil
+}
+
+// close stops git if it is still listing (its writes fail) and waits for
+// it to end.
+func (l *untrackedList) close() {
+	l.pipe.Close()
+	<-l.done
+}
+
+// treeStack writes the trees of a first snapshot as its files come, in
+// path order: the directories from the top to the current file's are
+// open (the top first); one is written when the files leave it.
+type treeStack []treeFrame
+
+// treeFrame is an open directory: its path (with a trailing "/", "" for
+// the top) and its entries so far.
+type treeFrame struct {
+	dir     string
+	entries []treeEntry
+}
+
+// enter makes dir (with a trailing "/") the open directory: those left
+// are written, those entered are checked to be directories still.
+func (t *treeStack) enter(dir string, root *os.Root, pack *packWriter) error {
+	if err := t.closeTo(dir, pack); err != nil {
+		return err
+	}
+	for top := (*t)[len(*t)-1].dir; top != dir; top = (*t)[len(*t)-1].dir {
+		next := dir[:len(top)+strings.IndexByte(dir[len(top):], '/')+1]
+		if fi, err := root.Lstat(next[:len(next)-1]); err != nil || !fi.IsDir() {
+			return notFirst("no longer a directory", next)
+		}
+		*t = append(*t, treeFrame{dir: next})
+	}
+	return nil
+}
+
+// add adds a file's entry to the open directory.
+func (t treeStack) add(e treeEntry) {
+	top := &t[len(t)-1]
+	top.entries = append(top.entries, e)
+}
+
+// closeTo writes the open directories that do not hold dir, deepest
+// first, each into its parent.
+func (t *treeStack) closeTo(dir string, pack *packWriter) error {
+	for len(*t) > 1 && !strings.HasPrefix(dir, (*t)[len(*t)-1].dir) {
+		top := (*t)[len(*t)-1]
+		*t = (*t)[:len(*t)-1]
+		if len(top.entries) == 0 {
+			continue // nothing in it could be read: git has no directory either
+		}
+		id, err := pack.add("tree", encodeTree(top.entries))
+		if err != nil {
+			return err
+		}
+		name := top.dir[:len(top.dir)-1]
+		name = name[strings.LastIndexByte(name, '/')+1:]
+		t.add(treeEntry{name: name, mode: modeTree, id: id})
+	}
+	return nil
+}
+
+// finish writes every open directory and returns the top tree's id
+// (the empty tree too: git writes it).
+func (t *treeStack) finish(pack *packWriter) (oid, error) {
+	if err := t.closeTo("", pack); err != nil {
+		return oid{}, err
+	}
+	return pack.add("tree", encodeTree((*t)[0].entries))
 }
 
 // skipByName reports whether git would leave path out for its name: a

@@ -158,3 +158,37 @@ func looseObjects(t *testing.T, s *Store) int {
 	}
 	return n
 }
+
+// TestFirstFallsBackToGitAdd: what a first snapshot does not read in
+// process (here a file larger than it holds, with no size limit set)
+// leaves the Take to git add, which stages the same tree; nothing of the
+// abandoned attempt is left (its temporary pack, the index lock).
+func TestFirstFallsBackToGitAdd(t *testing.T) {
+	wd := t.TempDir()
+	write(t, wd, "a.txt", "a\n")
+	write(t, wd, "sub/b.txt", "b\n")
+	big := filepath.Join(wd, "sub", "big.bin")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, maxObjectBytes+1); err != nil { // sparse: no disk written
+		t.Fatal(err)
+	}
+	var log logSink
+	s := newStore(t, wd, Options{MaxFileBytes: -1, Logger: log.logger()})
+	snap, _ := take(t, s, "start", 1)
+	if !strings.Contains(log.String(), "staged by git add instead") || !strings.Contains(log.String(), "sub/big.bin") {
+		t.Fatalf("the first snapshot did not fall back to git add, naming the file; log:\n%s", log.String())
+	}
+	out, err := s.git.run(context.Background(), call{args: []string{"ls-tree", "-r", "-l", "--full-tree", snap.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(" %d\tsub/big.bin\n", maxObjectBytes+1); strings.Count(string(out), "\n") != 3 || !strings.Contains(string(out), want) {
+		t.Fatalf("the snapshot holds\n%s", out)
+	}
+	left, _ := filepath.Glob(filepath.Join(s.opt.Dir, "objects", "pack", "tmp_*"))
+	if _, err := os.Stat(s.git.index + ".lock"); err == nil || len(left) > 0 {
+		t.Fatalf("the abandoned attempt left %v and index.lock (%v)", left, err)
+	}
+}

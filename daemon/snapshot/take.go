@@ -214,7 +214,7 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 		first, err := s.stageFirst(ctx)
 		switch {
 		case err == nil:
-			return s.stagedFirst(ctx, st, first, found, t)
+			return s.endFirst(ctx, st, first, found, t)
 		case !errors.Is(err, errNotFirst):
 			return st, err
 		}
@@ -282,9 +282,9 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 	return st, nil
 }
 
-// stagedFirst is stage's end for a first snapshot written in process
+// endFirst is stage's end for a first snapshot written in process
 // (stageFirst), begun at start.
-func (s *Store) stagedFirst(ctx context.Context, st staged, first stagedFirst, found walked, start time.Time) (staged, error) {
+func (s *Store) endFirst(ctx context.Context, st staged, first stagedFirst, found walked, start time.Time) (staged, error) {
 	s.walkState = &treeState{modes: found.modes, odd: found.odd, unreadable: first.unreadable}
 	st.skipped = append(st.skipped, first.unreadable...)
 	st.took.Add = time.Since(start)
