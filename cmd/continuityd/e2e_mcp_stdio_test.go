@@ -159,10 +159,10 @@ func handedSession(t *testing.T, p *proc, focus string) *stdioClient {
 	c := startStdioClient(t, p.socket)
 	useTools(t, c.cs, focus)
 	if exe := c.exe(t); exe != binary {
-		t.Errorf("the client's server process runs %s, want the front %s: the session was not handed to the daemon (stderr %s)", exe, binary, c.stderr)
+		t.Fatalf("the client's server process runs %s, want the front %s: the session was not handed to the daemon (stderr %s)", exe, binary, c.stderr)
 	}
 	if n := stdioSessionCount(t, p); n != 1 {
-		t.Errorf("the daemon counts %d stdio sessions, want 1", n)
+		t.Fatalf("the daemon counts %d stdio sessions, want 1", n)
 	}
 	return c
 }
