@@ -168,6 +168,8 @@ func stdioDescriptors(n, flags int, fds []int) error {
 		if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
 			return fmt.Errorf("descriptor %d is neither a pipe nor a socket (mode %o)", i, st.Mode)
 		}
+	}
+	for _, fd := range fds {
 		if err := syscall.SetNonblock(fd, true); err != nil {
 			return err
 		}

@@ -64,6 +64,14 @@ func handMCPStdio(ctx context.Context, e *Env, args []string) (code int, handed 
 	if _, _, err := conn.WriteMsgUnix([]byte{0}, syscall.UnixRights(int(in.Fd()), int(out.Fd())), nil); err != nil {
 		return 0, false
 	}
+	// The daemon reads and writes them through its poller (non-blocking).
+	// The pipes may outlive this process (a wrapper's shell reads them
+	// next), and a daemon that died, or refused them, could not put them
+	// back as they were given: this process does, whatever happens.
+	defer func() {
+		syscall.SetNonblock(int(in.Fd()), false)
+		syscall.SetNonblock(int(out.Fd()), false)
+	}()
 	if b, err := br.ReadByte(); err != nil || b != ops.MCPStdioTaken {
 		return 0, false // closed before taking them: nothing of stdin was read
 	}
@@ -72,11 +80,6 @@ func handMCPStdio(ctx context.Context, e *Env, args []string) (code int, handed 
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	io.Copy(io.Discard, br)
-	// The daemon reads and writes them through its poller (non-blocking);
-	// the pipes may outlive this process (a wrapper's shell reads them
-	// next), and a daemon that died could not put them back as given.
-	syscall.SetNonblock(int(in.Fd()), false)
-	syscall.SetNonblock(int(out.Fd()), false)
 	return ExitOK, true
 }
 
