@@ -59,7 +59,7 @@ func newMetrics() *metrics {
 			Name: "continuityd_config_reloads_total", Help: "Config reloads by result (ok, partial, refused).",
 		}, []string{"result"}),
 		mcpLive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "continuityd_mcp_sessions", Help: "Live /mcp sessions by state (idle, in_call: a tool call in progress).",
+			Name: "continuityd_mcp_sessions", Help: "Live MCP sessions by state: /mcp's idle and in_call (a tool call in progress), and stdio (continuityd mcp's, handed to the daemon).",
 		}, []string{"state"}),
 		mcpEvicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "continuityd_mcp_sessions_evicted_total", Help: "Idle /mcp sessions closed to make room for a new one at daemon.mcp_max_sessions (the least recently used first).",

@@ -158,7 +158,7 @@ const mcpRefHarness = "testdata/mcpref"
 type mcpRefRound struct {
 	Round       int
 	Startup     struct{ Ours, Theirs, Direct []float64 }
-	Write, Read struct{ Ours, Theirs []float64 }
+	Write, Read struct{ Ours, Theirs, Direct []float64 }
 	Size        map[string]int
 }
 
@@ -168,9 +168,12 @@ type mcpRefRound struct {
 // (testdata/mcpref/bench.mjs, which says exactly what is timed),
 // interleaved: start-up (spawn to initialize done), a write (ours a
 // durable checkpoint, theirs add_observations) and a read (ours resume,
-// theirs open_nodes of an entity as large as our resume). Start-up is
-// also measured for continuityd-daemon mcp (startup-direct: what an MCP
-// config naming the daemon binary skips, the front's exec). b.N is the
+// theirs open_nodes of an entity as large as our resume). `continuityd
+// mcp` hands its stdio to the daemon, which serves the session itself;
+// start-up, writes and reads are also measured, in the same rounds, for
+// continuityd-daemon mcp (the *-direct figures: the fallback, a process
+// of its own between client and daemon, as every session was before the
+// handoff). b.N is the
 // number of rounds; each starts both servers afresh. The ratios are
 // ours over theirs, medians of the rounds' medians (issue 23's goals:
 // 0.1, 0.5, 0.5). It needs node and the harness's packages:
@@ -233,6 +236,8 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 		{"startup-direct", func(r mcpRefRound) ([]float64, []float64) { return r.Startup.Direct, r.Startup.Theirs }},
 		{"write", func(r mcpRefRound) ([]float64, []float64) { return r.Write.Ours, r.Write.Theirs }},
 		{"read", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Ours, r.Read.Theirs }},
+		{"write-direct", func(r mcpRefRound) ([]float64, []float64) { return r.Write.Direct, r.Write.Theirs }},
+		{"read-direct", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Direct, r.Read.Theirs }},
 	} {
 		var ours, theirs, ratios []float64
 		for _, r := range rounds {

@@ -15,11 +15,16 @@ import (
 )
 
 // daemonStandIn serves on a real Unix socket what the daemon's API would
-// answer, and records each request.
+// answer, and records each request. It is a daemon without GET /mcp/stdio
+// (404, as before it was added): `continuityd mcp` serves its client
+// itself, over the API.
 func daemonStandIn(t *testing.T) (string, func() []socktest.Request) {
 	return socktest.Serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
+		case r.URL.Path == "/mcp/stdio":
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":{"code":"NOT_FOUND","message":"no such path"}}`)
 		case r.URL.Query().Get("agent") == "refused":
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"error":{"code":"MOTIVE_REQUIRED","field":"decide.because","message":"say why"}}`)
@@ -36,6 +41,11 @@ func daemonStandIn(t *testing.T) (string, func() []socktest.Request) {
 func TestMCPClientBackendRequests(t *testing.T) {
 	sock, seen := daemonStandIn(t)
 	cs := mcpConnect(t, sock, "--agent", "builder")
+	// The handoff was asked for first, refused, and the tools are served
+	// by the fallback: each is one call.
+	if got := seen(); len(got) != 1 || got[0].Path != "/mcp/stdio" || got[0].Query != "agent=builder" {
+		t.Errorf("before the first tool: %+v, want the one refused GET /mcp/stdio?agent=builder", got)
+	}
 	for _, tc := range []struct {
 		tool, args string
 		want       socktest.Request
@@ -79,6 +89,7 @@ func TestMCPClientBackendRequests(t *testing.T) {
 
 	// No agent anywhere: none is sent, the daemon picks its only one.
 	cs = mcpConnect(t, sock)
+	seen()
 	mcptest.CallTool(t, cs, "capsule_read", "")
 	if got := seen(); len(got) != 1 || got[0].Query != "" {
 		t.Errorf("no agent: %+v, want no query", got)

@@ -118,7 +118,8 @@ type door struct {
 }
 
 // doors are the handlers of the table's operations, by name. The three
-// methods of /mcp share one handler (one set of sessions).
+// methods of /mcp share one handler (one set of sessions); /mcp/stdio
+// counts its sessions beside them.
 func (a *API) doors() map[string]door {
 	mcp := a.mcpHandler().ServeHTTP
 	return map[string]door{
@@ -143,6 +144,7 @@ func (a *API) doors() map[string]door {
 		ops.MCPPost.Op().Name:           {plain: mcp},
 		ops.MCPStream.Op().Name:         {plain: mcp},
 		ops.MCPClose.Op().Name:          {plain: mcp},
+		ops.MCPStdio.Op().Name:          {plain: a.mcpStdioHandler()},
 	}
 }
 

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -30,6 +32,15 @@ func (r *recorder) FlushError() error {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// Hijack takes the connection over (GET /mcp/stdio) and records 101.
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil {
+		r.status = http.StatusSwitchingProtocols
+	}
+	return c, brw, err
+}
+
 // instrument records each request's latency by route (a path of the table
 // of operations, methods; any other "other") and status, and each refusal
 // by code.
@@ -42,7 +53,9 @@ func (a *API) instrument(h http.Handler, methods map[string][]string) http.Handl
 		if _, ok := methods[route]; !ok {
 			route = "other"
 		}
-		if a.o.Requests != nil {
+		// A connection taken over (101) lasted as long as its session:
+		// no request's latency.
+		if a.o.Requests != nil && rec.status != http.StatusSwitchingProtocols {
 			a.o.Requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(time.Since(start).Seconds())
 		}
 		if rec.code != "" && a.o.Refused != nil {

@@ -61,14 +61,15 @@ func docDetails(capsuleSchema *jsonschema.Schema) map[string]docDetail {
 }
 
 // operations are the table's operations (package ops) as the document
-// describes them; /mcp is the MCP specification's to describe. A second
+// describes them; /mcp (and /mcp/stdio, an upgrade) is the MCP
+// specification's to describe. A second
 // answer of a route (Op.When) joins its route's answers.
 func operations(capsuleSchema *jsonschema.Schema) []openapi.Operation {
 	details := docDetails(capsuleSchema)
 	var out []openapi.Operation
 	route := map[string]int{}
 	for _, o := range ops.Table() {
-		if o.Path == ops.MCPPost.Op().Path {
+		if o.Path == ops.MCPPost.Op().Path || strings.HasPrefix(o.Path, ops.MCPPost.Op().Path+"/") {
 			continue
 		}
 		if i, ok := route[o.Pattern()]; ok && o.When != "" {

@@ -186,7 +186,31 @@ var (
 		Summary: "MCP (Streamable HTTP): end the session",
 		Errors:  []string{capsule.CodeForbiddenOrigin, capsule.CodeInvalidMCPRequest, capsule.CodeNotFound},
 	})
+	// MCPStdio is MCP on the client's own stdio, handed to the daemon by
+	// `continuityd mcp` over the Unix socket (nowhere else: NOT_FOUND):
+	// the request asks for the upgrade (Connection: Upgrade, Upgrade:
+	// MCPStdioUpgrade); after the 101 the front sends one message of one
+	// byte carrying its stdin and stdout (SCM_RIGHTS), the daemon answers
+	// MCPStdioTaken once it serves them, and the connection stays open,
+	// silent, for as long as the session: either side closing it ends it.
+	MCPStdio = endpoint[None, None](Op{
+		Name: "mcp_stdio", Method: http.MethodGet, Path: "/mcp/stdio",
+		Summary: "MCP on the client's stdio, whose descriptors `continuityd mcp` hands over the Unix socket (an upgrade, then SCM_RIGHTS)",
+		Params: []Param{
+			{Name: "agent", In: "query", Type: "string", Summary: "the session's tools' default agent"},
+		},
+		Errors: []string{capsule.CodeForbiddenOrigin, capsule.CodeMCPSessionsFull, capsule.CodeInvalidMCPRequest, capsule.CodeNotFound},
+	})
 )
+
+// MCPStdioUpgrade is the Upgrade token of MCPStdio's request and 101.
+const MCPStdioUpgrade = "continuityd-mcp-stdio"
+
+// MCPStdioTaken is the byte the daemon sends on MCPStdio's connection
+// once it holds the descriptors and serves them. A connection that closes
+// before it has read none of the client's input: the front may serve the
+// client another way.
+const MCPStdioTaken = 'k'
 
 // fleetFetchWait is what a call on one snapshot may wait: a snapshot only
 // the fleet has is fetched first (a 256 MiB blob took over the ordinary
@@ -207,7 +231,7 @@ func Table() []Op {
 		Snapshots.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(),
 		Status.Op(), Health.Op(), Metrics.Op(),
 		Fleet.Op(), OpenAPI.Op(),
-		MCPPost.Op(), MCPStream.Op(), MCPClose.Op(),
+		MCPPost.Op(), MCPStream.Op(), MCPClose.Op(), MCPStdio.Op(),
 	}
 }
 

@@ -23,7 +23,22 @@ const DaemonBinary = "continuityd-daemon"
 // the daemon itself. Elsewhere the daemon runs as a child with the same
 // standard streams, is passed the interrupts, and its exit status is this
 // process's.
+//
+// `continuityd mcp` first hands the client's stdio to the running daemon
+// itself (handMCPStdio: GET /mcp/stdio on its socket, then the descriptors
+// over it), which serves the MCP session in process: no process stands
+// between the client and the daemon, and this one waits, reading nothing,
+// until the session ends. Only when that cannot be done (no daemon yet, one
+// without the endpoint or at its session bound, stdio not a pipe or
+// socket, a system that cannot pass descriptors) does it become
+// `continuityd-daemon mcp`, which serves the client over the socket's API,
+// as before.
 func HandToDaemon(ctx context.Context, e *Env, name string, args []string) int {
+	if name == "mcp" {
+		if code, handed := handMCPStdio(ctx, e, args); handed {
+			return code
+		}
+	}
 	path, err := findDaemon(os.Executable, exec.LookPath)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "continuityd: %s runs in %s: %s\n", name, DaemonBinary, termsafe.Text(err.Error()))

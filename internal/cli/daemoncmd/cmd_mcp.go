@@ -16,6 +16,9 @@ import (
 // cmdMCP serves continuityd's MCP tools on stdio for an MCP client that
 // starts it (Claude Code's mcpServers, Codex's mcp_servers), backed by the
 // daemon over its socket. It needs no network and keeps no state itself.
+// `continuityd mcp` (the front) first hands its stdio to the daemon, which
+// then serves the session in process (cli.HandToDaemon); this is what runs
+// when it cannot.
 func cmdMCP(ctx context.Context, e *cli.Env, args []string) int {
 	fs := cli.NewFlagSet(e, "mcp", "[--agent A]")
 	var cf cli.ClientFlags

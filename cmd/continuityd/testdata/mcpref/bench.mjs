@@ -7,7 +7,8 @@
 //   node bench.mjs '<config JSON>'
 //
 // config: {"ours": {"command", "args", "env"}, "oursDirect": the same for
-// start-up only, "memoryDir", "rounds", "startups", "calls"}. Prints one JSON line per round: every sample, in
+// the other way to start ours (start-up, and calls beside the two others'),
+// "memoryDir", "rounds", "startups", "calls"}. Prints one JSON line per round: every sample, in
 // milliseconds, and the answers' sizes; the Go benchmark takes the medians.
 //
 // What is timed, the same for both servers:
@@ -106,20 +107,20 @@ for (let round = 0; round < cfg.rounds; round++) {
   const theirsServer = server("theirs", process.execPath, [memoryServer], { MEMORY_FILE_PATH: file });
   // Who goes first alternates by round, and by call within a round.
   const pair = round % 2 === 0 ? [["ours", oursServer], ["theirs", theirsServer]] : [["theirs", theirsServer], ["ours", oursServer]];
-  const out = { round, startup: { ours: [], theirs: [], direct: [] }, write: { ours: [], theirs: [] }, read: { ours: [], theirs: [] }, size: {} };
+  const out = { round, startup: { ours: [], theirs: [], direct: [] }, write: { ours: [], theirs: [], direct: [] }, read: { ours: [], theirs: [], direct: [] }, size: {} };
+  const players = directServer ? [...pair, ["direct", directServer]] : pair;
   for (let i = 0; i < cfg.startups; i++) {
-    const starts = directServer ? [...pair, ["direct", directServer]] : pair;
-    for (const [who, s] of i % 2 === 0 ? starts : [...starts].reverse()) {
+    for (const [who, s] of i % 2 === 0 ? players : [...players].reverse()) {
       const { client, ms } = await connect(s);
       out.startup[who].push(ms);
       await client.close();
     }
   }
   const sessions = {};
-  for (const [who, s] of pair) {
+  for (const [who, s] of players) {
     const { client } = await connect(s);
     await client.listTools();
-    const ops = who === "ours" ? ours : theirs;
+    const ops = who === "theirs" ? theirs : ours;
     await ops.write(client, callNo++);
     await ops.read(client);
     sessions[who] = { client, ops };
@@ -127,7 +128,7 @@ for (let round = 0; round < cfg.rounds; round++) {
   for (const kind of ["write", "read"]) {
     for (let i = 0; i < cfg.calls; i++) {
       const n = callNo++;
-      for (const [who] of i % 2 === 0 ? pair : [...pair].reverse()) {
+      for (const [who] of i % 2 === 0 ? players : [...players].reverse()) {
         const r = await sessions[who].ops[kind](sessions[who].client, n);
         out[kind][who].push(r.ms);
         out.size[`${kind}_${who}`] = r.size;

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/ops"
+)
+
+// stdioSessions counts the live MCP sessions on stdio that `continuityd
+// mcp` handed to the daemon (GET /mcp/stdio). They are counted beside
+// /mcp's sessions, with the same bound (daemon.mcp_max_sessions): a stdio
+// session is a client's process that is still running, so, unlike an idle
+// /mcp session, none is ever closed to make room for another; at the bound
+// a new one is refused (503 MCP_SESSIONS_FULL) and the front serves its
+// client itself.
+type stdioSessions struct {
+	max   int
+	gauge *prometheus.GaugeVec // state stdio; nil: not measured
+
+	mu   sync.Mutex
+	live int
+}
+
+func newStdioSessions(max int, gauge *prometheus.GaugeVec) *stdioSessions {
+	if max <= 0 {
+		max = config.DefaultMCPMaxSessions
+	}
+	return &stdioSessions{max: max, gauge: gauge}
+}
+
+// open takes a place for a session; false at the bound.
+func (s *stdioSessions) open() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live >= s.max {
+		return false
+	}
+	s.live++
+	s.measureLocked()
+	return true
+}
+
+// close gives back the place open took.
+func (s *stdioSessions) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.live--
+	s.measureLocked()
+}
+
+func (s *stdioSessions) measureLocked() {
+	if s.gauge != nil {
+		s.gauge.WithLabelValues("stdio").Set(float64(s.live))
+	}
+}
+
+// mcpStdioRefusal is why GET /mcp/stdio cannot be taken as asked (nil: it
+// can): an Origin from a page, a listener other than the Unix socket, a
+// request that does not ask for the upgrade.
+func mcpStdioRefusal(r *http.Request) error {
+	if o := r.Header.Get("Origin"); o != "" && !socketOrigin(o, r.Host) {
+		return capsule.Refuse(capsule.CodeForbiddenOrigin, "",
+			"MCP requests from a page on another origin (%s) are refused", o)
+	}
+	if peerOf(r.Context()) == nil {
+		return capsule.Refuse(capsule.CodeNotFound, "",
+			"%s is served on the daemon's Unix socket only (descriptors pass over nothing else); here use /mcp", r.URL.Path)
+	}
+	if !headerHasToken(r.Header, "Connection", "upgrade") || !strings.EqualFold(r.Header.Get("Upgrade"), ops.MCPStdioUpgrade) {
+		return capsule.Refuse(capsule.CodeInvalidMCPRequest, "",
+			"%s takes over the connection: ask with Connection: Upgrade and Upgrade: %s (continuityd mcp does)", r.URL.Path, ops.MCPStdioUpgrade)
+	}
+	return nil
+}
+
+// headerHasToken reports whether header name lists token (a
+// comma-separated list, any case).
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,245 @@
+//go:build linux
+
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/testwait"
+)
+
+// stdioServer serves the API on a real Unix socket, as the daemon does
+// (the peer's credentials in each connection's context), with room for one
+// stdio session. stop is the daemon stopping: the requests' context and
+// Options.Stopping end.
+func stdioServer(t *testing.T) (sock string, stop func()) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "stdio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock = filepath.Join(dir, "d.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	srv := api.NewServer(api.New(api.Options{Version: "test", MCPMaxSessions: 1, Stopping: ctx}).Handler(), ctx, slog.New(slog.DiscardHandler), api.Timeouts{})
+	srv.ConnContext = api.PeerContext
+	served := make(chan struct{})
+	go func() { defer close(served); srv.Serve(ln) }()
+	t.Cleanup(func() { stop(); srv.Close(); <-served })
+	return sock, stop
+}
+
+// askUpgrade sends GET /mcp/stdio (with the upgrade's headers when upgrade
+// is set, and extra right behind it) and reads the answer's status and
+// error code.
+func askUpgrade(t *testing.T, sock string, upgrade bool, extra string) (*net.UnixConn, *bufio.Reader, int, string) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	req := "GET /mcp/stdio HTTP/1.1\r\nHost: continuityd\r\n"
+	if upgrade {
+		req += "Connection: Upgrade\r\nUpgrade: " + ops.MCPStdioUpgrade + "\r\n"
+	}
+	if _, err := c.Write([]byte(req + "\r\n" + extra)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	json.NewDecoder(resp.Body).Decode(&v)
+	return c.(*net.UnixConn), br, resp.StatusCode, v.Error.Code
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// fdsBack waits until the process has no more descriptors open than
+// before.
+func fdsBack(t *testing.T, before int) {
+	t.Helper()
+	n := 0
+	testwait.Until(t, func() string { return fmt.Sprintf("%d descriptors open, %d before", n, before) },
+		func() bool { n = openFDs(t); return n <= before })
+}
+
+func pipes(t *testing.T) (inR, inW, outR, outW *os.File) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err = os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inR, inW, outR, outW
+}
+
+// handStdio hands a pair of pipes to the daemon, as `continuityd mcp`
+// does, and connects an MCP client to their other ends.
+func handStdio(t *testing.T, sock string) (*net.UnixConn, *bufio.Reader, *mcp.ClientSession) {
+	t.Helper()
+	conn, br, status, code := askUpgrade(t, sock, true, "")
+	if status != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %d %s", status, code)
+	}
+	inR, inW, outR, outW := pipes(t)
+	if _, _, err := conn.WriteMsgUnix([]byte{0}, syscall.UnixRights(int(inR.Fd()), int(outW.Fd())), nil); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	if b, err := br.ReadByte(); err != nil || b != ops.MCPStdioTaken {
+		t.Fatalf("the daemon's byte: %q %v", b, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return conn, br, cs
+}
+
+// One session on a pair of pipes: served after the daemon's byte, counted
+// against daemon.mcp_max_sessions (a second is refused 503 meanwhile), and
+// ended by the client's EOF, which closes the connection and every
+// descriptor the session held.
+func TestMCPStdioSessionOnPipes(t *testing.T) {
+	sock, _ := stdioServer(t)
+	before := openFDs(t)
+	func() {
+		conn, br, cs := handStdio(t, sock)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 9 {
+			t.Fatalf("tools: %v %v", tools, err)
+		}
+		second, _, status, code := askUpgrade(t, sock, true, "")
+		if status != http.StatusServiceUnavailable || code != "MCP_SESSIONS_FULL" {
+			t.Errorf("a second session at the bound of 1: %d %s, want 503 MCP_SESSIONS_FULL", status, code)
+		}
+		second.Close()
+		cs.Close() // the server's stdin closes
+		if n, err := br.ReadByte(); err == nil {
+			t.Errorf("the connection carried %q after the session; want it closed", n)
+		}
+		conn.Close()
+	}()
+	fdsBack(t, before)
+}
+
+// What cannot be served is refused, and what came is closed: a request
+// without the upgrade's headers (400), data sent before the 101 (400), a
+// message with three descriptors or with a file (closed without the
+// daemon's byte, the descriptors closed, nothing read).
+func TestMCPStdioRefusals(t *testing.T) {
+	sock, _ := stdioServer(t)
+	before := openFDs(t)
+	if c, _, status, code := askUpgrade(t, sock, false, ""); status != http.StatusBadRequest || code != "INVALID_MCP_REQUEST" {
+		t.Errorf("no upgrade: %d %s, want 400 INVALID_MCP_REQUEST", status, code)
+	} else {
+		c.Close()
+	}
+	if c, _, status, code := askUpgrade(t, sock, true, "x"); status != http.StatusBadRequest || code != "INVALID_MCP_REQUEST" {
+		t.Errorf("data before the 101: %d %s, want 400 INVALID_MCP_REQUEST", status, code)
+	} else {
+		c.Close()
+	}
+	file, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what string
+		fds  func(inR, outW *os.File) []int
+	}{
+		{"three descriptors", func(inR, outW *os.File) []int { return []int{int(inR.Fd()), int(outW.Fd()), int(outW.Fd())} }},
+		{"a file for stdin", func(_, outW *os.File) []int { return []int{int(file.Fd()), int(outW.Fd())} }},
+	} {
+		conn, br, status, _ := askUpgrade(t, sock, true, "")
+		if status != http.StatusSwitchingProtocols {
+			t.Fatalf("%s: upgrade %d", tc.what, status)
+		}
+		inR, inW, outR, outW := pipes(t)
+		if _, err := inW.Write([]byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := conn.WriteMsgUnix([]byte{0}, syscall.UnixRights(tc.fds(inR, outW)...), nil); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := br.ReadByte(); err == nil {
+			t.Errorf("%s: the daemon answered %q, want the connection closed", tc.what, b)
+		}
+		// Nothing was read of stdin: what the client wrote is still there.
+		inW.Close()
+		var got [8]byte
+		if n, _ := inR.Read(got[:]); string(got[:n]) != "{}\n" {
+			t.Errorf("%s: stdin holds %q, want what the client wrote", tc.what, got[:n])
+		}
+		for _, f := range []*os.File{inR, outR, outW} {
+			f.Close()
+		}
+		conn.Close()
+	}
+	file.Close()
+	fdsBack(t, before)
+}
+
+// The daemon stopping ends a session: the client sees EOF on its stdout,
+// the connection closes, and the descriptors are let go.
+func TestMCPStdioEndsWhenTheDaemonStops(t *testing.T) {
+	sock, stop := stdioServer(t)
+	before := openFDs(t)
+	conn, br, cs := handStdio(t, sock)
+	stop()
+	ended := make(chan error, 1)
+	go func() { ended <- cs.Wait() }()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client's session did not end within 30 s of the daemon stopping")
+	}
+	if n, err := br.ReadByte(); err == nil {
+		t.Errorf("the connection carried %q after the session; want it closed", n)
+	}
+	conn.Close()
+	cs.Close()
+	fdsBack(t, before)
+}

@@ -1,0 +1,199 @@
+//go:build unix
+
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/mcpserver"
+	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/statefiles"
+)
+
+// mcpStdioHandler serves GET /mcp/stdio: MCP on the stdin and stdout of
+// `continuityd mcp`, which hands them over the Unix socket so that no
+// process of its own stands between the client and the daemon. The
+// session's tools are /mcp's (in process, the socket peer's agents, ?agent=
+// their default). The connection is answered 101 and taken from net/http;
+// it then carries one message of one byte with the two descriptors
+// (SCM_RIGHTS), and the daemon's ops.MCPStdioTaken once it serves them. The
+// session ends at the client's EOF, when the connection closes (the front
+// died or was stopped: it holds nothing else of the session), or when the
+// daemon stops (the request's context ends as shutdown begins, and
+// Options.Stopping); then both descriptors and the connection are closed.
+// What the handler cannot take it refuses, before the 101 in the API's
+// error shape; after it, by closing the connection before MCPStdioTaken,
+// having read nothing of the client's input.
+func (a *API) mcpStdioHandler() http.HandlerFunc {
+	sessions := newStdioSessions(a.o.MCPMaxSessions, a.o.MCPSessions)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := mcpStdioRefusal(r); err != nil {
+			writeError(w, err)
+			return
+		}
+		if !sessions.open() {
+			w.Header().Set("Retry-After", "60")
+			writeError(w, capsule.Refuse(capsule.CodeMCPSessionsFull, "",
+				"%d MCP sessions on stdio are open, the most daemon.mcp_max_sessions allows: retry later", sessions.max))
+			return
+		}
+		defer sessions.close()
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			writeError(w, capsule.Refuse(capsule.CodeInternal, "", "the connection cannot be taken over for MCP on stdio: %v", err))
+			return
+		}
+		defer conn.Close()
+		uc, ok := conn.(*net.UnixConn)
+		switch {
+		case brw.Reader.Buffered() > 0:
+			rawRefuse(conn, capsule.Refuse(capsule.CodeInvalidMCPRequest, "",
+				"%s: the client sent data before the answer; send the descriptors after the 101", r.URL.Path))
+			return
+		case !ok:
+			rawRefuse(conn, capsule.Refuse(capsule.CodeInternal, "", "%s: the connection is no Unix socket's (%T)", r.URL.Path, conn))
+			return
+		}
+		// The server's deadlines are an ordinary request's; this one lasts
+		// as long as its session.
+		uc.SetDeadline(time.Time{})
+		if _, err := io.WriteString(uc, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+ops.MCPStdioUpgrade+"\r\n\r\n"); err != nil {
+			return
+		}
+		in, out, err := receiveStdio(uc, config.DefaultReadTimeout)
+		if err != nil {
+			a.log.Debug("MCP on stdio: the descriptors were not taken", "err", err)
+			return
+		}
+		a.serveStdio(r, uc, in, out)
+	}
+}
+
+// serveStdio runs the MCP session on in and out until it ends (see
+// mcpStdioHandler), then closes both.
+func (a *API) serveStdio(r *http.Request, uc *net.UnixConn, in, out *os.File) {
+	defer in.Close()
+	defer out.Close()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if a.o.Stopping != nil {
+		defer context.AfterFunc(a.o.Stopping, cancel)()
+	}
+	if _, err := uc.Write([]byte{ops.MCPStdioTaken}); err != nil {
+		return
+	}
+	// The front sends nothing more: a read returns when it closes the
+	// connection, or when the session's end closes it below.
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		var b [1]byte
+		uc.Read(b[:])
+		cancel()
+	}()
+	srv := mcpserver.New(mcpserver.Options{Backend: inProcess{rt: a.o.Runtime, peer: peerOf(r.Context())},
+		Agent: r.URL.Query().Get("agent"), Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: mcpMaxBody})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		a.log.Debug("MCP on stdio: the session ended", "err", err)
+	}
+	// Closed here, not only deferred: the client sees EOF on its stdout
+	// once the front, which holds a copy too, sees the connection close.
+	in.Close()
+	out.Close()
+	uc.Close()
+	<-watched
+}
+
+// receiveStdio reads the message carrying the client's stdin and stdout
+// (one data byte, two descriptors) within limit, and returns them as Files
+// the runtime's poller waits on (a goroutine waits for the client, not a
+// thread). Anything else (another count, a descriptor that is not a pipe's
+// or a socket's, which the poller could not wait on) is refused and what
+// came is closed.
+func receiveStdio(uc *net.UnixConn, limit time.Duration) (in, out *os.File, err error) {
+	uc.SetReadDeadline(time.Now().Add(limit))
+	defer uc.SetReadDeadline(time.Time{})
+	var b [1]byte
+	oob := make([]byte, syscall.CmsgSpace(3*4)) // room for a third, to see one and refuse it
+	n, oobn, flags, _, err := uc.ReadMsgUnix(b[:], oob)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fds []int
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	for _, m := range msgs {
+		if got, perr := syscall.ParseUnixRights(&m); perr == nil {
+			fds = append(fds, got...)
+		} else if err == nil {
+			err = perr
+		}
+	}
+	if err == nil {
+		err = stdioDescriptors(n, flags, fds)
+	}
+	if err != nil {
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "mcp-stdin"), os.NewFile(uintptr(fds[1]), "mcp-stdout"), nil
+}
+
+// stdioDescriptors checks what came (n data bytes, flags, fds) and makes
+// the descriptors non-blocking.
+func stdioDescriptors(n, flags int, fds []int) error {
+	if n != 1 || flags&syscall.MSG_CTRUNC != 0 || len(fds) != 2 {
+		return fmt.Errorf("want one byte and two descriptors (stdin, stdout), got %d bytes and %d descriptors (truncated: %v)", n, len(fds), flags&syscall.MSG_CTRUNC != 0)
+	}
+	for i, fd := range fds {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(fd, &st); err != nil {
+			return err
+		}
+		if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
+			return fmt.Errorf("descriptor %d is neither a pipe nor a socket (mode %o)", i, st.Mode)
+		}
+	}
+	for _, fd := range fds {
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rawRefuse writes err in the API's shape on a connection net/http no
+// longer serves.
+func rawRefuse(c net.Conn, err error) {
+	rw := &rawAnswer{header: http.Header{}}
+	writeError(rw, err)
+	resp := &http.Response{StatusCode: rw.status, ProtoMajor: 1, ProtoMinor: 1, Header: rw.header,
+		Body: io.NopCloser(&rw.body), ContentLength: int64(rw.body.Len()), Close: true}
+	resp.Write(c)
+}
+
+// rawAnswer is an http.ResponseWriter that keeps the answer.
+type rawAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *rawAnswer) Header() http.Header         { return r.header }
+func (r *rawAnswer) WriteHeader(status int)      { r.status = status }
+func (r *rawAnswer) Write(p []byte) (int, error) { return r.body.Write(p) }
