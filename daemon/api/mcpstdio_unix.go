@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,20 +51,28 @@ func (a *API) mcpStdioHandler() http.HandlerFunc {
 				"%d MCP sessions on stdio are open, the most daemon.mcp_max_sessions allows: retry later", sessions.max))
 			return
 		}
-		defer sessions.close()
+		// The session is counted out before its connection closes: a
+		// client that sees the close may open the next one at once.
+		release := sync.OnceFunc(sessions.close)
+		defer release()
 		conn, brw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			writeError(w, capsule.Refuse(capsule.CodeInternal, "", "the connection cannot be taken over for MCP on stdio: %v", err))
 			return
 		}
-		defer conn.Close()
+		defer func() {
+			release()
+			conn.Close()
+		}()
 		uc, ok := conn.(*net.UnixConn)
 		switch {
 		case brw.Reader.Buffered() > 0:
+			release()
 			rawRefuse(conn, capsule.Refuse(capsule.CodeInvalidMCPRequest, "",
 				"%s: the client sent data before the answer; send the descriptors after the 101", r.URL.Path))
 			return
 		case !ok:
+			release()
 			rawRefuse(conn, capsule.Refuse(capsule.CodeInternal, "", "%s: the connection is no Unix socket's (%T)", r.URL.Path, conn))
 			return
 		}
@@ -78,13 +87,13 @@ func (a *API) mcpStdioHandler() http.HandlerFunc {
 			a.log.Debug("MCP on stdio: the descriptors were not taken", "err", err)
 			return
 		}
-		a.serveStdio(r, uc, in, out)
+		a.serveStdio(r, uc, in, out, release)
 	}
 }
 
 // serveStdio runs the MCP session on in and out until it ends (see
-// mcpStdioHandler), then closes both.
-func (a *API) serveStdio(r *http.Request, uc *net.UnixConn, in, out *os.File) {
+// mcpStdioHandler), then releases its count and closes both.
+func (a *API) serveStdio(r *http.Request, uc *net.UnixConn, in, out *os.File, release func()) {
 	defer in.Close()
 	defer out.Close()
 	ctx, cancel := context.WithCancel(r.Context())
@@ -112,6 +121,7 @@ func (a *API) serveStdio(r *http.Request, uc *net.UnixConn, in, out *os.File) {
 	}
 	// Closed here, not only deferred: the client sees EOF on its stdout
 	// once the front, which holds a copy too, sees the connection close.
+	release()
 	in.Close()
 	out.Close()
 	uc.Close()
