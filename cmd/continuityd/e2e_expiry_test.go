@@ -302,18 +302,32 @@ var goroutinesLine = regexp.MustCompile(`(?m)^go_goroutines (\d+)`)
 // daemonGoroutines reads go_goroutines from the daemon's /metrics.
 func daemonGoroutines(t testing.TB, c *http.Client) int {
 	t.Helper()
+	n, ok := metricValue(t, c, goroutinesLine)
+	if !ok {
+		t.Fatalf("no go_goroutines in /metrics")
+	}
+	return int(n)
+}
+
+// metricValue reads the value line matches (its first group) in the
+// daemon's /metrics; ok is false when no line matches.
+func metricValue(t testing.TB, c *http.Client, line *regexp.Regexp) (float64, bool) {
+	t.Helper()
 	resp, err := c.Get("http://d/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	m := goroutinesLine.FindSubmatch(out)
+	m := line.FindSubmatch(out)
 	if m == nil {
-		t.Fatalf("no go_goroutines in /metrics")
+		return 0, false
 	}
-	n, _ := strconv.Atoi(string(m[1]))
-	return n
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatalf("/metrics: %q: %v", m[0], err)
+	}
+	return v, true
 }
 
 // TestMCPSessionsExpireAndAreBounded: sessions nobody closes hold

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +27,7 @@ type stdioClient struct {
 	cs     *mcp.ClientSession
 	stderr *syncBuffer
 	exited chan struct{}
+	pipes  []string // the server's stdin and stdout as /proc shows them ("pipe:[inode]")
 }
 
 func startStdioClient(t *testing.T, socket string, args ...string) *stdioClient {
@@ -41,6 +41,13 @@ func startStdioClient(t *testing.T, socket string, args ...string) *stdioClient 
 		t.Fatal(err)
 	}
 	c := &stdioClient{stderr: &syncBuffer{}, exited: make(chan struct{})}
+	for _, f := range []*os.File{inR, outW} {
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.pipes = append(c.pipes, fmt.Sprintf("pipe:[%d]", fi.Sys().(*syscall.Stat_t).Ino))
+	}
 	c.cmd = exec.Command(binary, append([]string{"mcp", "--socket", socket}, args...)...)
 	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = inR, outW, c.stderr
 	err = c.cmd.Start()
@@ -109,17 +116,10 @@ func stdioSessionCount(t *testing.T, p *proc) int {
 	t.Helper()
 	c := p.client()
 	c.Transport.(*http.Transport).DisableKeepAlives = true
-	resp, err := c.Get("http://d/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	m := stdioSessionsLine.FindSubmatch(out)
-	if m == nil {
+	v, ok := metricValue(t, c, stdioSessionsLine)
+	if !ok {
 		return -1
 	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return int(v)
 }
 
@@ -167,24 +167,36 @@ func handedSession(t *testing.T, p *proc, focus string) *stdioClient {
 	return c
 }
 
-// sessionGone waits until the daemon has ended every stdio session and is
-// back to the descriptors it had before (at most baseline).
-func sessionGone(t *testing.T, p *proc, baseline int) {
+// sessionGone waits until the daemon has ended every stdio session and let
+// go of what c's session held: no descriptor of c's pipes, and no more
+// sockets than it had before (sockets, the baseline). Files the daemon
+// opens lazily (a day's archive) and the pipes to its own git runs come
+// and go with its other work, so they are not counted.
+func sessionGone(t *testing.T, p *proc, sockets int, c *stdioClient) {
 	t.Helper()
 	pid := p.cmd.Process.Pid
 	var fds []string
 	n := -2
 	waitUntil(t, func() string {
-		return fmt.Sprintf("stdio sessions %d; %d descriptors open, %d before: %s", n, len(fds), baseline, strings.Join(fds, " "))
+		return fmt.Sprintf("stdio sessions %d; descriptors (%d sockets before; the session's pipes %v): %s", n, sockets, c.pipes, strings.Join(fds, " "))
 	}, func() bool {
 		n = stdioSessionCount(t, p)
 		fds = openFDs(t, pid)
-		return n == 0 && len(fds) <= baseline
+		held := slices.ContainsFunc(fds, func(fd string) bool {
+			_, what, _ := strings.Cut(fd, "→")
+			return slices.Contains(c.pipes, what)
+		})
+		return n == 0 && !held && countSockets(fds) <= sockets
 	})
 }
 
+// countSockets counts the sockets among fds (openFDs).
+func countSockets(fds []string) int {
+	return len(slices.DeleteFunc(slices.Clone(fds), func(fd string) bool { return !strings.Contains(fd, "→socket:") }))
+}
+
 // warmBaseline runs one whole handed session (so what the daemon opens
-// once, lazily, is open) and returns the descriptors it then has.
+// once, lazily, is open) and returns the sockets it then has.
 func warmBaseline(t *testing.T, p *proc) int {
 	t.Helper()
 	c := handedSession(t, p, "warm up")
@@ -193,7 +205,7 @@ func warmBaseline(t *testing.T, p *proc) int {
 		t.Fatalf("warm-up: continuityd mcp exited %d (stderr %s)", code, c.stderr)
 	}
 	waitUntil(t, func() string { return "the warm-up session still counted" }, func() bool { return stdioSessionCount(t, p) == 0 })
-	return len(openFDs(t, p.cmd.Process.Pid))
+	return countSockets(openFDs(t, p.cmd.Process.Pid))
 }
 
 // The client closes its stdin: the daemon ends the session, closes the
@@ -207,7 +219,7 @@ func TestMCPStdioHandedClientCloses(t *testing.T) {
 	if code := c.waitExit(t); code != 0 {
 		t.Errorf("continuityd mcp exited %d, want 0 (stderr %s)", code, c.stderr)
 	}
-	sessionGone(t, p, baseline)
+	sessionGone(t, p, baseline, c)
 }
 
 // The front is killed: the daemon sees its connection close, ends the
@@ -220,7 +232,7 @@ func TestMCPStdioHandedFrontKilled(t *testing.T) {
 	c.cmd.Process.Signal(syscall.SIGKILL)
 	c.waitExit(t)
 	c.waitClientEOF(t)
-	sessionGone(t, p, baseline)
+	sessionGone(t, p, baseline, c)
 }
 
 // The daemon stops: the front exits 0 and the client sees EOF.
