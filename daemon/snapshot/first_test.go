@@ -19,8 +19,10 @@ import (
 // file, a file "a.b" beside a directory "a" (tree order), a directory of
 // ignored files only, an ignored directory with a negated file in it, a
 // nested ignore file, a file over the size limit and an ignored one,
-// names git takes for .git (a file, a directory), a named pipe, a nested repository, the ignored directory names and
-// patterns of the options, names with spaces, a newline and non-ASCII.
+// names git takes for .git (a file, a directory), a named pipe, a nested
+// repository, the ignored directory names and patterns of the options,
+// names with spaces, a newline, a tab, a backslash, a leading dash,
+// non-ASCII and bytes that are not UTF-8.
 func firstTree(t *testing.T, work string) {
 	t.Helper()
 	for p, c := range map[string]string{
@@ -32,6 +34,7 @@ func firstTree(t *testing.T, work string) {
 		"node_modules/m/index.js": "module\n", "x/node_modules/y.js": "module\n", "notes.secret": "s\n",
 		"with space/f i l e": "space\n", "new\nline": "newline\n", "ünï/cödé.txt": "utf8\n",
 		"nested/inner.txt": "nested\n", "run.sh": "#!/bin/sh\n", "x/.Git": "odd\n", "deep/.GIT/f": "odd\n",
+		"bad\xff\xfe.txt": "not UTF-8\n", "back\\slash/-dash": "odd names\n", "tab\there": "tab\n",
 	} {
 		write(t, work, p, c)
 	}
