@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -446,38 +445,20 @@ func (s *Store) readForFirst(roots *dirRoots, p string, buf *[]byte, limit int64
 		return e, indexStat{}, err
 	}
 	defer f.Close()
-	if fi.Size() > maxObjectBytes {
-		return e, indexStat{}, notFirst("larger than read in process (no size limit set)", p)
-	}
-	if fi.Size() > limit {
-		return e, indexStat{}, errReadByWriter
-	}
 	if fi.Mode()&0o100 != 0 {
 		e.mode = modeExec // git keeps the owner's execute bit only
 	}
 	st, _ := statOf(fi)
-	// What the file holds now, however its size changed since the stat
-	// (the stat data then no longer matches: git reads it again).
-	b := slices.Grow((*buf)[:0], int(fi.Size())+1)
-	for {
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return e, indexStat{}, err
-		}
-		if int64(len(b)) > limit {
-			if limit < maxObjectBytes {
-				return e, indexStat{}, errReadByWriter // it grew since the stat
-			}
-			return e, indexStat{}, notFirst("larger than read in process (no size limit set)", p)
-		}
-		if len(b) == cap(b) {
-			b = slices.Grow(b, len(b))
-		}
+	// What the file holds now, however it changed since the stat (the
+	// stat data then no longer matches: git reads it again).
+	*buf, err = safefile.ReadAllInto(*buf, f, fi, p, limit)
+	switch {
+	case errors.Is(err, safefile.ErrTooLarge) && limit < maxObjectBytes:
+		return e, indexStat{}, errReadByWriter
+	case errors.Is(err, safefile.ErrTooLarge):
+		return e, indexStat{}, notFirst("larger than read in process (no size limit set)", p)
+	case err != nil:
+		return e, indexStat{}, err
 	}
-	*buf = b
 	return e, st, nil
 }

@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -135,15 +136,37 @@ func kind(m fs.FileMode) string {
 // already over the limit is refused without a read; one growing while read
 // is cut at limit+1 bytes and refused.
 func ReadAll(f *os.File, fi fs.FileInfo, path string, limit int64) ([]byte, error) {
-	if fi.Size() > limit {
-		return nil, tooLarge(path, fi.Size(), limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	b, err := ReadAllInto(nil, f, fi, path, limit)
 	if err != nil {
 		return nil, err
 	}
+	return b, nil
+}
+
+// ReadAllInto is ReadAll into buf's memory (its contents are replaced),
+// for a caller reading many files one after another: it returns the
+// bytes read, in buf's array while they fit.
+func ReadAllInto(buf []byte, f *os.File, fi fs.FileInfo, path string, limit int64) ([]byte, error) {
+	if fi.Size() > limit {
+		return buf[:0], tooLarge(path, fi.Size(), limit)
+	}
+	r := io.LimitReader(f, limit+1)
+	b := slices.Grow(buf[:0], int(fi.Size())+1) // one more: EOF is seen without growing
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b))
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 	if int64(len(b)) > limit {
-		return nil, tooLarge(path, int64(len(b)), limit)
+		return b, tooLarge(path, int64(len(b)), limit)
 	}
 	return b, nil
 }

@@ -143,3 +143,33 @@ func TestCheckPrivate(t *testing.T) {
 		}
 	}
 }
+
+// ReadAllInto reads into the caller's buffer while the file fits, and
+// refuses a file that grew past the limit after its stat, as ReadAll.
+func TestReadAllInto(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("fine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, fi, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 3, 64)
+	b, err := ReadAllInto(buf, f, fi, p, 5)
+	if err != nil || string(b) != "fine\n" || &b[0] != &buf[:1][0] {
+		t.Fatalf("into a buffer with room: %q %v (same array: %v)", b, err, err == nil && &b[0] == &buf[:1][0])
+	}
+	// Grown since the stat: fi still says 5 bytes.
+	if err := os.WriteFile(p, []byte("grown!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadAllInto(buf, f, fi, p, 5); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a file grown past the limit: %v", err)
+	}
+}
