@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,5 +194,28 @@ func TestFirstFallsBackToGitAdd(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(s.opt.Dir, "objects", "pack", "tmp_*"))
 	if _, err := os.Stat(s.git.index + ".lock"); err == nil || len(left) > 0 {
 		t.Fatalf("the abandoned attempt left %v and index.lock (%v)", left, err)
+	}
+}
+
+// TestFirstReadsLargeFilesAlone: files over firstAheadBytes are read by
+// the writer itself, between the ones read ahead, and the snapshot and
+// the index are still git add's.
+func TestFirstReadsLargeFilesAlone(t *testing.T) {
+	wd := t.TempDir()
+	for i, size := range []int{10, firstAheadBytes + 1, 1 << 20, 7, 3 * firstAheadBytes} {
+		write(t, wd, fmt.Sprintf("d/f%d", i), randomText(size, int64(i)))
+	}
+	ours, git := newStore(t, wd, Options{}), newStore(t, wd, Options{})
+	git.firstByGit = true
+	var held []string
+	ours.pointHook = func(p string) { held = append(held, p) }
+	a, _ := take(t, ours, "start", 1)
+	b, _ := take(t, git, "start", 1)
+	if !slices.Contains(held, pointFirstObjects) {
+		t.Fatalf("the first snapshot was not written in process (points %v)", held)
+	}
+	sameSnapshot(t, "first", ours, git, a, b)
+	if x, y := indexDebug(t, ours), indexDebug(t, git); x != y {
+		t.Fatalf("the private index written in process differs from git's:\n%s\n---- git's:\n%s", x, y)
 	}
 }
