@@ -120,18 +120,7 @@ func sameSnapshot(t *testing.T, what string, ours, git *Store, a, b Snapshot) {
 	ja, _ := json.Marshal(da.SkippedFiles)
 	jb, _ := json.Marshal(db.SkippedFiles)
 	if a.tree != b.tree || a.Added != b.Added || ours.newestModes != git.newestModes || string(ja) != string(jb) {
-		ta, tb := treeOf(t, ours, a.ID), treeOf(t, git, b.ID)
-		var diff []string
-		for _, p := range keys(ta) {
-			if tb[p] != ta[p] {
-				diff = append(diff, fmt.Sprintf("%q: ours %+v, git's %+v", p, ta[p], tb[p]))
-			}
-		}
-		for _, p := range keys(tb) {
-			if _, ok := ta[p]; !ok {
-				diff = append(diff, fmt.Sprintf("%q: missing from ours, git's %+v", p, tb[p]))
-			}
-		}
+		diff := treeDiff(treeOf(t, ours, a.ID), treeOf(t, git, b.ID), "ours", "git's")
 		t.Fatalf("%s: ours %s (added %d, modes %q, skipped %s) != git's %s (added %d, modes %q, skipped %s)\n%s",
 			what, a.tree, a.Added, ours.newestModes, ja, b.tree, b.Added, git.newestModes, jb, strings.Join(diff, "\n"))
 	}

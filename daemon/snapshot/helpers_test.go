@@ -142,6 +142,23 @@ func treeOf(t testing.TB, s *Store, id string) map[string]entry {
 	return files
 }
 
+// treeDiff lists the files where trees a and b (treeOf) differ, the
+// sides named an and bn.
+func treeDiff(a, b map[string]entry, an, bn string) []string {
+	var diff []string
+	for _, p := range keys(a) {
+		if b[p] != a[p] {
+			diff = append(diff, fmt.Sprintf("%q: %s %+v, %s %+v", p, an, a[p], bn, b[p]))
+		}
+	}
+	for _, p := range keys(b) {
+		if _, ok := a[p]; !ok {
+			diff = append(diff, fmt.Sprintf("%q: missing from %s, %s %+v", p, an, bn, b[p]))
+		}
+	}
+	return diff
+}
+
 // allObjects returns every object's content in the store, reachable or not.
 func allObjects(t testing.TB, s *Store) []byte {
 	t.Helper()

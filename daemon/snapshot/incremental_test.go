@@ -257,16 +257,7 @@ func compareWithFull(t *testing.T, inc, full *Store, round int, log []string) Sn
 		da, _ := inc.Show(context.Background(), a.ID)
 		db, _ := full.Show(context.Background(), b.ID)
 		diff = append(diff, fmt.Sprintf("skipped: incremental %+v, full %+v", da.SkippedFiles, db.SkippedFiles))
-		for _, p := range keys(ta) {
-			if tb[p] != ta[p] {
-				diff = append(diff, fmt.Sprintf("%s: incremental %+v, full %+v", p, ta[p], tb[p]))
-			}
-		}
-		for _, p := range keys(tb) {
-			if _, ok := ta[p]; !ok {
-				diff = append(diff, fmt.Sprintf("%s: missing from the incremental, full %+v", p, tb[p]))
-			}
-		}
+		diff = append(diff, treeDiff(ta, tb, "incremental", "full")...)
 		t.Fatalf("round %d: incremental tree %s (skipped %d, modes %q) != full tree %s (skipped %d, modes %q)\n%s\nedits:\n%s",
 			round, a.tree, a.Skipped, inc.newestModes, b.tree, b.Skipped, full.newestModes,
 			strings.Join(diff, "\n"), strings.Join(log, "\n"))
