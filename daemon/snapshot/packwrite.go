@@ -71,8 +71,17 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// Pack object type codes.
-var packTypes = map[string]byte{"commit": 1, "tree": 2, "blob": 3}
+// packType is an object type's code in a pack (a first snapshot writes
+// trees and blobs).
+func packType(typ string) byte {
+	switch typ {
+	case "commit":
+		return 1
+	case "tree":
+		return 2
+	}
+	return 3 // blob
+}
 
 // newPackWriter starts a pack in the store's objects/pack, for about
 // objects objects.
@@ -129,7 +138,7 @@ func (p *packWriter) start(id oid, typ string, size int) {
 	p.objs = append(p.objs, packedObject{id: id, off: p.out.n})
 	p.out.crc.Reset()
 	var head [10]byte
-	head[0] = packTypes[typ]<<4 | byte(size&0x0f)
+	head[0] = packType(typ)<<4 | byte(size&0x0f)
 	n := 1
 	for rest := size >> 4; rest > 0; rest >>= 7 {
 		head[n-1] |= 0x80
