@@ -147,9 +147,9 @@ func benchScaling(b *testing.B, files, rounds int) {
 	b.ReportMetric(ms(oc), "burst-cpu-ms")
 	b.ReportMetric(ms(pc), "burst-git-cpu-ms")
 	b.ReportMetric(float64(oc)/float64(pc), "burst-cpu-ratio")
-	// Where a burst's wall time goes: the walk of the changed paths,
-	// ls-files and add, write-tree and diff-tree (the rest: commit-tree
-	// and update-ref).
+	// Where a burst's wall time goes (Timings): the walk of the changed
+	// paths, the files read and written, the trees (the rest: the commit
+	// and its ref).
 	b.ReportMetric(ms(baseline.Median(walkT)), "burst-walk-ms")
 	b.ReportMetric(ms(baseline.Median(addT)), "burst-add-ms")
 	b.ReportMetric(ms(baseline.Median(treeT)), "burst-tree-ms")

@@ -99,9 +99,9 @@ func (s Snapshot) Files() int { return s.Added + s.Modified + s.Deleted }
 
 // Timings are the phases of one Take.
 type Timings struct {
-	Walk   time.Duration // the size walk of the workdir
-	Add    time.Duration // git add -A into the private index
-	Tree   time.Duration // git write-tree and the diff against the parent
+	Walk   time.Duration // the size walk of the workdir (or of the changed paths)
+	Add    time.Duration // the files stored: git add -A into the private index, or read and written in process
+	Tree   time.Duration // the trees: git write-tree and the diff against the parent, or written in process
 	Commit time.Duration // the commit and its ref
 	Total  time.Duration
 	// Files is how many files the walk found in the workdir (a snapshot
