@@ -27,7 +27,7 @@ import (
 // (the peer's credentials in each connection's context), with room for one
 // stdio session. stop is the daemon stopping: the requests' context and
 // Options.Stopping end.
-func stdioServer(t *testing.T) (sock string, stop func()) {
+func stdioServer(t *testing.T) (sock string, stop func(), a *api.API) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "stdio")
 	if err != nil {
@@ -40,12 +40,13 @@ func stdioServer(t *testing.T) (sock string, stop func()) {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	srv := api.NewServer(api.New(api.Options{Version: "test", MCPMaxSessions: 1, Stopping: ctx}).Handler(), ctx, slog.New(slog.DiscardHandler), api.Timeouts{})
+	a = api.New(api.Options{Version: "test", MCPMaxSessions: 1, Stopping: ctx})
+	srv := api.NewServer(a.Handler(), ctx, slog.New(slog.DiscardHandler), api.Timeouts{})
 	srv.ConnContext = api.PeerContext
 	served := make(chan struct{})
 	go func() { defer close(served); srv.Serve(ln) }()
 	t.Cleanup(func() { stop(); srv.Close(); <-served })
-	return sock, stop
+	return sock, stop, a
 }
 
 // askUpgrade sends GET /mcp/stdio (with the upgrade's headers when upgrade
@@ -142,7 +143,7 @@ func handStdio(t *testing.T, sock string) (*net.UnixConn, *bufio.Reader, *mcp.Cl
 // ended by the client's EOF, which closes the connection and every
 // descriptor the session held.
 func TestMCPStdioSessionOnPipes(t *testing.T) {
-	sock, _ := stdioServer(t)
+	sock, _, _ := stdioServer(t)
 	before := openFDs(t)
 	func() {
 		conn, br, cs := handStdio(t, sock)
@@ -170,7 +171,7 @@ func TestMCPStdioSessionOnPipes(t *testing.T) {
 // message with three descriptors or with a file (closed without the
 // daemon's byte, the descriptors closed, nothing read).
 func TestMCPStdioRefusals(t *testing.T) {
-	sock, _ := stdioServer(t)
+	sock, _, _ := stdioServer(t)
 	before := openFDs(t)
 	if c, _, status, code := askUpgrade(t, sock, false, ""); status != http.StatusBadRequest || code != "INVALID_MCP_REQUEST" {
 		t.Errorf("no upgrade: %d %s, want 400 INVALID_MCP_REQUEST", status, code)
@@ -224,11 +225,24 @@ func TestMCPStdioRefusals(t *testing.T) {
 
 // The daemon stopping ends a session: the client sees EOF on its stdout,
 // the connection closes, and the descriptors are let go.
+//
+// The daemon waits for it (WaitStdioSessions): net/http's Shutdown does
+// not, the connection being taken over.
 func TestMCPStdioEndsWhenTheDaemonStops(t *testing.T) {
-	sock, stop := stdioServer(t)
+	sock, stop, a := stdioServer(t)
 	before := openFDs(t)
 	conn, br, cs := handStdio(t, sock)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.WaitStdioSessions(gone); err == nil {
+		t.Fatal("WaitStdioSessions returned nil with a session open")
+	}
 	stop()
+	waitCtx, cancelWait := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelWait()
+	if err := a.WaitStdioSessions(waitCtx); err != nil {
+		t.Fatalf("the session was still open 30 s after the daemon stopped: %v", err)
+	}
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }()
 	select {
