@@ -103,9 +103,8 @@ func (s *stdioSessions) measureLocked() {
 // can): an Origin from a page, a listener other than the Unix socket, a
 // request that does not ask for the upgrade.
 func mcpStdioRefusal(r *http.Request) error {
-	if o := r.Header.Get("Origin"); o != "" && !socketOrigin(o, r.Host) {
-		return capsule.Refuse(capsule.CodeForbiddenOrigin, "",
-			"MCP requests from a page on another origin (%s) are refused", o)
+	if err := mcpOriginRefusal(r); err != nil {
+		return err
 	}
 	if peerOf(r.Context()) == nil {
 		return capsule.Refuse(capsule.CodeNotFound, "",
