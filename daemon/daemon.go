@@ -287,6 +287,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			s.Close()
 		}
 	}
+	if werr := doors.WaitStdioSessions(shutCtx); werr != nil {
+		d.log.Warn("shutdown: MCP sessions on stdio still running were left", "err", werr)
+	}
 	wg.Wait()
 	d.drain(shutCtx)
 	return err

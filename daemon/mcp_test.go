@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/continuityd/continuityd/daemon/ops"
 )
 
 // mcpSession connects the SDK's own client to the daemon's /mcp on the
@@ -134,5 +136,18 @@ func TestMCPRefusesCrossOrigin(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("cross-origin /mcp: %d", resp.StatusCode)
+	}
+	// The handoff of continuityd mcp's stdio too, before any upgrade.
+	req, _ = http.NewRequest("GET", "http://continuityd/mcp/stdio", nil)
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", ops.MCPStdioUpgrade)
+	resp, err = td.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin /mcp/stdio: %d", resp.StatusCode)
 	}
 }

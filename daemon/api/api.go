@@ -69,6 +69,10 @@ type API struct {
 	log *slog.Logger
 	// openAPI makes OpenAPIDocument once, when first asked.
 	openAPI func() ([]byte, error)
+	// stdio counts the MCP sessions on stdio (GET /mcp/stdio) of every
+	// listener: net/http's Shutdown no longer sees their connections once
+	// taken over, so the daemon waits for them (WaitStdioSessions).
+	stdio *stdioSessions
 }
 
 // New returns the API.
@@ -76,7 +80,8 @@ func New(o Options) *API {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &API{o: o, log: o.Logger, openAPI: sync.OnceValues(OpenAPIDocument)}
+	return &API{o: o, log: o.Logger, openAPI: sync.OnceValues(OpenAPIDocument),
+		stdio: newStdioSessions(o.MCPMaxSessions, o.MCPSessions)}
 }
 
 // Handler is the local API as the Unix socket serves it. Each call builds

@@ -74,13 +74,8 @@ func (a *API) mcpHandler() http.Handler {
 		return probe
 	}, &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: a.log, SessionTimeout: idle, MaxRequestBodyBytes: mcpMaxBody})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A web page must not drive the agent's tools: browsers send
-		// Origin, MCP clients do not (or send their own single-label host).
-		// On the loopback listener requireToken has already held Host and
-		// Origin to loopback; this is the Unix socket's rule.
-		if o := r.Header.Get("Origin"); o != "" && !socketOrigin(o, r.Host) {
-			writeError(w, capsule.Refuse(capsule.CodeForbiddenOrigin, "",
-				"MCP requests from a page on another origin (%s) are refused", o))
+		if err := mcpOriginRefusal(r); err != nil {
+			writeError(w, err)
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -160,6 +155,19 @@ type mcpSession struct {
 	srv   *mcp.Server
 	calls int
 	idle  *list.Element // nil while a call is in progress
+}
+
+// mcpOriginRefusal is why an MCP request (/mcp, /mcp/stdio) is refused for
+// its Origin (nil: none, or an acceptable one). A web page must not drive
+// the agent's tools: browsers send Origin, MCP clients do not (or send
+// their own single-label host). On the loopback listener requireToken has
+// already held Host and Origin to loopback; this is the Unix socket's rule.
+func mcpOriginRefusal(r *http.Request) error {
+	if o := r.Header.Get("Origin"); o != "" && !socketOrigin(o, r.Host) {
+		return capsule.Refuse(capsule.CodeForbiddenOrigin, "",
+			"MCP requests from a page on another origin (%s) are refused", o)
+	}
+	return nil
 }
 
 func newMCPSessions(max int, idle time.Duration, gauge *prometheus.GaugeVec, evictions prometheus.Counter) *mcpSessions {

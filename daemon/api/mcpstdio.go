@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,13 +26,18 @@ type stdioSessions struct {
 
 	mu   sync.Mutex
 	live int
+	// none is closed while live is 0 (open makes a new one): what wait
+	// waits for.
+	none chan struct{}
 }
 
 func newStdioSessions(max int, gauge *prometheus.GaugeVec) *stdioSessions {
 	if max <= 0 {
 		max = config.DefaultMCPMaxSessions
 	}
-	return &stdioSessions{max: max, gauge: gauge}
+	none := make(chan struct{})
+	close(none)
+	return &stdioSessions{max: max, gauge: gauge, none: none}
 }
 
 // open takes a place for a session; false at the bound.
@@ -40,6 +46,9 @@ func (s *stdioSessions) open() bool {
 	defer s.mu.Unlock()
 	if s.live >= s.max {
 		return false
+	}
+	if s.live == 0 {
+		s.none = make(chan struct{})
 	}
 	s.live++
 	s.measureLocked()
@@ -51,8 +60,38 @@ func (s *stdioSessions) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.live--
+	if s.live == 0 {
+		close(s.none)
+	}
 	s.measureLocked()
 }
+
+// wait waits until no session is open, or ctx ends (its error). A session
+// is counted out once its MCP server has returned, its tool calls with it.
+func (s *stdioSessions) wait(ctx context.Context) error {
+	s.mu.Lock()
+	none := s.none
+	s.mu.Unlock()
+	select {
+	case <-none: // first, even when ctx has ended too
+		return nil
+	default:
+	}
+	select {
+	case <-none:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WaitStdioSessions waits, until ctx ends, for the MCP sessions on stdio
+// to end; they end when the requests' context or Options.Stopping does.
+// The daemon calls it after its servers' Shutdown, which does not wait for
+// a connection taken over (a session's tool call could otherwise still
+// run on an agent the daemon is closing). By then every session that will
+// be served is counted: one is counted before its connection is taken.
+func (a *API) WaitStdioSessions(ctx context.Context) error { return a.stdio.wait(ctx) }
 
 func (s *stdioSessions) measureLocked() {
 	if s.gauge != nil {
@@ -64,9 +103,8 @@ func (s *stdioSessions) measureLocked() {
 // can): an Origin from a page, a listener other than the Unix socket, a
 // request that does not ask for the upgrade.
 func mcpStdioRefusal(r *http.Request) error {
-	if o := r.Header.Get("Origin"); o != "" && !socketOrigin(o, r.Host) {
-		return capsule.Refuse(capsule.CodeForbiddenOrigin, "",
-			"MCP requests from a page on another origin (%s) are refused", o)
+	if err := mcpOriginRefusal(r); err != nil {
+		return err
 	}
 	if peerOf(r.Context()) == nil {
 		return capsule.Refuse(capsule.CodeNotFound, "",

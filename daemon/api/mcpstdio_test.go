@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/ops"
@@ -25,9 +27,9 @@ import (
 
 // stdioServer serves the API on a real Unix socket, as the daemon does
 // (the peer's credentials in each connection's context), with room for one
-// stdio session. stop is the daemon stopping: the requests' context and
-// Options.Stopping end.
-func stdioServer(t *testing.T) (sock string, stop func()) {
+// stdio session, its requests recorded in requests (nil: not). stop is the
+// daemon stopping: the requests' context and Options.Stopping end.
+func stdioServer(t *testing.T, requests *prometheus.HistogramVec) (sock string, stop func(), a *api.API) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "stdio")
 	if err != nil {
@@ -40,12 +42,13 @@ func stdioServer(t *testing.T) (sock string, stop func()) {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	srv := api.NewServer(api.New(api.Options{Version: "test", MCPMaxSessions: 1, Stopping: ctx}).Handler(), ctx, slog.New(slog.DiscardHandler), api.Timeouts{})
+	a = api.New(api.Options{Version: "test", MCPMaxSessions: 1, Stopping: ctx, Requests: requests})
+	srv := api.NewServer(a.Handler(), ctx, slog.New(slog.DiscardHandler), api.Timeouts{})
 	srv.ConnContext = api.PeerContext
 	served := make(chan struct{})
 	go func() { defer close(served); srv.Serve(ln) }()
 	t.Cleanup(func() { stop(); srv.Close(); <-served })
-	return sock, stop
+	return sock, stop, a
 }
 
 // askUpgrade sends GET /mcp/stdio (with the upgrade's headers when upgrade
@@ -140,9 +143,11 @@ func handStdio(t *testing.T, sock string) (*net.UnixConn, *bufio.Reader, *mcp.Cl
 // One session on a pair of pipes: served after the daemon's byte, counted
 // against daemon.mcp_max_sessions (a second is refused 503 meanwhile), and
 // ended by the client's EOF, which closes the connection and every
-// descriptor the session held.
+// descriptor the session held. The session is no request whose latency
+// is recorded (it lasted as long as the client); the refusal is one.
 func TestMCPStdioSessionOnPipes(t *testing.T) {
-	sock, _ := stdioServer(t)
+	requests := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "requests"}, []string{"route", "status"})
+	sock, _, _ := stdioServer(t, requests)
 	before := openFDs(t)
 	func() {
 		conn, br, cs := handStdio(t, sock)
@@ -163,6 +168,31 @@ func TestMCPStdioSessionOnPipes(t *testing.T) {
 		conn.Close()
 	}()
 	fdsBack(t, before)
+	if got := requestSeries(t, requests); !slices.Equal(got, []string{"/mcp/stdio 503"}) {
+		t.Errorf("requests recorded (route status): %q, want only the refusal's", got)
+	}
+}
+
+// requestSeries lists the route and status of each series of requests.
+func requestSeries(t *testing.T, requests *prometheus.HistogramVec) []string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(requests)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series []string
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			series = append(series, labels["route"]+" "+labels["status"])
+		}
+	}
+	return series
 }
 
 // What cannot be served is refused, and what came is closed: a request
@@ -170,7 +200,7 @@ func TestMCPStdioSessionOnPipes(t *testing.T) {
 // message with three descriptors or with a file (closed without the
 // daemon's byte, the descriptors closed, nothing read).
 func TestMCPStdioRefusals(t *testing.T) {
-	sock, _ := stdioServer(t)
+	sock, _, _ := stdioServer(t, nil)
 	before := openFDs(t)
 	if c, _, status, code := askUpgrade(t, sock, false, ""); status != http.StatusBadRequest || code != "INVALID_MCP_REQUEST" {
 		t.Errorf("no upgrade: %d %s, want 400 INVALID_MCP_REQUEST", status, code)
@@ -224,11 +254,24 @@ func TestMCPStdioRefusals(t *testing.T) {
 
 // The daemon stopping ends a session: the client sees EOF on its stdout,
 // the connection closes, and the descriptors are let go.
+//
+// The daemon waits for it (WaitStdioSessions): net/http's Shutdown does
+// not, the connection being taken over.
 func TestMCPStdioEndsWhenTheDaemonStops(t *testing.T) {
-	sock, stop := stdioServer(t)
+	sock, stop, a := stdioServer(t, nil)
 	before := openFDs(t)
 	conn, br, cs := handStdio(t, sock)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.WaitStdioSessions(gone); err == nil {
+		t.Fatal("WaitStdioSessions returned nil with a session open")
+	}
 	stop()
+	waitCtx, cancelWait := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelWait()
+	if err := a.WaitStdioSessions(waitCtx); err != nil {
+		t.Fatalf("the session was still open 30 s after the daemon stopped: %v", err)
+	}
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }()
 	select {

@@ -39,7 +39,7 @@ import (
 // error shape; after it, by closing the connection before MCPStdioTaken,
 // having read nothing of the client's input.
 func (a *API) mcpStdioHandler() http.HandlerFunc {
-	sessions := newStdioSessions(a.o.MCPMaxSessions, a.o.MCPSessions)
+	sessions := a.stdio
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := mcpStdioRefusal(r); err != nil {
 			writeError(w, err)

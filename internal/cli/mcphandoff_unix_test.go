@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/continuityd/continuityd/daemon/ops"
 )
 
@@ -144,19 +146,15 @@ func TestHandMCPStdio(t *testing.T) {
 	}
 }
 
-func fcntlFlags(f *os.File) (int, error) {
+// fcntlFlags are f's file status flags, read without f.Fd() (which would
+// make f blocking).
+func fcntlFlags(f *os.File) (flags int, err error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return 0, err
 	}
-	var flags int
-	var ferr error
-	rc.Control(func(fd uintptr) {
-		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
-		flags = int(r)
-		if e != 0 {
-			ferr = e
-		}
-	})
-	return flags, ferr
+	if cerr := rc.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil {
+		return 0, cerr
+	}
+	return flags, err
 }
