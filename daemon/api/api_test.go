@@ -67,6 +67,17 @@ type testAPI struct {
 
 func newTestAPI(t *testing.T) *testAPI {
 	t.Helper()
+	rt := newTestRuntime(t)
+	h := api.New(api.Options{Runtime: rt, Version: "test", Stopping: t.Context()}).Handler()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &testAPI{h: h, srv: srv, ag: rt.ag}
+}
+
+// newTestRuntime starts one real agent, "builder", shipping to the local
+// archive, stopped at the test's end.
+func newTestRuntime(t testing.TB) runtime {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "api")
 	if err != nil {
 		t.Fatal(err)
@@ -102,10 +113,7 @@ func newTestAPI(t *testing.T) *testAPI {
 		}
 		archive.Close()
 	})
-	h := api.New(api.Options{Runtime: runtime{ag, g}, Version: "test", Stopping: ctx}).Handler()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &testAPI{h: h, srv: srv, ag: ag}
+	return runtime{ag, g}
 }
 
 // do sends one request to the handler and returns the status and body.

@@ -31,6 +31,13 @@ import (
 // daemon stopping: the requests' context and Options.Stopping end.
 func stdioServer(t *testing.T, requests *prometheus.HistogramVec) (sock string, stop func(), a *api.API) {
 	t.Helper()
+	return stdioServerWith(t, api.Options{Requests: requests})
+}
+
+// stdioServerWith is stdioServer with the API's options (its Version,
+// MCPMaxSessions and Stopping set here).
+func stdioServerWith(t testing.TB, o api.Options) (sock string, stop func(), a *api.API) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "stdio")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +49,8 @@ func stdioServer(t *testing.T, requests *prometheus.HistogramVec) (sock string, 
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	a = api.New(api.Options{Version: "test", MCPMaxSessions: 1, Stopping: ctx, Requests: requests})
+	o.Version, o.MCPMaxSessions, o.Stopping = "test", 1, ctx
+	a = api.New(o)
 	srv := api.NewServer(a.Handler(), ctx, slog.New(slog.DiscardHandler), api.Timeouts{})
 	srv.ConnContext = api.PeerContext
 	served := make(chan struct{})
@@ -54,7 +62,7 @@ func stdioServer(t *testing.T, requests *prometheus.HistogramVec) (sock string, 
 // askUpgrade sends GET /mcp/stdio (with the upgrade's headers when upgrade
 // is set, and extra right behind it) and reads the answer's status and
 // error code.
-func askUpgrade(t *testing.T, sock string, upgrade bool, extra string) (*net.UnixConn, *bufio.Reader, int, string) {
+func askUpgrade(t testing.TB, sock string, upgrade bool, extra string) (*net.UnixConn, *bufio.Reader, int, string) {
 	t.Helper()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
@@ -100,7 +108,7 @@ func fdsBack(t *testing.T, before int) {
 		func() bool { n = openFDs(t); return n <= before })
 }
 
-func pipes(t *testing.T) (inR, inW, outR, outW *os.File) {
+func pipes(t testing.TB) (inR, inW, outR, outW *os.File) {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
