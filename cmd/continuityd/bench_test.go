@@ -158,7 +158,7 @@ const mcpRefHarness = "testdata/mcpref"
 type mcpRefRound struct {
 	Round       int
 	Startup     struct{ Ours, Theirs, Direct []float64 }
-	Write, Read struct{ Ours, Theirs, Direct []float64 }
+	Write, Read struct{ Ours, Theirs, Direct, Floor []float64 }
 	Size        map[string]int
 }
 
@@ -173,10 +173,13 @@ type mcpRefRound struct {
 // start-up, writes and reads are also measured, in the same rounds, for
 // continuityd-daemon mcp (the *-direct figures: the fallback, a process
 // of its own between client and daemon, as every session was before the
-// handoff). b.N is the
-// number of rounds; each starts both servers afresh. The ratios are
-// ours over theirs, medians of the rounds' medians (issue 23's goals:
-// 0.1, 0.5, 0.5). It needs node and the harness's packages:
+// handoff). Writes and reads are measured too against a floor, the least
+// a stdio MCP server can do (mcpFloorEnv): the *-floor figures are what
+// the client, the pipes and the machine's wake-ups take before any server
+// does anything. b.N is the number of rounds; each starts the servers
+// afresh. The ratios are each server over theirs, medians of the rounds'
+// medians (issue 23's goals for ours: 0.1, 0.5, 0.5). It needs node and
+// the harness's packages:
 //
 //	npm ci --prefix cmd/continuityd/testdata/mcpref
 //	go test -run '^$' -bench MCPStdioVsReference -benchtime 7x ./cmd/continuityd/
@@ -200,6 +203,9 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 		"ours": map[string]any{"command": binary, "args": []string{"mcp"}, "env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
 		"oursDirect": map[string]any{"command": filepath.Join(filepath.Dir(binary), "continuityd-daemon"), "args": []string{"mcp"},
 			"env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
+		// The floor is this test binary as the least an MCP server can do
+		// (mcpFloorEnv); the harness sets the variable to our resume's size.
+		"floor":     map[string]any{"command": os.Args[0], "args": []string{}, "envSize": mcpFloorEnv},
 		"memoryDir": memoryDir, "rounds": b.N, "startups": startups, "calls": calls,
 	})
 	cmd := exec.Command(node, "bench.mjs", string(cfg))
@@ -238,6 +244,8 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 		{"read", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Ours, r.Read.Theirs }},
 		{"write-direct", func(r mcpRefRound) ([]float64, []float64) { return r.Write.Direct, r.Write.Theirs }},
 		{"read-direct", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Direct, r.Read.Theirs }},
+		{"write-floor", func(r mcpRefRound) ([]float64, []float64) { return r.Write.Floor, r.Write.Theirs }},
+		{"read-floor", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Floor, r.Read.Theirs }},
 	} {
 		var ours, theirs, ratios []float64
 		for _, r := range rounds {

@@ -28,6 +28,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mcpFloorEnv) != "" {
+		mcpFloorMain()
+	}
 	dir, err := os.MkdirTemp("", "cdbin")
 	if err != nil {
 		panic(err)

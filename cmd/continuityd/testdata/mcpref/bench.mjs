@@ -8,6 +8,9 @@
 //
 // config: {"ours": {"command", "args", "env"}, "oursDirect": the same for
 // the other way to start ours (start-up, and calls beside the two others'),
+// "floor": {"command", "args", "envSize"}, the least a stdio server can do
+// (calls only, answering ours' tool names; the variable envSize names is
+// set to the size its tool answers must have: our resume's),
 // "memoryDir", "rounds", "startups", "calls"}. Prints one JSON line per round: every sample, in
 // milliseconds, and the answers' sizes; the Go benchmark takes the medians.
 //
@@ -100,6 +103,8 @@ let resumeSize;
   await client.close();
 }
 
+const floorServer = cfg.floor && server("floor", cfg.floor.command, cfg.floor.args, { [cfg.floor.envSize]: String(resumeSize) });
+
 let callNo = 1;
 for (let round = 0; round < cfg.rounds; round++) {
   const file = path.join(cfg.memoryDir, `memory-${round}.jsonl`);
@@ -107,7 +112,13 @@ for (let round = 0; round < cfg.rounds; round++) {
   const theirsServer = server("theirs", process.execPath, [memoryServer], { MEMORY_FILE_PATH: file });
   // Who goes first alternates by round, and by call within a round.
   const pair = round % 2 === 0 ? [["ours", oursServer], ["theirs", theirsServer]] : [["theirs", theirsServer], ["ours", oursServer]];
-  const out = { round, startup: { ours: [], theirs: [], direct: [] }, write: { ours: [], theirs: [], direct: [] }, read: { ours: [], theirs: [], direct: [] }, size: {} };
+  const out = {
+    round,
+    startup: { ours: [], theirs: [], direct: [] },
+    write: { ours: [], theirs: [], direct: [], floor: [] },
+    read: { ours: [], theirs: [], direct: [], floor: [] },
+    size: {},
+  };
   const players = directServer ? [...pair, ["direct", directServer]] : pair;
   for (let i = 0; i < cfg.startups; i++) {
     for (const [who, s] of i % 2 === 0 ? players : [...players].reverse()) {
@@ -117,7 +128,8 @@ for (let round = 0; round < cfg.rounds; round++) {
     }
   }
   const sessions = {};
-  for (const [who, s] of players) {
+  const callers = floorServer ? [...players, ["floor", floorServer]] : players;
+  for (const [who, s] of callers) {
     const { client } = await connect(s);
     await client.listTools();
     const ops = who === "theirs" ? theirs : ours;
@@ -128,7 +140,7 @@ for (let round = 0; round < cfg.rounds; round++) {
   for (const kind of ["write", "read"]) {
     for (let i = 0; i < cfg.calls; i++) {
       const n = callNo++;
-      for (const [who] of i % 2 === 0 ? players : [...players].reverse()) {
+      for (const [who] of i % 2 === 0 ? callers : [...callers].reverse()) {
         const r = await sessions[who].ops[kind](sessions[who].client, n);
         out[kind][who].push(r.ms);
         out.size[`${kind}_${who}`] = r.size;
