@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -207,8 +208,13 @@ func requestSeries(t *testing.T, requests *prometheus.HistogramVec) []string {
 // without the upgrade's headers (400), data sent before the 101 (400), a
 // message with three descriptors or with a file (closed without the
 // daemon's byte, the descriptors closed, nothing read).
+//
+// Each is counted in continuityd_refused by its code, and the refusals
+// answered with a status are recorded as requests with it.
 func TestMCPStdioRefusals(t *testing.T) {
-	sock, _, _ := stdioServer(t, nil)
+	requests := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "requests"}, []string{"route", "status"})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "refused"}, []string{"code"})
+	sock, _, _ := stdioServerWith(t, api.Options{Requests: requests, Refused: refused})
 	before := openFDs(t)
 	if c, _, status, code := askUpgrade(t, sock, false, ""); status != http.StatusBadRequest || code != "INVALID_MCP_REQUEST" {
 		t.Errorf("no upgrade: %d %s, want 400 INVALID_MCP_REQUEST", status, code)
@@ -258,6 +264,39 @@ func TestMCPStdioRefusals(t *testing.T) {
 	}
 	file.Close()
 	fdsBack(t, before)
+	if got := gathered(t, refused); !slices.Equal(got, []string{"code=INVALID_MCP_REQUEST 4"}) {
+		t.Errorf("refusals counted: %q, want 4 INVALID_MCP_REQUEST (no upgrade, data before the 101, three descriptors, a file)", got)
+	}
+	if got := gathered(t, requests); !slices.Equal(got, []string{"route=/mcp/stdio,status=400 2"}) {
+		t.Errorf("requests recorded: %q, want the two answered refusals (400)", got)
+	}
+}
+
+// gathered lists a collector's series as "label=value,… count": a
+// counter's value, a histogram's number of observations.
+func gathered(t *testing.T, c prometheus.Collector) []string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series []string
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			n := m.GetCounter().GetValue()
+			if h := m.GetHistogram(); h != nil {
+				n = float64(h.GetSampleCount())
+			}
+			series = append(series, fmt.Sprintf("%s %v", strings.Join(labels, ","), n))
+		}
+	}
+	return series
 }
 
 // The daemon stopping ends a session: the client sees EOF on its stdout,

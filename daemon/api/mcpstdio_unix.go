@@ -66,12 +66,12 @@ func (a *API) mcpStdioHandler() http.HandlerFunc {
 		switch {
 		case brw.Reader.Buffered() > 0:
 			release()
-			rawRefuse(conn, capsule.Refuse(capsule.CodeInvalidMCPRequest, "",
+			rawRefuse(w, conn, capsule.Refuse(capsule.CodeInvalidMCPRequest, "",
 				"%s: the client sent data before the answer; send the descriptors after the 101", r.URL.Path))
 			return
 		case !ok:
 			release()
-			rawRefuse(conn, capsule.Refuse(capsule.CodeInternal, "", "%s: the connection is no Unix socket's (%T)", r.URL.Path, conn))
+			rawRefuse(w, conn, capsule.Refuse(capsule.CodeInternal, "", "%s: the connection is no Unix socket's (%T)", r.URL.Path, conn))
 			return
 		}
 		// The server's deadlines are an ordinary request's; this one lasts
@@ -83,6 +83,7 @@ func (a *API) mcpStdioHandler() http.HandlerFunc {
 		in, out, err := receiveStdio(uc, config.DefaultReadTimeout)
 		if err != nil {
 			a.log.Debug("MCP on stdio: the descriptors were not taken", "err", err)
+			noteRefusal(w, capsule.CodeInvalidMCPRequest, 0)
 			return
 		}
 		a.serveStdio(r, uc, in, out, release)
@@ -186,13 +187,29 @@ func stdioDescriptors(n, flags int, fds []int) error {
 }
 
 // rawRefuse writes err in the API's shape on a connection net/http no
-// longer serves.
-func rawRefuse(c net.Conn, err error) {
+// longer serves, and notes the refusal on w, the request's.
+func rawRefuse(w http.ResponseWriter, c net.Conn, err error) {
 	rw := &rawAnswer{header: http.Header{}}
 	writeError(rw, err)
+	var ce *capsule.Error
+	if errors.As(err, &ce) {
+		noteRefusal(w, ce.Code, rw.status)
+	}
 	resp := &http.Response{StatusCode: rw.status, ProtoMajor: 1, ProtoMinor: 1, Header: rw.header,
 		Body: io.NopCloser(&rw.body), ContentLength: int64(rw.body.Len()), Close: true}
 	resp.Write(c)
+}
+
+// noteRefusal records, for a request whose connection was taken over, the
+// refusal it ended in: its code (continuityd_refused) and, when it was
+// answered, its status (the request's latency, which a 101 would not be).
+func noteRefusal(w http.ResponseWriter, code string, status int) {
+	if rec, ok := w.(*recorder); ok {
+		rec.code = code
+		if status != 0 {
+			rec.status = status
+		}
+	}
 }
 
 // rawAnswer is an http.ResponseWriter that keeps the answer.
