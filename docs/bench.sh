@@ -25,6 +25,7 @@ go test -run '^$' -bench 'DrainBacklog|Coalescing' -benchtime 1x -count 1 ./daem
 go test -run '^$' -bench SnapshotBurstCPU -benchtime 20x -count 1 ./daemon/
 go test -run '^$' -bench 'HookWallTime' -benchtime 100x -count 5 ./cmd/continuityd/ 2>&1 | medians
 go test -run '^$' -bench 'MCPStartupAndResume' -benchtime 200x -count 1 ./cmd/continuityd/
+go test -run '^$' -bench 'MCPStdioServerSide' -benchmem -count 5 ./daemon/api/ 2>&1 | medians
 # needs `npm ci --prefix cmd/continuityd/testdata/mcpref` (skipped without it)
 go test -run '^$' -bench 'MCPStdioVsReference' -benchtime 7x -count 2 ./cmd/continuityd/
 go test -run '^$' -bench 'EventsCPU|WatchRSS|IdleCPU' -benchtime 1x -count 1 ./daemon/sources/watch/
