@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -97,12 +98,23 @@ func hasBurstRecord(agentDir string, want []string) bool {
 // runs, and the wall time from the first edit to the stored record (the
 // quiet periods: 100 ms of the watcher's, 200 ms of the policy's).
 //
+// SNAPSHOT_BURST_FILES sets another size of tree (the daemon's part per
+// burst should not grow with it; git's does).
+//
 //	go test -run '^$' -bench SnapshotBurstCPU -benchtime 20x ./daemon/
+//	SNAPSHOT_BURST_FILES=20000 go test -run '^$' -bench SnapshotBurstCPU -benchtime 20x ./daemon/
 func BenchmarkSnapshotBurstCPU(b *testing.B) {
 	if baseline.ProcessCPU() == 0 {
 		b.Skip("no CPU accounting on this system")
 	}
-	const files, perBurst = 2000, 5
+	files, perBurst := 2000, 5
+	if v := os.Getenv("SNAPSHOT_BURST_FILES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 {
+			b.Fatalf("SNAPSHOT_BURST_FILES=%q: want a number of files, 100 or more", v)
+		}
+		files = n
+	}
 	cfg := testConfig(b)
 	root := filepath.Dir(cfg.Daemon.StateDir)
 	wd, plain := filepath.Join(root, "work"), filepath.Join(root, "plain")
