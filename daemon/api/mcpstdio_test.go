@@ -177,31 +177,9 @@ func TestMCPStdioSessionOnPipes(t *testing.T) {
 		conn.Close()
 	}()
 	fdsBack(t, before)
-	if got := requestSeries(t, requests); !slices.Equal(got, []string{"/mcp/stdio 503"}) {
+	if got := gathered(t, requests); !slices.Equal(got, []string{"route=/mcp/stdio,status=503 1"}) {
 		t.Errorf("requests recorded (route status): %q, want only the refusal's", got)
 	}
-}
-
-// requestSeries lists the route and status of each series of requests.
-func requestSeries(t *testing.T, requests *prometheus.HistogramVec) []string {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(requests)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var series []string
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			series = append(series, labels["route"]+" "+labels["status"])
-		}
-	}
-	return series
 }
 
 // What cannot be served is refused, and what came is closed: a request
