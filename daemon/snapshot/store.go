@@ -585,7 +585,7 @@ func parseSkipped(msg string) (list []Skipped, more int) {
 func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
 	// The work record of every burst, status and the API list the
 	// snapshots: a git run each (several per burst) is kept for when the
-	// refs changed.
+	// refs changed by another hand than a Take's (listTaken).
 	stamp, stamped := s.refsStamp()
 	if c := s.listed.Load(); stamped && c != nil && c.stamp == stamp {
 		return slices.Clone(c.snaps), nil
@@ -643,6 +643,31 @@ func (s *Store) refsStamp() (refsStamp, bool) {
 
 // forgetList drops the cached list: the store changed a snapshot ref.
 func (s *Store) forgetList() { s.listed.Store(nil) }
+
+// listTaken puts the snapshot whose ref a Take just made (id, its tree
+// and commit message) at the head of the cached list, as the refs would
+// list it, when that list was current just before the ref (before is what
+// the refs looked like then): the list a burst's work record reads next
+// then needs no git run. Otherwise the list is forgotten, to be read
+// again. A list read meanwhile (List takes no lock) that already holds the
+// snapshot is kept as it is, under the new stamp.
+func (s *Store) listTaken(id, tree, message string, before refsStamp, stamped bool) {
+	c := s.listed.Load()
+	after, ok := s.refsStamp()
+	subject, _, _ := strings.Cut(message, "\n")
+	snap, parsed := parseSubject(id, tree, subject)
+	if c == nil || !stamped || !ok || !parsed || c.stamp != before {
+		s.forgetList()
+		return
+	}
+	snaps := c.snaps
+	if len(snaps) == 0 || snaps[0].n < snap.n {
+		snaps = append([]Snapshot{snap}, snaps...)
+	}
+	if !s.listed.CompareAndSwap(c, &listedRefs{snaps: snaps, stamp: after}) {
+		s.forgetList()
+	}
+}
 
 // refsUnder reads the snapshots the refs under prefix reach; a ref whose
 // commit is not a snapshot is skipped (and said, when warn is set).

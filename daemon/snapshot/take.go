@@ -789,7 +789,8 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	// metadata, so retention drops old snapshots by deleting their refs,
 	// without rewriting (and renaming) the ones it keeps. The commit is
 	// the one `git commit-tree` would write (TestCommitObjectIsGits).
-	id, err := s.writeLoose("commit", commitObject(st.tree, snap.Time.Unix(), s.message(snap, st.skipped, st.modes)))
+	message := s.message(snap, st.skipped, st.modes)
+	id, err := s.writeLoose("commit", commitObject(st.tree, snap.Time.Unix(), message))
 	if err != nil {
 		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
@@ -797,11 +798,13 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	s.reach(pointCommit)
 	// The ref is made last, atomically (a lock file renamed into place),
 	// and never over one that exists.
+	before, stamped := s.refsStamp()
 	err = s.createRef(refName(snap.n), id)
-	s.forgetList()
 	if err != nil {
+		s.forgetList()
 		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
+	s.listTaken(snap.ID, st.tree, message, before, stamped)
 	s.lastChanges.Store(nil)
 	if st.changes != nil {
 		s.lastChanges.Store(&changeSet{from: s.newest.tree, to: st.tree, list: treeChanges(st.changes)})
