@@ -226,6 +226,7 @@ func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
 	git := holdgit.New(t)
 	env := []string{"PATH=" + git.Dir() + string(os.PathListSeparator) + os.Getenv("PATH")}
 	writeKillTree(t, work, stage, 0)
+	writeFile(t, work, "warm.txt", "before the start\n")
 	p := startProc(t, w.socket, env, "run", "--config", w.config)
 	ids := waitSnapshots(t, p, 1, 60*time.Second, "first start") // the start snapshot
 	waitWatching(t, p, "first start")
@@ -245,8 +246,12 @@ func TestSnapshotSIGKILLMidSnapshot(t *testing.T) {
 		if point == holdgit.BeforeCheckIgnore {
 			// The first snapshot after a start adds the whole tree (what
 			// changed before the watcher began is not known): one burst
-			// first, so that the held one is from what changed.
-			writeFile(t, work, fmt.Sprintf("warm-%d.txt", r), "the burst before\n")
+			// first, so that the held one is from what changed. It only
+			// edits a file: a new one would start the store's long-lived
+			// check-ignore (when the start snapshot came after the
+			// watcher's, this burst is from what changed), and the held
+			// burst would ask that one instead of starting its own.
+			writeFile(t, work, "warm.txt", fmt.Sprintf("the burst before round %d\n", r))
 			before++
 			waitSnapshots(t, p, before, 60*time.Second, when+", the burst before")
 		}
