@@ -23,10 +23,8 @@ import (
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
-// mcpMaxBody bounds an /mcp request body: the API's own limit plus room
-// for the JSON-RPC envelope, so any body the API takes also fits as a
-// tool's arguments.
-const mcpMaxBody = guard.MaxBodyBytes + 4<<10
+// mcpMaxBody bounds an /mcp request body: one MCP message.
+const mcpMaxBody = mcpserver.MaxMessageBytes
 
 // mcpLongestCall is the longest an MCP tool call runs by design:
 // wait_for_event's longest poll.

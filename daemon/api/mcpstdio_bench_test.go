@@ -6,13 +6,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
-	"syscall"
 	"testing"
 
 	"github.com/continuityd/continuityd/daemon/api"
-	"github.com/continuityd/continuityd/daemon/ops"
 )
 
 // BenchmarkMCPStdioServerSide is the daemon's side of an MCP call on
@@ -28,7 +25,8 @@ import (
 func BenchmarkMCPStdioServerSide(b *testing.B) {
 	rt := newTestRuntime(b)
 	sock, _, _ := stdioServerWith(b, api.Options{Runtime: rt})
-	stdin, stdout := handPipes(b, sock)
+	conn, _, stdin, stdout := handPipes(b, sock)
+	b.Cleanup(func() { stdin.Close(); stdout.Close(); conn.Close() })
 	call := lineClient(b, stdin, stdout)
 	call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
 	call("", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -68,26 +66,6 @@ func BenchmarkMCPStdioServerSide(b *testing.B) {
 			}
 		})
 	}
-}
-
-// handPipes opens a stdio session on sock as `continuityd mcp` does and
-// returns the client's ends of its stdin and stdout.
-func handPipes(b *testing.B, sock string) (stdin, stdout *os.File) {
-	conn, br, status, code := askUpgrade(b, sock, true, "")
-	if status != http.StatusSwitchingProtocols {
-		b.Fatalf("upgrade: %d %s", status, code)
-	}
-	inR, inW, outR, outW := pipes(b)
-	if _, _, err := conn.WriteMsgUnix([]byte{0}, syscall.UnixRights(int(inR.Fd()), int(outW.Fd())), nil); err != nil {
-		b.Fatal(err)
-	}
-	inR.Close()
-	outW.Close()
-	if c, err := br.ReadByte(); err != nil || c != ops.MCPStdioTaken {
-		b.Fatalf("the daemon's byte: %q %v", c, err)
-	}
-	b.Cleanup(func() { inW.Close(); outR.Close(); conn.Close() })
-	return inW, outR
 }
 
 // lineClient returns a function that sends one JSON-RPC request (method ""

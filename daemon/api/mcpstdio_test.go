@@ -122,9 +122,10 @@ func pipes(t testing.TB) (inR, inW, outR, outW *os.File) {
 	return inR, inW, outR, outW
 }
 
-// handStdio hands a pair of pipes to the daemon, as `continuityd mcp`
-// does, and connects an MCP client to their other ends.
-func handStdio(t *testing.T, sock string) (*net.UnixConn, *bufio.Reader, *mcp.ClientSession) {
+// handPipes hands a pair of pipes to the daemon, as `continuityd mcp`
+// does, and returns the connection and the client's ends of the session's
+// stdin and stdout.
+func handPipes(t testing.TB, sock string) (conn *net.UnixConn, br *bufio.Reader, stdin, stdout *os.File) {
 	t.Helper()
 	conn, br, status, code := askUpgrade(t, sock, true, "")
 	if status != http.StatusSwitchingProtocols {
@@ -139,6 +140,14 @@ func handStdio(t *testing.T, sock string) (*net.UnixConn, *bufio.Reader, *mcp.Cl
 	if b, err := br.ReadByte(); err != nil || b != ops.MCPStdioTaken {
 		t.Fatalf("the daemon's byte: %q %v", b, err)
 	}
+	return conn, br, inW, outR
+}
+
+// handStdio hands a pair of pipes to the daemon (handPipes) and connects
+// an MCP client to their other ends.
+func handStdio(t *testing.T, sock string) (*net.UnixConn, *bufio.Reader, *mcp.ClientSession) {
+	t.Helper()
+	conn, br, inW, outR := handPipes(t, sock)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)

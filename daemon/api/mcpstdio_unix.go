@@ -114,7 +114,7 @@ func (a *API) serveStdio(r *http.Request, uc *net.UnixConn, in, out *os.File, re
 	}()
 	srv := mcpserver.New(mcpserver.Options{Backend: inProcess{rt: a.o.Runtime, peer: peerOf(r.Context())},
 		Agent: r.URL.Query().Get("agent"), Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
-	err := srv.Run(ctx, &mcpserver.LineTransport{In: in, Out: out, MaxLine: mcpMaxBody})
+	err := srv.Run(ctx, &mcpserver.LineTransport{In: in, Out: out})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		a.log.Debug("MCP on stdio: the session ended", "err", err)
 	}

@@ -16,9 +16,11 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 )
 
-// DefaultMaxLine bounds one message of a LineTransport when it sets none:
-// the API's largest body and room for the JSON-RPC envelope around it.
-const DefaultMaxLine = guard.MaxBodyBytes + 4<<10
+// MaxMessageBytes bounds one MCP message, on every transport continuityd
+// serves (/mcp's bodies, stdio's lines): the API's largest body and room
+// for the JSON-RPC envelope around it, so any body the API takes also fits
+// as a tool's arguments.
+const MaxMessageBytes = guard.MaxBodyBytes + 4<<10
 
 // LineTransport is MCP's stdio transport (one JSON-RPC message per line,
 // no batches, as in protocol 2025-06-18 and later) on a reader and a
@@ -41,7 +43,7 @@ const DefaultMaxLine = guard.MaxBodyBytes + 4<<10
 type LineTransport struct {
 	In  io.ReadCloser
 	Out io.WriteCloser
-	// MaxLine bounds one message in bytes (0: DefaultMaxLine).
+	// MaxLine bounds one message in bytes (0: MaxMessageBytes).
 	MaxLine int
 }
 
@@ -49,7 +51,7 @@ type LineTransport struct {
 func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	max := t.MaxLine
 	if max <= 0 {
-		max = DefaultMaxLine
+		max = MaxMessageBytes
 	}
 	return &lineConn{in: t.In, out: t.Out, r: bufio.NewReaderSize(t.In, 16<<10), max: max, closed: make(chan struct{})}, nil
 }

@@ -20,7 +20,7 @@ import (
 // lineServer serves the tools (backed by f) on a LineTransport over real
 // pipes, bounded to maxLine, and returns the client's ends and the
 // server's end: a channel that gets what Run returned.
-func lineServer(t *testing.T, f *fake, maxLine int, ctx context.Context) (stdin, stdout *os.File, ran chan error) {
+func lineServer(ctx context.Context, t *testing.T, f *fake, maxLine int) (stdin, stdout *os.File, ran chan error) {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -58,7 +58,7 @@ func noLeaks(t *testing.T) {
 func TestLineTransportServesTheSDKClient(t *testing.T) {
 	noLeaks(t)
 	f := &fake{resume: &capsule.Resume{Agent: "builder", Seq: 4, Focus: "the line transport"}, answer: `{"seq":5}`}
-	stdin, stdout, _ := lineServer(t, f, 0, context.Background())
+	stdin, stdout, _ := lineServer(context.Background(), t, f, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
@@ -127,7 +127,7 @@ func (s *rawSession) answer() (id json.RawMessage, result json.RawMessage, code 
 }
 
 func newRawSession(t *testing.T, maxLine int) *rawSession {
-	stdin, stdout, _ := lineServer(t, &fake{}, maxLine, context.Background())
+	stdin, stdout, _ := lineServer(context.Background(), t, &fake{}, maxLine)
 	s := &rawSession{t: t, stdin: stdin, answers: bufio.NewReader(stdout)}
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}` + "\n")
 	if id, res, code, msg := s.answer(); string(id) != "1" || res == nil {
@@ -201,7 +201,7 @@ func TestLineTransportLongAndLastLines(t *testing.T) {
 func TestLineTransportCloseEndsAPendingRead(t *testing.T) {
 	noLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	stdin, stdout, ran := lineServer(t, &fake{}, 0, ctx)
+	stdin, stdout, ran := lineServer(ctx, t, &fake{}, 0)
 	s := &rawSession{t: t, stdin: stdin, answers: bufio.NewReader(stdout)}
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	if id, _, _, _ := s.answer(); string(id) != "1" {

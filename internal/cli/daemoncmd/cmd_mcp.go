@@ -42,7 +42,7 @@ func cmdMCP(ctx context.Context, e *cli.Env, args []string) int {
 	in, restore := pollableStdin(e.Stdin)
 	defer restore()
 	srv := mcpserver.New(mcpserver.Options{Backend: newMCPClientBackend(c), Version: e.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
-	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{e.Stdout}}
+	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{e.Stdout}, MaxLineLength: mcpserver.MaxMessageBytes}
 	if err := srv.Run(ctx, t); err != nil && ctx.Err() == nil && err != io.EOF {
 		fmt.Fprintf(e.Stderr, "continuityd mcp: %v\n", err)
 		return cli.ExitFailed
