@@ -115,6 +115,12 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 			defer close(c.startDone)
 			s.start(ctx)
 		}()
+		wg.Add(1)
+		go func() { // the reader of the agent's repository ends with the agent
+			defer wg.Done()
+			<-ctx.Done()
+			s.repo.Close()
+		}()
 	} else {
 		close(c.startDone)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/daemon/worklost"
 )
 
 // TriggerStart is the snapshot of the tree as it stands when the daemon
@@ -23,7 +24,8 @@ const TriggerStart = "start"
 type snapshots struct {
 	c     *Capture
 	store *snapshot.Store
-	taken func() // after each snapshot (the agent's GC check)
+	repo  *worklost.Repo // the agent's repository, read by the work-lost checks
+	taken func()         // after each snapshot (the agent's GC check)
 	// withheld lists the files of a snapshot that stay off the fleet;
 	// nil when snapshots are not shipped.
 	withheld func(ctx context.Context, id string) ([]snapshot.Withheld, error)
@@ -39,7 +41,7 @@ type snapshots struct {
 // the workdir into store and write work records; taken runs after each
 // snapshot. Call it before Start.
 func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
-	s := &snapshots{c: c, store: store, taken: taken}
+	s := &snapshots{c: c, store: store, repo: worklost.NewRepo(store.Git(), c.o.Workdir), taken: taken}
 	c.loadLosses()
 	c.mu.Lock()
 	c.snaps = s

@@ -186,7 +186,7 @@ func (s *snapshots) headMoved(ctx context.Context) {
 	if last == "" {
 		return
 	}
-	head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir)
+	head, err := s.repo.Head(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil && l.kept.Last.Snapshot == last && head != l.kept.Last.Head {
@@ -201,7 +201,7 @@ func (s *snapshots) headMoved(ctx context.Context) {
 // up to date.
 func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	l := &s.c.lost
-	head, err := worklost.Head(ctx, s.store.Git(), s.c.o.Workdir)
+	head, err := s.repo.Head(ctx)
 	if err != nil {
 		s.lossFailed(ctx, err)
 		return
@@ -227,7 +227,7 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	back := s.stillAway(ctx, snap.ID, entries)
 	var w *worklost.WorkLost
 	if snap.Parent != before.Snapshot || snap.Modified > 0 || snap.Deleted > 0 { // files added only: nothing held before is gone
-		w, err = worklost.Detect(ctx, worklost.Input{Store: s.store, Workdir: s.c.o.Workdir, Git: s.store.Git(),
+		w, err = worklost.Detect(ctx, worklost.Input{Store: s.store, Repo: s.repo,
 			Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC()})
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/continuityd/continuityd/internal/gitpipe"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
@@ -195,8 +196,7 @@ func (g *gitRunner) run(ctx context.Context, c call) ([]byte, error) {
 func (g *gitRunner) runOnce(ctx context.Context, c call) ([]byte, error) {
 	cmd := g.command(ctx, c)
 	var out bytes.Buffer
-	var errb limitedBuffer
-	errb.max = 8 << 10
+	errb := gitpipe.Tail{Max: 8 << 10}
 	if c.stdout != nil {
 		cmd.Stdout = c.stdout
 	} else {
@@ -229,23 +229,6 @@ func summarize(args []string) string {
 	}
 	return s
 }
-
-// limitedBuffer keeps the last max bytes written to it (git puts the
-// decisive "fatal:" line last).
-type limitedBuffer struct {
-	buf []byte
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > b.max {
-		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.max:]...)
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string { return string(b.buf) }
 
 var gitVersionRE = lazyregexp.New(`^git version (\d+)\.(\d+)`)
 

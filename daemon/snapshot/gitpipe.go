@@ -1,16 +1,16 @@
 package snapshot
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/continuityd/continuityd/internal/gitpipe"
 )
 
 // Long-lived git processes: a Take from what changed asks git two kinds
@@ -25,62 +25,26 @@ import (
 // pipeIdle is how long an unused git process is kept.
 const pipeIdle = 30 * time.Second
 
-// gitPipe is one long-lived git process.
-type gitPipe struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr limitedBuffer
-}
-
 // pipes are the store's long-lived git processes.
 type pipes struct {
-	catFile     *gitPipe
-	checkIgnore *gitPipe
+	catFile     *gitpipe.Pipe
+	checkIgnore *gitpipe.Pipe
 	idle        *time.Timer // stops them after pipeIdle; nil when none runs
 	packedReads int         // objects read through cat-file (tests look)
 }
 
 // startPipe starts git with args in the work tree, talking over pipes.
-func (s *Store) startPipe(env []string, args ...string) (*gitPipe, error) {
-	p := &gitPipe{}
-	p.stderr.max = 4 << 10
-	p.cmd = s.git.command(context.Background(), call{args: args, env: env, inWork: true})
-	p.cmd.Stderr = &p.stderr
-	in, err := p.cmd.StdinPipe()
+func (s *Store) startPipe(env []string, args ...string) (*gitpipe.Pipe, error) {
+	p, err := gitpipe.Start(s.git.command(context.Background(), call{args: args, env: env, inWork: true}))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store: git %s: %w", summarize(args), err)
 	}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("snapshot store: git %s: %w", summarize(args), err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("snapshot store: git %s: %w", summarize(args), err)
-	}
-	p.in, p.out = in, bufio.NewReaderSize(out, 64<<10)
 	return p, nil
-}
-
-// stop ends the process and waits for it.
-func (p *gitPipe) stop() {
-	p.in.Close()
-	p.cmd.Process.Kill()
-	p.cmd.Wait()
-}
-
-// failed stops a process that answered wrongly and says what git said.
-func (p *gitPipe) failed(what string, err error) error {
-	p.stop()
-	if msg := strings.TrimSpace(p.stderr.String()); msg != "" {
-		return fmt.Errorf("snapshot store: %s: %w: git said %s", what, err, msg)
-	}
-	return fmt.Errorf("snapshot store: %s: %w", what, err)
 }
 
 // pipe returns the running process at *slot, starting it when needed,
 // and keeps the idle timer going.
-func (s *Store) pipe(slot **gitPipe, env []string, args ...string) (*gitPipe, error) {
+func (s *Store) pipe(slot **gitpipe.Pipe, env []string, args ...string) (*gitpipe.Pipe, error) {
 	if *slot == nil {
 		p, err := s.startPipe(env, args...)
 		if err != nil {
@@ -108,9 +72,9 @@ func (s *Store) stopIdlePipes() {
 // idle daemon holds none of it. The caller holds s.mu.
 func (s *Store) stopPipes() {
 	s.trees, s.zw = treeCache{}, nil
-	for _, slot := range []**gitPipe{&s.pipes.catFile, &s.pipes.checkIgnore} {
+	for _, slot := range []**gitpipe.Pipe{&s.pipes.catFile, &s.pipes.checkIgnore} {
 		if *slot != nil {
-			(*slot).stop()
+			(*slot).Stop()
 			*slot = nil
 		}
 	}
@@ -131,7 +95,7 @@ func (s *Store) readObject(ctx context.Context, o oid) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	defer context.AfterFunc(ctx, func() { p.cmd.Process.Kill() })()
+	defer context.AfterFunc(ctx, p.Kill)()
 	s.pipes.packedReads++
 	typ, data, err = catFileOne(p, o)
 	if err != nil {
@@ -139,39 +103,26 @@ func (s *Store) readObject(ctx context.Context, o oid) (string, []byte, error) {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return "", nil, p.failed("reading object "+o.String(), err)
+		return "", nil, p.Failed("snapshot store: reading object "+o.String(), err)
 	}
 	return typ, data, nil
 }
 
 // catFileOne asks cat-file --batch for one object.
-func catFileOne(p *gitPipe, o oid) (string, []byte, error) {
-	if _, err := io.WriteString(p.in, o.String()+"\n"); err != nil {
+func catFileOne(p *gitpipe.Pipe, o oid) (string, []byte, error) {
+	if _, err := io.WriteString(p.In, o.String()+"\n"); err != nil {
 		return "", nil, err
 	}
-	head, err := p.out.ReadString('\n')
-	if err != nil {
-		return "", nil, err
-	}
-	f := strings.Fields(head)
-	if len(f) == 2 && f[1] == "missing" {
+	obj, err := gitpipe.ReadObject(p.Out, maxObjectBytes)
+	switch {
+	case errors.Is(err, gitpipe.ErrMissing):
 		return "", nil, fmt.Errorf("object %s is missing from the store", o)
-	}
-	if len(f) != 3 || f[0] != o.String() {
-		return "", nil, fmt.Errorf("cat-file said %q", strings.TrimSpace(head))
-	}
-	size, err := strconv.Atoi(f[2])
-	if err != nil || size < 0 || size > maxObjectBytes {
-		return "", nil, fmt.Errorf("cat-file gave the size %q", f[2])
-	}
-	data := make([]byte, size+1)
-	if _, err := io.ReadFull(p.out, data); err != nil {
+	case err != nil:
 		return "", nil, err
+	case obj.ID != o.String():
+		return "", nil, fmt.Errorf("cat-file answered for %s when asked for %s", obj.ID, o)
 	}
-	if data[size] != '\n' {
-		return "", nil, fmt.Errorf("cat-file's answer for %s does not end where its size says", o)
-	}
-	return f[1], data[:size], nil
+	return obj.Type, obj.Data, nil
 }
 
 // ignoredOfPipe returns those of paths the ignore rules cover, as
@@ -189,7 +140,7 @@ func (s *Store) ignoredOfPipe(ctx context.Context, paths []string) (map[string]b
 	if err != nil {
 		return nil, err
 	}
-	defer context.AfterFunc(ctx, func() { p.cmd.Process.Kill() })()
+	defer context.AfterFunc(ctx, p.Kill)()
 	var wg sync.WaitGroup
 	var werr error
 	wg.Go(func() { // git answers as it reads: write beside the reading
@@ -198,14 +149,14 @@ func (s *Store) ignoredOfPipe(ctx context.Context, paths []string) (map[string]b
 			b.WriteString(q)
 			b.WriteByte(0)
 		}
-		_, werr = p.in.Write(b.Bytes())
+		_, werr = p.In.Write(b.Bytes())
 	})
 	ignored := map[string]bool{}
 	var rerr error
 	for _, want := range paths {
 		var f [4]string
 		for i := range f {
-			if f[i], rerr = p.out.ReadString(0); rerr != nil {
+			if f[i], rerr = p.Out.ReadString(0); rerr != nil {
 				break
 			}
 			f[i] = f[i][:len(f[i])-1]
@@ -222,7 +173,7 @@ func (s *Store) ignoredOfPipe(ctx context.Context, paths []string) (map[string]b
 		}
 	}
 	if rerr != nil {
-		p.cmd.Process.Kill()
+		p.Kill()
 	}
 	wg.Wait()
 	if rerr == nil {
@@ -233,7 +184,7 @@ func (s *Store) ignoredOfPipe(ctx context.Context, paths []string) (map[string]b
 		if ctx.Err() != nil {
 			rerr = ctx.Err()
 		}
-		return nil, p.failed("asking git about the ignore rules", rerr)
+		return nil, p.Failed("snapshot store: asking git about the ignore rules", rerr)
 	}
 	return ignored, nil
 }

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/continuityd/continuityd/internal/gitpipe"
 )
 
 // Objects written and read in process, for a Take from what changed.
@@ -193,20 +195,13 @@ func (e treeEntry) isTree() bool { return e.mode == modeTree }
 // parseTree reads a tree object: "<octal mode> <name>\0<20-byte id>"...
 func parseTree(data []byte) ([]treeEntry, error) {
 	var out []treeEntry
-	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		nul := bytes.IndexByte(data, 0)
-		if sp <= 0 || nul < sp || nul+21 > len(data) {
-			return nil, errors.New("a tree object does not parse")
-		}
-		m, err := strconv.ParseUint(string(data[:sp]), 8, 32)
-		if err != nil {
-			return nil, errors.New("a tree object does not parse")
-		}
-		e := treeEntry{name: string(data[sp+1 : nul]), mode: uint32(m)}
-		copy(e.id[:], data[nul+1:nul+21])
+	err := gitpipe.EachTreeEntry(data, len(oid{}), func(mode uint32, name, id []byte) {
+		e := treeEntry{name: string(name), mode: mode}
+		copy(e.id[:], id)
 		out = append(out, e)
-		data = data[nul+21:]
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -19,18 +19,16 @@
 //
 // A path edited on to new content is work going on, not work lost.
 //
-// The agent's repository is only read, with `git ls-tree` and `git
-// rev-parse`, with optional locks off, hooks off and the system and global
-// configuration not read; nothing in it is written.
+// The agent's repository is only read, by a long-lived `git cat-file
+// --batch` (`git ls-tree` for what cat-file cannot be asked), with optional
+// locks off, hooks off and the system and global configuration not read;
+// nothing in it is written (repo.go).
 package worklost
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -53,7 +51,10 @@ type WorkLost = capsule.WorkLost
 
 // Input is one step from one snapshot to the next.
 type Input struct {
-	Store   *snapshot.Store
+	Store *snapshot.Store
+	// Repo reads the agent's repository; when nil, one is made from
+	// Workdir and Git for this call.
+	Repo    *Repo
 	Workdir string // the agent's work tree, the snapshots' root
 	Git     string // the git binary; "" looks up "git" on PATH
 	Agent   string // named in the restore command with --agent; "" leaves it out
@@ -64,9 +65,6 @@ type Input struct {
 	Restored []string
 	At       time.Time // when the loss was seen
 }
-
-// gitTimeout bounds each read of the agent's repository.
-const gitTimeout = 30 * time.Second
 
 // Detect returns the work lost from Before to After, nil when none was.
 func Detect(ctx context.Context, in Input) (*WorkLost, error) {
@@ -95,7 +93,11 @@ func Detect(ctx context.Context, in Input) (*WorkLost, error) {
 	for i, c := range candidates {
 		paths[i] = c.Path
 	}
-	r := repo{git: in.Git, dir: in.Workdir}
+	r := in.Repo
+	if r == nil {
+		r = NewRepo(in.Git, in.Workdir)
+		defer r.Close()
+	}
 	headBefore, err := r.objects(ctx, in.Before.Head, paths)
 	if err != nil {
 		return nil, err
@@ -178,96 +180,4 @@ func shellWord(s string) string {
 	}
 	b.WriteByte('\'')
 	return b.String()
-}
-
-// repo reads the agent's repository.
-type repo struct{ git, dir string }
-
-// env is the environment of a read of the agent's repository: the
-// daemon's own GIT_* variables left out, no system or global
-// configuration, no optional locks, pathspecs taken literally.
-func (r repo) env() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_OPTIONAL_LOCKS=0",
-		"GIT_LITERAL_PATHSPECS=1", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-}
-
-func (r repo) run(ctx context.Context, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
-	defer cancel()
-	bin := r.git
-	if bin == "" {
-		bin = "git"
-	}
-	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
-	cmd := exec.CommandContext(ctx, bin, full...)
-	cmd.Dir = r.dir
-	cmd.Env = r.env()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 512 {
-			msg = msg[:512]
-		}
-		return out, fmt.Errorf("worklost: git %s in the workdir: %w: %s", args[0], err, msg)
-	}
-	return out, nil
-}
-
-// Head returns the commit the agent's HEAD names in workdir, "" when the
-// repository has no commit yet or the workdir is in no repository (then
-// every file a snapshot holds is uncommitted work).
-func Head(ctx context.Context, git, workdir string) (string, error) {
-	out, err := repo{git: git, dir: workdir}.run(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}")
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && (ee.ExitCode() == 1 || strings.Contains(err.Error(), "not a git repository")) {
-			return "", nil
-		}
-		return "", err
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// maxPathspecs is how many paths are named to ls-tree; with more, the
-// whole tree is listed and filtered.
-const maxPathspecs = 256
-
-// objects returns the object of each path at commit ("" for a path the
-// commit lacks; every path lacks one when commit is "").
-func (r repo) objects(ctx context.Context, commit string, paths []string) (map[string]string, error) {
-	out := map[string]string{}
-	if commit == "" {
-		return out, nil
-	}
-	args := []string{"ls-tree", "-r", "-z", commit}
-	if len(paths) <= maxPathspecs {
-		args = append(append(args, "--"), paths...)
-	}
-	b, err := r.run(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	want := map[string]bool{}
-	for _, p := range paths {
-		want[p] = true
-	}
-	for entry := range bytes.SplitSeq(b, []byte{0}) {
-		// "<mode> SP <type> SP <hash> TAB <path>"
-		meta, path, ok := bytes.Cut(entry, []byte{'\t'})
-		if !ok || !want[string(path)] {
-			continue
-		}
-		if f := strings.Fields(string(meta)); len(f) == 3 {
-			out[string(path)] = f[2]
-		}
-	}
-	return out, nil
 }

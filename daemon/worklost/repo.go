@@ -1,0 +1,307 @@
+package worklost
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/continuityd/continuityd/internal/gitpipe"
+)
+
+// Repo reads the agent's repository: the commit its HEAD names, and the
+// object of a path at a commit. Every snapshot's check asks both, and a
+// git process started per question cost about 6 ms of CPU each, more than
+// the rest of the check; so they are asked of one long-lived `git cat-file
+// --batch`, started at the first question, stopped after repoIdle without
+// one, replaced after repoMaxAge (it keeps open the packs it read, which a
+// `git gc` of the agent's repository may since have deleted), and at
+// Close. A path is looked up in its directory's tree, which gives what
+// `git ls-tree` would (a submodule's commit too); `git ls-tree` itself is
+// asked for a path cat-file cannot be asked about (a newline in it) or a
+// directory over maxTreeBytes. A Repo is safe for concurrent use; each
+// question holds it.
+type Repo struct {
+	git, dir string
+
+	mu     sync.Mutex
+	p      *gitpipe.Pipe // nil when none runs
+	idle   *time.Timer   // stops p after repoIdle; nil when none runs
+	closed bool
+}
+
+const (
+	repoIdle   = 30 * time.Second
+	repoMaxAge = 5 * time.Minute
+	// maxTreeBytes bounds a directory's tree read through cat-file (about
+	// 400,000 entries); a larger one is listed by ls-tree.
+	maxTreeBytes = 16 << 20
+	// maxCommitBytes bounds the HEAD commit read (and thrown away) to
+	// learn its id; git's own limit on a commit is far above any real one.
+	maxCommitBytes = 64 << 20
+)
+
+// NewRepo reads the repository workdir is in with git ("" looks up "git"
+// on PATH). Nothing starts until the first question.
+func NewRepo(git, workdir string) *Repo { return &Repo{git: git, dir: workdir} }
+
+// Close stops the git process, if one runs; later questions fail.
+func (r *Repo) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.stopLocked()
+}
+
+func (r *Repo) stopLocked() {
+	if r.p != nil {
+		r.p.Stop()
+		r.p = nil
+	}
+	if r.idle != nil {
+		r.idle.Stop()
+		r.idle = nil
+	}
+}
+
+func (r *Repo) stopIdle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopLocked()
+}
+
+// errNoRepo is a workdir in no repository.
+var errNoRepo = errors.New("not in a git repository")
+
+// Head returns the commit HEAD names, "" when the repository has no commit
+// yet or the workdir is in no repository (then every file a snapshot
+// holds is uncommitted work).
+func (r *Repo) Head(ctx context.Context) (string, error) {
+	var head string
+	err := r.ask(ctx, []string{"HEAD^{commit}"}, maxCommitBytes, func(_ int, o gitpipe.Object, err error) error {
+		if errors.Is(err, gitpipe.ErrMissing) {
+			return nil // no commit yet
+		}
+		head = o.ID
+		return err
+	})
+	if errors.Is(err, errNoRepo) {
+		return "", nil
+	}
+	return head, err
+}
+
+// Head returns the commit the agent's HEAD names in workdir, as
+// Repo.Head, with a git process of its own.
+func Head(ctx context.Context, git, workdir string) (string, error) {
+	r := NewRepo(git, workdir)
+	defer r.Close()
+	return r.Head(ctx)
+}
+
+// objects returns the object of each path at commit ("" for a path the
+// commit lacks, or holds a directory at; every path lacks one when commit
+// is ""), as `git ls-tree -r commit -- paths` in the workdir lists them.
+func (r *Repo) objects(ctx context.Context, commit string, paths []string) (map[string]string, error) {
+	out := map[string]string{}
+	if commit == "" {
+		return out, nil
+	}
+	byDir := map[string]map[string]string{} // directory → name in it → path
+	var dirs []string
+	for _, p := range paths {
+		if strings.ContainsRune(p, '\n') || strings.ContainsRune(commit, '\n') {
+			return r.listed(ctx, commit, paths) // cat-file reads one name a line
+		}
+		dir, name := path.Split(p)
+		if byDir[dir] == nil {
+			byDir[dir] = map[string]string{}
+			dirs = append(dirs, dir)
+		}
+		byDir[dir][name] = p
+	}
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = commit + ":./" + d // "./": from the workdir, which may be below the repository's top
+	}
+	tooLarge := false
+	err := r.ask(ctx, names, maxTreeBytes, func(i int, o gitpipe.Object, err error) error {
+		switch {
+		case errors.Is(err, gitpipe.ErrTooLarge):
+			tooLarge = true
+			return nil
+		case errors.Is(err, gitpipe.ErrMissing):
+			return nil // no such directory at commit: none of its paths
+		case err != nil:
+			return err
+		case o.Type != "tree":
+			return nil // a file or a submodule where the directory would be
+		}
+		want := byDir[dirs[i]]
+		return gitpipe.EachTreeEntry(o.Data, len(commit)/2, func(mode uint32, name, id []byte) {
+			if p, ok := want[string(name)]; ok && mode != 0o40000 { // ls-tree -r lists a directory's files, not it
+				out[p] = hex.EncodeToString(id)
+			}
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tooLarge {
+		return r.listed(ctx, commit, paths)
+	}
+	return out, nil
+}
+
+// ask writes each of names to the long-lived cat-file and hands its
+// answer to fn, in order: the object, or ErrMissing or ErrTooLarge (over
+// limit). A process that fails is stopped; a question put to one that had
+// answered before (it may have been killed meanwhile: a context that
+// ended, a gc) is put once more to a new one.
+func (r *Repo) ask(ctx context.Context, names []string, limit int, fn func(i int, o gitpipe.Object, err error) error) error {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errors.New("worklost: the reader of the agent's repository is closed")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r.p != nil && time.Since(r.p.Started) > repoMaxAge {
+		r.stopLocked()
+	}
+	for i := 0; i < len(names); {
+		fresh := r.p == nil
+		if fresh {
+			cmd := exec.Command(r.bin(), r.args("cat-file", "--batch")...)
+			cmd.Dir, cmd.Env = r.dir, r.env()
+			p, err := gitpipe.Start(cmd)
+			if err != nil {
+				return fmt.Errorf("worklost: git cat-file in the workdir: %w", err)
+			}
+			r.p = p
+		}
+		if r.idle == nil {
+			r.idle = time.AfterFunc(repoIdle, r.stopIdle)
+		} else {
+			r.idle.Reset(repoIdle)
+		}
+		p := r.p
+		stop := context.AfterFunc(ctx, p.Kill)
+		var o gitpipe.Object
+		_, err := io.WriteString(p.In, names[i]+"\n")
+		if err == nil {
+			o, err = gitpipe.ReadObject(p.Out, limit)
+		}
+		stop()
+		if err == nil || errors.Is(err, gitpipe.ErrMissing) || errors.Is(err, gitpipe.ErrTooLarge) {
+			if ferr := fn(i, o, err); ferr != nil {
+				return ferr
+			}
+			i++
+			continue
+		}
+		r.p = nil
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		err = p.Failed("worklost: git cat-file in the workdir", err)
+		switch {
+		case ctx.Err() != nil:
+			return err
+		case strings.Contains(p.Stderr(), "not a git repository"):
+			return errNoRepo
+		case fresh:
+			return err
+		}
+		// an old process that failed: ask a new one
+	}
+	return nil
+}
+
+// listed is objects from `git ls-tree`, a process of its own.
+func (r *Repo) listed(ctx context.Context, commit string, paths []string) (map[string]string, error) {
+	args := []string{"ls-tree", "-r", "-z", commit}
+	if len(paths) <= maxPathspecs {
+		args = append(append(args, "--"), paths...)
+	}
+	b, err := r.run(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	out := map[string]string{}
+	for entry := range bytes.SplitSeq(b, []byte{0}) {
+		// "<mode> SP <type> SP <hash> TAB <path>"
+		meta, path, ok := bytes.Cut(entry, []byte{'\t'})
+		if !ok || !want[string(path)] {
+			continue
+		}
+		if f := strings.Fields(string(meta)); len(f) == 3 {
+			out[string(path)] = f[2]
+		}
+	}
+	return out, nil
+}
+
+// maxPathspecs is how many paths are named to ls-tree; with more, the
+// whole tree is listed and filtered.
+const maxPathspecs = 256
+
+// gitTimeout bounds each read of the agent's repository.
+const gitTimeout = 30 * time.Second
+
+func (r *Repo) bin() string {
+	if r.git == "" {
+		return "git"
+	}
+	return r.git
+}
+
+// args puts the settings every read of the agent's repository runs with
+// before args: no hooks, no file system monitor.
+func (r *Repo) args(args ...string) []string {
+	return append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+}
+
+// env is the environment of a read of the agent's repository: the
+// daemon's own GIT_* variables left out, no system or global
+// configuration, no optional locks, pathspecs taken literally.
+func (r *Repo) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_OPTIONAL_LOCKS=0",
+		"GIT_LITERAL_PATHSPECS=1", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+}
+
+// run runs git once in the workdir and returns its stdout.
+func (r *Repo) run(ctx context.Context, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.bin(), r.args(args...)...)
+	cmd.Dir, cmd.Env = r.dir, r.env()
+	stderr := gitpipe.Tail{Max: 512}
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("worklost: git %s in the workdir: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}

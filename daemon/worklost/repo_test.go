@@ -1,0 +1,152 @@
+package worklost
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// repoWithShapes is a committed repository whose tree holds every shape a
+// path can have at a commit: files in the root and deep, an executable, a
+// link, a submodule's commit, names with spaces, colons and a newline.
+func repoWithShapes(t *testing.T, format string) (top, head string) {
+	t.Helper()
+	top = filepath.Join(t.TempDir(), "top")
+	if err := os.Mkdir(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	userGit(t, top, "init", "-q", "-b", "main", "--object-format="+format)
+	for _, f := range []string{"root.go", "a/b/c.go", "a/b/d.go", "sub dir/x: y.txt", "work/src/m.go", "work/src/n.go", "work/top.md", "odd\nname/f.txt"} {
+		write(t, top, f, "content of "+f+"\n")
+	}
+	if err := os.Chmod(filepath.Join(top, "a/b/d.go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("root.go", filepath.Join(top, "work/link")); err != nil {
+		t.Fatal(err)
+	}
+	userGit(t, top, "add", "-A")
+	// A submodule's commit at work/mod, without a submodule checked out.
+	userGit(t, top, "update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", len(userGit(t, top, "hash-object", "root.go")))+",work/mod")
+	userGit(t, top, "commit", "-q", "-m", "shapes")
+	return top, userGit(t, top, "rev-parse", "HEAD")
+}
+
+// objects through the long-lived cat-file says what `git ls-tree` says,
+// for every shape of path, from the repository's top and from a workdir
+// below it, for SHA-1 and SHA-256 repositories.
+func TestRepoObjectsAsLsTree(t *testing.T) {
+	ctx := context.Background()
+	for _, format := range []string{"sha1", "sha256"} {
+		top, head := repoWithShapes(t, format)
+		for _, c := range []struct {
+			dir   string
+			paths []string
+		}{
+			{top, []string{"root.go", "a/b/c.go", "a/b/d.go", "a/b", "a", "sub dir/x: y.txt", "work/link", "work/mod", "work/src/m.go",
+				"nope.go", "nope/x.go", "root.go/x", "a/b/c.go/deeper", "work/mod/inside.go", "a/b/zz.go"}},
+			{filepath.Join(top, "work"), []string{"top.md", "src/m.go", "src/n.go", "link", "mod", "src", "src/gone.go", "../root.go"}},
+		} {
+			r := NewRepo("", c.dir)
+			got, err := r.objects(ctx, head, c.paths)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := r.listed(ctx, head, c.paths)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			if !maps.Equal(got, want) {
+				t.Errorf("%s, in %s: cat-file's answers %v, ls-tree's %v", format, c.dir, got, want)
+			}
+			if len(want) < 4 {
+				t.Errorf("%s, in %s: ls-tree found only %v: the test asks nothing", format, c.dir, want)
+			}
+		}
+		// A name with a newline cannot be asked of cat-file: ls-tree is.
+		r := NewRepo("", top)
+		got, err := r.objects(ctx, head, []string{"odd\nname/f.txt", "root.go"})
+		r.Close()
+		if err != nil || len(got) != 2 {
+			t.Errorf("%s: a name with a newline: %v, %v", format, got, err)
+		}
+	}
+}
+
+// One long-lived reader follows HEAD as the user commits, packs the refs,
+// collects garbage and switches branches; a workdir in no repository and
+// one with no commit have no HEAD.
+func TestRepoHeadFollowsTheRepository(t *testing.T) {
+	ctx := context.Background()
+	top, head := repoWithShapes(t, "sha1")
+	r := NewRepo("", top)
+	defer r.Close()
+	check := func(what, want string) {
+		t.Helper()
+		got, err := r.Head(ctx)
+		if err != nil || got != want {
+			t.Fatalf("%s: HEAD %q, %v; want %q", what, got, err, want)
+		}
+	}
+	check("start", head)
+	started := r.p
+	write(t, top, "root.go", "changed\n")
+	userGit(t, top, "commit", "-q", "-am", "two")
+	check("after a commit", userGit(t, top, "rev-parse", "HEAD"))
+	userGit(t, top, "pack-refs", "--all")
+	write(t, top, "root.go", "changed again\n")
+	userGit(t, top, "commit", "-q", "-am", "three")
+	check("after pack-refs and a commit", userGit(t, top, "rev-parse", "HEAD"))
+	userGit(t, top, "gc", "-q")
+	check("after gc", userGit(t, top, "rev-parse", "HEAD"))
+	userGit(t, top, "checkout", "-q", "-b", "other", "HEAD~2")
+	check("after a checkout", head)
+	if r.p != started {
+		t.Error("the reader started another git process; one was to answer every question")
+	}
+
+	none := t.TempDir()
+	if got, err := Head(ctx, "", none); err != nil || got != "" {
+		t.Errorf("in no repository: HEAD %q, %v; want none", got, err)
+	}
+	userGit(t, none, "init", "-q")
+	if got, err := Head(ctx, "", none); err != nil || got != "" {
+		t.Errorf("no commit yet: HEAD %q, %v; want none", got, err)
+	}
+}
+
+// A reader whose git process was killed (the OOM killer, a context that
+// ended just after an answer) asks a new one; a question whose context
+// ends is refused with the context's error, and the next is answered; a
+// closed reader has no process and answers nothing.
+func TestRepoAfterItsProcessEnds(t *testing.T) {
+	top, head := repoWithShapes(t, "sha1")
+	r := NewRepo("", top)
+	if _, err := r.Head(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.p.Kill()
+	if got, err := r.Head(context.Background()); err != nil || got != head {
+		t.Fatalf("after its process was killed: %q, %v", got, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Head(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a question whose context ended: %v", err)
+	}
+	if got, err := r.Head(context.Background()); err != nil || got != head {
+		t.Fatalf("the question after: %q, %v", got, err)
+	}
+	r.Close()
+	if r.p != nil {
+		t.Error("Close left the process")
+	}
+	if _, err := r.Head(context.Background()); err == nil {
+		t.Error("a closed reader answered")
+	}
+}
