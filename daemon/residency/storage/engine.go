@@ -30,14 +30,18 @@ var (
 )
 
 // SeqReserve is how far past the current seq each bbolt commit reserves;
-// a flush every 250 ms keeps a busy agent well inside it.
+// a flush every second keeps a busy agent inside it (past it, the batch
+// is made durable by a bbolt commit, which reserves more).
 const SeqReserve = 10_000
 
 // DefaultFlushDelay is how long bbolt may lag behind the log: the open
 // transaction is committed this long after its first batch (or sooner
 // when the log is half full, or on Close). It bounds the work a restart
-// replays, not durability.
-const DefaultFlushDelay = 250 * time.Millisecond
+// replays, not durability. A second lets the writes of one burst of work
+// (the activity, the work record, the upstream's ack: half a second
+// apart) share one bbolt commit, whose two syncs cost more than the
+// batches' own.
+const DefaultFlushDelay = time.Second
 
 // LazyDelay is how long lazy ops wait for a real write to ride along with,
 // before they commit on their own.
