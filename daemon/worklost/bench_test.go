@@ -47,6 +47,8 @@ func BenchmarkCheckAfterSnapshot(b *testing.B) {
 	}
 	take()
 	st.Follow()
+	repo := NewRepo("", work) // kept, as the daemon keeps it
+	defer repo.Close()
 	var took, checked time.Duration
 	for round := 0; b.Loop(); round++ {
 		for _, p := range edited {
@@ -54,7 +56,7 @@ func BenchmarkCheckAfterSnapshot(b *testing.B) {
 		}
 		st.NoteChanged(edited)
 		held, _ := take()
-		head, err := Head(ctx, "", work)
+		head, err := repo.Head(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -63,11 +65,11 @@ func BenchmarkCheckAfterSnapshot(b *testing.B) {
 		gone, d := take()
 		took += d
 		began := time.Now()
-		now, err := Head(ctx, "", work)
+		now, err := repo.Head(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		wl, err := Detect(ctx, Input{Store: st, Workdir: work, Before: Point{Snapshot: held.ID, Head: head},
+		wl, err := Detect(ctx, Input{Store: st, Repo: repo, Before: Point{Snapshot: held.ID, Head: head},
 			After: Point{Snapshot: gone.ID, Head: now}, At: time.Now()})
 		checked += time.Since(began)
 		if err != nil || wl == nil || len(wl.Paths) != len(edited) {
