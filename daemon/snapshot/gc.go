@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -46,7 +47,11 @@ type collector struct {
 	// full Take, a GC, Open), and the size is counted again.
 	measured, unmeasured int64
 	known                bool
-	run                  sync.Mutex
+	// lastCut is the cut of the last GC's compaction (zero before one
+	// since Open): the loose objects older than it are those that GC kept
+	// for Takes beside it, unreachable then (heldBytes).
+	lastCut time.Time
+	run     sync.Mutex
 }
 
 // startCollector starts the background GC; Close stops it.
@@ -174,25 +179,97 @@ func (s *Store) gcDue(ctx context.Context) (bool, error) {
 const snapshotSlack = 64 << 10
 
 // objectBytes is the disk space of the store's objects, loose and packed,
-// as git count-objects -v says (in KiB).
+// as git count-objects -v says.
 func (s *Store) objectBytes(ctx context.Context) (int64, error) {
+	loose, packed, err := s.objectSizes(ctx)
+	return loose + packed, err
+}
+
+// objectSizes is the disk space of the store's loose objects (and the
+// garbage git counts beside them) and of its packs, as git count-objects
+// -v says (in KiB).
+func (s *Store) objectSizes(ctx context.Context) (loose, packed int64, err error) {
 	out, err := s.git.run(ctx, call{args: []string{"count-objects", "-v"}})
 	if err != nil {
-		return 0, fmt.Errorf("snapshot store %s: %w", s.opt.Dir, err)
+		return 0, 0, fmt.Errorf("snapshot store %s: %w", s.opt.Dir, err)
 	}
-	var kib int64
 	for line := range strings.SplitSeq(string(out), "\n") {
 		k, v, _ := strings.Cut(line, ": ")
-		switch k {
-		case "size", "size-pack", "size-garbage":
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("snapshot store %s: count-objects said %q", s.opt.Dir, line)
-			}
-			kib += n
+		if k != "size" && k != "size-pack" && k != "size-garbage" {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("snapshot store %s: count-objects said %q", s.opt.Dir, line)
+		}
+		if k == "size-pack" {
+			packed += n << 10
+		} else {
+			loose += n << 10
 		}
 	}
-	return kib << 10, nil
+	return loose, packed, nil
+}
+
+// heldBytes is what the snapshots take, as well as it is known before
+// packing: the packs (what the last GC found reachable, less what was
+// dropped since), and the loose objects written since the last GC's cut
+// (the snapshots since: a Take writes, or rewrites, every object it
+// needs that is not packed). The loose objects from before that cut are
+// those the last GC kept for Takes beside it, unreachable, and this GC
+// deletes them: counted, they would drop snapshots that fit. Before a
+// GC since Open, every loose object counts.
+func (s *Store) heldBytes(ctx context.Context) (int64, error) {
+	loose, packed, err := s.objectSizes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	s.gc.mu.Lock()
+	since := s.gc.lastCut
+	s.gc.mu.Unlock()
+	if since.IsZero() {
+		return loose + packed, nil
+	}
+	young, err := looseSince(filepath.Join(s.opt.Dir, "objects"), since)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
+	}
+	return packed + young, nil
+}
+
+// looseSince is the size of the loose objects under objects changed
+// after t.
+func looseSince(objects string, t time.Time) (int64, error) {
+	fans, err := os.ReadDir(objects)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, fan := range fans {
+		if len(fan.Name()) != 2 || !fan.IsDir() {
+			continue // pack/, info/
+		}
+		ents, err := os.ReadDir(filepath.Join(objects, fan.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // pruned while listed
+		}
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range ents {
+			fi, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return 0, err
+			}
+			if fi.Mode().IsRegular() && fi.ModTime().After(t) {
+				n += fi.Size()
+			}
+		}
+	}
+	return n, nil
 }
 
 // GC applies retention and compacts the store: it drops the oldest
@@ -217,9 +294,9 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 		return res, err
 	}
 	// Packing is the costly part: the objects are measured first (git
-	// count-objects), and the snapshots that cannot fit dropped before
-	// they are packed.
-	size, err := s.objectBytes(ctx)
+	// count-objects, less the last GC's leftovers), and the snapshots
+	// that cannot fit dropped before they are packed.
+	size, err := s.heldBytes(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -235,15 +312,21 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 		if res.Bytes, err = dirBytes(s.opt.Dir); err != nil {
 			return res, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 		}
-		// Takes go on while git packs: what they add is the next GC's,
-		// so a GC packs twice at most.
-		if res.Bytes <= s.opt.KeepBytes || keep <= 1 || round == 2 {
-			res.OverBytes = res.Bytes > s.opt.KeepBytes && keep <= 1
+		// What the kept snapshots take is the pack just made: the loose
+		// objects left are the next GC's (those kept for Takes beside
+		// this one, and what those Takes wrote), so a GC packs twice at
+		// most.
+		_, packed, err := s.objectSizes(ctx)
+		if err != nil {
+			return res, err
+		}
+		if packed <= s.opt.KeepBytes || keep <= 1 || round == 2 {
+			res.OverBytes = packed > s.opt.KeepBytes && keep <= 1
 			break
 		}
 		// Still over the byte budget (the snapshots differ in size):
 		// drop more of the oldest and measure again.
-		if keep, cut, err = s.dropOldest(ctx, fitting(s.opt.KeepBytes, res.Bytes), &res); err != nil {
+		if keep, cut, err = s.dropOldest(ctx, fitting(s.opt.KeepBytes, packed), &res); err != nil {
 			return res, err
 		}
 	}
@@ -254,6 +337,7 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 	}
 	s.gc.failure = ""
 	s.gc.known = false // counted again at the next look
+	s.gc.lastCut = cut
 	s.gc.floor = 0
 	if res.OverBytes {
 		s.gc.floor = res.Bytes
