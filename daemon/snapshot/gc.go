@@ -212,13 +212,13 @@ func (s *Store) objectSizes(ctx context.Context) (loose, packed int64, err error
 }
 
 // heldBytes is what the snapshots take, as well as it is known before
-// packing: the packs (what the last GC found reachable, less what was
-// dropped since), and the loose objects written since the last GC's cut
-// (the snapshots since: a Take writes, or rewrites, every object it
-// needs that is not packed). The loose objects from before that cut are
-// those the last GC kept for Takes beside it, unreachable, and this GC
-// deletes them: counted, they would drop snapshots that fit. Before a
-// GC since Open, every loose object counts.
+// packing: the packs (what the last GC found reachable; the snapshots
+// dropped since are still in them), and the loose objects written since
+// the last GC's cut (the snapshots since: a Take writes, or rewrites,
+// every object it needs that is not packed). The loose objects from
+// before that cut are those the last GC kept for Takes beside it,
+// unreachable, and this GC deletes them: counted, they would drop
+// snapshots that fit. Before a GC since Open, every loose object counts.
 func (s *Store) heldBytes(ctx context.Context) (int64, error) {
 	loose, packed, err := s.objectSizes(ctx)
 	if err != nil {
