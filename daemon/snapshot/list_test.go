@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 )
 
@@ -75,43 +74,5 @@ func TestListAfterRetention(t *testing.T) {
 	}
 	if want := fromRefs(t, s); len(want) != 3 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("after retention List is\n%+v\nthe refs say (3 kept)\n%+v", got, want)
-	}
-}
-
-// Lists read while Takes make refs (List takes no lock) never leave the
-// cache with a snapshot twice or one missing.
-func TestListDuringTakes(t *testing.T) {
-	ctx := context.Background()
-	wd := t.TempDir()
-	write(t, wd, "a.txt", "one\n")
-	s := newStore(t, wd, Options{})
-	take(t, s, "start", 1)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := s.List(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	})
-	for i := 2; i <= 12; i++ {
-		write(t, wd, "a.txt", fmt.Sprintf("%d\n", i))
-		take(t, s, "quiet", uint64(i))
-	}
-	close(stop)
-	wg.Wait()
-	got, err := s.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := fromRefs(t, s); len(want) != 12 || !reflect.DeepEqual(got, want) {
-		t.Fatalf("List is\n%+v\nthe refs say (12)\n%+v", got, want)
 	}
 }
