@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -99,14 +100,6 @@ func (r *Repo) Head(ctx context.Context) (string, error) {
 	return head, err
 }
 
-// Head returns the commit the agent's HEAD names in workdir, as
-// Repo.Head, with a git process of its own.
-func Head(ctx context.Context, git, workdir string) (string, error) {
-	r := NewRepo(git, workdir)
-	defer r.Close()
-	return r.Head(ctx)
-}
-
 // objects returns the object of each path at commit ("" for a path the
 // commit lacks, or holds a directory at; every path lacks one when commit
 // is ""), as `git ls-tree -r commit -- paths` in the workdir lists them.
@@ -115,12 +108,12 @@ func (r *Repo) objects(ctx context.Context, commit string, paths []string) (map[
 	if commit == "" {
 		return out, nil
 	}
+	if strings.ContainsRune(commit, '\n') || slices.ContainsFunc(paths, func(p string) bool { return strings.ContainsRune(p, '\n') }) {
+		return r.listed(ctx, commit, paths) // cat-file reads one name a line
+	}
 	byDir := map[string]map[string]string{} // directory → name in it → path
 	var dirs []string
 	for _, p := range paths {
-		if strings.ContainsRune(p, '\n') || strings.ContainsRune(commit, '\n') {
-			return r.listed(ctx, commit, paths) // cat-file reads one name a line
-		}
 		dir, name := path.Split(p)
 		if byDir[dir] == nil {
 			byDir[dir] = map[string]string{}

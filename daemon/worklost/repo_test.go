@@ -111,11 +111,13 @@ func TestRepoHeadFollowsTheRepository(t *testing.T) {
 	}
 
 	none := t.TempDir()
-	if got, err := Head(ctx, "", none); err != nil || got != "" {
+	elsewhere := NewRepo("", none)
+	defer elsewhere.Close()
+	if got, err := elsewhere.Head(ctx); err != nil || got != "" {
 		t.Errorf("in no repository: HEAD %q, %v; want none", got, err)
 	}
 	userGit(t, none, "init", "-q")
-	if got, err := Head(ctx, "", none); err != nil || got != "" {
+	if got, err := elsewhere.Head(ctx); err != nil || got != "" {
 		t.Errorf("no commit yet: HEAD %q, %v; want none", got, err)
 	}
 }

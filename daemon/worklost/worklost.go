@@ -51,15 +51,11 @@ type WorkLost = capsule.WorkLost
 
 // Input is one step from one snapshot to the next.
 type Input struct {
-	Store *snapshot.Store
-	// Repo reads the agent's repository; when nil, one is made from
-	// Workdir and Git for this call.
-	Repo    *Repo
-	Workdir string // the agent's work tree, the snapshots' root
-	Git     string // the git binary; "" looks up "git" on PATH
-	Agent   string // named in the restore command with --agent; "" leaves it out
-	Before  Point
-	After   Point
+	Store  *snapshot.Store
+	Repo   *Repo  // the agent's repository, whose workdir is the snapshots' root
+	Agent  string // named in the restore command with --agent; "" leaves it out
+	Before Point
+	After  Point
 	// Restored are the paths (relative to the workdir) a restore by the
 	// daemon wrote or removed since Before: its changes are not losses.
 	Restored []string
@@ -68,8 +64,8 @@ type Input struct {
 
 // Detect returns the work lost from Before to After, nil when none was.
 func Detect(ctx context.Context, in Input) (*WorkLost, error) {
-	if in.Store == nil || in.Before.Snapshot == "" || in.After.Snapshot == "" {
-		return nil, errors.New("worklost: a store and two snapshots are needed")
+	if in.Store == nil || in.Repo == nil || in.Before.Snapshot == "" || in.After.Snapshot == "" {
+		return nil, errors.New("worklost: a store, the repository's reader and two snapshots are needed")
 	}
 	changes, err := in.Store.Between(ctx, in.Before.Snapshot, in.After.Snapshot)
 	if err != nil {
@@ -94,10 +90,6 @@ func Detect(ctx context.Context, in Input) (*WorkLost, error) {
 		paths[i] = c.Path
 	}
 	r := in.Repo
-	if r == nil {
-		r = NewRepo(in.Git, in.Workdir)
-		defer r.Close()
-	}
 	headBefore, err := r.objects(ctx, in.Before.Head, paths)
 	if err != nil {
 		return nil, err

@@ -65,6 +65,7 @@ type bench struct {
 	ctx    context.Context
 	work   string
 	store  *snapshot.Store
+	repo   *Repo
 	seq    uint64
 	before Point
 }
@@ -87,7 +88,9 @@ func newBench(t *testing.T) *bench {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b := &bench{t: t, ctx: ctx, work: work, store: st}
+	repo := NewRepo("", work)
+	t.Cleanup(repo.Close)
+	b := &bench{t: t, ctx: ctx, work: work, store: st, repo: repo}
 	b.take() // the tree as the daemon found it
 	// An hour of the agent's work, not committed: a modified file and a new one.
 	write(t, work, "src/a.go", "package a // an hour of work\n")
@@ -104,7 +107,7 @@ func (b *bench) take() Point {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	head, err := Head(b.ctx, "", b.work)
+	head, err := b.repo.Head(b.ctx)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func (b *bench) take() Point {
 
 func (b *bench) detect(after Point, restored ...string) *WorkLost {
 	b.t.Helper()
-	wl, err := Detect(b.ctx, Input{Store: b.store, Workdir: b.work, Before: b.before, After: after,
+	wl, err := Detect(b.ctx, Input{Store: b.store, Repo: b.repo, Before: b.before, After: after,
 		Restored: restored, At: time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)})
 	if err != nil {
 		b.t.Fatal(err)
@@ -169,7 +172,9 @@ func TestWorkLostEachWay(t *testing.T) {
 				t.Errorf("after the restore src/new.go = %q", got)
 			}
 			// Told once: from the lost state onwards nothing more is lost.
-			if wl := (&bench{t: t, ctx: b.ctx, work: b.work, store: b.store, before: after}).detect(b.take()); wl != nil {
+			from := *b
+			from.before = after
+			if wl := from.detect(b.take()); wl != nil {
 				t.Errorf("the restore itself was taken for a loss: %+v", wl)
 			}
 		})
@@ -251,7 +256,9 @@ func TestWorkLostWithoutRepository(t *testing.T) {
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
 	write(t, work, "notes.txt", "an hour of notes\n")
-	if head, err := Head(ctx, "", work); err != nil || head != "" {
+	repo := NewRepo("", work)
+	defer repo.Close()
+	if head, err := repo.Head(ctx); err != nil || head != "" {
 		t.Fatalf("Head outside a repository = %q, %v", head, err)
 	}
 	st, err := snapshot.Open(ctx, snapshot.Options{Dir: filepath.Join(root, "state", "snapshots.git"), Workdir: work})
@@ -270,7 +277,7 @@ func TestWorkLostWithoutRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl, err := Detect(ctx, Input{Store: st, Workdir: work, Agent: "builder", Before: Point{Snapshot: before.ID}, After: Point{Snapshot: after.ID}})
+	wl, err := Detect(ctx, Input{Store: st, Repo: repo, Agent: "builder", Before: Point{Snapshot: before.ID}, After: Point{Snapshot: after.ID}})
 	if err != nil || wl == nil || !reflect.DeepEqual(wl.Paths, []string{"notes.txt"}) {
 		t.Fatalf("Detect = %+v, %v", wl, err)
 	}
