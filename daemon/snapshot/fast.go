@@ -55,6 +55,11 @@ func (s *Store) readTree(ctx context.Context, id oid) ([]treeEntry, error) {
 	if e, ok := s.trees.m[id]; ok {
 		return e, nil
 	}
+	if s.pack != nil {
+		if e, ok := s.pack.trees[id]; ok {
+			return e, nil // written by this Take, not yet in the store
+		}
+	}
 	typ, data, err := s.readObject(ctx, id)
 	if err != nil {
 		return nil, err
@@ -301,7 +306,7 @@ func (s *Store) storeFile(f seenFile) (treeEntry, []byte, error) {
 			return e, nil, err
 		}
 	}
-	id, err := s.writeLoose("blob", data)
+	id, err := s.writeObject("blob", data)
 	if err != nil {
 		return e, nil, err
 	}
@@ -368,9 +373,12 @@ func (s *Store) applyEdits(ctx context.Context, id oid, edits map[string]*treeEn
 	}
 	out := slices.Collect(maps.Values(byName))
 	data := encodeTree(out)
-	newID, err := s.writeLoose("tree", data)
+	newID, err := s.writeObject("tree", data)
 	if err != nil {
 		return oid{}, false, err
+	}
+	if s.pack != nil {
+		s.pack.trees[newID] = out
 	}
 	if s.trees.m != nil && s.trees.entries+len(out) <= maxCachedTreeEntries {
 		s.trees.m[newID] = out

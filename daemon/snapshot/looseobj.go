@@ -25,20 +25,24 @@ import (
 // machine) and a read of the whole private index (10 MB at 100,000
 // files), so a burst of five edits that ran six of them cost more than
 // `git add -A && git commit` itself. A Take from what changed therefore
-// writes its few objects itself, in git's loose object format (zlib of
-// "<type> <size>\0<content>", named by the SHA-1 of that, under
-// objects/xx/yyyy…, written to a temporary file and renamed into place as
-// git does), and makes its ref the way update-ref does (a lock file
-// created exclusively, fsynced, renamed). What it reads (trees on the
-// changed paths, the old side of a changed file for its line counts) it
-// reads from a loose object, or else from one long-lived `git cat-file
-// --batch` (packed objects). Tests check every object against git's own
-// (hash-object, commit-tree, ls-tree) and the whole result against a
-// full `git add -A`.
+// writes its few objects itself: its blobs, trees and commit go into one
+// pack of the Take (takePack, in git's pack format: packwrite.go), put in
+// place before its ref, rather than a loose object file each (a file
+// created, often with its objects/xx directory, then renamed: most of a
+// burst's CPU when it wrote loose objects). It makes its ref the way
+// update-ref does (a lock file created exclusively, fsynced, renamed).
+// What it reads (trees on the changed paths, the old side of a changed
+// file for its line counts) it reads from a loose object (what a full
+// add wrote), or else from one long-lived `git cat-file --batch` (packed
+// objects), which finds a pack put in place after it started. The
+// collector's repack merges these packs (gcEvery). Tests check every
+// object against git's own (hash-object, commit-tree, ls-tree) and the
+// whole result against a full `git add -A`.
 
 // The points where a Take changes the store in process, in order: its
-// blobs written (a Take from what changed), its trees, its commit, its
-// ref's lock file. A kill at any of them leaves no snapshot listed
+// blobs added to its pack (a Take from what changed), its trees, its
+// commit written (the pack put in place, or a full add's loose commit),
+// its ref's lock file. A kill at any of them leaves no snapshot listed
 // (TestSIGKILLDuringSnapshot).
 const (
 	pointBlobs     = "blobs-written"
@@ -51,6 +55,69 @@ const (
 	pointFirstObjects = "first-objects-written"
 	pointFirstPacked  = "first-packed"
 )
+
+// takePack holds what a Take from what changed writes until its commit:
+// the pack (started at the first object) and the trees written into it,
+// which the Take may read again (modeLinesChanged) before they are in
+// the store. indexBehind is the store's before the Take, put back if its
+// pack is dropped: the index must never be synced to a tree not stored.
+type takePack struct {
+	w           *packWriter
+	trees       map[oid][]treeEntry
+	indexBehind string
+}
+
+// beginTakePack starts collecting a Take's objects (writeObject).
+func (s *Store) beginTakePack() {
+	s.dropTakePack()
+	s.pack = &takePack{trees: map[oid][]treeEntry{}, indexBehind: s.indexBehind}
+}
+
+// writeObject stores a new object of a Take: into the Take's pack when
+// one is being collected, else loose.
+func (s *Store) writeObject(typ string, data []byte) (oid, error) {
+	if s.pack == nil {
+		return s.writeLoose(typ, data)
+	}
+	if s.pack.w == nil {
+		w, err := newPackWriter(s.opt.Dir, 32, 32<<10, s.zw)
+		if err != nil {
+			return oid{}, err
+		}
+		s.pack.w, s.zw = w, w.zw
+	}
+	return s.pack.w.add(typ, data)
+}
+
+// finishTakePack puts the Take's pack in place (when it wrote any
+// object); the collecting ends.
+func (s *Store) finishTakePack() error {
+	p := s.pack
+	s.pack = nil
+	if p == nil || p.w == nil {
+		return nil
+	}
+	if err := p.w.finish(); err != nil {
+		p.w.abort()
+		s.indexBehind = p.indexBehind
+		return err
+	}
+	return nil
+}
+
+// dropTakePack drops the objects of a Take that made no snapshot (it
+// failed, fell back to a full add, or found nothing new).
+func (s *Store) dropTakePack() {
+	p := s.pack
+	s.pack = nil
+	if p == nil {
+		return
+	}
+	if p.w != nil {
+		p.w.abort()
+	}
+	s.indexBehind = p.indexBehind
+}
 
 // reach runs the test hook at point p.
 func (s *Store) reach(p string) {

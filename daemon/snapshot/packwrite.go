@@ -84,8 +84,10 @@ func packType(typ string) byte {
 }
 
 // newPackWriter starts a pack in the store's objects/pack, for about
-// objects objects.
-func newPackWriter(store string, objects int) (*packWriter, error) {
+// objects objects, buffering bufSize bytes; zw, when not nil, is a zlib
+// writer to reuse (a compressor is about a megabyte to allocate, more
+// than a small pack's whole work).
+func newPackWriter(store string, objects, bufSize int, zw *zlib.Writer) (*packWriter, error) {
 	dir := filepath.Join(store, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)
@@ -95,8 +97,10 @@ func newPackWriter(store string, objects int) (*packWriter, error) {
 		return nil, fmt.Errorf("snapshot store: starting a pack: %w", err)
 	}
 	p := &packWriter{dir: dir, f: f, seen: make(map[oid]bool, objects), objs: make([]packedObject, 0, objects),
-		out: &countingWriter{w: bufio.NewWriterSize(f, 256<<10), crc: crc32.NewIEEE()}}
-	p.zw, _ = zlib.NewWriterLevel(p.out, zlib.BestSpeed) // git's core.looseCompression
+		out: &countingWriter{w: bufio.NewWriterSize(f, bufSize), crc: crc32.NewIEEE()}, zw: zw}
+	if p.zw == nil {
+		p.zw, _ = zlib.NewWriterLevel(p.out, zlib.BestSpeed) // git's core.looseCompression
+	}
 	// The count is not known yet: finish writes it over the zero.
 	if _, err := p.out.Write([]byte{'P', 'A', 'C', 'K', 0, 0, 0, 2, 0, 0, 0, 0}); err != nil {
 		p.abort()

@@ -75,6 +75,7 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	// What the previous restore wrote is in the tree as it is even when a
 	// rule it wrote (".gitignore = *") ignores it: restoring the safety
 	// snapshot then puts back, or removes, all of it.
+	defer s.dropTakePack()
 	st, err := s.stage(ctx, s.readRestored(), changeNotes{unknown: true})
 	if err != nil {
 		return RestoreResult{}, err

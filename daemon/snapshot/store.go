@@ -168,6 +168,7 @@ type Store struct {
 	// holds what was staged): syncIndex.
 	indexBehind string
 	trees       treeCache                  // parsed trees on the changed paths (fast.go)
+	pack        *takePack                  // the objects of the Take from what changed under way
 	zw          *zlib.Writer               // reused for the loose objects a Take writes
 	pipes       pipes                      // long-lived git processes (gitpipe.go)
 	listed      atomic.Pointer[listedRefs] // the snapshots as last read from the refs (list)

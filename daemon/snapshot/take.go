@@ -52,6 +52,7 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 		return Snapshot{}, false, ErrClosed
 	}
 	start := time.Now()
+	defer s.dropTakePack() // what a Take that made no snapshot wrote
 	notes := s.takeNotes()
 	st, err := s.stage(ctx, nil, notes)
 	if err != nil {
@@ -176,6 +177,7 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 	t = time.Now()
 	s.setStep(StepStore)
 	if incremental {
+		s.beginTakePack()
 		fast, err := s.stageFromChanged(ctx, roots, found)
 		if err == nil {
 			tree := fast.took.Tree
@@ -183,6 +185,7 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 			fast.took.Add, fast.took.Tree = time.Since(t)-tree, tree
 			return fast, nil
 		}
+		s.dropTakePack()
 		if !errors.Is(err, errNotFast) {
 			return st, err
 		}
@@ -790,7 +793,10 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	// without rewriting (and renaming) the ones it keeps. The commit is
 	// the one `git commit-tree` would write (TestCommitObjectIsGits).
 	message := s.message(snap, st.skipped, st.modes)
-	id, err := s.writeLoose("commit", commitObject(st.tree, snap.Time.Unix(), message))
+	id, err := s.writeObject("commit", commitObject(st.tree, snap.Time.Unix(), message))
+	if err == nil {
+		err = s.finishTakePack()
+	}
 	if err != nil {
 		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
