@@ -263,9 +263,7 @@ func (c *Capture) activity(ctx context.Context, s watch.Summary) {
 		}
 		paths = append(paths, c.guard.Redact(p))
 	}
-	if _, err := c.store.NoteActivity(ctx, paths, s.Count); err != nil && ctx.Err() == nil {
-		c.log.Warn("cannot record activity", "err", err)
-	}
+	c.store.NoteActivity(paths, s.Count)
 	c.feed(policy.Input{Kind: policy.KindActivity, At: s.Last})
 	if handoffChanged {
 		c.checkHandoffs(ctx)

@@ -96,9 +96,13 @@ func signalSummary(s *capsule.Signal) string {
 
 // NoteActivity records work-directory activity for since_last_visit: a few
 // example paths (already redacted by the caller, most recent first), each
-// listed once with how many times it changed, and how many changed.
-func (s *Store) NoteActivity(ctx context.Context, paths []string, count int) (uint64, error) {
-	return s.submit(ctx, func(t *txn) (uint64, error) { return t.noteActivity(paths, count), nil })
+// listed once with how many times it changed, and how many changed. It is
+// bookkeeping nobody waits for (lazy): it rides on the next write (the
+// work record the activity leads to) or the next flush. A crash loses at
+// most the last flush delay of it; the next snapshot still holds those
+// changes.
+func (s *Store) NoteActivity(paths []string, count int) {
+	s.lazy(func(t *txn) (uint64, error) { return t.noteActivity(paths, count), nil })
 }
 
 func (t *txn) noteActivity(paths []string, count int) uint64 {

@@ -100,8 +100,9 @@ type Options struct {
 	// bound.
 	MaxPending int
 
-	// flushDelay and walSize override the defaults (tests).
+	// flushDelay, lazyDelay and walSize override the defaults (tests).
 	flushDelay time.Duration
+	lazyDelay  time.Duration
 	walSize    int64
 }
 
@@ -160,7 +161,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	hooks := storage.Hooks[*txn]{Begin: s.beginBatch, End: s.endBatch, Publish: s.publish,
 		Failed: func(err error) error { return commitError(s.dir, err) }}
-	eopts := storage.EngineOptions{Dir: opts.Dir, LogSize: opts.walSize, FlushDelay: opts.flushDelay,
+	eopts := storage.EngineOptions{Dir: opts.Dir, LogSize: opts.walSize, FlushDelay: opts.flushDelay, LazyDelay: opts.lazyDelay,
 		Buckets: [][]byte{bucketState, bucketLog, bucketCursors, bucketDone, bucketDead}, Meta: bucketState,
 		StartRecord: startRecord}
 	err = storage.GuardBolt(path, func() error {
@@ -312,10 +313,10 @@ func (s *Store) submit(ctx context.Context, apply func(*txn) (uint64, error)) (u
 func (s *Store) view(fn func(*bolt.Tx) error) error { return s.eng.View(fn) }
 
 // lazy queues an op whose outcome nobody waits for; it commits with the
-// next write, or on its own after storage.LazyDelay (acknowledgements,
-// visit resets: losing one in a crash only repeats a delivery under the
-// same Idempotency-Key, or shows the same news twice). Dropped silently
-// after Close.
+// next write, or with the next flush to bbolt (acknowledgements, visit
+// resets, activity: losing one in a crash only repeats a delivery under
+// the same Idempotency-Key, shows the same news twice, or leaves out
+// paths the next snapshot holds). Dropped silently after Close.
 func (s *Store) lazy(apply func(*txn) (uint64, error)) { s.eng.Lazy(apply) }
 
 // beginBatch starts a batch on a copy of the published state.

@@ -24,7 +24,7 @@ import (
 // checkpointed unless the log fills.
 func walOptions(dir string, size int64) Options {
 	return Options{Agent: "builder", Dir: dir, Upstreams: []string{"a", "b"},
-		flushDelay: time.Hour, walSize: size}
+		flushDelay: time.Hour, lazyDelay: 200 * time.Millisecond, walSize: size}
 }
 
 // snapshot is everything a reopened store must give back.

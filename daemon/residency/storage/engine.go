@@ -38,14 +38,10 @@ const SeqReserve = 10_000
 // transaction is committed this long after its first batch (or sooner
 // when the log is half full, or on Close). It bounds the work a restart
 // replays, not durability. A second lets the writes of one burst of work
-// (the activity, the work record, the upstream's ack: half a second
-// apart) share one bbolt commit, whose two syncs cost more than the
-// batches' own.
+// (the work record, the activity and the upstream's ack riding on it or
+// on the flush: see Lazy) share one bbolt commit, whose two syncs cost
+// more than the batches' own.
 const DefaultFlushDelay = time.Second
-
-// LazyDelay is how long lazy ops wait for a real write to ride along with,
-// before they commit on their own.
-const LazyDelay = 200 * time.Millisecond
 
 // maxBatch bounds one group commit so a flood of writers cannot make one
 // transaction arbitrarily large.
@@ -121,6 +117,9 @@ type EngineOptions struct {
 	LogSize int64  // 0: DefaultLogSize
 	// FlushDelay: 0 is DefaultFlushDelay.
 	FlushDelay time.Duration
+	// LazyDelay bounds how long a lazy op waits for a write or a flush
+	// to ride on; 0 is FlushDelay.
+	LazyDelay time.Duration
 	// Buckets are created when missing; Meta (one of them) holds the
 	// engine's keys.
 	Buckets [][]byte
@@ -144,7 +143,7 @@ type Engine[T any] struct {
 	hooks Hooks[T]
 
 	ops     chan *Op[T]
-	flush   chan struct{} // buffered 1: lazy ops have waited long enough
+	flush   chan struct{} // buffered 1: lazy ops have waited a flush delay
 	quit    chan struct{}
 	stopped chan struct{}
 
@@ -160,6 +159,7 @@ type Engine[T any] struct {
 	wtx        *bolt.Tx // the open transaction; nil right after a flush to bbolt
 	unapplied  [][]byte // payloads logged since the last flush to bbolt
 	flushDelay time.Duration
+	lazyDelay  time.Duration
 	flushTimer *time.Timer
 	broken     error  // set when bbolt and the log could not be brought back in step
 	reserved   uint64 // KeySeqReserved as bbolt holds it
@@ -190,6 +190,7 @@ func OpenEngine[T any](db *bolt.DB, opts EngineOptions, hooks Hooks[T], load fun
 		quit:       make(chan struct{}),
 		stopped:    make(chan struct{}),
 		flushDelay: cmp.Or(opts.FlushDelay, DefaultFlushDelay),
+		lazyDelay:  cmp.Or(opts.LazyDelay, opts.FlushDelay, DefaultFlushDelay),
 	}
 	if err := e.recover(opts); err != nil {
 		return nil, err
@@ -416,7 +417,11 @@ func (e *Engine[T]) enqueue(ctx context.Context, o *Op[T]) error {
 }
 
 // Lazy queues an op whose outcome nobody waits for; it commits with the
-// next write, or on its own after LazyDelay. Dropped silently after Close.
+// next write or the next flush to bbolt, else on its own after the lazy
+// delay (by default the flush delay) as a log record that is not synced
+// (the next sync or flush makes it durable). A burst of work thus pays no
+// separate wake-up and sync for its bookkeeping. Dropped silently after
+// Close.
 func (e *Engine[T]) Lazy(apply func(T) (uint64, error)) {
 	e.closeMu.RLock()
 	defer e.closeMu.RUnlock()
@@ -427,7 +432,7 @@ func (e *Engine[T]) Lazy(apply func(T) (uint64, error)) {
 	defer e.lazyMu.Unlock()
 	e.lazyOps = append(e.lazyOps, &Op[T]{Apply: apply})
 	if e.lazyTimer == nil {
-		e.lazyTimer = time.AfterFunc(LazyDelay, func() {
+		e.lazyTimer = time.AfterFunc(e.lazyDelay, func() {
 			select {
 			case e.flush <- struct{}{}:
 			default:
@@ -449,9 +454,9 @@ func (e *Engine[T]) takeLazy() []*Op[T] {
 	return ops
 }
 
-// run is the writer goroutine: it group-commits what callers hand it, the
-// lazy ops once they have waited LazyDelay, and flushes to bbolt when the
-// open transaction is due.
+// run is the writer goroutine: it group-commits what callers hand it (and
+// the lazy ops, on a write, on the flush, or once they waited the lazy
+// delay), and flushes to bbolt when the open transaction is due.
 func (e *Engine[T]) run() {
 	defer close(e.stopped)
 	defer e.flushTimer.Stop()
@@ -465,18 +470,27 @@ func (e *Engine[T]) run() {
 			e.commit(batch)
 			e.commitMu.Unlock()
 		case <-e.flush:
-			// The flush is for the lazy ops: they commit now even when the
-			// batch filled with reads only (which take no lazy op), or
-			// they would wait for the next write, the timer spent.
+			// The lazy ops waited the lazy delay: they commit now, even
+			// when the batch filled with reads only (which take no lazy
+			// op), or they would wait for the next write, the timer
+			// spent. Nobody waits on them: their record is not synced,
+			// unless a write waiting to be answered came with them.
 			e.commitMu.Lock()
 			batch = batch[:0]
 			e.fill(&batch)
-			batch = append(batch, e.takeLazy()...)
-			e.commit(batch)
+			d := logUnsynced
+			if slices.ContainsFunc(batch, func(o *Op[T]) bool { return o.View == nil }) {
+				d = logSynced
+			}
+			e.commitBatch(append(e.takeLazy(), batch...), d)
 			e.commitMu.Unlock()
 		case <-e.flushTimer.C:
 			e.commitMu.Lock()
-			e.flushToBolt()
+			if lazy := e.takeLazy(); len(lazy) > 0 {
+				e.commitThroughBolt(lazy) // the flush, with them in it
+			} else {
+				e.flushToBolt()
+			}
 			e.commitMu.Unlock()
 		case <-e.quit:
 			// Commit what was submitted before Close, then flush to bbolt.
@@ -516,16 +530,38 @@ func (e *Engine[T]) fill(batch *[]*Op[T]) {
 // transaction, makes it durable with one log record and answers every op
 // in it. The caller holds commitMu.
 func (e *Engine[T]) commit(batch []*Op[T]) {
-	// Lazy ops ride on writes (and on the flush, which commits an empty
-	// batch), never on reads: a read must not pay for a sync.
+	// Lazy ops ride on writes (and on Close's last commit, of an empty
+	// batch), never on reads: a read must not pay for a sync. They were
+	// queued before the batch's writes, so they go first.
 	if len(batch) == 0 || slices.ContainsFunc(batch, func(o *Op[T]) bool { return o.View == nil }) {
-		batch = append(batch, e.takeLazy()...)
+		batch = append(e.takeLazy(), batch...)
 	}
+	e.commitBatch(batch, logSynced)
+}
+
+// How commitBatch makes a batch durable.
+type durability int
+
+const (
+	logSynced   durability = iota // a log record, synced: the writers are answered once it is durable
+	logUnsynced                   // a log record the next sync or flush makes durable (lazy ops only)
+	throughBolt                   // no log record: bbolt's commit of the open transaction (a flush)
+)
+
+// commitThroughBolt commits batch with the open transaction as a flush to
+// bbolt: bbolt's commit makes it durable, no log record is written.
+func (e *Engine[T]) commitThroughBolt(batch []*Op[T]) {
+	e.commitBatch(batch, throughBolt)
+	e.flushToBolt() // when the batch held no write
+}
+
+// commitBatch is commit without the lazy ops, made durable as d says.
+func (e *Engine[T]) commitBatch(batch []*Op[T], d durability) {
 	if len(batch) == 0 {
 		return
 	}
 	results := make([]result, len(batch))
-	if err := e.commitWrites(batch, results); err != nil {
+	if err := e.commitWrites(batch, results, d); err != nil {
 		ferr := e.hooks.Failed(err)
 		for i, o := range batch {
 			if o.View == nil && results[i].err == nil {
@@ -551,7 +587,7 @@ func (e *Engine[T]) commit(batch []*Op[T]) {
 // commitWrites applies the batch's writes and logs them. On error nothing
 // of the batch is kept (bbolt is brought back to the last logged batch) and
 // results hold what each op said before the failure.
-func (e *Engine[T]) commitWrites(batch []*Op[T], results []result) error {
+func (e *Engine[T]) commitWrites(batch []*Op[T], results []result, d durability) error {
 	if e.broken != nil {
 		return e.broken
 	}
@@ -582,7 +618,7 @@ func (e *Engine[T]) commitWrites(batch []*Op[T], results []result) error {
 	}
 	seq, err := e.hooks.End(work, answer)
 	if err == nil {
-		err = e.logBatch(rec.Payload(), seq)
+		err = e.logBatch(rec.Payload(), seq, d)
 	}
 	if err != nil {
 		e.rewind()
@@ -593,9 +629,18 @@ func (e *Engine[T]) commitWrites(batch []*Op[T], results []result) error {
 	return nil
 }
 
-// logBatch makes the batch durable: one log record, or a flush to bbolt
-// when the record does not fit in what is left of the log.
-func (e *Engine[T]) logBatch(payload []byte, seq uint64) error {
+// logBatch makes the batch durable as d says: one log record, or a flush
+// to bbolt (asked for, or when the record does not fit in what is left of
+// the log).
+func (e *Engine[T]) logBatch(payload []byte, seq uint64, d durability) error {
+	if d == throughBolt {
+		e.flushTimer.Stop()
+		if err := e.commitTx(e.log.LastID(), seq, false); err != nil {
+			return err
+		}
+		e.stats.flushes.Add(1)
+		return nil
+	}
 	if !e.log.Fits(len(payload)) || seq > e.reserved {
 		// Too big for what is left of the log, or past the seqs reserved:
 		// bbolt's own commit makes the batch durable (and reserves more),
@@ -604,7 +649,11 @@ func (e *Engine[T]) logBatch(payload []byte, seq uint64) error {
 		// (CheckLog relies on it).
 		return e.commitTx(e.log.LastID(), seq, false)
 	}
-	if err := e.log.Append(payload); err != nil {
+	appendRecord := e.log.Append
+	if d == logUnsynced {
+		appendRecord = e.log.AppendUnsynced
+	}
+	if err := appendRecord(payload); err != nil {
 		return fmt.Errorf("write-ahead log: %w", err)
 	}
 	e.unapplied = append(e.unapplied, payload)

@@ -137,6 +137,81 @@ func TestLazyFlushWithAReadQueued(t *testing.T) {
 	waitUntil(t, "the lazy op to be committed", func() bool { return len(keysIn(t, e)) == 1 })
 }
 
+// Lazy ops ride on the flush to bbolt when it comes before their own
+// timer: bbolt's commit holds them, and no log record is written (or
+// synced) for them.
+func TestLazyOpsRideTheFlush(t *testing.T) {
+	e := openTestEngine(t, t.TempDir())
+	defer e.Close()
+	if err := putKey(e, "a"); err != nil {
+		t.Fatal(err)
+	}
+	e.Lazy(func(c counter) (uint64, error) { return 0, c.rec.Put(testData, []byte("lazy"), []byte("v")) })
+	e.commitMu.Lock()
+	records, syncs := e.log.LastID(), e.log.syncs
+	e.flushTimer.Reset(0) // the flush is due now, by the test's hand
+	e.commitMu.Unlock()
+	waitUntil(t, "the flush to bbolt", func() bool { return e.Stats().Flushes == 1 })
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	if e.log.LastID() != records || e.log.syncs != syncs || e.log.Used() != 0 {
+		t.Fatalf("log records %d -> %d, syncs %d -> %d, used %d: the lazy op was logged, not flushed with bbolt",
+			records, e.log.LastID(), syncs, e.log.syncs, e.log.Used())
+	}
+	if e.lazyOps != nil || e.lazyTimer != nil {
+		t.Fatal("the lazy op is still queued after the flush")
+	}
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(testData).Get([]byte("lazy")) == nil {
+			return errors.New("bbolt does not hold the lazy op's key")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A lazy op with nothing to ride on commits on its own as a log record
+// that is not synced; the next write's sync makes it durable, and a crash
+// after that replays both.
+func TestLazyOpAloneIsLoggedUnsynced(t *testing.T) {
+	dir := t.TempDir()
+	e := openTestEngine(t, dir)
+	e.commitMu.Lock()
+	first, synced := e.log.LastID(), e.log.syncs // the start record's
+	e.commitMu.Unlock()
+	e.Lazy(func(c counter) (uint64, error) { return 0, c.rec.Put(testData, []byte("lazy"), []byte("v")) })
+	e.lazyMu.Lock()
+	e.lazyTimer.Stop() // it fires now, by the test's hand
+	e.lazyMu.Unlock()
+	e.flush <- struct{}{}
+	waitUntil(t, "the lazy op to be committed", func() bool { return len(keysIn(t, e)) == 1 })
+	e.commitMu.Lock()
+	records, syncs := e.log.LastID(), e.log.syncs
+	e.commitMu.Unlock()
+	if records != first+1 || syncs != synced {
+		t.Fatalf("after the lazy op alone: records %d -> %d, syncs %d -> %d; want one record, no sync", first, records, synced, syncs)
+	}
+	if err := putKey(e, "b"); err != nil {
+		t.Fatal(err)
+	}
+	e.commitMu.Lock()
+	records, syncs = e.log.LastID(), e.log.syncs
+	e.commitMu.Unlock()
+	if records != first+2 || syncs != synced+1 {
+		t.Fatalf("after a write: records %d -> %d, syncs %d -> %d; want one record more, one sync", first, records, synced, syncs)
+	}
+	e.Crash()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openTestEngine(t, dir)
+	defer e.Close()
+	if got := keysIn(t, e); fmt.Sprint(got) != "[b lazy]" {
+		t.Fatalf("after the crash: %v, want [b lazy]", got)
+	}
+}
+
 // waitUntil waits for cond, with a generous deadline, and fails naming what.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -37,6 +37,7 @@ type Log struct {
 	size   int64
 	off    int64  // where the next record goes
 	nextID uint64 // id of the next record
+	syncs  uint64 // records synced (tests: which appends paid a sync)
 }
 
 // Record is one record read back.
@@ -214,7 +215,16 @@ func (w *Log) Fits(n int) bool {
 // Append writes the payload as the next record and syncs it. On error the
 // record is not durable and the position is unchanged: a later record
 // overwrites whatever part of it reached the disk.
-func (w *Log) Append(payload []byte) error {
+func (w *Log) Append(payload []byte) error { return w.append(payload, true) }
+
+// AppendUnsynced writes the payload as the next record without syncing
+// it: the next Append's sync (the log is one file, written in order) or
+// a flush to bbolt makes it durable. For records nobody was told are
+// durable; a crash before either leaves a torn or stale tail, which
+// reading stops at.
+func (w *Log) AppendUnsynced(payload []byte) error { return w.append(payload, false) }
+
+func (w *Log) append(payload []byte, sync bool) error {
 	if !w.Fits(len(payload)) {
 		return ErrLogFull
 	}
@@ -224,8 +234,11 @@ func (w *Log) Append(payload []byte) error {
 	}
 	// fdatasync, not fsync: the file's size and blocks never change after
 	// preallocation, so its data is all there is to sync.
-	if err := atomicfile.SyncData(w.f); err != nil {
-		return err
+	if sync {
+		if err := atomicfile.SyncData(w.f); err != nil {
+			return err
+		}
+		w.syncs++
 	}
 	w.off += int64(len(buf))
 	w.nextID++
