@@ -6,26 +6,30 @@ import (
 	"testing"
 )
 
+// WriteFile and WriteRebuilt (which syncs nothing) both replace the
+// whole file, with its mode, and leave no temporary file behind.
 func TestWriteFileReplacesAndLeavesNoTemp(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "state.json")
-	if err := WriteFile(p, []byte("one"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteFile(p, []byte("two"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil || string(b) != "two" {
-		t.Fatalf("content = %q, %v", b, err)
-	}
-	fi, _ := os.Stat(p)
-	if fi.Mode().Perm() != 0o640 {
-		t.Fatalf("mode = %v", fi.Mode().Perm())
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Fatalf("leftover files: %v", entries)
+	for name, write := range map[string]func(string, []byte, os.FileMode) error{"WriteFile": WriteFile, "WriteRebuilt": WriteRebuilt} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "state.json")
+		if err := write(p, []byte("one"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := write(p, []byte("two"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != "two" {
+			t.Fatalf("%s: content = %q, %v", name, b, err)
+		}
+		fi, _ := os.Stat(p)
+		if fi.Mode().Perm() != 0o640 {
+			t.Fatalf("%s: mode = %v", name, fi.Mode().Perm())
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 {
+			t.Fatalf("%s: leftover files: %v", name, entries)
+		}
 	}
 }
 
