@@ -37,6 +37,13 @@ type Repo struct {
 	p      *gitpipe.Pipe // nil when none runs
 	idle   *time.Timer   // stops p after repoIdle; nil when none runs
 	closed bool
+
+	// dirs holds directories read at a commit, which never changes: the
+	// check after each snapshot asks about the same directories at the
+	// same HEAD, burst after burst, until a commit.
+	dirsMu  sync.Mutex
+	dirs    map[string]map[string]string // commit + ":" + directory → name → object (files, links, submodules)
+	dirsLen int                          // entries in dirs, at most maxCachedEntries
 }
 
 const (
@@ -48,7 +55,31 @@ const (
 	// maxCommitBytes bounds the HEAD commit read (and thrown away) to
 	// learn its id; git's own limit on a commit is far above any real one.
 	maxCommitBytes = 64 << 20
+	// maxCachedEntries bounds the directory entries a Repo keeps.
+	maxCachedEntries = 64 << 10
 )
+
+// cachedDir returns directory dir at commit as read before, if it was.
+func (r *Repo) cachedDir(commit, dir string) (map[string]string, bool) {
+	r.dirsMu.Lock()
+	defer r.dirsMu.Unlock()
+	entries, ok := r.dirs[commit+":"+dir]
+	return entries, ok
+}
+
+// cacheDir keeps directory dir at commit (the whole cache starts over
+// when it would pass maxCachedEntries).
+func (r *Repo) cacheDir(commit, dir string, entries map[string]string) {
+	r.dirsMu.Lock()
+	defer r.dirsMu.Unlock()
+	if r.dirs == nil || r.dirsLen+len(entries) > maxCachedEntries {
+		r.dirs, r.dirsLen = map[string]map[string]string{}, 0
+	}
+	if len(entries) <= maxCachedEntries {
+		r.dirs[commit+":"+dir] = entries
+		r.dirsLen += len(entries)
+	}
+}
 
 // NewRepo reads the repository workdir is in with git ("" looks up "git"
 // on PATH). Nothing starts until the first question.
@@ -121,9 +152,25 @@ func (r *Repo) objects(ctx context.Context, commit string, paths []string) (map[
 		}
 		byDir[dir][name] = p
 	}
-	names := make([]string, len(dirs))
-	for i, d := range dirs {
+	var asked []string // the directories not read at commit before
+	for _, d := range dirs {
+		entries, ok := r.cachedDir(commit, d)
+		if !ok {
+			asked = append(asked, d)
+			continue
+		}
+		for name, p := range byDir[d] {
+			if id, ok := entries[name]; ok {
+				out[p] = id
+			}
+		}
+	}
+	names := make([]string, len(asked))
+	for i, d := range asked {
 		names[i] = commit + ":./" + d // "./": from the workdir, which may be below the repository's top
+	}
+	if len(names) == 0 {
+		return out, nil
 	}
 	tooLarge := false
 	err := r.ask(ctx, names, maxTreeBytes, func(i int, o gitpipe.Object, err error) error {
@@ -132,18 +179,30 @@ func (r *Repo) objects(ctx context.Context, commit string, paths []string) (map[
 			tooLarge = true
 			return nil
 		case errors.Is(err, gitpipe.ErrMissing):
+			r.cacheDir(commit, asked[i], nil)
 			return nil // no such directory at commit: none of its paths
 		case err != nil:
 			return err
 		case o.Type != "tree":
+			r.cacheDir(commit, asked[i], nil)
 			return nil // a file or a submodule where the directory would be
 		}
-		want := byDir[dirs[i]]
-		return gitpipe.EachTreeEntry(o.Data, len(commit)/2, func(mode uint32, name, id []byte) {
-			if p, ok := want[string(name)]; ok && mode != 0o40000 { // ls-tree -r lists a directory's files, not it
-				out[p] = hex.EncodeToString(id)
+		entries := map[string]string{}
+		err = gitpipe.EachTreeEntry(o.Data, len(commit)/2, func(mode uint32, name, id []byte) {
+			if mode != 0o40000 { // ls-tree -r lists a directory's files, not it
+				entries[string(name)] = hex.EncodeToString(id)
 			}
 		})
+		if err != nil {
+			return err
+		}
+		r.cacheDir(commit, asked[i], entries)
+		for name, p := range byDir[asked[i]] {
+			if id, ok := entries[name]; ok {
+				out[p] = id
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -38,7 +38,8 @@ func repoWithShapes(t *testing.T, format string) (top, head string) {
 
 // objects through the long-lived cat-file says what `git ls-tree` says,
 // for every shape of path, from the repository's top and from a workdir
-// below it, for SHA-1 and SHA-256 repositories.
+// below it, for SHA-1 and SHA-256 repositories; and says it again from
+// the directories it read.
 func TestRepoObjectsAsLsTree(t *testing.T) {
 	ctx := context.Background()
 	for _, format := range []string{"sha1", "sha256"} {
@@ -63,6 +64,12 @@ func TestRepoObjectsAsLsTree(t *testing.T) {
 			r.Close()
 			if !maps.Equal(got, want) {
 				t.Errorf("%s, in %s: cat-file's answers %v, ls-tree's %v", format, c.dir, got, want)
+			}
+			// Asked again, the directories read at that commit answer,
+			// with no git process (the Repo is closed).
+			again, err := r.objects(ctx, head, c.paths)
+			if err != nil || !maps.Equal(again, want) {
+				t.Errorf("%s, in %s: asked again: %v, %v; want %v from the directories read before", format, c.dir, again, err, want)
 			}
 			if len(want) < 4 {
 				t.Errorf("%s, in %s: ls-tree found only %v: the test asks nothing", format, c.dir, want)
