@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/continuityd/continuityd/internal/gitpipe"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
@@ -33,6 +34,9 @@ type gitRunner struct {
 	index string // the store's private index
 	env   []string
 	pre   []string // --git-dir, --work-tree and -c settings, before the subcommand
+	// failed is set when a run fails (it may have left a lock file):
+	// the next Take clears the store's locks (clearStaleLocks).
+	failed atomic.Bool
 }
 
 // isolatedConfig are the settings passed with -c on every run. The user's
@@ -176,8 +180,13 @@ func (g *gitRunner) command(ctx context.Context, c call) *exec.Cmd {
 // create an object's temporary file because the collector's repack or
 // prune removed its (empty) object directory at that moment is run once
 // more: git makes the directory again and retries only once itself.
-func (g *gitRunner) run(ctx context.Context, c call) ([]byte, error) {
-	out, err := g.runOnce(ctx, c)
+func (g *gitRunner) run(ctx context.Context, c call) (out []byte, err error) {
+	defer func() {
+		if err != nil {
+			g.failed.Store(true)
+		}
+	}()
+	out, err = g.runOnce(ctx, c)
 	var ge *GitError
 	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "unable to create temporary file") && ctx.Err() == nil && c.stdout == nil {
 		if c.stdin == nil {

@@ -87,42 +87,81 @@ func (s *Store) stopPipes() {
 // readObject reads object o: loose in process, else from the long-lived
 // `git cat-file --batch`.
 func (s *Store) readObject(ctx context.Context, o oid) (string, []byte, error) {
-	typ, data, ok, err := s.readLoose(o)
-	if ok || err != nil {
-		return typ, data, err
+	objs, err := s.readObjects(ctx, []oid{o})
+	if err != nil {
+		return "", nil, err
+	}
+	return objs[0].Type, objs[0].Data, nil
+}
+
+// catFileBatch bounds the names written to cat-file before its answers
+// are read: they fit in a pipe's buffer, so the write never waits on git,
+// which may be waiting on its answers being read.
+const catFileBatch = 256
+
+// readObjects reads objects ids, in order: the loose ones in process, the
+// others asked of the long-lived `git cat-file --batch` together (one
+// round trip for a Take's changed files, not one each).
+func (s *Store) readObjects(ctx context.Context, ids []oid) ([]gitpipe.Object, error) {
+	out := make([]gitpipe.Object, len(ids))
+	var packed []int // indexes of ids not loose
+	for i, o := range ids {
+		typ, data, ok, err := s.readLoose(o)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			packed = append(packed, i)
+			continue
+		}
+		out[i] = gitpipe.Object{ID: o.String(), Type: typ, Data: data}
+	}
+	if len(packed) == 0 {
+		return out, nil
 	}
 	p, err := s.pipe(&s.pipes.catFile, nil, "cat-file", "--batch")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	defer context.AfterFunc(ctx, p.Kill)()
-	s.pipes.packedReads++
-	typ, data, err = catFileOne(p, o)
-	if err != nil {
-		s.pipes.catFile = nil
-		if ctx.Err() != nil {
-			err = ctx.Err()
+	s.pipes.packedReads += len(packed)
+	for start := 0; start < len(packed); start += catFileBatch {
+		batch := packed[start:min(start+catFileBatch, len(packed))]
+		if err := catFileSome(p, ids, batch, out); err != nil {
+			s.pipes.catFile = nil
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return nil, p.Failed("snapshot store: reading object "+ids[batch[0]].String(), err)
 		}
-		return "", nil, p.Failed("snapshot store: reading object "+o.String(), err)
 	}
-	return typ, data, nil
+	return out, nil
 }
 
-// catFileOne asks cat-file --batch for one object.
-func catFileOne(p *gitpipe.Pipe, o oid) (string, []byte, error) {
-	if _, err := io.WriteString(p.In, o.String()+"\n"); err != nil {
-		return "", nil, err
+// catFileSome asks cat-file --batch for the objects ids[i], i in which,
+// and puts its answers in out[i].
+func catFileSome(p *gitpipe.Pipe, ids []oid, which []int, out []gitpipe.Object) error {
+	var names strings.Builder
+	for _, i := range which {
+		names.WriteString(ids[i].String() + "\n")
 	}
-	obj, err := gitpipe.ReadObject(p.Out, maxObjectBytes)
-	switch {
-	case errors.Is(err, gitpipe.ErrMissing):
-		return "", nil, fmt.Errorf("object %s is missing from the store", o)
-	case err != nil:
-		return "", nil, err
-	case obj.ID != o.String():
-		return "", nil, fmt.Errorf("cat-file answered for %s when asked for %s", obj.ID, o)
+	if _, err := io.WriteString(p.In, names.String()); err != nil {
+		return err
 	}
-	return obj.Type, obj.Data, nil
+	for _, i := range which {
+		o := ids[i]
+		obj, err := gitpipe.ReadObject(p.Out, maxObjectBytes)
+		switch {
+		case errors.Is(err, gitpipe.ErrMissing):
+			return fmt.Errorf("object %s is missing from the store", o)
+		case err != nil:
+			return err
+		case obj.ID != o.String():
+			return fmt.Errorf("cat-file answered for %s when asked for %s", obj.ID, o)
+		}
+		out[i] = obj
+	}
+	return nil
 }
 
 // ignoredOfPipe returns those of paths the ignore rules cover, as

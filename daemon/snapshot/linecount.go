@@ -23,16 +23,22 @@ var errTooManyEdits = errors.New("too many edits to count in process")
 // side from content (what the Take read), the old side read from the
 // store. A nil result with no error means git counts them (Show).
 func (s *Store) countChanged(ctx context.Context, changes []change, content map[string][]byte) ([]FileChange, error) {
+	var olds []oid // the old sides, read together
+	for _, c := range changes {
+		if c.status != 'A' {
+			olds = append(olds, oidOf(c.oldID))
+		}
+	}
+	read, err := s.readObjects(ctx, olds)
+	if err != nil {
+		return nil, err
+	}
 	files := make([]FileChange, 0, len(changes))
 	for _, c := range changes {
 		fc := FileChange{Path: c.path, Status: statusName(c.status)}
 		var before, after []byte
 		if c.status != 'A' {
-			_, data, err := s.readObject(ctx, oidOf(c.oldID))
-			if err != nil {
-				return nil, err
-			}
-			before = data
+			before, read = read[0].Data, read[1:]
 		}
 		if c.status != 'D' {
 			data, ok := content[c.path]

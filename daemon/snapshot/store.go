@@ -393,7 +393,9 @@ func writeIfChanged(path string, data []byte) error {
 // clearStaleLocks removes the lock files a git killed mid-way leaves in
 // the store (index.lock, ref locks, …): the store is the daemon's alone
 // and no git of ours runs while the writer lock is held, so any lock is
-// stale. Readers take none (they only read refs and objects).
+// stale. Readers take none (they only read refs and objects). It runs at
+// open (a daemon killed mid-way) and at a Take after a git run of ours
+// failed (one killed, or stopped by an error), not at every Take.
 func (s *Store) clearStaleLocks() {
 	dir := s.opt.Dir
 	var stale []string

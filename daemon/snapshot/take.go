@@ -148,7 +148,9 @@ const gitlinkMode = "160000"
 // previous restore wrote, see restoredFile).
 func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (staged, error) {
 	var st staged
-	s.clearStaleLocks()
+	if s.git.failed.Swap(false) {
+		s.clearStaleLocks() // a git run failed since the last Take
+	}
 
 	t := time.Now()
 	s.setStep(StepWalk)
