@@ -15,12 +15,12 @@
 // first and moves a ref last with a lock file and a rename, which makes a
 // snapshot killed mid-way invisible. Git does the heavy and the subtle
 // parts (the walk and stat cache of a full add, the ignore rules, packing,
-// diffs, checkout); what a snapshot of a few changed files needs (a few
-// loose objects, trees and a commit in git's own format, and a ref) the
-// store writes itself, because a git process per step cost more than the
-// work (see "Snapshots from what changed"). The price is a dependency on
-// the git binary, which the daemon reports as degraded ["snapshots"] when
-// it is missing.
+// diffs, checkout); what a snapshot of a few changed files needs (its
+// blobs, trees and commit in one small pack in git's own format, and a
+// ref) the store writes itself, because a git process per step cost more
+// than the work (see "Snapshots from what changed"). The price is a
+// dependency on the git binary, which the daemon reports as degraded
+// ["snapshots"] when it is missing.
 //
 // # Isolation
 //
@@ -85,7 +85,8 @@
 // them in process (fast.go): the files there that git add -A would add
 // (those the newest snapshot holds, and new ones the ignore rules leave
 // in, asked of a long-lived git check-ignore) are read, hashed and
-// written as loose objects, the trees on the way up are written anew,
+// written into one pack of the Take, the trees on the way up are written
+// anew into it (the pack is put in place before the ref),
 // and the changes and their line counts come from the same pass; no git
 // process starts (looseobj.go, gitpipe.go, linecount.go). Everything else
 // is the newest snapshot's tree, and the last full walk's findings
