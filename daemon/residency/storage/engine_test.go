@@ -123,11 +123,8 @@ func TestLazyFlushWithAReadQueued(t *testing.T) {
 	e := openTestEngine(t, t.TempDir())
 	defer e.Close()
 	e.commitMu.Lock()
-	e.Lazy(func(c counter) (uint64, error) { return 0, c.rec.Put(testData, []byte("lazy"), []byte("v")) })
-	e.lazyMu.Lock()
-	e.lazyTimer.Stop() // it fires now, by the test's hand
-	e.lazyMu.Unlock()
-	e.flush <- struct{}{}
+	putLazy(e)
+	fireLazyTimer(e)
 	waitUntil(t, "the writer to take the flush", func() bool { return len(e.flush) == 0 })
 	read := make(chan []string, 1)
 	go func() { read <- keysIn(t, e) }()
@@ -146,7 +143,7 @@ func TestLazyOpsRideTheFlush(t *testing.T) {
 	if err := putKey(e, "a"); err != nil {
 		t.Fatal(err)
 	}
-	e.Lazy(func(c counter) (uint64, error) { return 0, c.rec.Put(testData, []byte("lazy"), []byte("v")) })
+	putLazy(e)
 	e.commitMu.Lock()
 	records, syncs := e.log.LastID(), e.log.syncs
 	e.flushTimer.Reset(0) // the flush is due now, by the test's hand
@@ -180,11 +177,8 @@ func TestLazyOpAloneIsLoggedUnsynced(t *testing.T) {
 	e.commitMu.Lock()
 	first, synced := e.log.LastID(), e.log.syncs // the start record's
 	e.commitMu.Unlock()
-	e.Lazy(func(c counter) (uint64, error) { return 0, c.rec.Put(testData, []byte("lazy"), []byte("v")) })
-	e.lazyMu.Lock()
-	e.lazyTimer.Stop() // it fires now, by the test's hand
-	e.lazyMu.Unlock()
-	e.flush <- struct{}{}
+	putLazy(e)
+	fireLazyTimer(e)
 	waitUntil(t, "the lazy op to be committed", func() bool { return len(keysIn(t, e)) == 1 })
 	e.commitMu.Lock()
 	records, syncs := e.log.LastID(), e.log.syncs
@@ -210,6 +204,19 @@ func TestLazyOpAloneIsLoggedUnsynced(t *testing.T) {
 	if got := keysIn(t, e); fmt.Sprint(got) != "[b lazy]" {
 		t.Fatalf("after the crash: %v, want [b lazy]", got)
 	}
+}
+
+// putLazy queues a lazy op that puts the key "lazy".
+func putLazy(e *Engine[counter]) {
+	e.Lazy(func(c counter) (uint64, error) { return 0, c.rec.Put(testData, []byte("lazy"), []byte("v")) })
+}
+
+// fireLazyTimer makes the lazy ops' timer fire now, by the test's hand.
+func fireLazyTimer(e *Engine[counter]) {
+	e.lazyMu.Lock()
+	e.lazyTimer.Stop()
+	e.lazyMu.Unlock()
+	e.flush <- struct{}{}
 }
 
 // waitUntil waits for cond, with a generous deadline, and fails naming what.
