@@ -143,7 +143,7 @@ type Engine[T any] struct {
 	hooks Hooks[T]
 
 	ops     chan *Op[T]
-	flush   chan struct{} // buffered 1: lazy ops have waited a flush delay
+	flush   chan struct{} // buffered 1: lazy ops have waited the lazy delay
 	quit    chan struct{}
 	stopped chan struct{}
 
