@@ -135,25 +135,27 @@
 //
 // A Take killed at any point leaves at worst objects no ref reaches and a
 // lock file: List reads the refs only, so no half snapshot is listed, and
-// every writer call first removes lock files (the store is the daemon's
-// alone, and no git of the store runs while the writer lock is held). The
-// commit and its ref are written in process the way git writes them
-// (the commit is byte for byte what commit-tree makes; the ref is a lock
-// file created exclusively, fsynced and renamed into place, never over a
-// ref that exists). On Linux a git run dies with the daemon (a
-// parent-death signal), so a lock is never taken away from a git still
-// running. GC deletes the unreachable objects. Durability is git's
-// default: refs are fsynced, loose objects are left to the file system's
-// writeback (fsyncing each object tripled a Take on this project's disk).
-// A power loss in the seconds after a snapshot can therefore damage that
-// snapshot's objects, as it can a plain git commit's; Take then fails
-// with git's message and the agent shows degraded ["snapshots"] until the
-// store is moved away. TestSIGKILLDuringSnapshot kills a Take at each
-// point: in git add, before write-tree, and in process after the blobs,
-// the trees, the commit and the ref's lock file;
-// TestSIGKILLDuringFirstSnapshot kills a first snapshot with its pack
-// half written (a temporary file, which the collector removes) and with
-// the pack in place before the index.
+// lock files are removed at Open and by the first Take after a git run of
+// the store failed (the store is the daemon's alone, and no git of the
+// store runs while the writer lock is held). The commit and its ref are
+// written in process the way git writes them (the commit is byte for byte
+// what commit-tree makes; the ref is a lock file created exclusively,
+// fsynced and renamed into place, never over a ref that exists). On Linux
+// a git run dies with the daemon (a parent-death signal), so a lock is
+// never taken away from a git still running. GC deletes the unreachable
+// objects. Refs are fsynced, and so are packs: the one pack of a Take from
+// what changed, a first snapshot's, git's own (its default). The loose
+// objects a full add leaves (its commit, what git add writes loose) are
+// left to the file system's writeback, as git leaves them (fsyncing each
+// object tripled a Take on this project's disk). A power loss in the
+// seconds after such a snapshot can therefore damage its objects, as it
+// can a plain git commit's; Take then fails with git's message and the
+// agent shows degraded ["snapshots"] until the store is moved away.
+// TestSIGKILLDuringSnapshot kills a Take at each point: in git add, before
+// write-tree, and in process after the blobs, the trees, the commit and
+// the ref's lock file; TestSIGKILLDuringFirstSnapshot kills a first
+// snapshot with its pack half written (a temporary file, which the
+// collector removes) and with the pack in place before the index.
 //
 // # Concurrency and cost
 //

@@ -23,7 +23,8 @@ type GCResult struct {
 }
 
 // gcEvery is how many new snapshots make a GC due even under the bounds
-// (each leaves loose objects).
+// (each leaves loose objects or a small pack; git's own gc.autoPackLimit
+// is 50 packs too).
 const gcEvery = 50
 
 // collector runs the store's GC in the background: each new snapshot
@@ -212,10 +213,11 @@ func (s *Store) objectSizes(ctx context.Context) (loose, packed int64, err error
 }
 
 // heldBytes is what the snapshots take, as well as it is known before
-// packing: the packs (what the last GC found reachable; the snapshots
-// dropped since are still in them), and the loose objects written since
-// the last GC's cut (the snapshots since: a Take writes, or rewrites,
-// every object it needs that is not packed). The loose objects from
+// packing: the packs (what the last GC found reachable, the snapshots
+// dropped since still in them, and the packs of the Takes from what
+// changed since), and the loose objects written since the last GC's cut
+// (the full Takes since: one writes, or rewrites, every object it needs
+// that is not packed). The loose objects from
 // before that cut are those the last GC kept for Takes beside it,
 // unreachable, and this GC deletes them: counted, they would drop
 // snapshots that fit. Before a GC since Open, every loose object counts.
