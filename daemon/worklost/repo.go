@@ -81,6 +81,16 @@ func (r *Repo) cacheDir(commit, dir string, entries map[string]string) {
 	}
 }
 
+// pick sets out[path] to the object of each name of want (name → path)
+// that entries (name → object, one directory's) holds.
+func pick(out, want, entries map[string]string) {
+	for name, p := range want {
+		if id, ok := entries[name]; ok {
+			out[p] = id
+		}
+	}
+}
+
 // NewRepo reads the repository workdir is in with git ("" looks up "git"
 // on PATH). Nothing starts until the first question.
 func NewRepo(git, workdir string) *Repo { return &Repo{git: git, dir: workdir} }
@@ -154,15 +164,10 @@ func (r *Repo) objects(ctx context.Context, commit string, paths []string) (map[
 	}
 	var asked []string // the directories not read at commit before
 	for _, d := range dirs {
-		entries, ok := r.cachedDir(commit, d)
-		if !ok {
+		if entries, ok := r.cachedDir(commit, d); ok {
+			pick(out, byDir[d], entries)
+		} else {
 			asked = append(asked, d)
-			continue
-		}
-		for name, p := range byDir[d] {
-			if id, ok := entries[name]; ok {
-				out[p] = id
-			}
 		}
 	}
 	names := make([]string, len(asked))
@@ -197,11 +202,7 @@ func (r *Repo) objects(ctx context.Context, commit string, paths []string) (map[
 			return err
 		}
 		r.cacheDir(commit, asked[i], entries)
-		for name, p := range byDir[asked[i]] {
-			if id, ok := entries[name]; ok {
-				out[p] = id
-			}
-		}
+		pick(out, byDir[asked[i]], entries)
 		return nil
 	})
 	if err != nil {
