@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/pacer"
 )
 
 // workdirLedgers holds one attribution ledger per workdir: every agent of
@@ -37,6 +39,11 @@ type workdirLedgers struct {
 	dir   string
 	log   *slog.Logger
 	saved map[string]uint64
+	// changed (buffered 1, made by keepIn) tells saveLoop that a ledger
+	// changed; saveEvery is how often at most it saves (0:
+	// saveLedgersEvery; tests set it).
+	changed   chan struct{}
+	saveEvery time.Duration
 }
 
 func workdirKey(workdir string) string { return filepath.Clean(workdir) }
@@ -109,9 +116,10 @@ func (l *workdirLedgers) teller(workdir string) func(attribution.Conflict) {
 // ledgersDir is where the ledgers are kept, under the state directory.
 const ledgersDir = "attribution"
 
-// saveLedgersEvery is how often changed ledgers are written. A crash loses
-// at most that much of who changed what: those changes then belong to
-// nobody, and a restore of an agent's own paths leaves them alone.
+// saveLedgersEvery is how often at most changed ledgers are written. A
+// crash loses at most that much of who changed what: those changes then
+// belong to nobody, and a restore of an agent's own paths leaves them
+// alone.
 const saveLedgersEvery = 2 * time.Second
 
 // keptLedger is a ledger's file: the workdir it belongs to, and its state.
@@ -128,6 +136,19 @@ func (l *workdirLedgers) keepIn(stateDir string, log *slog.Logger) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.dir, l.log = filepath.Join(stateDir, ledgersDir), log
+	l.changed = make(chan struct{}, 1)
+}
+
+// options are what each ledger is made with: its changes kick saveLoop.
+// Changed is called with the ledger's lock held: it never blocks.
+func (l *workdirLedgers) options() attribution.Options {
+	changed := l.changed
+	return attribution.Options{Changed: func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}}
 }
 
 // file is where workdir's ledger is kept (one file per workdir, named by
@@ -142,7 +163,11 @@ func (l *workdirLedgers) file(key string) string {
 // what before now is lost, and a restore of an older snapshot then says
 // so (WHOSE_UNKNOWN) instead of guessing. Called with l.mu held.
 func (l *workdirLedgers) load(key string) *attribution.Ledger {
-	fresh := func() *attribution.Ledger { return attribution.New(attribution.Options{Since: time.Now()}) }
+	fresh := func() *attribution.Ledger {
+		o := l.options()
+		o.Since = time.Now()
+		return attribution.New(o)
+	}
 	if l.dir == "" {
 		return fresh()
 	}
@@ -153,7 +178,7 @@ func (l *workdirLedgers) load(key string) *attribution.Ledger {
 	}
 	var lg *attribution.Ledger
 	if err == nil {
-		lg, err = decodeLedger(raw, key)
+		lg, err = decodeLedger(raw, key, l.options())
 	}
 	if err != nil {
 		aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
@@ -171,7 +196,7 @@ func (l *workdirLedgers) load(key string) *attribution.Ledger {
 
 // decodeLedger is the ledger a kept file holds, checked: it must be
 // workdir's, and its state passes attribution.Restore's checks.
-func decodeLedger(raw []byte, workdir string) (*attribution.Ledger, error) {
+func decodeLedger(raw []byte, workdir string, o attribution.Options) (*attribution.Ledger, error) {
 	var k keptLedger
 	if err := json.Unmarshal(raw, &k); err != nil {
 		return nil, err
@@ -179,7 +204,7 @@ func decodeLedger(raw []byte, workdir string) (*attribution.Ledger, error) {
 	if k.Workdir != workdir {
 		return nil, fmt.Errorf("it is the ledger of workdir %q", k.Workdir)
 	}
-	return attribution.Restore(attribution.Options{}, k.State)
+	return attribution.Restore(o, k.State)
 }
 
 // save writes every ledger that changed since it was last written.
@@ -221,17 +246,9 @@ func (l *workdirLedgers) save() {
 	}
 }
 
-// saveLoop writes the changed ledgers every saveLedgersEvery until ctx
-// ends; the last write is the caller's (after the agents stopped).
+// saveLoop writes the changed ledgers, at most once per saveLedgersEvery
+// (a change after a quiet interval at once), until ctx ends; the last
+// write is the caller's (after the agents stopped).
 func (l *workdirLedgers) saveLoop(ctx context.Context) {
-	t := time.NewTicker(saveLedgersEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			l.save()
-		}
-	}
+	pacer.Run(ctx, l.changed, cmp.Or(l.saveEvery, saveLedgersEvery), l.save)
 }

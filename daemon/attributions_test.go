@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/attribution"
+	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // Agents on one workdir share its ledger; another workdir has its own, and
@@ -88,5 +91,44 @@ func TestWorkdirLedgersKeptAcrossRuns(t *testing.T) {
 	}
 	if aside, _ := filepath.Glob(other + ".damaged-*"); len(aside) != 1 {
 		t.Fatalf("the mismatched file was not set aside: %v", aside)
+	}
+}
+
+// A ledger's change is saved by saveLoop when it happens, not at the next
+// tick of a clock (the interval here is an hour): the file holds it while
+// the loop runs. A ledger read back from its file tells saveLoop of its
+// changes too.
+func TestWorkdirLedgersSavedOnChange(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	changedBy := func(l *workdirLedgers, agent string) func() bool {
+		return func() bool {
+			raw, err := os.ReadFile(l.file(workdirKey("/srv/work")))
+			if err != nil {
+				return false
+			}
+			lg, err := decodeLedger(raw, "/srv/work", attribution.Options{})
+			return err == nil && len(lg.ChangedBy(agent, lg.Since().Add(-time.Second))) == 1
+		}
+	}
+	for run, agent := range []string{"builder", "reviewer"} {
+		l := workdirLedgers{saveEvery: time.Hour}
+		l.keepIn(dir, log)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			l.saveLoop(ctx)
+		}()
+		lg := l.For("/srv/work")
+		if _, err := lg.Tool(attribution.ToolEvent{Agent: agent, Kind: attribution.KindEdit, Paths: []string{agent + ".go"}, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lg.Burst(attribution.Burst{Paths: []string{agent + ".go"}, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		testwait.Until(t, func() string { return fmt.Sprintf("run %d: %s's change not in the ledger's file", run+1, agent) }, changedBy(&l, agent))
+		cancel()
+		<-done
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/pacer"
 	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream"
 )
@@ -236,26 +237,12 @@ func (a *Agent) onCommit(evs []residency.Event) {
 }
 
 // keepLastResume rewrites the last-resume file after changes, at most once
-// per lastResumeEvery, and once more on the way out.
+// per lastResumeEvery (the first change after a quiet second at once, in
+// the wake-up of the write that made it), and once more on the way out.
 func (a *Agent) keepLastResume(ctx context.Context) {
 	a.writeLastResume()
-	for {
-		select {
-		case <-ctx.Done():
-			a.writeLastResume()
-			return
-		case <-a.dirty:
-		}
-		t := time.NewTimer(lastResumeEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			a.writeLastResume()
-			return
-		case <-t.C:
-		}
-		a.writeLastResume()
-	}
+	pacer.Run(ctx, a.dirty, lastResumeEvery, a.writeLastResume)
+	a.writeLastResume()
 }
 
 // Start runs the shippers and the upstream relays until stop.

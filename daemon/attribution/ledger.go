@@ -113,6 +113,10 @@ type Options struct {
 	// no answer here. Zero: unknown, no question about the past is
 	// answered (Knows).
 	Since time.Time
+	// Changed, when set, is called after each change of what State
+	// returns (a keeper saves the ledger then), with the ledger's lock
+	// held: it must not block or call the ledger.
+	Changed func()
 }
 
 // Defaults of Options.
@@ -166,6 +170,15 @@ type claim struct {
 type window struct {
 	agent      string
 	start, end time.Time // end zero while the tool runs
+}
+
+// bump counts a change of the state (Generation) and tells Options.Changed.
+// Called with l.mu held.
+func (l *Ledger) bump() {
+	l.gen++
+	if l.opt.Changed != nil {
+		l.opt.Changed()
+	}
 }
 
 // New makes an empty Ledger.
@@ -319,7 +332,7 @@ func (l *Ledger) Burst(b Burst) (Result, error) {
 func (l *Ledger) Checkpoint(agent string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.gen++
+	l.bump()
 	for p, t := range l.pending[agent] {
 		if !t.After(at) {
 			delete(l.pending[agent], p)
@@ -332,7 +345,7 @@ func (l *Ledger) Checkpoint(agent string, at time.Time) {
 func (l *Ledger) Visit(agent string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.gen++
+	l.bump()
 	l.visits[agent] = at
 }
 
@@ -508,7 +521,7 @@ func (l *Ledger) reclaimFromShells(res *Result, p string, ev ToolEvent) {
 	if at.IsZero() {
 		return
 	}
-	l.gen++
+	l.bump()
 	var released []string
 	kept := hist[:0:0]
 	for _, c := range hist {
@@ -552,7 +565,7 @@ func (l *Ledger) release(agent, p string) {
 
 // recredit gives the outside change hist[i] of p to agent.
 func (l *Ledger) recredit(res *Result, p string, i int, agent, kind string) {
-	l.gen++
+	l.bump()
 	c := l.paths[p][i]
 	c.By, c.Kind = agent, kind
 	l.paths[p][i] = c
@@ -563,7 +576,7 @@ func (l *Ledger) recredit(res *Result, p string, i int, agent, kind string) {
 // record keeps a change in p's history and, for an agent's, in its open
 // work.
 func (l *Ledger) record(res *Result, c Change) {
-	l.gen++
+	l.bump()
 	hist := append(l.paths[c.Path], c)
 	if len(hist) > l.opt.MaxHistory {
 		hist = slices.Delete(hist, 0, len(hist)-l.opt.MaxHistory)
