@@ -269,8 +269,9 @@ func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config
 	switch uc.Kind {
 	case config.KindLocal:
 		ur.Client = local.New(name, cfg.AgentDir).WithLogger(d.log)
-		// The archive is for people: a fifth of a second late costs
-		// nothing, and one flush per batch spares the disk.
+		// The archive is for people: a write that comes alone is
+		// stored at once, and those of a flood wait up to a fifth of a
+		// second to share one flush, which spares the disk.
 		ur.Linger = 200 * time.Millisecond
 	case config.KindDelx:
 		roots, err := uc.CAPool()

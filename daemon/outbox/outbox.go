@@ -61,8 +61,11 @@ type Options struct {
 	OnFailure func(w capsule.Write, reason string)
 	// OnAttempt is told about every delivery attempt (metrics). Optional.
 	OnAttempt func(outcome string, d time.Duration)
-	// Linger lets writes gather for up to this long before a short batch
-	// is sent (the local archive: one flush for many writes). 0: none.
+	// Linger paces short batches: one leaves at once when the last left
+	// Linger or more ago, else its writes gather until then (the local
+	// archive: one flush for the many writes of a flood, and a lone write
+	// stored in the wake-up that logged it, not in one of its own). 0:
+	// none.
 	Linger time.Duration
 }
 
@@ -84,6 +87,9 @@ type Shipper struct {
 	// queue is the part of the log read but not yet sent, so the log is
 	// read once per batch, not once per write.
 	queue []capsule.Write
+	// lastShort is when the last short batch was read to be sent: the
+	// next waits until Linger after it.
+	lastShort time.Time
 	// checkRetries is set when dead letters may have been marked for retry
 	// (at start, and on Kick).
 	checkRetries atomic.Bool
@@ -219,10 +225,11 @@ func (s *Shipper) step(ctx context.Context, attempt *int) (time.Duration, error)
 			}
 			s.queue = ws
 			if s.o.Linger > 0 && len(ws) > 0 && len(ws) < readBatch {
-				if age := time.Since(ws[0].At); age >= 0 && age < s.o.Linger {
+				if wait := time.Until(s.lastShort.Add(s.o.Linger)); wait > 0 {
 					s.queue = nil
-					return s.o.Linger - age, nil
+					return wait, nil
 				}
+				s.lastShort = time.Now()
 			}
 		}
 		if len(s.queue) == 0 {

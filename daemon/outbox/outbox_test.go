@@ -447,3 +447,47 @@ func TestRecoversBeforeTheFirstDelivery(t *testing.T) {
 		})
 	}
 }
+
+// TestLingerPacesShortBatches: with a linger, a write that comes alone is
+// sent and flushed at once; writes that come within the linger after it
+// wait for its end and then share one flush. Driven step by step, the
+// linger's end made to come by moving the last batch back an hour.
+func TestLingerPacesShortBatches(t *testing.T) {
+	up := &flushing{}
+	r := newRigFor(t, up, &up.scripted, Options{Linger: time.Hour})
+	t.Cleanup(r.stop)
+	var attempt int
+	step := func() time.Duration {
+		t.Helper()
+		wait, err := r.sh.step(context.Background(), &attempt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wait
+	}
+
+	first := r.write(focus("alone"))
+	if wait := step(); wait != 0 || r.sh.deliveredSeq() != first || up.flushes != 1 {
+		t.Fatalf("a lone write: wait %v, delivered seq %d (want %d), %d flushes (want 1)", wait, r.sh.deliveredSeq(), first, up.flushes)
+	}
+
+	r.write(decide("soon after"))
+	last := r.write(decide("and another"))
+	if wait := step(); wait < 59*time.Minute || r.sh.deliveredSeq() != first {
+		t.Fatalf("writes within the linger: wait %v (want the rest of the hour), delivered seq %d (want %d)", wait, r.sh.deliveredSeq(), first)
+	}
+
+	r.sh.lastShort = r.sh.lastShort.Add(-time.Hour)
+	for range 3 {
+		if r.sh.deliveredSeq() == last {
+			break
+		}
+		if wait := step(); wait != 0 {
+			t.Fatalf("after the linger: wait %v", wait)
+		}
+	}
+	if r.sh.deliveredSeq() != last || len(up.delivered()) != 3 || up.flushes != 2 {
+		t.Fatalf("after the linger: delivered seq %d (want %d), %d deliveries (want 3), %d flushes (want 2: one for the two that waited)",
+			r.sh.deliveredSeq(), last, len(up.delivered()), up.flushes)
+	}
+}
