@@ -100,7 +100,10 @@ type Agent struct {
 }
 
 // lastResumeEvery bounds how often the last-resume file is rewritten.
-const lastResumeEvery = time.Second
+// Under a second: a busy agent's automatic records come min_interval
+// apart, a second at least, and each then rewrites it in the wake-up
+// that stored it instead of in one of its own a moment later.
+const lastResumeEvery = 500 * time.Millisecond
 
 // Options are what one agent runs with: the daemon's wiring builds them
 // from the configuration, so this package never reads the whole of it.
