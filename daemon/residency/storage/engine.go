@@ -30,18 +30,19 @@ var (
 )
 
 // SeqReserve is how far past the current seq each bbolt commit reserves;
-// a flush every second keeps a busy agent inside it (past it, the batch
-// is made durable by a bbolt commit, which reserves more).
+// a flush every few seconds keeps a busy agent inside it (past it, the
+// batch is made durable by a bbolt commit, which reserves more).
 const SeqReserve = 10_000
 
 // DefaultFlushDelay is how long bbolt may lag behind the log: the open
 // transaction is committed this long after its first batch (or sooner
 // when the log is half full, or on Close). It bounds the work a restart
-// replays, not durability. A second lets the writes of one burst of work
-// (the work record, the activity and the upstream's ack riding on it or
-// on the flush: see Lazy) share one bbolt commit, whose two syncs cost
-// more than the batches' own.
-const DefaultFlushDelay = time.Second
+// replays, not durability. Five seconds let the writes of several bursts
+// of work (an active agent's automatic records come min_interval apart, a
+// second at least; the activity and the upstream's ack ride on them or on
+// the flush: see Lazy) share one bbolt commit, whose two syncs cost more
+// than the batches' own.
+const DefaultFlushDelay = 5 * time.Second
 
 // maxBatch bounds one group commit so a flood of writers cannot make one
 // transaction arbitrarily large.
