@@ -67,6 +67,9 @@ const (
 	// finds more is a burst and is read on without pause: the queue can only
 	// overflow if ~16k events arrive within one pause (and then a rescan
 	// catches up). The pause adds at most coalesce to the report latency.
+	// At its end, what gathered is read at once and what comes after is
+	// waited for without another pause: the end of a burst then costs one
+	// wake-up, not a second one a pause later that finds nothing.
 	eventBuffer = 16
 	coalesce    = 50 * time.Millisecond
 	maxDrain    = 1 << 14 // events per wake-up before ctx and timers get a look
@@ -416,6 +419,18 @@ func (t *loopTimers) arm(w *Watcher) {
 	}
 }
 
+// summaryAt sets the summary timer for when the burst is due (Quiet after
+// its last event, or MaxWait after its first): one wake-up at the end of
+// a burst, not one at Quiet after its start and another for the rest.
+func (t *loopTimers) summaryAt(w *Watcher) {
+	if w.b.first.IsZero() {
+		return
+	}
+	due := min(w.b.last.Add(w.o.Quiet).Sub(time.Now()), w.b.first.Add(w.o.MaxWait).Sub(time.Now()))
+	t.sum.Reset(max(due, 0))
+	t.sumC = t.sum.C
+}
+
 func (t *loopTimers) stop() {
 	t.maint.Stop()
 	t.sum.Stop()
@@ -443,6 +458,7 @@ func (w *Watcher) loop(ctx context.Context, out func(Summary)) error {
 			if err != nil {
 				return err
 			}
+			t.summaryAt(w)
 			if n < eventBuffer { // a trickle: let the next ones gather (see coalesce)
 				evC = nil
 				t.pause.Reset(coalesce)
@@ -451,6 +467,17 @@ func (w *Watcher) loop(ctx context.Context, out func(Summary)) error {
 		case <-t.pauseC:
 			t.pauseC = nil
 			evC = w.fw.Events
+			select {
+			case ev, ok := <-evC:
+				if !ok {
+					return errors.New("watch: fsnotify closed its event channel")
+				}
+				if _, err := w.handleBatch(ev); err != nil {
+					return err
+				}
+				t.summaryAt(w)
+			default:
+			}
 		case err, ok := <-w.fw.Errors:
 			if !ok {
 				return errors.New("watch: fsnotify closed its error channel")
