@@ -74,7 +74,7 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 	defer root.Close()
 	list := s.listUntracked(ctx)
 	defer list.close()
-	pack, err := newPackWriter(s.opt.Dir, firstChunk, 256<<10, nil)
+	pack, err := newPackWriter(s.opt.Dir, firstChunk, 256<<10, packCompressors{})
 	if err != nil {
 		return res, err
 	}
@@ -148,7 +148,7 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 			if err := pack.finish(); err != nil {
 				return res, err
 			}
-			if pack, err = newPackWriter(s.opt.Dir, firstChunk, 256<<10, nil); err != nil {
+			if pack, err = newPackWriter(s.opt.Dir, firstChunk, 256<<10, packCompressors{}); err != nil {
 				return res, err
 			}
 		}

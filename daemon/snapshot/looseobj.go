@@ -80,11 +80,13 @@ func (s *Store) writeObject(typ string, data []byte) (oid, error) {
 		return s.writeLoose(typ, data)
 	}
 	if s.pack.w == nil {
-		w, err := newPackWriter(s.opt.Dir, 32, 32<<10, s.zw)
+		w, err := newPackWriter(s.opt.Dir, 32, 32<<10, packCompressors{deflate: s.zw, store: s.storedZW})
 		if err != nil {
 			return oid{}, err
 		}
-		s.pack.w, s.zw = w, w.zw
+		s.pack.w = w
+		c := w.compressors()
+		s.zw, s.storedZW = c.deflate, c.store
 	}
 	return s.pack.w.add(typ, data)
 }

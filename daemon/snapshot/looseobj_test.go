@@ -230,3 +230,71 @@ func TestTakeFromChangedWritesOnePack(t *testing.T) {
 		t.Fatalf("the snapshot after one read from the pack holds %v", files)
 	}
 }
+
+// A pack stores trees uncompressed (their object ids do not compress, and
+// deflating a tree costs forty times as much) and deflates blobs; git
+// reads both back as they were written.
+func TestPackStoresTreesDeflatesBlobs(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", "--bare", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	w, err := newPackWriter(dir, 2, 4<<10, packCompressors{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := []byte(strings.Repeat("func f(x int) int { return x + 1 }\n", 40))
+	blobID, err := w.add("blob", blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []treeEntry
+	for i := range 50 {
+		entries = append(entries, treeEntry{name: fmt.Sprintf("file%03d.go", i), mode: 0o100644, id: hashObject("blob", []byte{byte(i)})})
+	}
+	tree := encodeTree(entries)
+	treeID, err := w.add("tree", tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets := map[oid]int64{}
+	for _, o := range w.objs {
+		offsets[o.id] = o.off
+	}
+	if err := w.finish(); err != nil {
+		t.Fatal(err)
+	}
+	packs, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("packs in place: %v, want one", packs)
+	}
+	raw, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// blockType is the type of the first deflate block of the object at
+	// off: past its type-and-size bytes, then zlib's two header bytes.
+	blockType := func(off int64) byte {
+		i := off
+		for raw[i]&0x80 != 0 {
+			i++
+		}
+		return raw[i+3] >> 1 & 3
+	}
+	if bt := blockType(offsets[treeID]); bt != 0 {
+		t.Errorf("the tree's first deflate block has type %d, want 0 (stored)", bt)
+	}
+	if bt := blockType(offsets[blobID]); bt == 0 {
+		t.Error("the blob is stored, want it deflated")
+	}
+	for _, o := range []struct {
+		id   oid
+		typ  string
+		data []byte
+	}{{treeID, "tree", tree}, {blobID, "blob", blob}} {
+		got, err := exec.Command("git", "--git-dir", dir, "cat-file", o.typ, o.id.String()).Output()
+		if err != nil || string(got) != string(o.data) {
+			t.Fatalf("git cat-file %s %s: %v (%d bytes, want %d)", o.typ, o.id, err, len(got), len(o.data))
+		}
+	}
+}

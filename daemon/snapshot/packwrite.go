@@ -43,12 +43,16 @@ import (
 
 // packWriter writes one pack of new objects.
 type packWriter struct {
-	dir  string // objects/pack
-	f    *os.File
-	out  *countingWriter
-	zw   *zlib.Writer
-	objs []packedObject
-	seen map[oid]bool
+	dir string // objects/pack
+	f   *os.File
+	out *countingWriter
+	zw  *zlib.Writer // blobs and commits: deflated, at git's loose-object level
+	// stored writes trees: they are mostly object ids, which do not
+	// compress (a stored tree of source files is about half again as big
+	// as a deflated one), and storing one costs a fortieth of deflating it.
+	stored *zlib.Writer
+	objs   []packedObject
+	seen   map[oid]bool
 }
 
 // packedObject is where the pack holds an object.
@@ -84,10 +88,10 @@ func packType(typ string) byte {
 }
 
 // newPackWriter starts a pack in the store's objects/pack, for about
-// objects objects, buffering bufSize bytes; zw, when not nil, is a zlib
-// writer to reuse (a compressor is about a megabyte to allocate, more
-// than a small pack's whole work).
-func newPackWriter(store string, objects, bufSize int, zw *zlib.Writer) (*packWriter, error) {
+// objects objects, buffering bufSize bytes; zw, when not nil, are the
+// zlib writers to reuse (a compressor is about a megabyte to allocate,
+// more than a small pack's whole work).
+func newPackWriter(store string, objects, bufSize int, zw packCompressors) (*packWriter, error) {
 	dir := filepath.Join(store, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)
@@ -97,9 +101,12 @@ func newPackWriter(store string, objects, bufSize int, zw *zlib.Writer) (*packWr
 		return nil, fmt.Errorf("snapshot store: starting a pack: %w", err)
 	}
 	p := &packWriter{dir: dir, f: f, seen: make(map[oid]bool, objects), objs: make([]packedObject, 0, objects),
-		out: &countingWriter{w: bufio.NewWriterSize(f, bufSize), crc: crc32.NewIEEE()}, zw: zw}
+		out: &countingWriter{w: bufio.NewWriterSize(f, bufSize), crc: crc32.NewIEEE()}, zw: zw.deflate, stored: zw.store}
 	if p.zw == nil {
 		p.zw, _ = zlib.NewWriterLevel(p.out, zlib.BestSpeed) // git's core.looseCompression
+	}
+	if p.stored == nil {
+		p.stored, _ = zlib.NewWriterLevel(p.out, zlib.NoCompression)
 	}
 	// The count is not known yet: finish writes it over the zero.
 	if _, err := p.out.Write([]byte{'P', 'A', 'C', 'K', 0, 0, 0, 2, 0, 0, 0, 0}); err != nil {
@@ -120,9 +127,22 @@ func (p *packWriter) add(typ string, data []byte) (oid, error) {
 		return id, nil
 	}
 	p.start(id, typ, len(data))
-	p.zw.Reset(p.out)
-	p.zw.Write(data)
-	return id, p.end(p.zw.Close())
+	zw := p.zw
+	if typ == "tree" {
+		zw = p.stored
+	}
+	zw.Reset(p.out)
+	zw.Write(data)
+	return id, p.end(zw.Close())
+}
+
+// packCompressors are a pack writer's zlib writers, kept for the next
+// pack (nil: made when it starts).
+type packCompressors struct{ deflate, store *zlib.Writer }
+
+// compressors returns p's zlib writers, for the next pack.
+func (p *packWriter) compressors() packCompressors {
+	return packCompressors{deflate: p.zw, store: p.stored}
 }
 
 // addCompressed is add for an object already hashed (id) and compressed

@@ -169,7 +169,8 @@ type Store struct {
 	indexBehind string
 	trees       treeCache                  // parsed trees on the changed paths (fast.go)
 	pack        *takePack                  // the objects of the Take from what changed under way
-	zw          *zlib.Writer               // reused for the loose objects a Take writes
+	zw          *zlib.Writer               // reused for the objects a Take writes (loose or in its pack)
+	storedZW    *zlib.Writer               // reused for the trees a Take's pack stores uncompressed
 	pipes       pipes                      // long-lived git processes (gitpipe.go)
 	listed      atomic.Pointer[listedRefs] // the snapshots as last read from the refs (list)
 	lastChanges atomic.Pointer[changeSet]  // the newest Take's changes against its parent, when it listed them
