@@ -1,7 +1,8 @@
 // Package atomicfile writes whole files so that a reader, or the next boot
 // after a crash, sees either the old content or the new, never a mix: write a
 // temporary file in the same directory, fsync it, rename it over the target,
-// fsync the directory.
+// fsync the directory. A file rewritten again and again (Slot) keeps its
+// spare beside it instead of a new temporary file per write.
 package atomicfile
 
 import (
