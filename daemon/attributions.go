@@ -44,6 +44,7 @@ type workdirLedgers struct {
 	// saveLedgersEvery; tests set it).
 	changed   chan struct{}
 	saveEvery time.Duration
+	files     map[string]*atomicfile.Slot // workdir → its ledger's file, once saved
 }
 
 func workdirKey(workdir string) string { return filepath.Clean(workdir) }
@@ -215,14 +216,21 @@ func (l *workdirLedgers) save() {
 		return
 	}
 	type job struct {
-		key string
-		lg  *attribution.Ledger
-		gen uint64
+		key  string
+		lg   *attribution.Ledger
+		gen  uint64
+		file *atomicfile.Slot
 	}
 	var jobs []job
 	for key, lg := range l.m {
 		if g := lg.Generation(); g != l.saved[key] {
-			jobs = append(jobs, job{key, lg, g})
+			if l.files == nil {
+				l.files = map[string]*atomicfile.Slot{}
+			}
+			if l.files[key] == nil {
+				l.files[key] = atomicfile.NewSlot(l.file(key), 0o600, true)
+			}
+			jobs = append(jobs, job{key, lg, g, l.files[key]})
 		}
 	}
 	l.mu.Unlock()
@@ -230,7 +238,7 @@ func (l *workdirLedgers) save() {
 		raw, err := json.Marshal(keptLedger{Workdir: j.key, State: j.lg.State()})
 		if err == nil {
 			if err = os.MkdirAll(l.dir, 0o700); err == nil {
-				err = atomicfile.WriteFile(l.file(j.key), raw, 0o600)
+				err = j.file.Write(raw)
 			}
 		}
 		if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/pacer"
 	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream"
@@ -85,6 +86,9 @@ type Agent struct {
 
 	dirty chan struct{}    // buffered 1: the last-resume file is out of date
 	modes statefiles.Modes // of its directory and last-resume file
+	// lastResume is the last-resume file, rewritten after changes
+	// (keepLastResume).
+	lastResume *atomicfile.Slot
 
 	capture *capture.Capture // the automatic side: watcher, handoff files, policy
 	guard   *guard.Guard     // what the fleet holds passes it before it is imported (fleet.go)
@@ -173,6 +177,7 @@ func Open(o Options) (*Agent, error) {
 	}
 	a.store = store
 	a.modes = o.Modes
+	a.lastResume = atomicfile.NewSlot(filepath.Join(a.dir, statefiles.LastResumeName), a.modes.LastResume, false)
 	if err := os.Chmod(a.dir, a.modes.Dir); err != nil {
 		store.Close()
 		return nil, err

@@ -38,6 +38,7 @@ import (
 type losses struct {
 	gate    sync.Mutex
 	mu      sync.Mutex
+	file    *atomicfile.Slot // lossesFile; nil without a state directory
 	kept    lossState
 	found   uint64 // losses found since the daemon started
 	failing bool   // the last check failed (logged once)
@@ -60,6 +61,9 @@ func (c *Capture) loadLosses() {
 	if c.o.Dir == "" {
 		return
 	}
+	c.lost.mu.Lock()
+	c.lost.file = atomicfile.NewSlot(filepath.Join(c.o.Dir, lossesFile), 0o600, true)
+	c.lost.mu.Unlock()
 	raw, err := os.ReadFile(filepath.Join(c.o.Dir, lossesFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return
@@ -80,12 +84,12 @@ func (c *Capture) loadLosses() {
 // saveLosses writes c.lost.kept; call it with c.lost.mu held. A failure
 // is logged: the checks go on in memory.
 func (c *Capture) saveLosses() {
-	if c.o.Dir == "" {
+	if c.lost.file == nil {
 		return
 	}
 	raw, err := json.Marshal(c.lost.kept)
 	if err == nil {
-		err = atomicfile.WriteFile(filepath.Join(c.o.Dir, lossesFile), raw, 0o600)
+		err = c.lost.file.Write(raw)
 	}
 	if err != nil {
 		c.log.Warn("cannot keep the work-lost state; a restart forgets it", "err", err)
