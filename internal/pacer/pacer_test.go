@@ -41,21 +41,34 @@ func (h *heldClock) clock() clock {
 	}
 }
 
+// heldRun is run going on a held clock, told of its calls.
+type heldRun struct {
+	clock *heldClock
+	kicks chan struct{}
+	calls atomic.Int32
+	stop  func() // cancels run and waits for it to return
+}
+
+func startHeld(every time.Duration) *heldRun {
+	r := &heldRun{clock: newHeldClock(), kicks: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx, r.kicks, every, func() { r.calls.Add(1) }, r.clock.clock())
+	}()
+	r.stop = func() { cancel(); <-done }
+	return r
+}
+
 // TestRunLeadingEdge: the first change is acted on at once; one that
 // comes within the interval waits for its end (the wait asked for is
 // what is left of it), and the changes made meanwhile are acted on in
 // one call.
 func TestRunLeadingEdge(t *testing.T) {
-	h := newHeldClock()
-	kicks := make(chan struct{}, 1)
-	var calls atomic.Int32
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		run(ctx, kicks, 10*time.Second, func() { calls.Add(1) }, h.clock())
-	}()
-	defer func() { cancel(); <-done }()
+	r := startHeld(10 * time.Second)
+	defer r.stop()
+	h, kicks, calls := r.clock, r.kicks, &r.calls
 
 	kicks <- struct{}{}
 	testwait.Until(t, func() string { return "the first change not acted on" }, func() bool { return calls.Load() == 1 })
@@ -94,22 +107,13 @@ func TestRunLeadingEdge(t *testing.T) {
 // TestRunStopsWhileWaiting: a cancelled context ends Run in its wait,
 // without the call.
 func TestRunStopsWhileWaiting(t *testing.T) {
-	h := newHeldClock()
-	kicks := make(chan struct{}, 1)
-	var calls atomic.Int32
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		run(ctx, kicks, time.Hour, func() { calls.Add(1) }, h.clock())
-	}()
-	kicks <- struct{}{}
-	testwait.Until(t, func() string { return "the first change not acted on" }, func() bool { return calls.Load() == 1 })
-	kicks <- struct{}{}
-	<-h.asked
-	cancel()
-	<-done
-	if n := calls.Load(); n != 1 {
+	r := startHeld(time.Hour)
+	r.kicks <- struct{}{}
+	testwait.Until(t, func() string { return "the first change not acted on" }, func() bool { return r.calls.Load() == 1 })
+	r.kicks <- struct{}{}
+	<-r.clock.asked
+	r.stop()
+	if n := r.calls.Load(); n != 1 {
 		t.Fatalf("%d calls, want 1: the held change is the caller's to act on", n)
 	}
 }

@@ -391,6 +391,9 @@ func (w *Watcher) Run(ctx context.Context, out func(Summary)) error {
 	return w.loop(ctx, out)
 }
 
+// errEventsClosed ends Run when fsnotify closed its event channel.
+var errEventsClosed = errors.New("watch: fsnotify closed its event channel")
+
 // loopTimers are Run's timers; a nil channel is a timer not running.
 type loopTimers struct {
 	sum, maint, pause    *time.Timer
@@ -426,7 +429,8 @@ func (t *loopTimers) summaryAt(w *Watcher) {
 	if w.b.first.IsZero() {
 		return
 	}
-	due := min(w.b.last.Add(w.o.Quiet).Sub(time.Now()), w.b.first.Add(w.o.MaxWait).Sub(time.Now()))
+	now := time.Now()
+	due := min(w.b.last.Add(w.o.Quiet).Sub(now), w.b.first.Add(w.o.MaxWait).Sub(now))
 	t.sum.Reset(max(due, 0))
 	t.sumC = t.sum.C
 }
@@ -452,7 +456,7 @@ func (w *Watcher) loop(ctx context.Context, out func(Summary)) error {
 			return nil
 		case ev, ok := <-evC:
 			if !ok {
-				return errors.New("watch: fsnotify closed its event channel")
+				return errEventsClosed
 			}
 			n, err := w.handleBatch(ev)
 			if err != nil {
@@ -470,7 +474,7 @@ func (w *Watcher) loop(ctx context.Context, out func(Summary)) error {
 			select {
 			case ev, ok := <-evC:
 				if !ok {
-					return errors.New("watch: fsnotify closed its event channel")
+					return errEventsClosed
 				}
 				if _, err := w.handleBatch(ev); err != nil {
 					return err
@@ -507,7 +511,7 @@ func (w *Watcher) handleBatch(ev fsnotify.Event) (int, error) {
 		select {
 		case ev, ok := <-w.fw.Events:
 			if !ok {
-				return n, errors.New("watch: fsnotify closed its event channel")
+				return n, errEventsClosed
 			}
 			w.handle(ev)
 			n++
