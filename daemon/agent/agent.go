@@ -245,7 +245,7 @@ func (a *Agent) onCommit(evs []residency.Event) {
 }
 
 // keepLastResume rewrites the last-resume file after changes, at most once
-// per lastResumeEvery (the first change after a quiet second at once, in
+// per lastResumeEvery (the first change after a quiet interval at once, in
 // the wake-up of the write that made it), and once more on the way out.
 func (a *Agent) keepLastResume(ctx context.Context) {
 	a.writeLastResume()

@@ -23,20 +23,7 @@ func WriteFile(filename string, data []byte, perm os.FileMode) error {
 // ReplaceFile is WriteFile without the final directory fsync: the content is
 // durable, the name is durable only after SyncDir. Callers that write many
 // files into one directory sync it once at the end.
-func ReplaceFile(filename string, data []byte, perm os.FileMode) error {
-	return replace(filename, data, perm, true)
-}
-
-// WriteRebuilt replaces filename with data atomically but syncs nothing:
-// for a file its writer rebuilds from durable state when it starts (a
-// cache). A reader sees the old content or the new, however the writer
-// dies; only a crash of the machine can leave the old content, or an
-// empty or damaged file, which its reader must refuse.
-func WriteRebuilt(filename string, data []byte, perm os.FileMode) error {
-	return replace(filename, data, perm, false)
-}
-
-func replace(filename string, data []byte, perm os.FileMode, sync bool) (err error) {
+func ReplaceFile(filename string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(filename)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(filename)+".tmp*")
 	if err != nil {
@@ -55,10 +42,8 @@ func replace(filename string, data []byte, perm os.FileMode, sync bool) (err err
 	if err = f.Chmod(perm); err != nil {
 		return err
 	}
-	if sync {
-		if err = f.Sync(); err != nil {
-			return err
-		}
+	if err = f.Sync(); err != nil {
+		return err
 	}
 	if err = f.Close(); err != nil {
 		return err

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// WriteFile and WriteRebuilt (which syncs nothing) both replace the
-// whole file, with its mode, and leave no temporary file behind.
+// WriteFile replaces the whole file, with its mode, and leaves no
+// temporary file behind.
 func TestWriteFileReplacesAndLeavesNoTemp(t *testing.T) {
-	for name, write := range map[string]func(string, []byte, os.FileMode) error{"WriteFile": WriteFile, "WriteRebuilt": WriteRebuilt} {
+	for name, write := range map[string]func(string, []byte, os.FileMode) error{"WriteFile": WriteFile, "ReplaceFile": ReplaceFile} {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "state.json")
 		if err := write(p, []byte("one"), 0o600); err != nil {

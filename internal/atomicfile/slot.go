@@ -22,8 +22,10 @@ type Slot struct {
 
 // NewSlot is the Slot of path, whose writes get permissions perm. durable
 // makes each write durable, as WriteFile does (the spare synced before the
-// swap, the directory after it); otherwise nothing is synced, as with
-// WriteRebuilt.
+// swap, the directory after it); otherwise nothing is synced: for a file
+// its writer rebuilds from durable state when it starts (a cache), which a
+// crash of the machine may leave old, empty or damaged, and whose reader
+// must refuse a damaged one.
 func NewSlot(path string, perm os.FileMode, durable bool) *Slot {
 	return &Slot{path: path, spare: filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".spare"), perm: perm, durable: durable}
 }
