@@ -30,38 +30,29 @@ func NewSlot(path string, perm os.FileMode, durable bool) *Slot {
 	return &Slot{path: path, spare: filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".spare"), perm: perm, durable: durable}
 }
 
-// Path is the file the Slot writes.
-func (s *Slot) Path() string { return s.path }
-
 // Write replaces the file's content with data.
-func (s *Slot) Write(data []byte) (err error) {
+func (s *Slot) Write(data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, err := os.OpenFile(s.spare, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, s.perm)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(s.spare)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(s.perm)
 	}
-	if err = f.Chmod(s.perm); err != nil {
-		return err
+	if err == nil && s.durable {
+		err = f.Sync()
 	}
-	if s.durable {
-		if err = f.Sync(); err != nil {
-			return err
-		}
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err = f.Close(); err != nil {
-		return err
+	if err == nil {
+		err = swap(s.spare, s.path)
 	}
-	if err = swap(s.spare, s.path); err != nil {
+	if err != nil {
+		os.Remove(s.spare)
 		return err
 	}
 	if s.durable {
