@@ -20,6 +20,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/sources/gitwatch"
 	"github.com/continuityd/continuityd/daemon/sources/handoff"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
+	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
 
@@ -61,6 +62,9 @@ func New(o Options) *Capture {
 	c.policy = policy.New(o.Agent, o.Policy, o.Store, c.seal, o.Logger, time.Now)
 	c.transcripts = newTranscriptFollower(c)
 	c.attr = c.newAttributing()
+	if o.Dir != "" {
+		c.lost.file = atomicfile.NewSlot(filepath.Join(o.Dir, lossesFile), 0o600, true)
+	}
 	return c
 }
 

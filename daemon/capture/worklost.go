@@ -38,7 +38,7 @@ import (
 type losses struct {
 	gate    sync.Mutex
 	mu      sync.Mutex
-	file    *atomicfile.Slot // lossesFile; nil without a state directory
+	file    *atomicfile.Slot // lossesFile (made by New); nil without a state directory
 	kept    lossState
 	found   uint64 // losses found since the daemon started
 	failing bool   // the last check failed (logged once)
@@ -61,9 +61,6 @@ func (c *Capture) loadLosses() {
 	if c.o.Dir == "" {
 		return
 	}
-	c.lost.mu.Lock()
-	c.lost.file = atomicfile.NewSlot(filepath.Join(c.o.Dir, lossesFile), 0o600, true)
-	c.lost.mu.Unlock()
 	raw, err := os.ReadFile(filepath.Join(c.o.Dir, lossesFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return
