@@ -71,7 +71,7 @@ func (s *Store) stopIdlePipes() {
 // from what changed keep between them (parsed trees, the compressor): an
 // idle daemon holds none of it. The caller holds s.mu.
 func (s *Store) stopPipes() {
-	s.trees, s.zw, s.storedZW = treeCache{}, nil, nil
+	s.trees, s.zw = treeCache{}, packCompressors{}
 	for _, slot := range []**gitpipe.Pipe{&s.pipes.catFile, &s.pipes.checkIgnore} {
 		if *slot != nil {
 			(*slot).Stop()

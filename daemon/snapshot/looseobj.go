@@ -80,13 +80,11 @@ func (s *Store) writeObject(typ string, data []byte) (oid, error) {
 		return s.writeLoose(typ, data)
 	}
 	if s.pack.w == nil {
-		w, err := newPackWriter(s.opt.Dir, 32, 32<<10, packCompressors{deflate: s.zw, store: s.storedZW})
+		w, err := newPackWriter(s.opt.Dir, 32, 32<<10, s.zw)
 		if err != nil {
 			return oid{}, err
 		}
-		s.pack.w = w
-		c := w.compressors()
-		s.zw, s.storedZW = c.deflate, c.store
+		s.pack.w, s.zw = w, w.compressors()
 	}
 	return s.pack.w.add(typ, data)
 }
@@ -187,14 +185,16 @@ func (s *Store) writeLoose(typ string, data []byte) (oid, error) {
 	if err != nil {
 		return o, fmt.Errorf("snapshot store: writing an object: %w", err)
 	}
-	if s.zw == nil {
-		s.zw, _ = zlib.NewWriterLevel(f, zlib.BestSpeed) // git's core.looseCompression
+	zw := s.zw.deflate
+	if zw == nil {
+		zw, _ = zlib.NewWriterLevel(f, zlib.BestSpeed) // git's core.looseCompression
+		s.zw.deflate = zw
 	} else {
-		s.zw.Reset(f)
+		zw.Reset(f)
 	}
-	s.zw.Write(objectHeader(typ, len(data)))
-	s.zw.Write(data)
-	err = s.zw.Close()
+	zw.Write(objectHeader(typ, len(data)))
+	zw.Write(data)
+	err = zw.Close()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
@@ -169,8 +168,7 @@ type Store struct {
 	indexBehind string
 	trees       treeCache                  // parsed trees on the changed paths (fast.go)
 	pack        *takePack                  // the objects of the Take from what changed under way
-	zw          *zlib.Writer               // reused for the objects a Take writes (loose or in its pack)
-	storedZW    *zlib.Writer               // reused for the trees a Take's pack stores uncompressed
+	zw          packCompressors            // reused for the objects a Take writes (loose or in its pack)
 	pipes       pipes                      // long-lived git processes (gitpipe.go)
 	listed      atomic.Pointer[listedRefs] // the snapshots as last read from the refs (list)
 	lastChanges atomic.Pointer[changeSet]  // the newest Take's changes against its parent, when it listed them
