@@ -67,10 +67,10 @@ func newArchiveTail(agentDir string) *archiveTail {
 	return &archiveTail{dir: filepath.Join(agentDir, local.ArchiveDir), read: map[string]int64{}}
 }
 
-// skip marks everything the archive holds now as read.
-func (a *archiveTail) skip() { a.each(func(capsule.Write) {}) }
+// skip marks everything the archive holds now as read, undecoded.
+func (a *archiveTail) skip() { a.each(nil) }
 
-// each hands each write appended since the last look to fn.
+// each hands each write appended since the last look to fn (nil: none).
 func (a *archiveTail) each(fn func(capsule.Write)) {
 	paths, _ := filepath.Glob(filepath.Join(a.dir, "*.jsonl"))
 	for _, p := range paths {
@@ -87,6 +87,9 @@ func (a *archiveTail) each(fn func(capsule.Write)) {
 		f.Close()
 		end := bytes.LastIndexByte(a.buf, '\n') + 1
 		for line := range bytes.Lines(a.buf[:end]) {
+			if fn == nil {
+				break
+			}
 			var w capsule.Write
 			if json.Unmarshal(line, &w) == nil {
 				fn(w)
