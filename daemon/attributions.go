@@ -120,8 +120,11 @@ const ledgersDir = "attribution"
 // saveLedgersEvery is how often at most changed ledgers are written. A
 // crash loses at most that much of who changed what: those changes then
 // belong to nobody, and a restore of an agent's own paths leaves them
-// alone.
-const saveLedgersEvery = 2 * time.Second
+// alone. It is the residency's lag behind its log (storage's
+// DefaultFlushDelay): a write (a file and its directory synced, in a
+// wake-up of its own when it trails a change) cost about 1 ms of CPU in
+// every other 5-file burst at 2 s (docs/PERFORMANCE.md, session 16).
+const saveLedgersEvery = 5 * time.Second
 
 // keptLedger is a ledger's file: the workdir it belongs to, and its state.
 type keptLedger struct {
