@@ -158,7 +158,7 @@ const mcpRefHarness = "testdata/mcpref"
 type mcpRefRound struct {
 	Round       int
 	Startup     struct{ Ours, Theirs, Direct []float64 }
-	Write, Read struct{ Ours, Theirs, Direct, Floor []float64 }
+	Write, Read struct{ Ours, Theirs, Direct, Floor, Durable []float64 }
 	Size        map[string]int
 }
 
@@ -176,8 +176,12 @@ type mcpRefRound struct {
 // handoff). Writes and reads are measured too against a floor, the least
 // a stdio MCP server can do (mcpFloorEnv): the *-floor figures are what
 // the client, the pipes and the machine's wake-ups take before any server
-// does anything. b.N is the number of rounds; each starts the servers
-// afresh. The ratios are each server over theirs, medians of the rounds'
+// does anything; and against the durable floor (mcpFloorSyncEnv), which
+// also puts a checkpoint's request in a preallocated file on the state
+// directory's file system and fdatasyncs it before answering, as ours
+// does: the write-durable-floor figures are the least a durable write
+// takes on this machine (the reference server syncs nothing). b.N is the
+// number of rounds; each starts the servers afresh. The ratios are each server over theirs, medians of the rounds'
 // medians (issue 23's goals for ours: 0.1, 0.5, 0.5). It needs node and
 // the harness's packages:
 //
@@ -198,6 +202,10 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 	p := startProc(&testing.T{}, w.socket, nil, "run", "--config", w.config)
 	defer p.kill()
 	memoryDir := b.TempDir()
+	floorLog := filepath.Join(w.dir, "floor.log") // beside the state directory: the same file system
+	if err := createMCPFloorLog(floorLog); err != nil {
+		b.Fatal(err)
+	}
 	const startups, calls = 5, 60
 	cfg, _ := json.Marshal(map[string]any{
 		"ours": map[string]any{"command": binary, "args": []string{"mcp"}, "env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
@@ -205,7 +213,9 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 			"env": map[string]string{"CONTINUITYD_SOCKET": w.socket}},
 		// The floor is this test binary as the least an MCP server can do
 		// (mcpFloorEnv); the harness sets the variable to our resume's size.
-		"floor":     map[string]any{"command": os.Args[0], "args": []string{}, "envSize": mcpFloorEnv},
+		"floor": map[string]any{"command": os.Args[0], "args": []string{}, "envSize": mcpFloorEnv},
+		"floorDurable": map[string]any{"command": os.Args[0], "args": []string{}, "envSize": mcpFloorEnv,
+			"env": map[string]string{mcpFloorSyncEnv: floorLog}},
 		"memoryDir": memoryDir, "rounds": b.N, "startups": startups, "calls": calls,
 	})
 	cmd := exec.Command(node, "bench.mjs", string(cfg))
@@ -246,6 +256,7 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 		{"read-direct", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Direct, r.Read.Theirs }},
 		{"write-floor", func(r mcpRefRound) ([]float64, []float64) { return r.Write.Floor, r.Write.Theirs }},
 		{"read-floor", func(r mcpRefRound) ([]float64, []float64) { return r.Read.Floor, r.Read.Theirs }},
+		{"write-durable-floor", func(r mcpRefRound) ([]float64, []float64) { return r.Write.Durable, r.Write.Theirs }},
 	} {
 		var ours, theirs, ratios []float64
 		for _, r := range rounds {
@@ -259,6 +270,12 @@ func BenchmarkMCPStdioVsReference(b *testing.B) {
 		b.ReportMetric(slices.Min(ratios), m.name+"-ratio-min")
 		b.ReportMetric(slices.Max(ratios), m.name+"-ratio-max")
 	}
+	// What ours adds to the least a durable write takes, in the same rounds.
+	overFloor := make([]float64, 0, len(rounds))
+	for _, r := range rounds {
+		overFloor = append(overFloor, median(r.Write.Ours)/median(r.Write.Durable))
+	}
+	b.ReportMetric(median(overFloor), "write-ours-over-durable-floor")
 	last := rounds[len(rounds)-1].Size
 	b.Logf("answer sizes (characters of the result's JSON): write ours %d theirs %d, read ours %d theirs %d",
 		last["write_ours"], last["write_theirs"], last["read_ours"], last["read_theirs"])

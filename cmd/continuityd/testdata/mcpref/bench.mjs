@@ -11,6 +11,8 @@
 // "floor": {"command", "args", "envSize"}, the least a stdio server can do
 // (calls only, answering ours' tool names; the variable envSize names is
 // set to the size its tool answers must have: our resume's),
+// "floorDurable": the same with "env" besides (the floor that syncs a
+// checkpoint's request to disk before answering, as ours does),
 // "memoryDir", "rounds", "startups", "calls"}. Prints one JSON line per round: every sample, in
 // milliseconds, and the answers' sizes; the Go benchmark takes the medians.
 //
@@ -104,6 +106,8 @@ let resumeSize;
 }
 
 const floorServer = cfg.floor && server("floor", cfg.floor.command, cfg.floor.args, { [cfg.floor.envSize]: String(resumeSize) });
+const durableServer = cfg.floorDurable && server("durable", cfg.floorDurable.command, cfg.floorDurable.args,
+  { ...cfg.floorDurable.env, [cfg.floorDurable.envSize]: String(resumeSize) });
 
 let callNo = 1;
 for (let round = 0; round < cfg.rounds; round++) {
@@ -115,8 +119,8 @@ for (let round = 0; round < cfg.rounds; round++) {
   const out = {
     round,
     startup: { ours: [], theirs: [], direct: [] },
-    write: { ours: [], theirs: [], direct: [], floor: [] },
-    read: { ours: [], theirs: [], direct: [], floor: [] },
+    write: { ours: [], theirs: [], direct: [], floor: [], durable: [] },
+    read: { ours: [], theirs: [], direct: [], floor: [], durable: [] },
     size: {},
   };
   const players = directServer ? [...pair, ["direct", directServer]] : pair;
@@ -128,7 +132,8 @@ for (let round = 0; round < cfg.rounds; round++) {
     }
   }
   const sessions = {};
-  const callers = floorServer ? [...players, ["floor", floorServer]] : players;
+  const floors = [floorServer && ["floor", floorServer], durableServer && ["durable", durableServer]].filter(Boolean);
+  const callers = [...players, ...floors];
   for (const [who, s] of callers) {
     const { client } = await connect(s);
     await client.listTools();
