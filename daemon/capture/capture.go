@@ -64,6 +64,7 @@ func New(o Options) *Capture {
 	c.attr = c.newAttributing()
 	if o.Dir != "" {
 		c.lost.file = atomicfile.NewSlot(filepath.Join(o.Dir, lossesFile), 0o600, true)
+		c.lost.lastFile = atomicfile.NewSlot(filepath.Join(o.Dir, lastPointFile), 0o600, false)
 	}
 	return c
 }

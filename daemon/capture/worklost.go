@@ -31,29 +31,49 @@ import (
 // the residency's writer (a checkpoint) never wait for a snapshot.
 //
 // What a check needs from the one before (the last point, the restores
-// since, the losses kept) is kept in lossesFile in the agent's state
-// directory: after a restart the start snapshot is checked against the
-// last one of the run before (work thrown away while the daemon was down
-// is found too), and resume still lists what was lost.
+// since, the losses kept) is kept in the agent's state directory: after a
+// restart the start snapshot is checked against the last one of the run
+// before (work thrown away while the daemon was down is found too), and
+// resume still lists what was lost. The losses and the restores are in
+// lossesFile, synced at each change. The last point moves at every
+// snapshot, so it goes to lastPointFile, replaced but not synced: a kill
+// keeps it (the page cache survives the process), and a power loss at
+// worst falls back to the point lossesFile holds, an older snapshot,
+// whose check against the next start finds the same losses (each loss
+// found was synced with the point it was found at).
 type losses struct {
-	gate    sync.Mutex
-	mu      sync.Mutex
-	file    *atomicfile.Slot // lossesFile (made by New); nil without a state directory
-	kept    lossState
-	found   uint64 // losses found since the daemon started
-	failing bool   // the last check failed (logged once)
-	onLost  func(capsule.WorkLost)
+	gate     sync.Mutex
+	mu       sync.Mutex
+	file     *atomicfile.Slot // lossesFile (made by New); nil without a state directory
+	lastFile *atomicfile.Slot // lastPointFile (made by New); nil without a state directory
+	kept     lossState
+	found    uint64 // losses found since the daemon started
+	failing  bool   // the last check failed (logged once)
+	onLost   func(capsule.WorkLost)
 }
 
 // lossState is what lossesFile holds.
 type lossState struct {
-	Last     worklost.Point     `json:"last"`     // the snapshot checked last and the HEAD it goes with
+	Last worklost.Point `json:"last"` // the snapshot checked last and the HEAD it goes with
+	// Gen counts the moves of Last: of the two files, the point with the
+	// larger Gen is the newer.
+	Gen      uint64             `json:"gen,omitempty"`
 	Restored []string           `json:"restored"` // paths the daemon's restores changed since Last
 	Entries  []capsule.WorkLost `json:"entries"`  // the losses resume lists (paths as found)
 }
 
-// lossesFile is the agent's lossState, in its state directory.
-const lossesFile = "worklost.json"
+// lastPoint is what lastPointFile holds.
+type lastPoint struct {
+	Last worklost.Point `json:"last"`
+	Gen  uint64         `json:"gen"`
+}
+
+// lossesFile is the agent's lossState, in its state directory;
+// lastPointFile its last point when it moved since.
+const (
+	lossesFile    = "worklost.json"
+	lastPointFile = "worklost-last.json"
+)
 
 // loadLosses reads what the run before kept (nothing when there is no
 // state directory or no file; a damaged file is logged and started over).
@@ -73,9 +93,42 @@ func (c *Capture) loadLosses() {
 		c.log.Warn("the work-lost state of the last run cannot be read; checks start over from the next snapshot", "file", lossesFile, "err", err)
 		return
 	}
+	if raw, err := os.ReadFile(filepath.Join(c.o.Dir, lastPointFile)); err == nil {
+		var lp lastPoint
+		if err := json.Unmarshal(raw, &lp); err != nil {
+			c.log.Warn("the last work-lost check's point cannot be read (it is not synced: a power loss may leave it so); checks go on from the one kept before it",
+				"file", lastPointFile, "err", err)
+		} else if lp.Gen > st.Gen {
+			st.Last, st.Gen = lp.Last, lp.Gen
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		c.log.Warn("the last work-lost check's point cannot be read; checks go on from the one kept before it", "file", lastPointFile, "err", err)
+	}
 	c.lost.mu.Lock()
 	c.lost.kept = st
 	c.lost.mu.Unlock()
+}
+
+// moveLast sets the point checked last; call it with c.lost.mu held.
+func (c *Capture) moveLast(p worklost.Point) {
+	c.lost.kept.Last = p
+	c.lost.kept.Gen++
+}
+
+// saveLastPoint writes the point checked last, unsynced; call it with
+// c.lost.mu held. A failure is logged: lossesFile still holds an older
+// point.
+func (c *Capture) saveLastPoint() {
+	if c.lost.lastFile == nil {
+		return
+	}
+	raw, err := json.Marshal(lastPoint{Last: c.lost.kept.Last, Gen: c.lost.kept.Gen})
+	if err == nil {
+		err = c.lost.lastFile.Write(raw)
+	}
+	if err != nil {
+		c.log.Warn("cannot keep the last work-lost check's point; a restart checks from an older one", "err", err)
+	}
 }
 
 // saveLosses writes c.lost.kept; call it with c.lost.mu held. A failure
@@ -191,8 +244,8 @@ func (s *snapshots) headMoved(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil && l.kept.Last.Snapshot == last && head != l.kept.Last.Head {
-		l.kept.Last.Head = head
-		s.c.saveLosses()
+		s.c.moveLast(worklost.Point{Snapshot: last, Head: head})
+		s.c.saveLastPoint()
 	}
 }
 
@@ -214,12 +267,16 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 		l.mu.Unlock()
 		return
 	}
-	l.kept.Last = after
+	s.c.moveLast(after)
 	restored := l.kept.Restored
 	l.kept.Restored = nil
 	entries := slices.Clone(l.kept.Entries)
 	if before.Snapshot == "" || before.Snapshot == snap.ID {
-		s.c.saveLosses()
+		if before.Snapshot == "" || len(restored) > 0 {
+			s.c.saveLosses()
+		} else {
+			s.c.saveLastPoint()
+		}
 		l.mu.Unlock()
 		return
 	}
@@ -256,7 +313,11 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 			l.kept.Entries = l.kept.Entries[n:]
 		}
 	}
-	s.c.saveLosses()
+	if w != nil || len(back) > 0 || len(restored) > 0 {
+		s.c.saveLosses() // the losses or the restores changed: synced, with the point
+	} else {
+		s.c.saveLastPoint()
+	}
 	if w == nil {
 		return
 	}

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/daemon/worklost"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 
@@ -120,4 +122,68 @@ func TestWorkLostReadsDoNotWaitForASnapshot(t *testing.T) {
 		}
 		return finished
 	})
+}
+
+// TestWorkLostPointIsNotSyncedEachSnapshot: a check that finds nothing
+// moves the point checked last in worklost-last.json (replaced, not
+// synced) and leaves worklost.json, synced at each change of the losses,
+// alone; the next run checks from the newer of the two points, and from
+// worklost.json's when worklost-last.json does not decode (a power loss
+// can leave an unsynced file so).
+func TestWorkLostPointIsNotSyncedEachSnapshot(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	o := testOptions(t)
+	work := o.Workdir
+	writeFile(t, filepath.Join(work, "a.go"), "committed\n")
+	gitIn(t, work, "init", "-q", "-b", "main")
+	gitIn(t, work, "add", "-A")
+	gitIn(t, work, "commit", "-q", "-m", "start")
+	st, err := snapshot.Open(ctx, snapshot.Options{Dir: filepath.Join(o.Dir, "snapshots.git"), Workdir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := newCapture(t, o)
+	r.UseSnapshots(st, nil)
+	startCaptureOf(t, r)
+
+	read := func(name string, v any) bool {
+		raw, err := os.ReadFile(filepath.Join(o.Dir, name))
+		return err == nil && json.Unmarshal(raw, v) == nil
+	}
+	var kept lossState
+	testwait.Until(t, func() string { return fmt.Sprintf("worklost.json holds %+v", kept) }, func() bool {
+		newest, ok := st.Newest()
+		return ok && read(lossesFile, &kept) && kept.Last.Snapshot == newest.ID
+	})
+	start := kept.Last.Snapshot
+	writeFile(t, filepath.Join(work, "b.go"), "new work\n")
+	var last lastPoint
+	testwait.Until(t, func() string { return fmt.Sprintf("worklost-last.json holds %+v (start %s)", last, start) }, func() bool {
+		newest, ok := st.Newest()
+		return ok && newest.ID != start && read(lastPointFile, &last) && last.Last.Snapshot == newest.ID
+	})
+	if !read(lossesFile, &kept) || kept.Last.Snapshot != start || kept.Gen >= last.Gen {
+		t.Fatalf("worklost.json was rewritten for a check that found nothing: %+v (last point %+v)", kept, last)
+	}
+
+	loaded := func() worklost.Point {
+		o := o
+		o.Store = r.store
+		c := New(o)
+		c.loadLosses()
+		return c.lost.kept.Last
+	}
+	if got := loaded(); got != last.Last {
+		t.Fatalf("the next run checks from %+v, want the newer point %+v", got, last.Last)
+	}
+	if err := os.WriteFile(filepath.Join(o.Dir, lastPointFile), []byte("\x00\x00\x00"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := loaded(); got != kept.Last {
+		t.Fatalf("with worklost-last.json damaged the next run checks from %+v, want worklost.json's %+v", got, kept.Last)
+	}
 }
