@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -103,12 +104,10 @@ func TestWorkdirLedgersSavedOnChange(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	changedBy := func(l *workdirLedgers, agent string) func() bool {
 		return func() bool {
-			raw, err := os.ReadFile(l.file(workdirKey("/srv/work")))
-			if err != nil {
-				return false
-			}
-			lg, err := decodeLedger(raw, "/srv/work", attribution.Options{})
-			return err == nil && len(lg.ChangedBy(agent, lg.Since().Add(-time.Second))) == 1
+			var next workdirLedgers // what the next run would read
+			next.keepIn(dir, log)
+			lg := next.For("/srv/work")
+			return len(lg.ChangedBy(agent, lg.Since().Add(-time.Second))) == 1
 		}
 	}
 	for run, agent := range []string{"builder", "reviewer"} {
@@ -130,5 +129,148 @@ func TestWorkdirLedgersSavedOnChange(t *testing.T) {
 		testwait.Until(t, func() string { return fmt.Sprintf("run %d: %s's change not in the ledger's file", run+1, agent) }, changedBy(&l, agent))
 		cancel()
 		<-done
+	}
+}
+
+// TestLedgerJournal: after the first write of a run (the whole ledger), a
+// write appends what changed to the journal and leaves the file alone; the
+// next run reads the file and the journal back to the ledger this one
+// holds; a journal past the file's size is folded into it (emptied); a
+// journal left over from before the last whole write changes nothing; a
+// last line cut short is dropped, and a damaged line is set aside with
+// what follows it.
+func TestLedgerJournal(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	const workdir = "/srv/work"
+	var run1 workdirLedgers
+	run1.keepIn(dir, log)
+	lg := run1.For(workdir)
+	file := run1.file(workdirKey(workdir))
+	journal := file + journalExt
+	now := time.Now()
+	edit := func(i int) {
+		t.Helper()
+		p := fmt.Sprintf("src/f%04d.go", i)
+		if _, err := lg.Tool(attribution.ToolEvent{Agent: "builder", Kind: attribution.KindEdit, Paths: []string{p}, At: now.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lg.Burst(attribution.Burst{Paths: []string{p, "shared.md"}, At: now.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func(p string) int64 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return -1
+		}
+		return fi.Size()
+	}
+	read := func() string {
+		var next workdirLedgers
+		next.keepIn(dir, log)
+		raw, _ := json.Marshal(next.For(workdir).State())
+		return string(raw)
+	}
+	state := func() string {
+		raw, _ := json.Marshal(lg.State())
+		return string(raw)
+	}
+
+	edit(0)
+	run1.save()
+	whole := size(file)
+	edit(1)
+	lg.Visit("builder", now.Add(90*time.Second))
+	run1.save()
+	if size(file) != whole || size(journal) <= 0 {
+		t.Fatalf("the second write: file %d bytes (was %d), journal %d: want the file alone and the change in the journal", size(file), whole, size(journal))
+	}
+	if got, want := read(), state(); got != want {
+		t.Fatalf("the next run reads\n%s\nthis one holds\n%s", got, want)
+	}
+
+	// A journal past the file's size (and minJournal) is folded in.
+	for i := 2; size(journal) != 0; i++ {
+		if i > 5000 {
+			t.Fatalf("the journal grew to %d bytes (the file %d) and was never folded in", size(journal), size(file))
+		}
+		edit(i)
+		run1.save()
+	}
+	if size(file) <= whole {
+		t.Fatalf("folded in: the file is %d bytes, was %d", size(file), whole)
+	}
+	if got, want := read(), state(); got != want {
+		t.Fatalf("after folding the next run reads\n%s\nthis one holds\n%s", got, want)
+	}
+
+	// A journal a crash left whole after the file was written: its records
+	// are older than the file, and change nothing.
+	edit(9000)
+	run1.save()
+	stale, err := os.ReadFile(journal)
+	if err != nil || len(stale) == 0 {
+		t.Fatalf("no journal record: %v", err)
+	}
+	var run2 workdirLedgers
+	run2.keepIn(dir, log)
+	lg2 := run2.For(workdir)
+	if _, err := lg2.Burst(attribution.Burst{Paths: []string{"late.go"}, At: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	run2.save() // the run's first write: whole, the journal emptied
+	want2, _ := json.Marshal(lg2.State())
+	if err := os.WriteFile(journal, stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != string(want2) {
+		t.Fatalf("a stale journal changed the ledger:\n%s\nwant\n%s", got, want2)
+	}
+
+	// A last line cut short is dropped; the lines before it count.
+	if _, err := lg2.Burst(attribution.Burst{Paths: []string{"later.go"}, At: now.Add(2 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	os.Truncate(journal, 0)
+	run2.save()
+	want3, _ := json.Marshal(lg2.State())
+	f, err := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"gen":999999,"delta":{"paths":{"cut.go":`)
+	f.Close()
+	if got := read(); got != string(want3) {
+		t.Fatalf("with a line cut short the next run reads\n%s\nwant\n%s", got, want3)
+	}
+	if aside, _ := filepath.Glob(journal + ".damaged-*"); len(aside) != 0 {
+		t.Fatalf("a line cut short set the journal aside: %v", aside)
+	}
+
+	// A damaged line before the end: the journal is set aside.
+	if err := os.WriteFile(journal, []byte("not json\n"+string(stale)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	if aside, _ := filepath.Glob(journal + ".damaged-*"); len(aside) != 1 {
+		t.Fatalf("the damaged journal was not set aside: %v", aside)
+	}
+
+	// A journal without its file is not read (a new ledger's generations
+	// start again), and goes aside.
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(journal, stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var run3 workdirLedgers
+	run3.keepIn(dir, log)
+	if got := run3.For(workdir).ChangesSince(time.Time{}); len(got) != 0 {
+		t.Fatalf("a journal without its file was read: %v", got)
+	}
+	if aside, _ := filepath.Glob(journal + ".orphan-*"); len(aside) != 1 {
+		t.Fatalf("the journal without its file was not set aside: %v", aside)
 	}
 }

@@ -14,9 +14,11 @@ import (
 // BenchmarkLedgerSave: what a write of a workdir's attribution ledger
 // costs after a 5-path burst, as the ledger grows (paths it holds), beside
 // the least the burst's own change needs in the same run: its 5 changes
-// as JSON written to a file and fsynced. A save writes the whole ledger
-// (its file and its directory synced): its cost grows with what the
-// ledger holds, not with the change (up to attribution.DefaultMaxPaths).
+// as JSON written to a file and fsynced. A write appends what changed to
+// the ledger's journal, and the ledger is written whole when the journal
+// outgrows it (journalExt): the cost follows the change, not what the
+// ledger holds (up to attribution.DefaultMaxPaths). ledger-KiB is the
+// size of the file written whole.
 //
 //	go test -run '^$' -bench LedgerSave ./daemon/
 func BenchmarkLedgerSave(b *testing.B) {

@@ -47,8 +47,9 @@ func TestSnapshotRestoreOwnPathsCLI(t *testing.T) {
 		t.Fatalf("after restore --all a.go is %q", got)
 	}
 
-	// The ledger is kept on disk: once it holds the person's edit, a
-	// SIGKILL and a new daemon still know whose a.go is.
+	// The ledger is kept on disk (its file, and its journal of what
+	// changed since): once it holds the person's edit, a SIGKILL and a new
+	// daemon still know whose a.go is.
 	ledgerFile := func() string {
 		files, _ := filepath.Glob(filepath.Join(w.state, "attribution", "*.json"))
 		if len(files) != 1 {
@@ -62,7 +63,8 @@ func TestSnapshotRestoreOwnPathsCLI(t *testing.T) {
 		func() bool {
 			f := ledgerFile()
 			b, _ := os.ReadFile(f)
-			return f != "" && strings.Contains(string(b), `"a.go"`)
+			j, _ := os.ReadFile(f + ".journal")
+			return f != "" && (strings.Contains(string(b), `"a.go"`) || strings.Contains(string(j), `"a.go"`))
 		})
 	p.kill()
 	p = startProc(t, w.socket, nil, "run", "--config", w.config)

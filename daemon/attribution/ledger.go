@@ -158,6 +158,14 @@ type Ledger struct {
 	pending map[string]map[string]time.Time
 	visits  map[string]time.Time
 	gen     uint64 // counts the changes to State
+	// dirty are the paths whose history or open work changed since the
+	// last TakeDelta or TakeState, visitsDirty the visits: what a keeper
+	// appends to its journal instead of the whole State. Kept once a
+	// keeper took the State (tracking): a ledger nobody keeps does not
+	// gather every path it ever saw.
+	dirty       map[string]struct{}
+	visitsDirty bool
+	tracking    bool
 	// bursts are the keys of the bursts credited lately, oldest first.
 	bursts []string
 }
@@ -170,6 +178,14 @@ type claim struct {
 type window struct {
 	agent      string
 	start, end time.Time // end zero while the tool runs
+}
+
+// touch notes that p's changes or open work changed (TakeDelta). Called
+// with l.mu held.
+func (l *Ledger) touch(p string) {
+	if l.tracking {
+		l.dirty[p] = struct{}{}
+	}
 }
 
 // bump counts a change of the state (Generation) and tells Options.Changed.
@@ -193,7 +209,7 @@ func New(o Options) *Ledger {
 		o.MaxHistory = DefaultMaxHistory
 	}
 	return &Ledger{opt: o, claims: map[string][]claim{}, shells: map[string]*window{}, paths: map[string][]Change{},
-		pending: map[string]map[string]time.Time{}, visits: map[string]time.Time{}}
+		pending: map[string]map[string]time.Time{}, visits: map[string]time.Time{}, dirty: map[string]struct{}{}}
 }
 
 func checkAgent(agent string) error {
@@ -336,6 +352,7 @@ func (l *Ledger) Checkpoint(agent string, at time.Time) {
 	for p, t := range l.pending[agent] {
 		if !t.After(at) {
 			delete(l.pending[agent], p)
+			l.touch(p)
 		}
 	}
 }
@@ -347,6 +364,7 @@ func (l *Ledger) Visit(agent string, at time.Time) {
 	defer l.mu.Unlock()
 	l.bump()
 	l.visits[agent] = at
+	l.visitsDirty = true
 }
 
 // ByOthers lists the paths someone other than agent changed since its last
@@ -522,6 +540,7 @@ func (l *Ledger) reclaimFromShells(res *Result, p string, ev ToolEvent) {
 		return
 	}
 	l.bump()
+	l.touch(p)
 	var released []string
 	kept := hist[:0:0]
 	for _, c := range hist {
@@ -550,6 +569,7 @@ func (l *Ledger) release(agent, p string) {
 	if !ok {
 		return
 	}
+	l.touch(p)
 	var latest time.Time
 	for _, c := range l.paths[p] {
 		if c.By == agent && !c.At.After(held) && c.At.After(latest) {
@@ -566,6 +586,7 @@ func (l *Ledger) release(agent, p string) {
 // recredit gives the outside change hist[i] of p to agent.
 func (l *Ledger) recredit(res *Result, p string, i int, agent, kind string) {
 	l.bump()
+	l.touch(p)
 	c := l.paths[p][i]
 	c.By, c.Kind = agent, kind
 	l.paths[p][i] = c
@@ -577,6 +598,7 @@ func (l *Ledger) recredit(res *Result, p string, i int, agent, kind string) {
 // work.
 func (l *Ledger) record(res *Result, c Change) {
 	l.bump()
+	l.touch(c.Path)
 	hist := append(l.paths[c.Path], c)
 	if len(hist) > l.opt.MaxHistory {
 		hist = slices.Delete(hist, 0, len(hist)-l.opt.MaxHistory)
@@ -602,6 +624,7 @@ func (l *Ledger) hold(res *Result, c Change) {
 	_, had := mine[c.Path]
 	if t, ok := mine[c.Path]; !ok || c.At.After(t) {
 		mine[c.Path] = c.At
+		l.touch(c.Path)
 	}
 	if had {
 		return
@@ -637,6 +660,7 @@ func (l *Ledger) forgetOldestPath() {
 		}
 	}
 	delete(l.paths, oldest)
+	l.touch(oldest)
 }
 
 func (l *Ledger) dropOldestShell() {

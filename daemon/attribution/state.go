@@ -30,6 +30,10 @@ type State struct {
 func (l *Ledger) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.stateLocked()
+}
+
+func (l *Ledger) stateLocked() State {
 	s := State{Since: l.opt.Since, Changes: make([]Change, 0, len(l.paths)),
 		Pending: make(map[string]map[string]time.Time, len(l.pending)), Visits: maps.Clone(l.visits)}
 	for _, hist := range l.paths {
@@ -44,6 +48,106 @@ func (l *Ledger) State() State {
 		}
 	}
 	return s
+}
+
+// Delta is what changed in a Ledger's State since the Delta before it (or
+// the State taken before it): each path whose changes or open work
+// changed, as it is now, and the visits when they changed. Applied in
+// order to that State (State.Apply), the Deltas give the State now, so a
+// keeper can append what a burst changed instead of writing the whole
+// ledger again.
+type Delta struct {
+	Paths  map[string]PathState `json:"paths,omitempty"`
+	Visits map[string]time.Time `json:"visits,omitempty"` // all of them, when one changed
+}
+
+// PathState is one path's part of a State: its changes, oldest first, and
+// the agents whose open work it is (with its latest change of theirs).
+// Both empty: the path is forgotten.
+type PathState struct {
+	Changes []Change             `json:"changes,omitempty"`
+	Pending map[string]time.Time `json:"pending,omitempty"`
+}
+
+// Empty reports whether d changes nothing.
+func (d Delta) Empty() bool { return len(d.Paths) == 0 && d.Visits == nil }
+
+// TakeDelta returns what changed since the last TakeDelta or TakeState,
+// and the Generation it brings the state to; the next Delta starts from
+// there. Changes are gathered from the first TakeState on: a keeper takes
+// the whole State first.
+func (l *Ledger) TakeDelta() (Delta, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var d Delta
+	if len(l.dirty) > 0 {
+		d.Paths = make(map[string]PathState, len(l.dirty))
+		for p := range l.dirty {
+			ps := PathState{Changes: slices.Clone(l.paths[p])}
+			for agent, paths := range l.pending {
+				if t, ok := paths[p]; ok {
+					if ps.Pending == nil {
+						ps.Pending = map[string]time.Time{}
+					}
+					ps.Pending[agent] = t
+				}
+			}
+			d.Paths[p] = ps
+		}
+		clear(l.dirty)
+	}
+	if l.visitsDirty {
+		d.Visits = maps.Clone(l.visits)
+		l.visitsDirty = false
+	}
+	return d, l.gen
+}
+
+// TakeState returns the State and its Generation, as State and
+// Generation do at one moment, and starts the next Delta from it.
+func (l *Ledger) TakeState() (State, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.dirty)
+	l.visitsDirty, l.tracking = false, true
+	return l.stateLocked(), l.gen
+}
+
+// Apply brings s to what it is after d, a Delta taken after s (Restore
+// checks the result as it checks any State read from disk).
+func (s *State) Apply(d Delta) {
+	if len(d.Paths) > 0 {
+		s.Changes = slices.DeleteFunc(s.Changes, func(c Change) bool { _, ok := d.Paths[c.Path]; return ok })
+		for agent, paths := range s.Pending {
+			for p := range d.Paths {
+				delete(paths, p)
+			}
+			if len(paths) == 0 {
+				delete(s.Pending, agent)
+			}
+		}
+		for p, ps := range d.Paths {
+			for _, c := range ps.Changes {
+				c.Path = p
+				s.Changes = append(s.Changes, c)
+			}
+			for agent, at := range ps.Pending {
+				if s.Pending == nil {
+					s.Pending = map[string]map[string]time.Time{}
+				}
+				if s.Pending[agent] == nil {
+					s.Pending[agent] = map[string]time.Time{}
+				}
+				s.Pending[agent][p] = at
+			}
+		}
+		slices.SortFunc(s.Changes, func(a, b Change) int {
+			return cmp.Or(cmp.Compare(a.Path, b.Path), a.At.Compare(b.At), cmp.Compare(a.By, b.By))
+		})
+	}
+	if d.Visits != nil {
+		s.Visits = maps.Clone(d.Visits)
+	}
 }
 
 // Generation counts the changes to what State returns: a caller that

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -101,5 +102,87 @@ func TestRestoreChecksTheState(t *testing.T) {
 	}
 	if len(paths) != 3 || paths["pa"] != 2 {
 		t.Errorf("restored %v: want 3 paths (the most recently changed), pa's 2 latest changes", paths)
+	}
+}
+
+// TestDeltasRebuildTheState: whatever events come, the State taken at
+// some point with every Delta taken after it (each through JSON, as a
+// keeper writes them) gives the ledger's State now, as Restore reads it:
+// random edits, shells, bursts (past MaxPaths: forgotten paths),
+// checkpoints and visits, with States and Deltas taken at random.
+func TestDeltasRebuildTheState(t *testing.T) {
+	o := Options{MaxPaths: 6, MaxHistory: 3, Since: at(0)}
+	agents := []string{"builder", "reviewer", "tester"}
+	paths := []string{"a.go", "b.go", "src/c.go", "src/d.go", "e.md", "f/g/h.txt", "i.go", "j.go", "k.go", "l.go"}
+	through := func(v, into any) {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored := func(s State) string {
+		l, err := Restore(o, s)
+		if err != nil {
+			t.Fatalf("restore: %v", err)
+		}
+		raw, _ := json.Marshal(l.State())
+		return string(raw)
+	}
+	for seed := range 100 {
+		r := rand.New(rand.NewPCG(uint64(seed), 23))
+		l := New(o)
+		var got State          // what a keeper's file and journal hold
+		s0, _ := l.TakeState() // a keeper's first write is whole
+		through(s0, &got)
+		now := at(0)
+		for i := range 300 {
+			now = now.Add(time.Duration(r.IntN(4000)) * time.Millisecond)
+			agent, p := agents[r.IntN(len(agents))], paths[r.IntN(len(paths))]
+			var err error
+			switch r.IntN(8) {
+			case 0:
+				_, err = l.Tool(ToolEvent{Agent: agent, Kind: KindEdit, Paths: []string{p}, At: now})
+			case 1:
+				_, err = l.ShellStart(agent, "call", now)
+			case 2:
+				_, err = l.ShellEnd(agent, "call", now)
+			case 3, 4:
+				_, err = l.Burst(Burst{Paths: []string{p, paths[r.IntN(len(paths))]}, At: now})
+			case 5:
+				l.Checkpoint(agent, now.Add(-time.Duration(r.IntN(5))*time.Second))
+			case 6:
+				l.Visit(agent, now)
+			case 7:
+				_, err = l.Tool(ToolEvent{Agent: agent, Kind: KindTranscript, Paths: []string{p}, At: now.Add(-2 * time.Second)})
+			}
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			switch r.IntN(10) {
+			case 0:
+				s, _ := l.TakeState()
+				got = State{}
+				through(s, &got)
+			case 1, 2, 3, 4, 5:
+				d, _ := l.TakeDelta()
+				var kept Delta
+				through(d, &kept)
+				got.Apply(kept)
+				if g, w := restored(got), restored(l.State()); g != w {
+					t.Fatalf("seed %d, event %d: the State and its Deltas give\n%s\nthe ledger holds\n%s", seed, i, g, w)
+				}
+			}
+		}
+		d, _ := l.TakeDelta()
+		got.Apply(d)
+		if g, w := restored(got), restored(l.State()); g != w {
+			t.Fatalf("seed %d, at the end: the State and its Deltas give\n%s\nthe ledger holds\n%s", seed, g, w)
+		}
+		if d, _ := l.TakeDelta(); !d.Empty() {
+			t.Fatalf("seed %d: a Delta right after another holds %+v", seed, d)
+		}
 	}
 }
