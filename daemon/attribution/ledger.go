@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"slices"
 	"sync"
@@ -153,6 +154,7 @@ type Ledger struct {
 	shells     map[string]*window // by agent + "\x00" + tool call id
 	closed     []*window          // ended, newest last
 	paths      map[string][]Change
+	ages       ages // the paths by their latest change, for forgetOldestPath
 	// pending holds, per agent, the paths it changed since its last
 	// checkpoint: a path held by two agents is a conflict.
 	pending map[string]map[string]time.Time
@@ -555,6 +557,7 @@ func (l *Ledger) reclaimFromShells(res *Result, p string, ev ToolEvent) {
 	c := Change{Path: p, By: ev.Agent, Kind: ev.Kind, At: at}
 	i, _ := slices.BinarySearchFunc(kept, at, func(x Change, t time.Time) int { return x.At.Compare(t) })
 	l.paths[p] = slices.Insert(kept, i, c)
+	l.noteAge(p)
 	for _, agent := range released {
 		l.release(agent, p)
 	}
@@ -604,6 +607,7 @@ func (l *Ledger) record(res *Result, c Change) {
 		hist = slices.Delete(hist, 0, len(hist)-l.opt.MaxHistory)
 	}
 	l.paths[c.Path] = hist
+	l.noteAge(c.Path)
 	res.Credits = append(res.Credits, c)
 	if c.By != "" {
 		l.hold(res, c)
@@ -649,16 +653,14 @@ func (l *Ledger) conflictOn(p string) (Conflict, bool) {
 	return c, len(c.Agents) > 1
 }
 
+// forgetOldestPath forgets the path whose latest change is the oldest
+// (ages). Called with l.mu held.
 func (l *Ledger) forgetOldestPath() {
-	var oldest string
-	var at time.Time
-	first := true
-	for p, hist := range l.paths {
-		t := hist[len(hist)-1].At
-		if first || t.Before(at) || t.Equal(at) && p < oldest {
-			oldest, at, first = p, t, false
-		}
+	oldest := l.oldestPath()
+	if oldest == "" {
+		return
 	}
+	heap.Pop(&l.ages)
 	delete(l.paths, oldest)
 	l.touch(oldest)
 }

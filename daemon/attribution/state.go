@@ -192,6 +192,7 @@ func Restore(o Options, s State) (*Ledger, error) {
 		}
 		l.paths[c.Path] = hist
 	}
+	l.rebuildAges()
 	for len(l.paths) > l.opt.MaxPaths {
 		l.forgetOldestPath()
 	}
