@@ -272,6 +272,7 @@ func (l *workdirLedgers) decodeKept(raw []byte, workdir, journal string) (*attri
 		return nil, 0, fmt.Errorf("it is the ledger of workdir %q", k.Workdir)
 	}
 	gen := k.Gen
+	var deltas []attribution.Delta
 	jraw, err := os.ReadFile(journal)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		l.log.Warn("the attribution ledger's journal cannot be read; the ledger is as last written whole", "workdir", workdir, "file", journal, "err", err)
@@ -291,11 +292,12 @@ func (l *workdirLedgers) decodeKept(raw []byte, workdir, journal string) (*attri
 			break
 		}
 		if rec.Gen > gen {
-			k.State.Apply(rec.Delta)
+			deltas = append(deltas, rec.Delta)
 			gen = rec.Gen
 		}
 		rest = after
 	}
+	k.State.Apply(deltas...)
 	lg, err := attribution.Restore(l.options(), k.State)
 	return lg, gen, err
 }

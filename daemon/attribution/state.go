@@ -113,20 +113,28 @@ func (l *Ledger) TakeState() (State, uint64) {
 	return l.stateLocked(), l.gen
 }
 
-// Apply brings s to what it is after d, a Delta taken after s (Restore
-// checks the result as it checks any State read from disk).
-func (s *State) Apply(d Delta) {
-	if len(d.Paths) > 0 {
-		s.Changes = slices.DeleteFunc(s.Changes, func(c Change) bool { _, ok := d.Paths[c.Path]; return ok })
-		for agent, paths := range s.Pending {
-			for p := range d.Paths {
-				delete(paths, p)
-			}
-			if len(paths) == 0 {
+// Apply brings s to what it is after ds, Deltas taken in this order after
+// s (Restore checks the result as it checks any State read from disk). A
+// Delta holds each path it names whole, so the last one to name a path
+// decides it; s is gone through once, however many Deltas there are.
+func (s *State) Apply(ds ...Delta) {
+	paths := map[string]PathState{}
+	var visits map[string]time.Time
+	for _, d := range ds {
+		maps.Copy(paths, d.Paths)
+		if d.Visits != nil {
+			visits = d.Visits
+		}
+	}
+	if len(paths) > 0 {
+		s.Changes = slices.DeleteFunc(s.Changes, func(c Change) bool { _, ok := paths[c.Path]; return ok })
+		for agent, held := range s.Pending {
+			maps.DeleteFunc(held, func(p string, _ time.Time) bool { _, ok := paths[p]; return ok })
+			if len(held) == 0 {
 				delete(s.Pending, agent)
 			}
 		}
-		for p, ps := range d.Paths {
+		for p, ps := range paths {
 			for _, c := range ps.Changes {
 				c.Path = p
 				s.Changes = append(s.Changes, c)
@@ -145,8 +153,8 @@ func (s *State) Apply(d Delta) {
 			return cmp.Or(cmp.Compare(a.Path, b.Path), a.At.Compare(b.At), cmp.Compare(a.By, b.By))
 		})
 	}
-	if d.Visits != nil {
-		s.Visits = maps.Clone(d.Visits)
+	if visits != nil {
+		s.Visits = maps.Clone(visits)
 	}
 }
 

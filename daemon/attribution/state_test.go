@@ -134,9 +134,11 @@ func TestDeltasRebuildTheState(t *testing.T) {
 	for seed := range 100 {
 		r := rand.New(rand.NewPCG(uint64(seed), 23))
 		l := New(o)
-		var got State          // what a keeper's file and journal hold
+		var got, base State // what a keeper's file and journal hold, and the file alone
+		var journal []Delta
 		s0, _ := l.TakeState() // a keeper's first write is whole
 		through(s0, &got)
+		through(s0, &base)
 		now := at(0)
 		for i := range 300 {
 			now = now.Add(time.Duration(r.IntN(4000)) * time.Millisecond)
@@ -164,15 +166,23 @@ func TestDeltasRebuildTheState(t *testing.T) {
 			switch r.IntN(10) {
 			case 0:
 				s, _ := l.TakeState()
-				got = State{}
+				got, base, journal = State{}, State{}, nil
 				through(s, &got)
+				through(s, &base)
 			case 1, 2, 3, 4, 5:
 				d, _ := l.TakeDelta()
 				var kept Delta
 				through(d, &kept)
 				got.Apply(kept)
+				journal = append(journal, kept)
 				if g, w := restored(got), restored(l.State()); g != w {
 					t.Fatalf("seed %d, event %d: the State and its Deltas give\n%s\nthe ledger holds\n%s", seed, i, g, w)
+				}
+				var all State // the file and the whole journal, applied at once as a load does
+				through(base, &all)
+				all.Apply(journal...)
+				if g, w := restored(all), restored(l.State()); g != w {
+					t.Fatalf("seed %d, event %d: the State and its %d Deltas at once give\n%s\nthe ledger holds\n%s", seed, i, len(journal), g, w)
 				}
 			}
 		}
