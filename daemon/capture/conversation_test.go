@@ -42,14 +42,7 @@ func TestSnapshotRecordsTheConversationPoint(t *testing.T) {
 	o, proj := transcriptOptions(t)
 	path := filepath.Join(proj, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
 	writeFile(t, path, before)
-	st, err := snapshot.Open(context.Background(), snapshot.Options{Dir: filepath.Join(o.Dir, "snapshots.git"), Workdir: o.Workdir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	r := newCapture(t, o)
-	r.UseSnapshots(st, nil)
-	startCaptureOf(t, r)
+	r, st := startWithSnapshots(t, o)
 
 	takeAt := func(want snapshot.Conversation, content string) {
 		t.Helper()

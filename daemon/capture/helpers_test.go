@@ -17,6 +17,7 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 
@@ -148,4 +149,19 @@ func gitIn(t *testing.T, dir string, args ...string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git %v: %v %s", args, err, out)
 	}
+}
+
+// startWithSnapshots opens a snapshot store for o's workdir in o.Dir and
+// starts a capture that takes its snapshots; both end with the test.
+func startWithSnapshots(t *testing.T, o Options) (*running, *snapshot.Store) {
+	t.Helper()
+	st, err := snapshot.Open(context.Background(), snapshot.Options{Dir: filepath.Join(o.Dir, "snapshots.git"), Workdir: o.Workdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := newCapture(t, o)
+	r.UseSnapshots(st, nil)
+	startCaptureOf(t, r)
+	return r, st
 }

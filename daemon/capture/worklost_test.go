@@ -41,14 +41,7 @@ func TestRestoreByAnotherAgentIsNoLoss(t *testing.T) {
 	}
 	var agents []*agent
 	for _, o := range []Options{o1, o2} {
-		st, err := snapshot.Open(ctx, snapshot.Options{Dir: filepath.Join(o.Dir, "snapshots.git"), Workdir: work})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		r := newCapture(t, o)
-		r.UseSnapshots(st, nil)
-		startCaptureOf(t, r)
+		r, st := startWithSnapshots(t, o)
 		agents = append(agents, &agent{r: r, st: st})
 	}
 	// holds waits until each agent's newest snapshot has new.go as want
@@ -134,21 +127,13 @@ func TestWorkLostPointIsNotSyncedEachSnapshot(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	ctx := context.Background()
 	o := testOptions(t)
 	work := o.Workdir
 	writeFile(t, filepath.Join(work, "a.go"), "committed\n")
 	gitIn(t, work, "init", "-q", "-b", "main")
 	gitIn(t, work, "add", "-A")
 	gitIn(t, work, "commit", "-q", "-m", "start")
-	st, err := snapshot.Open(ctx, snapshot.Options{Dir: filepath.Join(o.Dir, "snapshots.git"), Workdir: work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	r := newCapture(t, o)
-	r.UseSnapshots(st, nil)
-	startCaptureOf(t, r)
+	r, st := startWithSnapshots(t, o)
 
 	read := func(name string, v any) bool {
 		raw, err := os.ReadFile(filepath.Join(o.Dir, name))
