@@ -1,6 +1,12 @@
 package attribution
 
-import "container/heap"
+import (
+	"cmp"
+	"container/heap"
+	"math"
+	"slices"
+	"time"
+)
 
 // ageEntry is a path and the time (Unix ns) of its latest change when it
 // was noted.
@@ -37,7 +43,7 @@ func (l *Ledger) latest(p string) (int64, bool) {
 	if len(hist) == 0 {
 		return 0, false
 	}
-	return hist[len(hist)-1].At.UnixNano(), true
+	return nanos(hist[len(hist)-1].At), true
 }
 
 // noteAge records p's latest change, after its history changed. The heap
@@ -76,4 +82,73 @@ func (l *Ledger) oldestPath() string {
 		heap.Pop(&l.ages)
 	}
 	return ""
+}
+
+// nanos is t in Unix nanoseconds, clamped to what an int64 holds (a time
+// read from a damaged file may lie far outside it): the orders kept here
+// compare these.
+func nanos(t time.Time) int64 {
+	switch {
+	case t.Before(minNanos):
+		return math.MinInt64
+	case t.After(maxNanos):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
+
+// timeEntry is a change held: its time (nanos) and its path.
+type timeEntry struct {
+	at   int64
+	path string
+}
+
+// noteTime adds a change's entry to l.byTime, in time order (most come
+// last). The list is built anew when it has doubled since it last was:
+// entries of changes since dropped (a history trimmed, a path forgotten)
+// stay until then, and ByOthers, which reads each path's history itself,
+// finds nothing through them. Called with l.mu held.
+func (l *Ledger) noteTime(at time.Time, p string) {
+	e := timeEntry{nanos(at), p}
+	i, _ := slices.BinarySearchFunc(l.byTime, e.at+1, func(x timeEntry, t int64) int { return cmp.Compare(x.at, t) })
+	l.byTime = slices.Insert(l.byTime, i, e)
+	if len(l.byTime) > 2*l.byTimeBuilt+1024 {
+		l.rebuildByTime()
+	}
+}
+
+// rebuildByTime lists every change held, by time. Called with l.mu held.
+func (l *Ledger) rebuildByTime() {
+	l.byTime = l.byTime[:0]
+	for p, hist := range l.paths {
+		for _, c := range hist {
+			l.byTime = append(l.byTime, timeEntry{nanos(c.At), p})
+		}
+	}
+	slices.SortFunc(l.byTime, func(a, b timeEntry) int { return cmp.Compare(a.at, b.at) })
+	l.byTimeBuilt = len(l.byTime)
+}
+
+// pathsChangedAfter calls each once for every path with a change held
+// after since (every path when since is zero). Called with l.mu held.
+func (l *Ledger) pathsChangedAfter(since time.Time, each func(p string, hist []Change)) {
+	start := 0
+	if !since.IsZero() {
+		start, _ = slices.BinarySearchFunc(l.byTime, nanos(since)+1, func(x timeEntry, t int64) int { return cmp.Compare(x.at, t) })
+	}
+	seen := map[string]bool{}
+	for _, e := range l.byTime[start:] {
+		if seen[e.path] {
+			continue
+		}
+		seen[e.path] = true
+		if hist, ok := l.paths[e.path]; ok {
+			each(e.path, hist)
+		}
+	}
 }

@@ -155,6 +155,10 @@ type Ledger struct {
 	closed     []*window          // ended, newest last
 	paths      map[string][]Change
 	ages       ages // the paths by their latest change, for forgetOldestPath
+	// byTime is every change held (and some dropped since), by time, for
+	// ByOthers; byTimeBuilt its length when last built (noteTime).
+	byTime      []timeEntry
+	byTimeBuilt int
 	// pending holds, per agent, the paths it changed since its last
 	// checkpoint: a path held by two agents is a conflict.
 	pending map[string]map[string]time.Time
@@ -378,7 +382,9 @@ func (l *Ledger) ByOthers(agent string) []ByOther {
 	since := l.visits[agent]
 	seen := map[ByOther]bool{}
 	var out []ByOther
-	for p, hist := range l.paths {
+	// Only the paths changed after the visit: a full ledger (20,000
+	// paths) took 1.7 ms a resume when every path was looked at.
+	l.pathsChangedAfter(since, func(p string, hist []Change) {
 		for _, c := range hist {
 			if c.By == agent || !c.At.After(since) {
 				continue
@@ -389,7 +395,7 @@ func (l *Ledger) ByOthers(agent string) []ByOther {
 				out = append(out, o)
 			}
 		}
-	}
+	})
 	slices.SortFunc(out, func(a, b ByOther) int { return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.By, b.By)) })
 	return out
 }
@@ -608,6 +614,7 @@ func (l *Ledger) record(res *Result, c Change) {
 	}
 	l.paths[c.Path] = hist
 	l.noteAge(c.Path)
+	l.noteTime(c.At, c.Path)
 	res.Credits = append(res.Credits, c)
 	if c.By != "" {
 		l.hold(res, c)

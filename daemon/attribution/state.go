@@ -201,6 +201,7 @@ func Restore(o Options, s State) (*Ledger, error) {
 		l.paths[c.Path] = hist
 	}
 	l.rebuildAges()
+	l.rebuildByTime()
 	for len(l.paths) > l.opt.MaxPaths {
 		l.forgetOldestPath()
 	}
