@@ -18,15 +18,7 @@ func BenchmarkBurstFullLedger(b *testing.B) {
 		b.Run(fmt.Sprint("paths=", n), func(b *testing.B) {
 			l := New(Options{MaxPaths: n})
 			t := time.Now()
-			for i := 0; i < n; i += 500 {
-				var paths []string
-				for k := i; k < min(i+500, n); k++ {
-					paths = append(paths, fmt.Sprintf("old/f%06d.go", k))
-				}
-				if _, err := l.Burst(Burst{Paths: paths, At: t}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			changeAll(b, l, n, t)
 			b.ResetTimer()
 			for i := range b.N {
 				t = t.Add(time.Second)
@@ -55,15 +47,7 @@ func BenchmarkByOthersFullLedger(b *testing.B) {
 			l := New(Options{MaxPaths: n})
 			t := time.Now()
 			for range DefaultMaxHistory {
-				for i := 0; i < n; i += 500 {
-					var paths []string
-					for k := i; k < min(i+500, n); k++ {
-						paths = append(paths, fmt.Sprintf("p/f%06d.go", k))
-					}
-					if _, err := l.Burst(Burst{Paths: paths, At: t}); err != nil {
-						b.Fatal(err)
-					}
-				}
+				changeAll(b, l, n, t)
 				t = t.Add(time.Minute)
 			}
 			l.Visit("builder", t)
@@ -79,5 +63,20 @@ func BenchmarkByOthersFullLedger(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// changeAll credits a change at t of each of n paths (p/f000000.go on) to
+// outside, in bursts of 500.
+func changeAll(b *testing.B, l *Ledger, n int, t time.Time) {
+	b.Helper()
+	for i := 0; i < n; i += 500 {
+		var paths []string
+		for k := i; k < min(i+500, n); k++ {
+			paths = append(paths, fmt.Sprintf("p/f%06d.go", k))
+		}
+		if _, err := l.Burst(Burst{Paths: paths, At: t}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
