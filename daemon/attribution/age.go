@@ -115,8 +115,7 @@ type timeEntry struct {
 // finds nothing through them. Called with l.mu held.
 func (l *Ledger) noteTime(at time.Time, p string) {
 	e := timeEntry{nanos(at), p}
-	i, _ := slices.BinarySearchFunc(l.byTime, e.at+1, func(x timeEntry, t int64) int { return cmp.Compare(x.at, t) })
-	l.byTime = slices.Insert(l.byTime, i, e)
+	l.byTime = slices.Insert(l.byTime, l.firstAfter(e.at), e)
 	if len(l.byTime) > 2*l.byTimeBuilt+1024 {
 		l.rebuildByTime()
 	}
@@ -134,12 +133,23 @@ func (l *Ledger) rebuildByTime() {
 	l.byTimeBuilt = len(l.byTime)
 }
 
+// firstAfter is the index of l.byTime's first entry later than at.
+func (l *Ledger) firstAfter(at int64) int {
+	i, _ := slices.BinarySearchFunc(l.byTime, at, func(x timeEntry, t int64) int {
+		if x.at <= t {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
 // pathsChangedAfter calls each once for every path with a change held
 // after since (every path when since is zero). Called with l.mu held.
 func (l *Ledger) pathsChangedAfter(since time.Time, each func(p string, hist []Change)) {
 	start := 0
 	if !since.IsZero() {
-		start, _ = slices.BinarySearchFunc(l.byTime, nanos(since)+1, func(x timeEntry, t int64) int { return cmp.Compare(x.at, t) })
+		start = l.firstAfter(nanos(since))
 	}
 	seen := map[string]bool{}
 	for _, e := range l.byTime[start:] {
