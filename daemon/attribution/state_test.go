@@ -142,27 +142,7 @@ func TestDeltasRebuildTheState(t *testing.T) {
 		now := at(0)
 		for i := range 300 {
 			now = now.Add(time.Duration(r.IntN(4000)) * time.Millisecond)
-			agent, p := agents[r.IntN(len(agents))], paths[r.IntN(len(paths))]
-			var err error
-			switch r.IntN(8) {
-			case 0:
-				_, err = l.Tool(ToolEvent{Agent: agent, Kind: KindEdit, Paths: []string{p}, At: now})
-			case 1:
-				_, err = l.ShellStart(agent, "call", now)
-			case 2:
-				_, err = l.ShellEnd(agent, "call", now)
-			case 3, 4:
-				_, err = l.Burst(Burst{Paths: []string{p, paths[r.IntN(len(paths))]}, At: now})
-			case 5:
-				l.Checkpoint(agent, now.Add(-time.Duration(r.IntN(5))*time.Second))
-			case 6:
-				l.Visit(agent, now)
-			case 7:
-				_, err = l.Tool(ToolEvent{Agent: agent, Kind: KindTranscript, Paths: []string{p}, At: now.Add(-2 * time.Second)})
-			}
-			if err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
+			randomEvent(t, r, l, agents, paths, now)
 			switch r.IntN(10) {
 			case 0:
 				s, _ := l.TakeState()
