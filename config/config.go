@@ -121,6 +121,10 @@ type Daemon struct {
 	ReadTimeout  Duration `toml:"read_timeout"`  // default "10s"
 	IdleTimeout  Duration `toml:"idle_timeout"`  // default "30s"
 	WriteTimeout Duration `toml:"write_timeout"` // default "30s"
+	// TimerSlack is how late the kernel may fire the daemon's timers to
+	// fire several at once (Linux only; 0 leaves the system's, as does a
+	// Config built in code): see internal/timerslack.
+	TimerSlack Duration `toml:"timer_slack"` // default "1ms"
 }
 
 // Agent is one [[agent]] table: an agent whose continuity the daemon keeps.

@@ -67,7 +67,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 			LogLevel:        "info",
 			LogFormat:       "text",
 			ShutdownTimeout: Duration{10 * time.Second},
-			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256,
+			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256, TimerSlack: Duration{time.Millisecond},
 			ReadTimeout: Duration{10 * time.Second}, IdleTimeout: Duration{30 * time.Second}, WriteTimeout: Duration{30 * time.Second},
 		},
 		Agents:    []Agent{{Name: "default", Workdir: "/work/dir", Upstreams: []string{"local"}, Transcript: TranscriptAuto}},
@@ -125,7 +125,7 @@ func TestDecodeFullConfig(t *testing.T) {
 			LogLevel:        "debug",
 			LogFormat:       "json",
 			ShutdownTimeout: Duration{90 * time.Second},
-			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256,
+			MCPSessionIdle:  Duration{30 * time.Minute}, MCPMaxSessions: 256, TimerSlack: Duration{time.Millisecond},
 			ReadTimeout: Duration{10 * time.Second}, IdleTimeout: Duration{30 * time.Second}, WriteTimeout: Duration{30 * time.Second},
 		},
 		Agents: []Agent{

@@ -141,6 +141,7 @@ type rawDaemon struct {
 	ReadTimeout     *string `toml:"read_timeout"`
 	IdleTimeout     *string `toml:"idle_timeout"`
 	WriteTimeout    *string `toml:"write_timeout"`
+	TimerSlack      *string `toml:"timer_slack"`
 }
 
 type rawAgent struct {

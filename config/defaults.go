@@ -37,6 +37,15 @@ const (
 	DefaultWriteTimeout = 30 * time.Second
 )
 
+// DefaultTimerSlack is daemon.timer_slack's default: the Go runtime's
+// monitor then wakes about once a millisecond while the daemon works,
+// not every 20 µs (internal/timerslack).
+const DefaultTimerSlack = time.Millisecond
+
+// maxTimerSlack bounds daemon.timer_slack: the daemon's shortest waits
+// are tens of milliseconds.
+const maxTimerSlack = 10 * time.Millisecond
+
 // DefaultAgent names the agent the daemon serves when the file has none.
 const DefaultAgent = "default"
 

@@ -43,6 +43,7 @@ var keySpecs = []keySpec{
 	{"daemon.read_timeout", wantDuration, stringKinds},
 	{"daemon.idle_timeout", wantDuration, stringKinds},
 	{"daemon.write_timeout", wantDuration, stringKinds},
+	{"daemon.timer_slack", wantDuration, stringKinds},
 	{"agent", "an array of tables ([[agent]])", []unstable.Kind{unstable.ArrayTable, unstable.Array}},
 	{"agent[]", "a table", tableKinds},
 	{"agent[].name", "a string", stringKinds},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,9 +16,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/internal/timerslack"
 )
 
+// TestMain runs the package's tests and benchmarks with the timer slack
+// the daemon gives itself by default (cmd run): the benchmarks measure
+// the daemon as it runs.
 func TestMain(m *testing.M) {
+	if err := timerslack.Ensure(config.DefaultTimerSlack); err != nil {
+		fmt.Fprintln(os.Stderr, "daemon tests: running with the system's timer slack:", err)
+	}
 	goleak.VerifyTestMain(m)
 }
 

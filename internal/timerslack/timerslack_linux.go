@@ -1,0 +1,49 @@
+package timerslack
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func current() (time.Duration, error) {
+	ns, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		return 0, fmt.Errorf("timer slack: %w", err)
+	}
+	return time.Duration(ns), nil
+}
+
+func ensure(slack time.Duration) error {
+	again := os.Getenv(reexecEnv) != ""
+	if again {
+		os.Unsetenv(reexecEnv)
+	}
+	if slack <= 0 {
+		return nil
+	}
+	// The slack is the calling thread's, and execve keeps the calling
+	// thread's: both on the same one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	was, err := current()
+	if err != nil || was == slack {
+		return err
+	}
+	if again {
+		return fmt.Errorf("timer slack: %v after executing again to set %v: left as it is", was, slack)
+	}
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0); err != nil {
+		return fmt.Errorf("timer slack: setting %v: %w", slack, err)
+	}
+	os.Setenv(reexecEnv, "1")
+	err = syscall.Exec("/proc/self/exe", os.Args, os.Environ())
+	// Still here: this image goes on, with its threads' slack as it was.
+	os.Unsetenv(reexecEnv)
+	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(was), 0, 0, 0)
+	return fmt.Errorf("timer slack: executing this program again to set %v: %w", slack, err)
+}
