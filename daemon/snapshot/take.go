@@ -1023,6 +1023,8 @@ func (s *Store) classify(dir string, ents []fs.DirEntry, collect bool) (subdirs 
 
 // walkDirs walks the directories of queue (and below) with a few
 // goroutines, merging what it finds into res (with collect, the files).
+// With nothing queued (a burst of changed files) it starts none: each
+// would wake a thread for nothing.
 func (s *Store) walkDirs(queue []string, res *walked, collect bool) error {
 	var (
 		mu      sync.Mutex
@@ -1072,8 +1074,10 @@ func (s *Store) walkDirs(queue []string, res *walked, collect bool) error {
 		}
 	}
 	var wg sync.WaitGroup
-	for range walkers {
-		wg.Go(worker)
+	if len(queue) > 0 { // a directory found may hold more: all of them
+		for range walkers {
+			wg.Go(worker)
+		}
 	}
 	wg.Wait()
 	// The walkers finish in any order: what the snapshot names does not.
