@@ -97,6 +97,7 @@ func TestSystemUnitDirectives(t *testing.T) {
 		"Service.Restart":                  "on-failure",
 		"Service.RestartSec":               "2s",
 		"Service.TimeoutStopSec":           "30s",
+		"Service.TimerSlackNSec":           config.DefaultTimerSlack.String(), // the daemon then keeps its start: internal/timerslack
 		"Service.StateDirectory":           "continuityd",
 		"Service.RuntimeDirectory":         "continuityd",
 		"Service.RuntimeDirectoryPreserve": "no",
