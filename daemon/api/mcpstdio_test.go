@@ -186,9 +186,7 @@ func TestMCPStdioSessionOnPipes(t *testing.T) {
 		conn.Close()
 	}()
 	fdsBack(t, before)
-	if got := gathered(t, requests); !slices.Equal(got, []string{"route=/mcp/stdio,status=503 1"}) {
-		t.Errorf("requests recorded (route status): %q, want only the refusal's", got)
-	}
+	waitGathered(t, requests, "requests recorded (route status), want only the refusal's", "route=/mcp/stdio,status=503 1")
 }
 
 // What cannot be served is refused, and what came is closed: a request
@@ -251,16 +249,20 @@ func TestMCPStdioRefusals(t *testing.T) {
 	}
 	file.Close()
 	fdsBack(t, before)
-	if got := gathered(t, refused); !slices.Equal(got, []string{"code=INVALID_MCP_REQUEST 4"}) {
-		t.Errorf("refusals counted: %q, want 4 INVALID_MCP_REQUEST (no upgrade, data before the 101, three descriptors, a file)", got)
-	}
-	if got := gathered(t, requests); !slices.Equal(got, []string{"route=/mcp/stdio,status=400 2"}) {
-		t.Errorf("requests recorded: %q, want the two answered refusals (400)", got)
-	}
+	waitGathered(t, refused, "refusals counted, want 4 INVALID_MCP_REQUEST (no upgrade, data before the 101, three descriptors, a file)", "code=INVALID_MCP_REQUEST 4")
+	waitGathered(t, requests, "requests recorded, want the two answered refusals (400)", "route=/mcp/stdio,status=400 2")
 }
 
 // gathered lists a collector's series as "label=value,… count": a
 // counter's value, a histogram's number of observations.
+// waitGathered waits until c's series are want: a request is recorded
+// when its handler returns, after the client saw its connection close.
+func waitGathered(t *testing.T, c prometheus.Collector, what string, want ...string) {
+	t.Helper()
+	testwait.Until(t, func() string { return fmt.Sprintf("%s: %q", what, gathered(t, c)) },
+		func() bool { return slices.Equal(gathered(t, c), want) })
+}
+
 func gathered(t *testing.T, c prometheus.Collector) []string {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
