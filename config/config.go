@@ -122,8 +122,8 @@ type Daemon struct {
 	IdleTimeout  Duration `toml:"idle_timeout"`  // default "30s"
 	WriteTimeout Duration `toml:"write_timeout"` // default "30s"
 	// TimerSlack is how late the kernel may fire the daemon's timers to
-	// fire several at once (Linux only; 0 leaves the system's, as does a
-	// Config built in code): see internal/timerslack.
+	// fire several at once (Linux only; a Config built in code that leaves
+	// it zero keeps the slack the process has): see internal/timerslack.
 	TimerSlack Duration `toml:"timer_slack"` // default "1ms"
 }
 

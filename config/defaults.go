@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/internal/natsrules"
+	"github.com/continuityd/continuityd/internal/timerslack"
 )
 
 // Upstream kinds.
@@ -39,8 +40,9 @@ const (
 
 // DefaultTimerSlack is daemon.timer_slack's default: the Go runtime's
 // monitor then wakes about once a millisecond while the daemon works,
-// not every 20 µs (internal/timerslack).
-const DefaultTimerSlack = time.Millisecond
+// not every 20 µs. The continuityd front gives it when it hands `run` to
+// the daemon (internal/timerslack).
+const DefaultTimerSlack = timerslack.Default
 
 // maxTimerSlack bounds daemon.timer_slack: the daemon's shortest waits
 // are tens of milliseconds.

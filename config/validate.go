@@ -94,16 +94,7 @@ func (c *checker) daemon(r rawDaemon) Daemon {
 	d.ReadTimeout = c.timeoutWithin("daemon.read_timeout", r.ReadTimeout, DefaultReadTimeout, time.Second, time.Hour, "must be from 1s to 1h")
 	d.IdleTimeout = c.timeoutWithin("daemon.idle_timeout", r.IdleTimeout, DefaultIdleTimeout, time.Second, time.Hour, "must be from 1s to 1h")
 	d.WriteTimeout = c.timeoutWithin("daemon.write_timeout", r.WriteTimeout, DefaultWriteTimeout, time.Second, time.Hour, "must be from 1s to 1h")
-	d.TimerSlack = Duration{DefaultTimerSlack}
-	if s := r.TimerSlack; s != nil {
-		if v, err := parseDuration(*s); err != nil {
-			c.fail("daemon.timer_slack", err.Error())
-		} else if v > maxTimerSlack {
-			c.failGot("daemon.timer_slack", "must be from 0s (the system's own) to 10ms", *s)
-		} else {
-			d.TimerSlack = Duration{v}
-		}
-	}
+	d.TimerSlack = c.timeoutWithin("daemon.timer_slack", r.TimerSlack, DefaultTimerSlack, time.Microsecond, maxTimerSlack, "must be from 1us to 10ms")
 	d.MCPMaxSessions = DefaultMCPMaxSessions
 	if n := r.MCPMaxSessions; n != nil {
 		if *n < 1 || *n > 100_000 {

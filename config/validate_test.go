@@ -78,7 +78,9 @@ func TestValidateDaemon(t *testing.T) {
 		{"read timeout short", src(`[daemon]`, `read_timeout = "500ms"`), "daemon.read_timeout", 2, 1, `must be from 1s to 1h (got "500ms")`},
 		{"idle timeout zero", src(`[daemon]`, `idle_timeout = "0s"`), "daemon.idle_timeout", 2, 1, `must be more than zero (got "0s")`},
 		{"write timeout long", src(`[daemon]`, `write_timeout = "2h"`), "daemon.write_timeout", 2, 1, `must be from 1s to 1h (got "2h")`},
-		{"timer slack long", src(`[daemon]`, `timer_slack = "20ms"`), "daemon.timer_slack", 2, 1, `must be from 0s (the system's own) to 10ms (got "20ms")`},
+		{"timer slack long", src(`[daemon]`, `timer_slack = "20ms"`), "daemon.timer_slack", 2, 1, `must be from 1us to 10ms (got "20ms")`},
+		{"timer slack zero", src(`[daemon]`, `timer_slack = "0s"`), "daemon.timer_slack", 2, 1, `must be more than zero (got "0s")`},
+		{"timer slack short", src(`[daemon]`, `timer_slack = "500ns"`), "daemon.timer_slack", 2, 1, `must be from 1us to 10ms (got "500ns")`},
 		{"timer slack negative", src(`[daemon]`, `timer_slack = "-1ms"`), "daemon.timer_slack", 2, 1, `must not be negative (got "-1ms")`},
 		{"timer slack number", src(`[daemon]`, `timer_slack = 1000`), "daemon.timer_slack", 2, 1, `duration`},
 		{"mcp max zero", src(`[daemon]`, `mcp_max_sessions = 0`), "daemon.mcp_max_sessions", 2, 1, `must be from 1 to 100000 (got 0)`},
@@ -91,7 +93,7 @@ func TestValidateDaemon(t *testing.T) {
 		"mcp idle and max":  src(`[daemon]`, `mcp_session_idle = "2s"`, `mcp_max_sessions = 100000`),
 		"api timeouts":      src(`[daemon]`, `read_timeout = "1s"`, `idle_timeout = "1h"`, `write_timeout = "5s"`),
 		"listen 127/8":      src(`[daemon]`, `listen = "127.1.2.3:1"`),
-		"timer slack off":   src(`[daemon]`, `timer_slack = "0s"`),
+		"timer slack 1us":   src(`[daemon]`, `timer_slack = "1us"`),
 		"timer slack 10ms":  src(`[daemon]`, `timer_slack = "10ms"`),
 		"listen ipv6":       src(`[daemon]`, `listen = "[::1]:65535"`),
 		"listen localhost":  src(`[daemon]`, `listen = "localhost:7457"`),
@@ -307,7 +309,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 }
 
 func TestTimerSlackValues(t *testing.T) {
-	for give, want := range map[string]time.Duration{`"0s"`: 0, `"250us"`: 250 * time.Microsecond, `"10ms"`: 10 * time.Millisecond} {
+	for give, want := range map[string]time.Duration{`"50us"`: 50 * time.Microsecond, `"250us"`: 250 * time.Microsecond, `"10ms"`: 10 * time.Millisecond} {
 		if got := mustDecode(t, src(`[daemon]`, `timer_slack = `+give)).Daemon.TimerSlack.Duration; got != want {
 			t.Errorf("timer_slack = %s: got %v, want %v", give, got, want)
 		}

@@ -97,7 +97,6 @@ func TestSystemUnitDirectives(t *testing.T) {
 		"Service.Restart":                  "on-failure",
 		"Service.RestartSec":               "2s",
 		"Service.TimeoutStopSec":           "30s",
-		"Service.TimerSlackNSec":           config.DefaultTimerSlack.String(), // the daemon then keeps its start: internal/timerslack
 		"Service.StateDirectory":           "continuityd",
 		"Service.RuntimeDirectory":         "continuityd",
 		"Service.RuntimeDirectoryPreserve": "no",

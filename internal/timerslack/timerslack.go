@@ -12,15 +12,20 @@
 // answers on its socket is woken by the socket, not by a timer.
 //
 // A thread's slack is inherited by the threads it starts and kept across
-// execve, but the runtime starts its monitor before main runs. So Ensure
-// sets the slack and executes the program again, once, in the same
-// process: every thread of the new image is born with it. A service
-// manager can give it from the start (systemd's TimerSlackNSec=); then
-// Ensure finds it set and does nothing. Elsewhere than Linux, Ensure does
-// nothing.
+// execve, but the runtime starts its monitor before main runs. So the
+// program that executes the daemon gives it first (Exec: the continuityd
+// front hands `run` to continuityd-daemon with Default), and the daemon,
+// when its slack is not the one configured, sets it and executes itself
+// again, once, in the same process (Ensure): every thread of the new image
+// is born with it. Elsewhere than Linux, both only do what they would
+// without it.
 package timerslack
 
 import "time"
+
+// Default is the slack the daemon runs with unless daemon.timer_slack
+// says otherwise (config.DefaultTimerSlack is this).
+const Default = time.Millisecond
 
 // reexecEnv marks the image Ensure executed, so that it executes at most
 // once even if the kernel did not keep the slack. Ensure removes it from
@@ -28,7 +33,7 @@ import "time"
 const reexecEnv = "CONTINUITYD_TIMERSLACK_REEXEC"
 
 // Ensure makes slack the timer slack of every thread of this process.
-// Zero or less leaves the system's. When the calling thread's slack is
+// Zero or less leaves the slack the process has. When the calling thread's slack is
 // slack already it returns nil at once; otherwise it sets it and executes
 // this program again (the same arguments and environment, the same
 // process id) and returns only if that could not be done, with the

@@ -26,10 +26,6 @@ func ensure(slack time.Duration) error {
 	if slack <= 0 {
 		return nil
 	}
-	// The slack is the calling thread's, and execve keeps the calling
-	// thread's: both on the same one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	was, err := current()
 	if err != nil || was == slack {
 		return err
@@ -37,13 +33,29 @@ func ensure(slack time.Duration) error {
 	if again {
 		return fmt.Errorf("timer slack: %v after executing again to set %v: left as it is", was, slack)
 	}
+	os.Setenv(reexecEnv, "1")
+	err = execWith("/proc/self/exe", os.Args, os.Environ(), slack)
+	// Still here: this image goes on, with its threads' slack as it was.
+	os.Unsetenv(reexecEnv)
+	return fmt.Errorf("timer slack: executing this program again to set %v: %w", slack, err)
+}
+
+func execWith(path string, argv, env []string, slack time.Duration) error {
+	if slack <= 0 {
+		return syscall.Exec(path, argv, env)
+	}
+	// The slack is the calling thread's, and execve keeps the calling
+	// thread's: both on the same one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	was, err := current()
+	if err != nil {
+		return err
+	}
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0); err != nil {
 		return fmt.Errorf("timer slack: setting %v: %w", slack, err)
 	}
-	os.Setenv(reexecEnv, "1")
-	err = syscall.Exec("/proc/self/exe", os.Args, os.Environ())
-	// Still here: this image goes on, with its threads' slack as it was.
-	os.Unsetenv(reexecEnv)
+	err = syscall.Exec(path, argv, env)
 	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(was), 0, 0, 0)
-	return fmt.Errorf("timer slack: executing this program again to set %v: %w", slack, err)
+	return err
 }

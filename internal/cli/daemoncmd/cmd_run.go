@@ -38,6 +38,12 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	if _, err := cli.ParseFlags(fs, args); err != nil {
 		return cli.ExitUsage
 	}
+	// SIGHUP reloads the config file (the daemon also reloads when the file
+	// changes). It is caught from here on: one that comes while the daemon
+	// starts is served once the agents run (daemon.Reload waits for that).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := cli.LoadConfig(e, *cfgPath)
 	if err == nil && *workdir != "" {
 		err = setDefaultWorkdir(cfg, *cfgPath, *workdir)
@@ -46,20 +52,14 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
 		return cli.ExitUsage
 	}
-	// This may execute the program again, in this process, to give every
-	// thread the slack: before anything is opened, and before SIGHUP is
-	// caught (executing resets a caught signal to its default, which ends
-	// the process; an ignored one stays ignored).
+	// A slack configured other than the one `continuityd run` hands over
+	// with is given by executing the program again, in this process,
+	// before anything is opened. The new image starts as this one did,
+	// catching SIGHUP from its start and reading the config file after.
 	slackErr := timerslack.Ensure(cfg.Daemon.TimerSlack.Duration)
-	// SIGHUP reloads the config file (the daemon also reloads when the file
-	// changes). It is caught from here on: one that comes while the daemon
-	// starts is served once the agents run (daemon.Reload waits for that).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	log := newLogger(e.Stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
 	if slackErr != nil {
-		log.Warn("daemon.timer_slack not applied: the daemon runs on with the system's", "err", slackErr)
+		log.Warn("daemon.timer_slack not applied: the daemon runs on with the slack it has", "err", slackErr)
 	}
 	opts := daemon.Options{Logger: log, Version: e.Version, Ready: notifyReady, Stopping: notifyStopping}
 	if *cfgPath != "" {
