@@ -28,6 +28,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/capsule/schema"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
@@ -132,7 +133,11 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 }
 
 func newGuard(cfg *config.Config) (*guard.Guard, error) {
-	g, err := guard.New(guard.Options{AllowedLinkDomains: cfg.Guard.AllowedLinkDomains})
+	sch, err := schema.Compile()
+	if err != nil {
+		return nil, fmt.Errorf("build guards: %w", err)
+	}
+	g, err := guard.New(guard.Options{AllowedLinkDomains: cfg.Guard.AllowedLinkDomains, CapsuleSchema: sch})
 	if err != nil {
 		return nil, fmt.Errorf("build guards: %w", err)
 	}

@@ -55,13 +55,17 @@ type Options struct {
 	// AllowedLinkDomains are the domains a public status may link to (each
 	// also allows its subdomains). Nil or empty means DefaultLinkDomains().
 	AllowedLinkDomains []string
+	// CapsuleSchema validates capsules against the published schema:
+	// capsule/schema.Compile's. Nil: the Guard refuses every capsule
+	// (CodeInternal), and checks everything else as usual.
+	CapsuleSchema CapsuleSchema
 }
 
 // Guard stands between input and the disk: it decodes request bodies
 // strictly, enforces every stateless rule of the Q-Day seed and the capsule
 // schema, and refuses credential-shaped values. Building one compiles the
-// secret rules and the schema (tens of milliseconds), so a daemon builds it
-// once and shares it. A Guard is immutable after New and safe for
+// secret rules (tens of milliseconds), so a daemon builds it once and
+// shares it. A Guard is immutable after New and safe for
 // concurrent use.
 type Guard struct {
 	linkDomains []string         // lower case, no leading or trailing dot
@@ -71,8 +75,8 @@ type Guard struct {
 }
 
 // New builds a Guard: it loads gitleaks' default rules, compiles
-// continuityd's own secret rules and the embedded capsule schema. It does no
-// network I/O.
+// continuityd's own secret rules and reads the embedded capsule schema's
+// tree (opts.CapsuleSchema validates against it). It does no network I/O.
 func New(opts Options) (*Guard, error) {
 	domains := opts.AllowedLinkDomains
 	if len(domains) == 0 {
@@ -92,9 +96,9 @@ func New(opts Options) (*Guard, error) {
 	}
 	g.rules = rules
 	g.extraRules = ownSecretRules()
-	sch, err := compileCapsuleSchema()
+	sch, err := newCapsuleSchema(opts.CapsuleSchema)
 	if err != nil {
-		return nil, fmt.Errorf("capsule: compiling the capsule schema: %w", err)
+		return nil, fmt.Errorf("capsule: reading the capsule schema: %w", err)
 	}
 	g.schema = sch
 	return g, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/capsule/schema"
 )
 
 // One Guard for the whole test binary: building one costs tens of
@@ -20,7 +21,14 @@ var (
 
 func testGuard(tb testing.TB) *Guard {
 	tb.Helper()
-	sharedGuardOnce.Do(func() { sharedGuard, sharedGuardErr = New(Options{}) })
+	sharedGuardOnce.Do(func() {
+		sch, err := schema.Compile()
+		if err != nil {
+			sharedGuardErr = err
+			return
+		}
+		sharedGuard, sharedGuardErr = New(Options{CapsuleSchema: sch})
+	})
 	if sharedGuardErr != nil {
 		tb.Fatalf("New: %v", sharedGuardErr)
 	}

@@ -2,7 +2,6 @@ package guard
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,42 +12,84 @@ import (
 	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// CapsuleSchemaJSON is the published Continuity Capsule v1 JSON Schema,
-// byte for byte (see schema/SOURCE.md). Exported so the daemon can serve
-// it and `continuityd capsule validate` can show it; callers must treat it
-// as read-only (New compiles it).
-//
-//go:embed schema/continuity-capsule-v1.schema.json
-var CapsuleSchemaJSON []byte
-
-// capsuleSchema is the published schema, resolved for validation, and its
-// tree, which explain reads to name the field that failed.
-type capsuleSchema struct {
-	resolved *jsonschema.Resolved
-	tree     *jsonschema.Schema
+// CapsuleSchema is the published Continuity Capsule v1 schema, compiled
+// (capsule/schema.Compile): it decides whether a capsule's JSON, decoded
+// into any, satisfies the schema. It comes through Options so that guard
+// links no JSON Schema library: the programs that never read a capsule do
+// not pay for its initialisation.
+type CapsuleSchema interface {
+	Validate(instance any) error
 }
 
-// compileCapsuleSchema resolves the embedded schema. The validator is
-// github.com/google/jsonschema-go (draft 2020-12, the one the MCP SDK uses):
-// it has no remote loader configured, so nothing is fetched, and unlike a
-// validator that compiles every draft's meta-schema at start-up it adds
-// nothing to the start of a short-lived command such as `continuityd hook`.
-func compileCapsuleSchema() (*capsuleSchema, error) {
-	var tree jsonschema.Schema
-	if err := json.Unmarshal(CapsuleSchemaJSON, &tree); err != nil {
+// noCapsuleSchema refuses every capsule a Guard built without the schema
+// is given: it fails closed, and says why.
+func noCapsuleSchema() *capsule.Error {
+	return capsule.Refuse(capsule.CodeInternal, "", "this program's capsule guard was built without the capsule schema, so it accepts no capsule")
+}
+
+// capsuleSchema is the validator from Options and the schema's tree, which
+// explain reads to name the field and the rule that failed.
+type capsuleSchema struct {
+	validator CapsuleSchema
+	tree      *schemaNode
+}
+
+// newCapsuleSchema pairs the validator with the tree of capsule.SchemaJSON.
+func newCapsuleSchema(v CapsuleSchema) (*capsuleSchema, error) {
+	var tree schemaNode
+	if err := json.Unmarshal(capsule.SchemaJSON, &tree); err != nil {
 		return nil, err
 	}
-	if tree.ID == "" {
-		return nil, errors.New("the embedded schema has no $id")
+	return &capsuleSchema{validator: v, tree: &tree}, nil
+}
+
+// schemaNode is what explain reads of a JSON Schema: the keywords the
+// capsule schema uses. It only names a failure for people; the validator
+// decides.
+type schemaNode struct {
+	Type                 schemaTypes            `json:"type"`
+	Enum                 []any                  `json:"enum"`
+	MaxLength            *int                   `json:"maxLength"`
+	MaxItems             *int                   `json:"maxItems"`
+	Items                *schemaNode            `json:"items"`
+	Properties           map[string]*schemaNode `json:"properties"`
+	AdditionalProperties *schemaNode            `json:"additionalProperties"`
+	Required             []string               `json:"required"`
+	never                bool                   // the schema false: nothing satisfies it
+}
+
+// UnmarshalJSON reads a schema object or a boolean schema (true allows
+// anything, false nothing).
+func (n *schemaNode) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "true":
+		*n = schemaNode{}
+		return nil
+	case "false":
+		*n = schemaNode{never: true}
+		return nil
 	}
-	rs, err := tree.Resolve(nil)
-	if err != nil {
-		return nil, err
+	type plain schemaNode
+	return json.Unmarshal(b, (*plain)(n))
+}
+
+// schemaTypes is the keyword type: one type name or a list of them.
+type schemaTypes []string
+
+func (t *schemaTypes) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*t = schemaTypes{one}
+		return nil
 	}
-	return &capsuleSchema{resolved: rs, tree: &tree}, nil
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("type is neither a string nor a list of strings")
+	}
+	*t = many
+	return nil
 }
 
 // DecodeCapsule decodes a Continuity Capsule v1 (PUT /v1/capsule, a handoff
@@ -143,7 +184,10 @@ func (g *Guard) validateCapsuleJSON(body []byte) *capsule.Error {
 	if err := json.Unmarshal(body, &inst); err != nil {
 		return capsule.Refuse(capsule.CodeInvalidJSON, "", "malformed JSON")
 	}
-	if err := g.schema.resolved.Validate(inst); err == nil {
+	if g.schema.validator == nil {
+		return noCapsuleSchema()
+	}
+	if err := g.schema.validator.Validate(inst); err == nil {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -162,19 +206,15 @@ func (g *Guard) validateCapsuleJSON(body []byte) *capsule.Error {
 // schema uses: type, enum, maxLength, maxItems, items, properties,
 // additionalProperties, required) and returns the first failure in a
 // stable order, naming the field and rule but never the value.
-func explain(s *jsonschema.Schema, v any, field string) *capsule.Error {
+func explain(s *schemaNode, v any, field string) *capsule.Error {
 	const code = capsule.CodeInvalidCapsule
 	if s == nil {
 		return nil
 	}
-	if isFalseSchema(s) {
+	if s.never {
 		return capsule.Refuse(code, field, "is not a Continuity Capsule v1 property (additionalProperties: false)")
 	}
-	types := s.Types
-	if s.Type != "" {
-		types = []string{s.Type}
-	}
-	if len(types) > 0 {
+	if types := s.Type; len(types) > 0 {
 		got := jsonTypeOf(v)
 		ok := false
 		for _, t := range types {
@@ -245,13 +285,6 @@ func explain(s *jsonschema.Schema, v any, field string) *capsule.Error {
 		}
 	}
 	return nil
-}
-
-// isFalseSchema reports the schema `false` (which additionalProperties:
-// false stands for), however the library spells it in memory.
-func isFalseSchema(s *jsonschema.Schema) bool {
-	b, err := json.Marshal(s)
-	return err == nil && (string(b) == "false" || string(b) == `{"not":{}}` || string(b) == `{"not":true}`)
 }
 
 // jsonTypeOf is the JSON Schema type of a value decoded with UseNumber; a

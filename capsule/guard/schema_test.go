@@ -16,8 +16,8 @@ func TestEmbeddedSchemaIsThePublishedOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(local, CapsuleSchemaJSON) {
-		t.Fatal("schema/continuity-capsule-v1.schema.json differs from testdata's copy of the published schema")
+	if !bytes.Equal(local, capsule.SchemaJSON) {
+		t.Fatal("capsule/continuity-capsule-v1.schema.json differs from testdata's copy of the published schema")
 	}
 }
 
@@ -29,7 +29,7 @@ func TestEmbeddedSchemaMatchesSharedFixture(t *testing.T) {
 	if err != nil {
 		t.Skip("shared fixture not present:", err)
 	}
-	if !bytes.Equal(shared, CapsuleSchemaJSON) {
+	if !bytes.Equal(shared, capsule.SchemaJSON) {
 		t.Fatal("embedded schema differs from the shared fixture")
 	}
 }
@@ -43,7 +43,7 @@ func TestSchemaLimitsMatchConstants(t *testing.T) {
 			Items     json.RawMessage `json:"items"`
 		} `json:"properties"`
 	}
-	if err := json.Unmarshal(CapsuleSchemaJSON, &s); err != nil {
+	if err := json.Unmarshal(capsule.SchemaJSON, &s); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"goal", "done", "next", "blockers", "do_not", "refuted"} {
@@ -298,5 +298,75 @@ func TestCheckCapsule(t *testing.T) {
 			}
 			wantRefusal(t, err, tc.code, tc.field)
 		})
+	}
+}
+
+// TestGuardWithoutSchemaRefusesEveryCapsule: a Guard built without
+// Options.CapsuleSchema fails closed on capsules, naming why, and checks
+// the rest as usual.
+func TestGuardWithoutSchemaRefusesEveryCapsule(t *testing.T) {
+	g, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile("testdata/capsule-seed-example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.DecodeCapsule(body)
+	for _, err := range []error{err, g.CheckCapsule(&capsule.Capsule{Version: "1", Goal: "ship"})} {
+		if err == nil {
+			t.Fatal("a Guard without the schema accepted a capsule")
+		}
+		if e := asError(t, err); e.Code != capsule.CodeInternal || e.Status != 500 || !strings.Contains(e.Message, "without the capsule schema") {
+			t.Errorf("got %s (%d): %s; want %s (500) saying the schema is missing", e.Code, e.Status, e.Message, capsule.CodeInternal)
+		}
+	}
+	if g.CheckSecret("f", "ghp_"+fake(720, alnum, 36)) == nil {
+		t.Error("a Guard without the schema missed a GitHub token")
+	}
+}
+
+// TestExplainReadsEveryKeywordTheSchemaUses: explain names failures from
+// its own reading of the schema (schemaNode); a keyword it does not read
+// would still be enforced by the validator, but its failures would not
+// name their rule. Every keyword of the embedded schema must be one
+// schemaNode reads, or an annotation.
+func TestExplainReadsEveryKeywordTheSchemaUses(t *testing.T) {
+	known := map[string]bool{
+		"type": true, "enum": true, "maxLength": true, "maxItems": true, "items": true,
+		"properties": true, "additionalProperties": true, "required": true,
+		"$schema": true, "$id": true, "title": true, "description": true, // annotations
+	}
+	var walk func(path string, s any)
+	walk = func(path string, s any) {
+		m, ok := s.(map[string]any)
+		if !ok {
+			if _, isBool := s.(bool); !isBool {
+				t.Errorf("%s: a schema is an object or a boolean, got %T", path, s)
+			}
+			return
+		}
+		for k, v := range m {
+			if !known[k] {
+				t.Errorf("%s: keyword %q is not read by explain (schemaNode)", path, k)
+			}
+			switch k {
+			case "items", "additionalProperties":
+				walk(path+"/"+k, v)
+			case "properties":
+				for name, sub := range v.(map[string]any) {
+					walk(path+"/properties/"+name, sub)
+				}
+			}
+		}
+	}
+	var root any
+	if err := json.Unmarshal(capsule.SchemaJSON, &root); err != nil {
+		t.Fatal(err)
+	}
+	walk("#", root)
+	if _, err := newCapsuleSchema(nil); err != nil {
+		t.Fatalf("schemaNode does not read the embedded schema: %v", err)
 	}
 }

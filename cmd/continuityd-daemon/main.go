@@ -17,5 +17,5 @@ import (
 var version = ""
 
 func main() {
-	os.Exit(cli.Main(cli.Program{Version: version, DaemonSide: daemoncmd.Run}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli.Main(cli.Program{Version: version, DaemonSide: daemoncmd.Run, CapsuleSchema: daemoncmd.CapsuleSchema}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -12,7 +12,8 @@ import (
 // only continuityd-daemon may link. Every package a binary links runs its
 // initialisation in every process of it, and an agent starts the front at
 // each hook: these initialise metrics, protobuf descriptors, gob's type
-// tables, NATS's keys, the service managers' detection.
+// tables, NATS's keys, the service managers' detection, a JSON Schema
+// library's reflection of its own types.
 var daemonOnly = []string{
 	"github.com/prometheus/",
 	"github.com/nats-io/",
@@ -20,6 +21,8 @@ var daemonOnly = []string{
 	"github.com/coreos/go-systemd/",
 	"encoding/gob",
 	"google.golang.org/protobuf/",
+	"github.com/google/jsonschema-go/",
+	"github.com/continuityd/continuityd/capsule/schema",
 	"github.com/continuityd/continuityd/daemon",
 }
 

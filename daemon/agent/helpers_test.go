@@ -13,6 +13,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/capsule/schema"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream/local"
@@ -42,7 +43,11 @@ func (noObserver) Signal(string, string)                  {}
 // state, shipping to the local archive, its policy off.
 func testOptions(t *testing.T, state string) Options {
 	t.Helper()
-	g, err := guard.New(guard.Options{})
+	sch, err := schema.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := guard.New(guard.Options{CapsuleSchema: sch})
 	if err != nil {
 		t.Fatal(err)
 	}

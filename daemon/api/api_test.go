@@ -20,6 +20,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/capsule/schema"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
@@ -92,7 +93,11 @@ func newTestRuntime(t testing.TB) runtime {
 	if err := statefiles.Prepare(cfg.Daemon.StateDir, statefiles.ModesFor(cfg.Daemon.SocketPerm())); err != nil {
 		t.Fatal(err)
 	}
-	g, err := guard.New(guard.Options{})
+	sch, err := schema.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := guard.New(guard.Options{CapsuleSchema: sch})
 	if err != nil {
 		t.Fatal(err)
 	}

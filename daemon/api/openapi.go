@@ -10,7 +10,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/openapi"
@@ -21,7 +20,7 @@ import (
 // not depend on the running daemon (info.version is the API's, v1).
 func OpenAPIDocument() ([]byte, error) {
 	capsuleSchema := new(jsonschema.Schema)
-	if err := json.Unmarshal(guard.CapsuleSchemaJSON, capsuleSchema); err != nil {
+	if err := json.Unmarshal(capsule.SchemaJSON, capsuleSchema); err != nil {
 		return nil, err
 	}
 	return openapi.Document(openapi.Info{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/capsule/schema"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/snapshot"
@@ -31,7 +32,11 @@ func TestMain(m *testing.M) {
 // transcripts off.
 func testOptions(t *testing.T) Options {
 	t.Helper()
-	g, err := guard.New(guard.Options{})
+	sch, err := schema.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := guard.New(guard.Options{CapsuleSchema: sch})
 	if err != nil {
 		t.Fatal(err)
 	}

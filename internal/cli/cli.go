@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/termsafe"
@@ -38,6 +39,11 @@ type Program struct {
 	// times a session. continuityd-daemon runs them itself
 	// (daemoncmd.Run); the continuityd front hands them to it (HandToDaemon).
 	DaemonSide func(ctx context.Context, e *Env, name string, args []string) int
+	// CapsuleSchema compiles the published capsule schema for `capsule
+	// validate` (capsule/schema, which links a JSON Schema library). The
+	// front leaves it nil and hands that command to continuityd-daemon
+	// through DaemonSide.
+	CapsuleSchema func() (guard.CapsuleSchema, error)
 }
 
 // version is p.Version, or the module version from the build info.
@@ -60,6 +66,12 @@ type Env struct {
 	DefaultPaths func() (stateDir, socket string)
 	// Version is the program's version, as `continuityd version` prints it.
 	Version string
+	// CapsuleSchema is Program.CapsuleSchema; with it nil, `capsule
+	// validate` is handed over (handOver).
+	CapsuleSchema func() (guard.CapsuleSchema, error)
+	// handOver is Program.DaemonSide: a command this program cannot run
+	// itself is handed to it by name.
+	handOver func(ctx context.Context, e *Env, name string, args []string) int
 }
 
 // Paths is where state and socket are when nothing names them.
@@ -106,7 +118,8 @@ func commands() []Command {
 
 // Main runs the command line and returns the exit status.
 func Main(p Program, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, DefaultPaths: config.DefaultPaths, Version: p.version()}
+	e := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, DefaultPaths: config.DefaultPaths, Version: p.version(),
+		CapsuleSchema: p.CapsuleSchema, handOver: p.DaemonSide}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {

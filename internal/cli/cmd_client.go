@@ -78,13 +78,25 @@ func cmdCapsule(ctx context.Context, e *Env, args []string) int {
 		return ExitUsage
 	}
 	if sub == "validate" {
-		// Offline: the same guard the daemon runs, no daemon needed.
+		// Offline: the same guard the daemon runs, no daemon needed; its
+		// schema validator is continuityd-daemon's to link.
+		if e.CapsuleSchema == nil {
+			if e.handOver == nil {
+				fmt.Fprintln(e.Stderr, "continuityd: capsule validate runs in continuityd-daemon, which this program does not reach")
+				return ExitFailed
+			}
+			return e.handOver(ctx, e, "capsule", args)
+		}
 		body, err := readInput(e, rest[0])
 		if err != nil {
 			fmt.Fprintf(e.Stderr, "continuityd capsule validate: %v\n", err)
 			return ExitUsage
 		}
-		g, err := guard.New(guard.Options{})
+		sch, err := e.CapsuleSchema()
+		if err != nil {
+			return Fail(e, err)
+		}
+		g, err := guard.New(guard.Options{CapsuleSchema: sch})
 		if err != nil {
 			return Fail(e, err)
 		}

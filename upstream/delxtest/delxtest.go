@@ -54,6 +54,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/capsule/schema"
 )
 
 // Names Delx uses (the client package has its own copies).
@@ -188,7 +189,14 @@ var (
 // sharedGuard builds the capsule guard once per process (it compiles the
 // secret rules and the schema, which takes a while).
 func sharedGuard() *guard.Guard {
-	guardOnce.Do(func() { theGuard, guardErr = guard.New(guard.Options{}) })
+	guardOnce.Do(func() {
+		sch, err := schema.Compile()
+		if err != nil {
+			guardErr = err
+			return
+		}
+		theGuard, guardErr = guard.New(guard.Options{CapsuleSchema: sch})
+	})
 	if guardErr != nil {
 		panic("delxtest: building the capsule guard: " + guardErr.Error())
 	}

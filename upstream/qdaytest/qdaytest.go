@@ -41,6 +41,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/capsule/schema"
 )
 
 // Paths the server answers.
@@ -227,7 +228,14 @@ func New(o Options) *Server {
 		s.scale = 1
 	}
 	if s.guard == nil {
-		sharedGuardOnce.Do(func() { sharedGuard, sharedGuardErr = guard.New(guard.Options{}) })
+		sharedGuardOnce.Do(func() {
+			sch, err := schema.Compile()
+			if err != nil {
+				sharedGuardErr = err
+				return
+			}
+			sharedGuard, sharedGuardErr = guard.New(guard.Options{CapsuleSchema: sch})
+		})
 		if sharedGuardErr != nil {
 			panic(fmt.Sprintf("qdaytest: building the guard: %v", sharedGuardErr))
 		}

@@ -12,6 +12,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/capsule/schema"
 	"github.com/continuityd/continuityd/internal/cli"
 )
 
@@ -35,6 +37,16 @@ func Run(ctx context.Context, e *cli.Env, name string, args []string) int {
 		return cli.ExitFailed
 	}
 	return run(ctx, e, args)
+}
+
+// CapsuleSchema compiles the published capsule schema for `capsule
+// validate`; it is cli.Program.CapsuleSchema for continuityd-daemon.
+func CapsuleSchema() (guard.CapsuleSchema, error) {
+	rs, err := schema.Compile()
+	if err != nil {
+		return nil, err // not a nil *Resolved in a non-nil interface
+	}
+	return rs, nil
 }
 
 // Names are the commands Run runs, sorted.
