@@ -13,8 +13,8 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/capsule/schema"
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/internal/guardtest"
 	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream/local"
 	"github.com/continuityd/continuityd/upstream/qday"
@@ -43,11 +43,7 @@ func (noObserver) Signal(string, string)                  {}
 // state, shipping to the local archive, its policy off.
 func testOptions(t *testing.T, state string) Options {
 	t.Helper()
-	sch, err := schema.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := guard.New(guard.Options{CapsuleSchema: sch})
+	g, err := guardtest.Shared()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,10 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/capsule/schema"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/internal/guardtest"
 	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream/local"
 )
@@ -93,11 +93,7 @@ func newTestRuntime(t testing.TB) runtime {
 	if err := statefiles.Prepare(cfg.Daemon.StateDir, statefiles.ModesFor(cfg.Daemon.SocketPerm())); err != nil {
 		t.Fatal(err)
 	}
-	sch, err := schema.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := guard.New(guard.Options{CapsuleSchema: sch})
+	g, err := guardtest.Shared()
 	if err != nil {
 		t.Fatal(err)
 	}

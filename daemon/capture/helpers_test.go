@@ -14,11 +14,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/capsule/schema"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/guardtest"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 
@@ -32,11 +31,7 @@ func TestMain(m *testing.M) {
 // transcripts off.
 func testOptions(t *testing.T) Options {
 	t.Helper()
-	sch, err := schema.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := guard.New(guard.Options{CapsuleSchema: sch})
+	g, err := guardtest.Shared()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/capsule/schema"
+	"github.com/continuityd/continuityd/internal/guardtest"
 )
 
 // Names Delx uses (the client package has its own copies).
@@ -180,27 +180,13 @@ type stored struct {
 	at        time.Time
 }
 
-var (
-	guardOnce sync.Once
-	theGuard  *guard.Guard
-	guardErr  error
-)
-
-// sharedGuard builds the capsule guard once per process (it compiles the
-// secret rules and the schema, which takes a while).
+// sharedGuard is the capsule guard the daemon runs, one per process.
 func sharedGuard() *guard.Guard {
-	guardOnce.Do(func() {
-		sch, err := schema.Compile()
-		if err != nil {
-			guardErr = err
-			return
-		}
-		theGuard, guardErr = guard.New(guard.Options{CapsuleSchema: sch})
-	})
-	if guardErr != nil {
-		panic("delxtest: building the capsule guard: " + guardErr.Error())
+	g, err := guardtest.Shared()
+	if err != nil {
+		panic("delxtest: building the capsule guard: " + err.Error())
 	}
-	return theGuard
+	return g
 }
 
 // New starts a fake on 127.0.0.1. Close it when done.

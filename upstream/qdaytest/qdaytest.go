@@ -41,7 +41,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/capsule/schema"
+	"github.com/continuityd/continuityd/internal/guardtest"
 )
 
 // Paths the server answers.
@@ -191,12 +191,6 @@ type Server struct {
 	nextID      int
 }
 
-var (
-	sharedGuardOnce sync.Once
-	sharedGuard     *guard.Guard
-	sharedGuardErr  error
-)
-
 // New starts a Server on 127.0.0.1. It panics on bad Options (an unknown
 // RetryAfter form, a negative Rate) and when the shared Guard cannot be
 // built.
@@ -228,18 +222,11 @@ func New(o Options) *Server {
 		s.scale = 1
 	}
 	if s.guard == nil {
-		sharedGuardOnce.Do(func() {
-			sch, err := schema.Compile()
-			if err != nil {
-				sharedGuardErr = err
-				return
-			}
-			sharedGuard, sharedGuardErr = guard.New(guard.Options{CapsuleSchema: sch})
-		})
-		if sharedGuardErr != nil {
-			panic(fmt.Sprintf("qdaytest: building the guard: %v", sharedGuardErr))
+		g, err := guardtest.Shared()
+		if err != nil {
+			panic(fmt.Sprintf("qdaytest: building the guard: %v", err))
 		}
-		s.guard = sharedGuard
+		s.guard = g
 	}
 	s.ts = httptest.NewServer(s) // 127.0.0.1:0
 	return s
