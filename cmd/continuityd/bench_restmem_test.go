@@ -24,7 +24,8 @@ import (
 )
 
 // BenchmarkRestingMemory (issue 23: resting memory, one agent, ≤ 25 MiB):
-// continuityd-daemon run on the embedded default in a 200-file git
+// `continuityd run` (the front, which becomes continuityd-daemon in the
+// same process, its timer slack given) on the embedded default in a 200-file git
 // project, left alone for 15 s once it answers /healthz and its start
 // snapshot is listed, then its memory read from /proc/PID/status and
 // /proc/PID/smaps_rollup (kB → MiB), and its Go heap from /metrics. Two
@@ -36,14 +37,14 @@ import (
 // pass through from the environment; its log is kept with
 // CONTINUITYD_BENCH_LOG=FILE. The daemon measured is the one TestMain
 // builds (go build's defaults, as go install), or
-// CONTINUITYD_BENCH_DAEMON=PATH (a release build: CGO_ENABLED=0,
-// -trimpath -ldflags="-s -w", as .goreleaser.yaml). It takes about 40 s
+// CONTINUITYD_BENCH_DAEMON=PATH, started itself (a release build:
+// CGO_ENABLED=0, -trimpath -ldflags="-s -w", as .goreleaser.yaml). It takes about 40 s
 // a run and is not run by the tests; docs/PERFORMANCE.md ("Resting
 // memory") quotes runs:
 //
 //	go test -run '^$' -bench RestingMemory -benchtime 1x -count 2 ./cmd/continuityd/
 func BenchmarkRestingMemory(b *testing.B) {
-	daemonBinary := filepath.Join(filepath.Dir(binary), "continuityd-daemon")
+	daemonBinary := binary // the front; it finds continuityd-daemon beside it
 	if other := os.Getenv("CONTINUITYD_BENCH_DAEMON"); other != "" {
 		daemonBinary = other // another build: the release's flags, an earlier commit
 	}
