@@ -40,6 +40,9 @@ func ensure(slack time.Duration) error {
 	return fmt.Errorf("timer slack: executing this program again to set %v: %w", slack, err)
 }
 
+// execWith executes path with slack set on the calling thread, which the
+// new program's threads inherit. When the slack cannot be read or set it
+// executes nothing and returns an error wrapping errNotSet.
 func execWith(path string, argv, env []string, slack time.Duration) error {
 	if slack <= 0 {
 		return syscall.Exec(path, argv, env)
@@ -50,10 +53,10 @@ func execWith(path string, argv, env []string, slack time.Duration) error {
 	defer runtime.UnlockOSThread()
 	was, err := current()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errNotSet, err)
 	}
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0); err != nil {
-		return fmt.Errorf("timer slack: setting %v: %w", slack, err)
+		return fmt.Errorf("%w: setting %v: %w", errNotSet, slack, err)
 	}
 	err = syscall.Exec(path, argv, env)
 	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(was), 0, 0, 0)
