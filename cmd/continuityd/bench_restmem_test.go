@@ -44,9 +44,9 @@ import (
 //
 //	go test -run '^$' -bench RestingMemory -benchtime 1x -count 2 ./cmd/continuityd/
 func BenchmarkRestingMemory(b *testing.B) {
-	daemonBinary := binary // the front; it finds continuityd-daemon beside it
+	program := binary // the front; it finds continuityd-daemon beside it
 	if other := os.Getenv("CONTINUITYD_BENCH_DAEMON"); other != "" {
-		daemonBinary = other // another build: the release's flags, an earlier commit
+		program = other // another build: the release's flags, an earlier commit
 	}
 	for i := 0; i < b.N; i++ {
 		top := b.TempDir()
@@ -66,7 +66,7 @@ func BenchmarkRestingMemory(b *testing.B) {
 			"CONTINUITYD_STATE_DIR="+filepath.Join(top, "state"), "CONTINUITYD_SOCKET="+socket,
 			"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 		for _, start := range []string{"fresh", "restart"} {
-			m := restingDaemon(b, daemonBinary, project, socket, env)
+			m := restingDaemon(b, program, project, socket, env)
 			for _, k := range []string{"VmRSS", "RssAnon", "RssFile", "Pss", "Private_Dirty", "Shared_Clean", "heap_inuse", "heap_alloc", "stack_inuse", "heap_released"} {
 				b.ReportMetric(m[k], start+"-"+k+"-MiB")
 			}
@@ -94,10 +94,10 @@ func restingProject(b *testing.B, dir string, files int) {
 // restingDaemon starts the daemon in project, waits for its start
 // snapshot, leaves it alone for 15 s, reads its memory (MiB, by name) and
 // stops it with SIGTERM.
-func restingDaemon(b *testing.B, daemonBinary, project, socket string, env []string) map[string]float64 {
+func restingDaemon(b *testing.B, program, project, socket string, env []string) map[string]float64 {
 	b.Helper()
 	var stderr syncBuffer
-	cmd := exec.Command(daemonBinary, "run")
+	cmd := exec.Command(program, "run")
 	cmd.Dir, cmd.Env, cmd.Stderr = project, env, &stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

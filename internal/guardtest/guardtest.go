@@ -12,18 +12,14 @@ import (
 
 // shared is built on first use: building a Guard compiles the secret
 // rules (tens of milliseconds), and a Guard is immutable once built.
-var shared = sync.OnceValues(func() (*guard.Guard, error) { return New(guard.Options{}) })
-
-// Shared returns the process's one Guard with the default options; it is
-// safe for concurrent use.
-func Shared() (*guard.Guard, error) { return shared() }
-
-// New builds a Guard with opts and the published capsule schema.
-func New(opts guard.Options) (*guard.Guard, error) {
+var shared = sync.OnceValues(func() (*guard.Guard, error) {
 	sch, err := schema.Compile()
 	if err != nil {
 		return nil, err
 	}
-	opts.CapsuleSchema = sch
-	return guard.New(opts)
-}
+	return guard.New(guard.Options{CapsuleSchema: sch})
+})
+
+// Shared returns the process's one Guard with the default options and the
+// published capsule schema; it is safe for concurrent use.
+func Shared() (*guard.Guard, error) { return shared() }

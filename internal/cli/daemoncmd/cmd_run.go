@@ -54,8 +54,9 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	}
 	// A slack configured other than the one `continuityd run` hands over
 	// with is given by executing the program again, in this process,
-	// before anything is opened. The new image starts as this one did,
-	// catching SIGHUP from its start and reading the config file after.
+	// before anything is opened. The new image runs this code again: a
+	// SIGHUP before it is caught there ends the process, as one does
+	// before the front has handed over.
 	slackErr := timerslack.Ensure(cfg.Daemon.TimerSlack.Duration)
 	log := newLogger(e.Stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
 	if slackErr != nil {
