@@ -139,10 +139,12 @@ func newKeywordMatcher(keywords []string) *keywordMatcher {
 	return m
 }
 
-// present marks in present (one entry per keyword) the keywords text holds.
-func (m *keywordMatcher) present(text string, present []bool) {
+// present marks in present (one entry per keyword) the keywords text
+// holds, and reports whether it holds any.
+func (m *keywordMatcher) present(text string, present []bool) (found bool) {
 	for _, i := range m.always {
 		present[i] = true
+		found = true
 	}
 	rows, class, ending := m.rows, &m.class, m.ending
 	row := uint32(0) // the root's
@@ -150,8 +152,10 @@ func (m *keywordMatcher) present(text string, present []bool) {
 		row = rows[row+uint32(class[text[i]])]
 		if row >= ending {
 			m.mark(m.state[row/uint32(m.classes)], present)
+			found = true
 		}
 	}
+	return found
 }
 
 // mark marks the keywords that end at state s: its suffix chain.

@@ -52,11 +52,17 @@ func TestKeywordMatcherAgreesWithContains(t *testing.T) {
 			}
 			text := b.String()
 			got := make([]bool, len(keywords))
-			m.present(text, got)
+			found := m.present(text, got)
+			anyWant := false
 			for i, k := range keywords {
-				if want := strings.Contains(text, k); got[i] != want {
+				want := strings.Contains(text, k)
+				if got[i] != want {
 					t.Fatalf("%s: %q in %q: matcher says %v, strings.Contains %v", name, k, text, got[i], want)
 				}
+				anyWant = anyWant || want
+			}
+			if found != anyWant {
+				t.Fatalf("%s: %q: matcher says a keyword is present: %v, strings.Contains %v", name, text, found, anyWant)
 			}
 		}
 	}

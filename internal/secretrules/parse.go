@@ -102,6 +102,7 @@ func parse(src string, ac bool) (*Set, error) {
 		}
 		byID[fr.ID] = len(s.rules)
 		s.rules = append(s.rules, r)
+		s.keywordless = s.keywordless || len(r.keywords) == 0
 	}
 
 	// Global allowlists; those with targetRules join the named rules'.

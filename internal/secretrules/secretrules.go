@@ -98,6 +98,9 @@ type Set struct {
 	// keywords are the rules' keywords, lower-cased and de-duplicated;
 	// rule.keywords index into it.
 	keywords []string
+	// keywordless is set when a rule has no keywords: it runs on every
+	// text (gitleaks' default set has none).
+	keywordless bool
 	// matcher finds every keyword in one pass over the text (nil: one
 	// strings.Contains per keyword, 20 times slower on 4 KB; see
 	// BenchmarkPrefilter).
@@ -162,7 +165,10 @@ func (s *Set) Find(text string) []Finding {
 	if text == "" {
 		return nil
 	}
-	present := s.present(strings.ToLower(text))
+	present, found := s.present(strings.ToLower(text))
+	if !found && !s.keywordless {
+		return nil // no rule can match: most texts
+	}
 	var all []candidate
 	var nl []int
 	for i := range s.rules {
@@ -175,17 +181,17 @@ func (s *Set) Find(text string) []Finding {
 	return filter(all)
 }
 
-// present reports which keywords occur in lower.
-func (s *Set) present(lower string) []bool {
-	present := make([]bool, len(s.keywords))
+// present reports which keywords occur in lower, and whether any does.
+func (s *Set) present(lower string) (present []bool, found bool) {
+	present = make([]bool, len(s.keywords))
 	if s.matcher != nil {
-		s.matcher.present(lower, present)
-		return present
+		return present, s.matcher.present(lower, present)
 	}
 	for i, k := range s.keywords {
 		present[i] = strings.Contains(lower, k)
+		found = found || present[i]
 	}
-	return present
+	return present, found
 }
 
 func anyPresent(idx []int, present []bool) bool {
