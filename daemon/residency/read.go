@@ -1,11 +1,11 @@
 package residency
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -114,7 +114,7 @@ func (s *Store) StateJSON() ([]byte, error) {
 		<-e.done
 		return e.raw, e.err
 	}
-	e := encodeState(s.agent, d, rec)
+	e := encodeState(s.agent, d, rec, &s.stateLen)
 	<-e.done
 	if e.err == nil {
 		s.stateJSON.Store(e)
@@ -133,9 +133,9 @@ type encodedState struct {
 }
 
 // encodeState encodes the state in the calling goroutine.
-func encodeState(agent string, d *doc, rec *capsule.CapsuleRecord) *encodedState {
+func encodeState(agent string, d *doc, rec *capsule.CapsuleRecord, size *atomic.Int64) *encodedState {
 	e := newEncodedState(d, rec)
-	e.encode(agent)
+	e.encode(agent, size)
 	return e
 }
 
@@ -145,13 +145,17 @@ func newEncodedState(d *doc, rec *capsule.CapsuleRecord) *encodedState {
 	return &encodedState{d: d, c: rec, done: make(chan struct{})}
 }
 
-func (e *encodedState) encode(agent string) {
+// encode encodes the state; size is the length of the last encoding, which
+// it updates, for the buffer to fit the first time (nil: no estimate).
+func (e *encodedState) encode(agent string, size *atomic.Int64) {
 	defer close(e.done)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if e.err = enc.Encode(savedState{Resume: resumeOf(agent, e.d, e.c)}); e.err == nil {
-		e.raw = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	st := savedState{Resume: resumeOf(agent, e.d, e.c)}
+	var buf []byte
+	if size != nil {
+		buf = make([]byte, 0, size.Load()+512)
+	}
+	if e.raw, e.err = encodeSavedState(&st, buf); size != nil && e.err == nil {
+		size.Store(int64(len(e.raw)))
 	}
 }
 

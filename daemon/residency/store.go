@@ -127,6 +127,8 @@ type Store struct {
 
 	stateJSON atomic.Pointer[encodedState] // see StateJSON
 	encoding  sync.WaitGroup               // the answer encodings commits started; Close waits
+	// The last encodings' lengths: the next one's buffer is made to fit.
+	docLen, stateLen atomic.Int64
 }
 
 // CommitStats counts what the store's group commit has done since Open.
@@ -334,12 +336,13 @@ func (s *Store) beginBatch(rec *storage.Recorder) *txn {
 func (s *Store) endBatch(t *txn, answer bool) (uint64, error) {
 	if answer {
 		t.encoded = newEncodedState(t.d, t.capsule)
-		s.encoding.Go(func() { t.encoded.encode(s.agent) })
+		s.encoding.Go(func() { t.encoded.encode(s.agent, &s.stateLen) })
 	}
-	raw, err := json.Marshal(t.d)
+	raw, err := encodeDoc(t.d, make([]byte, 0, s.docLen.Load()+512))
 	if err != nil {
 		return 0, err
 	}
+	s.docLen.Store(int64(len(raw)))
 	if err := t.put(bucketState, keyDoc, raw); err != nil {
 		return 0, err
 	}
@@ -380,21 +383,12 @@ func (t *txn) logWrite(w *capsule.Write) error {
 
 // logWriteEncoded is logWrite for a checkpoint write whose checkpoint its
 // caller encoded already (cpJSON, json.Marshal of w.Checkpoint), outside
-// the commit: only the small envelope is encoded here, while every other
-// writer waits. nil cpJSON encodes all of w.
+// the commit: only the small envelope is encoded here, by hand, while every
+// other writer waits. nil cpJSON encodes all of w.
 func (t *txn) logWriteEncoded(w *capsule.Write, cpJSON []byte) error {
 	w.IdempotencyKey = idempotencyPrefix + t.d.ResidencyID + "-" + strconv.FormatUint(w.Seq, 10)
-	var raw []byte
-	var err error
-	if cpJSON != nil && w.Checkpoint != nil && w.Capsule == nil && w.CoveredFrom == 0 && w.SessionID == "" && w.Reason == "" {
-		// The checkpoint is the last field encoded: every field after it
-		// is empty and omitted.
-		env := *w
-		env.Checkpoint = nil
-		if raw, err = json.Marshal(&env); err == nil {
-			raw = append(append(append(raw[:len(raw)-1:len(raw)-1], `,"checkpoint":`...), cpJSON...), '}')
-		}
-	} else {
+	raw, ok, err := encodeWriteRecord(w, cpJSON)
+	if !ok {
 		raw, err = json.Marshal(w)
 	}
 	if err != nil {
