@@ -71,6 +71,7 @@ type Guard struct {
 	linkDomains []string         // lower case, no leading or trailing dot
 	rules       *secretrules.Set // gitleaks' default rule set, shared by every Guard; see secrets.go
 	extraRules  []secretRule     // continuityd's own rules; see secrets.go
+	extraIndex  *triggerIndex    // which of extraRules' triggers a text holds
 	schema      *capsuleSchema   // the Continuity Capsule v1 schema; see schema.go
 }
 
@@ -96,6 +97,7 @@ func New(opts Options) (*Guard, error) {
 	}
 	g.rules = rules
 	g.extraRules = ownSecretRules()
+	g.extraIndex = newTriggerIndex(g.extraRules)
 	sch, err := newCapsuleSchema(opts.CapsuleSchema)
 	if err != nil {
 		return nil, fmt.Errorf("capsule: reading the capsule schema: %w", err)

@@ -456,12 +456,70 @@ func (g *Guard) secretRule(s string) string {
 // flags s, or "".
 func (g *Guard) extraRule(s string) string {
 	lower := asciiLower(s)
+	var buf [64]bool
+	marks, found := g.extraIndex.present(lower, buf[:0])
+	if !found {
+		return "" // most texts: no rule's trigger is in them
+	}
 	for i := range g.extraRules {
+		if !g.extraIndex.mayMatch(i, marks) {
+			continue
+		}
 		if sp := g.extraRules[i].find(s, lower, 1); len(sp) > 0 {
 			return sp[0].rule
 		}
 	}
 	return ""
+}
+
+// triggerIndex tells, in one pass over a text, which rules of a list may
+// match it: those with a trigger in it (lower-cased, which a trigger
+// matched case-sensitively is too). A rule's candidates all start at a
+// trigger, so the others need not run.
+type triggerIndex struct {
+	triggers *secretrules.Keywords
+	of       [][]int // a rule's triggers, as indexes into triggers
+}
+
+func newTriggerIndex(rules []secretRule) *triggerIndex {
+	x := &triggerIndex{of: make([][]int, len(rules))}
+	var lowered []string
+	index := map[string]int{}
+	for i, r := range rules {
+		for _, t := range r.triggers {
+			t = asciiLower(t)
+			j, ok := index[t]
+			if !ok {
+				j = len(lowered)
+				index[t] = j
+				lowered = append(lowered, t)
+			}
+			x.of[i] = append(x.of[i], j)
+		}
+	}
+	x.triggers = secretrules.NewKeywords(lowered)
+	return x
+}
+
+// present marks the triggers lower holds (in buf when it has the room)
+// and reports whether it holds any.
+func (x *triggerIndex) present(lower string, buf []bool) (marks []bool, found bool) {
+	if n := x.triggers.Len(); cap(buf) >= n {
+		marks = buf[:n]
+	} else {
+		marks = make([]bool, n)
+	}
+	return marks, x.triggers.Present(lower, marks)
+}
+
+// mayMatch reports whether rule i has a trigger among marks.
+func (x *triggerIndex) mayMatch(i int, marks []bool) bool {
+	for _, j := range x.of[i] {
+		if marks[j] {
+			return true
+		}
+	}
+	return false
 }
 
 // find returns up to max spans of rule r in s (max <= 0: all). lower is s
@@ -524,6 +582,9 @@ func (r *secretRule) find(s, lower string, max int) []secretSpan {
 // asciiLower lower-cases ASCII letters only, so byte offsets into the
 // result are offsets into s (strings.ToLower may change lengths).
 func asciiLower(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' }) {
+		return s
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if c >= 'A' && c <= 'Z' {

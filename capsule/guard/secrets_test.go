@@ -337,3 +337,41 @@ func TestGitleaksAllowMarkerIsIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggerIndexSkipsOnlyRulesThatCannotMatch: continuityd's own rules
+// give the same answer with the trigger index as each run on every text,
+// on the credential and innocent cases and on their upper- and
+// lower-cased forms (a case-sensitive trigger is found in the lower-cased
+// text too).
+func TestTriggerIndexSkipsOnlyRulesThatCannotMatch(t *testing.T) {
+	g := testGuard(t)
+	every := func(s string) string { // extraRule without the index
+		lower := asciiLower(s)
+		for i := range g.extraRules {
+			if sp := g.extraRules[i].find(s, lower, 1); len(sp) > 0 {
+				return sp[0].rule
+			}
+		}
+		return ""
+	}
+	var texts []string
+	for _, tc := range credentialCases() {
+		texts = append(texts, tc.value, "notes: "+tc.value+" end")
+	}
+	texts = append(texts, innocentCases()...)
+	flagged := 0
+	for _, s := range texts {
+		for _, form := range []string{s, strings.ToUpper(s), strings.ToLower(s)} {
+			want := every(form)
+			if got := g.extraRule(form); got != want {
+				t.Errorf("%q: with the index %q, every rule run %q", form, got, want)
+			}
+			if want != "" {
+				flagged++
+			}
+		}
+	}
+	if flagged < 20 {
+		t.Fatalf("only %d texts flagged by continuityd's own rules: the comparison proves little", flagged)
+	}
+}

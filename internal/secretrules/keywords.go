@@ -1,5 +1,7 @@
 package secretrules
 
+import "strings"
+
 // keywordMatcher finds which of a set of keywords occur in a text, in one
 // pass: the Aho-Corasick automaton of the keywords, completed into a
 // deterministic one (every state has a next state for every byte, so the
@@ -164,4 +166,35 @@ func (m *keywordMatcher) mark(s int32, present []bool) {
 	for u := m.first[s]; u != 0 && !present[m.ends[u]]; u = m.link[u] {
 		present[m.ends[u]] = true
 	}
+}
+
+// Keywords finds which of a set of keywords occur in a text, in one pass
+// over it: the matcher Find runs gitleaks' keywords with, for other rule
+// sets' literals (the capsule guard's own rules).
+type Keywords struct {
+	m        *keywordMatcher // nil: strings.Contains for each (see newKeywordMatcher)
+	keywords []string
+}
+
+// NewKeywords returns the matcher of keywords, which must be distinct.
+// Matching is byte for byte: lower-case both sides to fold case.
+func NewKeywords(keywords []string) *Keywords {
+	return &Keywords{m: newKeywordMatcher(keywords), keywords: keywords}
+}
+
+// Len is the number of keywords.
+func (k *Keywords) Len() int { return len(k.keywords) }
+
+// Present marks in marks (Len entries, all false) the keywords text
+// holds, and reports whether it holds any.
+func (k *Keywords) Present(text string, marks []bool) bool {
+	if k.m != nil {
+		return k.m.present(text, marks)
+	}
+	found := false
+	for i, kw := range k.keywords {
+		marks[i] = strings.Contains(text, kw)
+		found = found || marks[i]
+	}
+	return found
 }

@@ -165,7 +165,14 @@ func (s *Set) Find(text string) []Finding {
 	if text == "" {
 		return nil
 	}
-	present, found := s.present(strings.ToLower(text))
+	// The marks of gitleaks' 241 keywords fit on the stack: a guard
+	// checks every field of every write.
+	var marks [256]bool
+	present := marks[:0]
+	if len(s.keywords) > len(marks) {
+		present = nil
+	}
+	present, found := s.present(strings.ToLower(text), present)
 	if !found && !s.keywordless {
 		return nil // no rule can match: most texts
 	}
@@ -181,9 +188,15 @@ func (s *Set) Find(text string) []Finding {
 	return filter(all)
 }
 
-// present reports which keywords occur in lower, and whether any does.
-func (s *Set) present(lower string) (present []bool, found bool) {
-	present = make([]bool, len(s.keywords))
+// present reports which keywords occur in lower, and whether any does, in
+// buf when it has the room.
+func (s *Set) present(lower string, buf []bool) (present []bool, found bool) {
+	if cap(buf) >= len(s.keywords) {
+		present = buf[:len(s.keywords)]
+		clear(present)
+	} else {
+		present = make([]bool, len(s.keywords))
+	}
 	if s.matcher != nil {
 		return present, s.matcher.present(lower, present)
 	}
