@@ -45,24 +45,22 @@ type SyncedUpstream struct {
 	Error     *string `json:"error"`
 }
 
-// AppendJSON encodes the answer as encoding/json would, without scanning
-// the state again: the store made it and it is most of the answer.
-func (ans *CheckpointAnswer) AppendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendUint(b, ans.Seq, 10)
-	b = append(b, `,"state":`...)
-	b = append(b, ans.State...)
+// JSONAround is the answer's encoding, as encoding/json would give it
+// (with a trailing newline), less the state: head, then State, then tail.
+// The state is most of the answer, and the store made it: it is written as
+// it is, neither scanned nor copied again.
+func (ans *CheckpointAnswer) JSONAround() (head, tail []byte, err error) {
+	head = append(append([]byte(`{"seq":`), strconv.FormatUint(ans.Seq, 10)...), `,"state":`...)
 	if len(ans.Sync) > 0 {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(ans.Sync); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		b = append(b, `,"sync":`...)
-		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		tail = append([]byte(`,"sync":`), bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 	}
-	return append(b, "}\n"...), nil
+	return head, append(tail, "}\n"...), nil
 }
 
 // Checkpoint stores the agent's own checkpoint (the Q-Day body, checked by

@@ -6,18 +6,19 @@ import (
 	"testing"
 )
 
-// appendJSON writes what encoding/json (HTML left unescaped, as writeJSON
-// sets it) would.
+// JSONAround, with the state between its parts, is what encoding/json
+// (HTML left unescaped, as writeJSON sets it) would write.
 func TestCheckpointAnswerEncodesLikeEncodingJSON(t *testing.T) {
 	msg := "refused: <html> & more"
 	for _, ans := range []CheckpointAnswer{
 		{Seq: 7, State: json.RawMessage(`{"agent":"builder","focus":"a <b>"}`)},
 		{Seq: 8, State: json.RawMessage(`{}`), Sync: []SyncedUpstream{{Name: "qday", Delivered: false, State: "retrying", Error: &msg}, {Name: "local", Delivered: true, State: "ok"}}},
 	} {
-		got, err := ans.AppendJSON(nil)
+		head, tail, err := ans.JSONAround()
 		if err != nil {
 			t.Fatal(err)
 		}
+		got := append(append(head, ans.State...), tail...)
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
 		enc.SetEscapeHTML(false)

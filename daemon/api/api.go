@@ -398,11 +398,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeBody(w, status, buf.Bytes())
 }
 
-// writeBody sends an encoded JSON answer. The explicit Content-Length
-// spares answers over 2 KB the chunked encoding net/http falls back to.
-func writeBody(w http.ResponseWriter, status int, body []byte) {
+// writeBody sends an encoded JSON answer, given in parts that are written
+// one after the other. The explicit Content-Length spares answers over
+// 2 KB the chunked encoding net/http falls back to.
+func writeBody(w http.ResponseWriter, status int, parts ...[]byte) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(status)
-	w.Write(body)
+	for _, p := range parts {
+		w.Write(p)
+	}
 }

@@ -58,13 +58,13 @@ func (a *API) handleCheckpoint(w http.ResponseWriter, r *http.Request, ag *agent
 		writeError(w, err)
 		return
 	}
-	out, err := ans.AppendJSON(make([]byte, 0, len(ans.State)+64))
+	head, tail, err := ans.JSONAround()
 	if err != nil {
 		writeError(w, capsule.Refuse(capsule.CodeInternal, "",
 			"the write was stored (seq %d) but the answer could not be encoded: %v", ans.Seq, err))
 		return
 	}
-	writeBody(w, http.StatusOK, out)
+	writeBody(w, http.StatusOK, head, ans.State, tail)
 }
 
 // handleWait is GET /v1/continuity/wait?max_seconds=N[&after=CURSOR]. Without

@@ -210,13 +210,20 @@ func (s *since) notePaths(seq uint64, paths []string) {
 	s.Paths = out
 }
 
-// appendBounded appends v and drops the oldest entries beyond limit.
+// appendBounded appends v and drops the oldest entries beyond limit; a
+// list that reaches it is copied once into a new array of its own.
 func appendBounded[T any](xs []T, limit int, v ...T) []T {
-	xs = append(xs, v...)
-	if len(xs) > limit {
-		xs = append(xs[:0:0], xs[len(xs)-limit:]...)
+	drop := len(xs) + len(v) - limit
+	if drop <= 0 {
+		return append(xs, v...)
 	}
-	return xs
+	out := make([]T, 0, limit)
+	if drop < len(xs) {
+		out = append(out, xs[drop:]...)
+	} else {
+		v = v[drop-len(xs):]
+	}
+	return append(out, v...)
 }
 
 func (s *since) wire() capsule.SinceLastVisit {

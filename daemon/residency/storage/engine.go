@@ -165,8 +165,11 @@ type Engine[T any] struct {
 	broken     error  // set when bbolt and the log could not be brought back in step
 	reserved   uint64 // KeySeqReserved as bbolt holds it
 	lastSeq    uint64 // the seq of the last batch published (a flush reserves past it)
-	recovery   Recovery
-	crashClose bool // Crash: Close leaves bbolt behind the log, as a crash would
+	// lastPayload is the last batch's payload length: the next one's
+	// buffer is made that size (and a quarter) at once.
+	lastPayload int
+	recovery    Recovery
+	crashClose  bool // Crash: Close leaves bbolt behind the log, as a crash would
 
 	closeMu sync.RWMutex // held for reading while submitting; Close takes it for writing
 	closed  bool
@@ -608,7 +611,7 @@ func (e *Engine[T]) commitWrites(batch []*Op[T], results []result, d durability)
 	if err := e.begin(); err != nil {
 		return err
 	}
-	rec := NewRecorder(e.wtx)
+	rec := NewRecorder(e.wtx, e.lastPayload+e.lastPayload/4)
 	work := e.hooks.Begin(rec)
 	answer := false
 	for i, o := range batch {
@@ -627,6 +630,7 @@ func (e *Engine[T]) commitWrites(batch []*Op[T], results []result, d durability)
 	}
 	e.hooks.Publish(work)
 	e.lastSeq = seq
+	e.lastPayload = len(rec.Payload())
 	return nil
 }
 

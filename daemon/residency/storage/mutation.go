@@ -45,8 +45,11 @@ type Recorder struct {
 	buf []byte
 }
 
-// NewRecorder records the changes made to tx through it.
-func NewRecorder(tx *bolt.Tx) *Recorder { return &Recorder{tx: tx} }
+// NewRecorder records the changes made to tx through it; size is what the
+// payload is expected to take (the last batch's), to be allocated once.
+func NewRecorder(tx *bolt.Tx, size int) *Recorder {
+	return &Recorder{tx: tx, buf: make([]byte, 0, size)}
+}
 
 // Put puts value under key in bucket, and records it.
 func (r *Recorder) Put(bucket, key, value []byte) error {
