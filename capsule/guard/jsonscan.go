@@ -28,13 +28,17 @@ func quickCheckJSON(body []byte) bool {
 	if i >= len(body) || body[i] != '{' {
 		return false
 	}
-	// One frame per open container: for objects, where each key sits in
-	// body, so duplicates are found without allocating.
+	// One frame per open container. Where each key sits in body is kept
+	// in keys, a stack too: an object's keys from its frame's first on
+	// (a closed object's are dropped), so duplicates are found without
+	// allocating; both live on this function's stack for common bodies.
 	type frame struct {
 		object bool
-		keys   [][2]int
+		first  int // the object's first key in keys
 	}
-	stack := make([]frame, 0, 8)
+	var frames [16]frame
+	var keySlab [64][2]int
+	stack, keys := frames[:0], keySlab[:0]
 	expectKey := false
 	for ; i < len(body); i++ {
 		switch c := body[i]; c {
@@ -43,9 +47,10 @@ func quickCheckJSON(body []byte) bool {
 			if len(stack) >= MaxJSONDepth {
 				return false
 			}
-			stack = append(stack, frame{object: c == '{'})
+			stack = append(stack, frame{object: c == '{', first: len(keys)})
 			expectKey = c == '{'
 		case '}', ']':
+			keys = keys[:stack[len(stack)-1].first]
 			stack = stack[:len(stack)-1]
 			expectKey = false
 		case ',':
@@ -56,20 +61,20 @@ func quickCheckJSON(body []byte) bool {
 				return false
 			}
 			if expectKey {
-				top := &stack[len(stack)-1]
-				if escaped || len(top.keys) >= quickKeys {
+				mine := keys[stack[len(stack)-1].first:]
+				if escaped || len(mine) >= quickKeys {
 					return false
 				}
 				key := body[i+1 : end-1]
 				if !utf8.Valid(key) { // the slow walk compares keys with U+FFFD for bad bytes
 					return false
 				}
-				for _, k := range top.keys {
+				for _, k := range mine {
 					if string(body[k[0]:k[1]]) == string(key) {
 						return false
 					}
 				}
-				top.keys = append(top.keys, [2]int{i + 1, end - 1})
+				keys = append(keys, [2]int{i + 1, end - 1})
 				expectKey = false
 			}
 			i = end - 1
@@ -93,6 +98,7 @@ func readMembersQuick(raw []byte) (ms []member, ok, slow bool) {
 	if i < len(raw) && raw[i] == '}' {
 		return nil, true, false
 	}
+	ms = make([]member, 0, 4) // most objects: allocated once
 	for i < len(raw) {
 		if raw[i] != '"' {
 			return nil, false, true
