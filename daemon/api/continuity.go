@@ -104,6 +104,9 @@ func (a *API) handleWait(w http.ResponseWriter, r *http.Request, ag *agent.Agent
 
 // boolQuery reads an optional boolean query parameter (1/0/true/false).
 func boolQuery(r *http.Request, name string) (bool, *capsule.Error) {
+	if r.URL.RawQuery == "" {
+		return false, nil // most requests: no query to parse
+	}
 	v := r.URL.Query().Get(name)
 	if v == "" {
 		return false, nil

@@ -222,7 +222,7 @@ func summarizeCheckpoint(cp *capsule.Checkpoint) string {
 	if cp.Stop != nil {
 		return "stop"
 	}
-	var parts []string
+	parts := make([]string, 0, 6)
 	if cp.ResumeResidency {
 		parts = append(parts, "resume_residency")
 	}
