@@ -28,7 +28,7 @@ func (s *Store) CheckpointIf(ctx context.Context, cp *capsule.Checkpoint, origin
 // checkpointIf stores cp, if ifSeq is nil or the state is still there.
 func (s *Store) checkpointIf(ctx context.Context, cp *capsule.Checkpoint, origin capsule.Origin, ifSeq *uint64) (uint64, error) {
 	// Encoded here, in the caller's goroutine, not in the commit.
-	cpJSON, err := json.Marshal(cp)
+	cpJSON, err := encodeCheckpoint(cp)
 	if err != nil {
 		return 0, err
 	}

@@ -5,10 +5,11 @@ import (
 	"github.com/continuityd/continuityd/internal/jsonappend"
 )
 
-// The state document, the state a checkpoint answers with and the log's
-// write records are encoded by hand: every commit encodes the first, every
-// answered commit the second, every write a third, and encoding/json spent
-// a tenth of a write's CPU on them (its time stamps alone half of that).
+// The state document, the state a checkpoint answers with, the log's
+// write records and the checkpoints in them are encoded by hand: every
+// commit encodes the first, every answered commit the second, every write
+// the others, and encoding/json spent a tenth of a write's CPU on them
+// (its time stamps alone half of that).
 // Each function below writes exactly what encoding/json writes for its
 // type, field for field in the order of the type's declaration;
 // TestEncodersMatchEncodingJSON holds them to it with every field filled
@@ -196,6 +197,81 @@ func encodeWriteRecord(wr *capsule.Write, cpJSON []byte) (raw []byte, ok bool, e
 	w.Raw(cpJSON)
 	w.EndObject()
 	return w.B, true, w.Err()
+}
+
+// encodeCheckpoint is json.Marshal(cp).
+func encodeCheckpoint(cp *capsule.Checkpoint) ([]byte, error) {
+	w := jsonappend.Writer{B: make([]byte, 0, 256), EscapeHTML: true}
+	w.BeginObject()
+	if cp.Focus != nil {
+		w.Key("focus")
+		w.String(*cp.Focus)
+	}
+	if ws := cp.WorkingState; ws != nil {
+		w.Key("working_state")
+		w.BeginObject()
+		if ws.NextAction != nil {
+			w.Key("next_action")
+			w.String(*ws.NextAction)
+		}
+		if ws.LastResult != nil {
+			w.Key("last_result")
+			w.String(*ws.LastResult)
+		}
+		writeNullable(&w, "result_ref", ws.ResultRef)
+		writeNullable(&w, "waiting_for", ws.WaitingFor)
+		w.EndObject()
+	}
+	if d := cp.Decide; d != nil {
+		w.Key("decide")
+		w.BeginObject()
+		w.Key("chosen")
+		w.String(d.Chosen)
+		w.Key("because")
+		w.String(d.Because)
+		if d.PassedOver != "" {
+			w.Key("passed_over")
+			w.String(d.PassedOver)
+		}
+		w.EndObject()
+	}
+	// The public status and commitments are rarer, and hold raw messages
+	// and lists: encoding/json writes them.
+	if cp.PublicStatus != nil {
+		w.Key("public_status")
+		w.Value(cp.PublicStatus)
+	}
+	if cp.Commitments != nil {
+		w.Key("commitments")
+		w.Value(cp.Commitments)
+	}
+	if cp.Stop != nil {
+		w.Key("stop")
+		w.BeginObject()
+		w.Key("reason")
+		w.String(cp.Stop.Reason)
+		w.EndObject()
+	}
+	if cp.ResumeResidency {
+		w.Key("resume_residency")
+		w.Bool(true)
+	}
+	w.EndObject()
+	return w.B, w.Err()
+}
+
+// writeNullable writes a NullableString member as its MarshalJSON and
+// omitzero do: absent when not set, null, or the string.
+func writeNullable(w *jsonappend.Writer, name string, n capsule.NullableString) {
+	if !n.Set {
+		return
+	}
+	w.Key(name)
+	if !n.Valid {
+		w.Null()
+		return
+	}
+	w.String(n.Value)
 }
 
 // writeList writes xs with each, null for nil as encoding/json has it.

@@ -44,8 +44,9 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		}
 		var cpJSON []byte
 		if w.Checkpoint != nil {
-			if cpJSON, err = json.Marshal(w.Checkpoint); err != nil {
-				t.Fatal(err)
+			want, wantErr := json.Marshal(w.Checkpoint)
+			if cpJSON, err = encodeCheckpoint(w.Checkpoint); !sameEncoding(cpJSON, err, want, wantErr) {
+				t.Fatalf("round %d, the checkpoint:\nencodeCheckpoint %s (%v)\njson.Marshal     %s (%v)", i, cpJSON, err, want, wantErr)
 			}
 		}
 		want, wantErr = json.Marshal(&w)
