@@ -457,7 +457,7 @@ func (g *Guard) secretRule(s string) string {
 func (g *Guard) extraRule(s string) string {
 	lower := asciiLower(s)
 	var buf [64]bool
-	marks, found := g.extraIndex.present(lower, buf[:0])
+	marks, found := g.extraIndex.triggers.Present(lower, buf[:0])
 	if !found {
 		return "" // most texts: no rule's trigger is in them
 	}
@@ -499,17 +499,6 @@ func newTriggerIndex(rules []secretRule) *triggerIndex {
 	}
 	x.triggers = secretrules.NewKeywords(lowered)
 	return x
-}
-
-// present marks the triggers lower holds (in buf when it has the room)
-// and reports whether it holds any.
-func (x *triggerIndex) present(lower string, buf []bool) (marks []bool, found bool) {
-	if n := x.triggers.Len(); cap(buf) >= n {
-		marks = buf[:n]
-	} else {
-		marks = make([]bool, n)
-	}
-	return marks, x.triggers.Present(lower, marks)
 }
 
 // mayMatch reports whether rule i has a trigger among marks.

@@ -75,7 +75,7 @@ func BenchmarkPrefilter(b *testing.B) {
 			b.Run(bc.name+"/"+impl.name, func(b *testing.B) {
 				b.SetBytes(int64(len(bc.s)))
 				for b.Loop() {
-					impl.s.present(strings.ToLower(bc.s), nil)
+					impl.s.prefilter.Present(strings.ToLower(bc.s), nil)
 				}
 			})
 		}

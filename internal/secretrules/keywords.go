@@ -169,7 +169,7 @@ func (m *keywordMatcher) mark(s int32, present []bool) {
 }
 
 // Keywords finds which of a set of keywords occur in a text, in one pass
-// over it: the matcher Find runs gitleaks' keywords with, for other rule
+// over it: the prefilter of gitleaks' rules (Set.Find), and of other rule
 // sets' literals (the capsule guard's own rules).
 type Keywords struct {
 	m        *keywordMatcher // nil: strings.Contains for each (see newKeywordMatcher)
@@ -182,19 +182,23 @@ func NewKeywords(keywords []string) *Keywords {
 	return &Keywords{m: newKeywordMatcher(keywords), keywords: keywords}
 }
 
-// Len is the number of keywords.
-func (k *Keywords) Len() int { return len(k.keywords) }
-
-// Present marks in marks (Len entries, all false) the keywords text
-// holds, and reports whether it holds any.
-func (k *Keywords) Present(text string, marks []bool) bool {
-	if k.m != nil {
-		return k.m.present(text, marks)
+// Present marks the keywords text holds, one entry per keyword in the
+// order they were given, and reports whether it holds any. The marks are
+// made in buf when it has the room (a caller's array on its stack: the
+// guard checks every field of every write).
+func (k *Keywords) Present(text string, buf []bool) (marks []bool, found bool) {
+	if n := len(k.keywords); cap(buf) >= n {
+		marks = buf[:n]
+		clear(marks)
+	} else {
+		marks = make([]bool, n)
 	}
-	found := false
+	if k.m != nil {
+		return marks, k.m.present(text, marks)
+	}
 	for i, kw := range k.keywords {
 		marks[i] = strings.Contains(text, kw)
 		found = found || marks[i]
 	}
-	return found
+	return marks, found
 }

@@ -18,7 +18,7 @@ func TestKeywordMatcherAgreesWithContains(t *testing.T) {
 		t.Fatal(err)
 	}
 	sets := map[string][]string{
-		"embedded":  embedded.keywords,
+		"embedded":  embedded.prefilter.keywords,
 		"classic":   {"he", "she", "his", "hers"},
 		"runs":      {"a", "aa", "aaa", "aaaa", "b", "ab", "ba"},
 		"suffixes":  {"key", "apikey", "api_key", "y", "ey", "secret", "cret", "re"},
@@ -76,9 +76,9 @@ func TestKeywordMatcherIsSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := s.matcher
+	m := s.prefilter.m
 	bytes := 4 * (len(m.rows) + len(m.state) + len(m.ends) + len(m.first) + len(m.link))
-	t.Logf("%d keywords, %d states, %d classes: %d bytes", len(s.keywords), len(m.ends), m.classes, bytes)
+	t.Logf("%d keywords, %d states, %d classes: %d bytes", len(s.prefilter.keywords), len(m.ends), m.classes, bytes)
 	if bytes > 512<<10 {
 		t.Fatalf("the matcher takes %d bytes, want under 512 KiB", bytes)
 	}

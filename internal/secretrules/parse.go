@@ -76,6 +76,7 @@ func parse(src string, ac bool) (*Set, error) {
 	}
 
 	s := &Set{}
+	var keywords []string
 	kwIndex := map[string]int{}
 	byID := map[string]int{}
 	for _, fr := range fc.Rules {
@@ -94,9 +95,9 @@ func parse(src string, ac bool) (*Set, error) {
 			k = strings.ToLower(k)
 			i, ok := kwIndex[k]
 			if !ok {
-				i = len(s.keywords)
+				i = len(keywords)
 				kwIndex[k] = i
-				s.keywords = append(s.keywords, k)
+				keywords = append(keywords, k)
 			}
 			r.keywords = append(r.keywords, i)
 		}
@@ -129,7 +130,9 @@ func parse(src string, ac bool) (*Set, error) {
 		}
 	}
 	if ac {
-		s.matcher = newKeywordMatcher(s.keywords)
+		s.prefilter = NewKeywords(keywords)
+	} else {
+		s.prefilter = &Keywords{keywords: keywords}
 	}
 	return s, nil
 }

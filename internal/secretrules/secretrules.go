@@ -95,16 +95,14 @@ type Finding struct {
 type Set struct {
 	rules  []rule
 	global []allowlist
-	// keywords are the rules' keywords, lower-cased and de-duplicated;
-	// rule.keywords index into it.
-	keywords []string
+	// prefilter finds the rules' keywords (lower-cased, de-duplicated;
+	// rule.keywords index into them) in one pass over the text (or, built
+	// without its matcher, one strings.Contains per keyword, 20 times
+	// slower on 4 KB; see BenchmarkPrefilter).
+	prefilter *Keywords
 	// keywordless is set when a rule has no keywords: it runs on every
 	// text (gitleaks' default set has none).
 	keywordless bool
-	// matcher finds every keyword in one pass over the text (nil: one
-	// strings.Contains per keyword, 20 times slower on 4 KB; see
-	// BenchmarkPrefilter).
-	matcher *keywordMatcher
 }
 
 // rule is one content rule of the set.
@@ -168,11 +166,7 @@ func (s *Set) Find(text string) []Finding {
 	// The marks of gitleaks' 241 keywords fit on the stack: a guard
 	// checks every field of every write.
 	var marks [256]bool
-	present := marks[:0]
-	if len(s.keywords) > len(marks) {
-		present = nil
-	}
-	present, found := s.present(strings.ToLower(text), present)
+	present, found := s.prefilter.Present(strings.ToLower(text), marks[:0])
 	if !found && !s.keywordless {
 		return nil // no rule can match: most texts
 	}
@@ -186,25 +180,6 @@ func (s *Set) Find(text string) []Finding {
 		all = r.find(text, s.global, &nl, all)
 	}
 	return filter(all)
-}
-
-// present reports which keywords occur in lower, and whether any does, in
-// buf when it has the room.
-func (s *Set) present(lower string, buf []bool) (present []bool, found bool) {
-	if cap(buf) >= len(s.keywords) {
-		present = buf[:len(s.keywords)]
-		clear(present)
-	} else {
-		present = make([]bool, len(s.keywords))
-	}
-	if s.matcher != nil {
-		return present, s.matcher.present(lower, present)
-	}
-	for i, k := range s.keywords {
-		present[i] = strings.Contains(lower, k)
-		found = found || present[i]
-	}
-	return present, found
 }
 
 func anyPresent(idx []int, present []bool) bool {
