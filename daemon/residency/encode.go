@@ -19,24 +19,17 @@ import (
 func encodeDoc(d *doc, buf []byte) ([]byte, error) {
 	w := jsonappend.Writer{B: buf, EscapeHTML: true}
 	w.BeginObject()
-	w.Key("residency_id")
-	w.String(d.ResidencyID)
-	w.Key("seq")
-	w.Uint(d.Seq)
-	w.Key("focus")
-	w.String(d.Focus)
+	w.StringField("residency_id", d.ResidencyID)
+	w.UintField("seq", d.Seq)
+	w.StringField("focus", d.Focus)
 	w.Key("focus_updated_at")
 	w.TimePtr(d.FocusUpdatedAt)
-	if d.FocusOrigin != "" {
-		w.Key("focus_origin")
-		w.String(string(d.FocusOrigin))
-	}
+	w.OmitEmptyString("focus_origin", string(d.FocusOrigin))
 	w.Key("working_state")
 	writeWorkingState(&w, d.WorkingState)
 	w.Key("commitments")
 	writeList(&w, d.Commitments, writeCommitment)
-	w.Key("next_commitment")
-	w.Uint(d.NextCommitment)
+	w.UintField("next_commitment", d.NextCommitment)
 	w.Key("decisions")
 	writeList(&w, d.Decisions, writeDecision)
 	w.Key("public_status")
@@ -50,23 +43,18 @@ func encodeDoc(d *doc, buf []byte) ([]byte, error) {
 		writeList(&w, d.Plan, writePlanStep)
 	}
 	if d.PlanAt != nil {
-		w.Key("plan_at")
-		w.Time(*d.PlanAt)
+		w.TimeField("plan_at", *d.PlanAt)
 	}
 	w.Key("since")
 	writeSince(&w, &d.Since)
 	w.Key("context")
 	writeContext(&w, &d.Context)
-	if d.LastCompaction != "" {
-		w.Key("last_compaction")
-		w.String(d.LastCompaction)
-	}
+	w.OmitEmptyString("last_compaction", d.LastCompaction)
 	w.Key("last_write_at")
 	w.TimePtr(d.LastWriteAt)
 	w.Key("refused")
 	writeList(&w, d.Refused, writeRefusal)
-	w.Key("capsule_seq")
-	w.Uint(d.CapsuleSeq)
+	w.UintField("capsule_seq", d.CapsuleSeq)
 	if d.Unshipped {
 		w.Key("unshipped")
 		w.Bool(true)
@@ -87,12 +75,9 @@ func encodeSavedState(st *savedState, buf []byte) ([]byte, error) {
 	w := jsonappend.Writer{B: buf}
 	r := &st.Resume
 	w.BeginObject()
-	w.Key("agent")
-	w.String(r.Agent)
-	w.Key("seq")
-	w.Uint(r.Seq)
-	w.Key("focus")
-	w.String(r.Focus)
+	w.StringField("agent", r.Agent)
+	w.UintField("seq", r.Seq)
+	w.StringField("focus", r.Focus)
 	w.Key("focus_updated_at")
 	w.TimePtr(r.FocusUpdatedAt)
 	w.Key("working_state")
@@ -116,8 +101,7 @@ func encodeSavedState(st *savedState, buf []byte) ([]byte, error) {
 	w.Key("plan")
 	writeList(&w, r.Plan, writePlanStep)
 	if r.PlanUpdatedAt != nil {
-		w.Key("plan_updated_at")
-		w.Time(*r.PlanUpdatedAt)
+		w.TimeField("plan_updated_at", *r.PlanUpdatedAt)
 	}
 	// "snapshot": hidden by savedState's own field.
 	w.Key("since_last_visit")
@@ -183,16 +167,11 @@ func encodeWriteRecord(wr *capsule.Write, cpJSON []byte) (raw []byte, ok bool, e
 	}
 	w := jsonappend.Writer{B: make([]byte, 0, 160+len(cpJSON)), EscapeHTML: true}
 	w.BeginObject()
-	w.Key("seq")
-	w.Uint(wr.Seq)
-	w.Key("kind")
-	w.String(string(wr.Kind))
-	w.Key("origin")
-	w.String(string(wr.Origin))
-	w.Key("at")
-	w.Time(wr.At)
-	w.Key("idempotency_key")
-	w.String(wr.IdempotencyKey)
+	w.UintField("seq", wr.Seq)
+	w.StringField("kind", string(wr.Kind))
+	w.StringField("origin", string(wr.Origin))
+	w.TimeField("at", wr.At)
+	w.StringField("idempotency_key", wr.IdempotencyKey)
 	w.Key("checkpoint")
 	w.Raw(cpJSON)
 	w.EndObject()
@@ -204,19 +183,16 @@ func encodeCheckpoint(cp *capsule.Checkpoint) ([]byte, error) {
 	w := jsonappend.Writer{B: make([]byte, 0, 256), EscapeHTML: true}
 	w.BeginObject()
 	if cp.Focus != nil {
-		w.Key("focus")
-		w.String(*cp.Focus)
+		w.StringField("focus", *cp.Focus)
 	}
 	if ws := cp.WorkingState; ws != nil {
 		w.Key("working_state")
 		w.BeginObject()
 		if ws.NextAction != nil {
-			w.Key("next_action")
-			w.String(*ws.NextAction)
+			w.StringField("next_action", *ws.NextAction)
 		}
 		if ws.LastResult != nil {
-			w.Key("last_result")
-			w.String(*ws.LastResult)
+			w.StringField("last_result", *ws.LastResult)
 		}
 		writeNullable(&w, "result_ref", ws.ResultRef)
 		writeNullable(&w, "waiting_for", ws.WaitingFor)
@@ -225,14 +201,9 @@ func encodeCheckpoint(cp *capsule.Checkpoint) ([]byte, error) {
 	if d := cp.Decide; d != nil {
 		w.Key("decide")
 		w.BeginObject()
-		w.Key("chosen")
-		w.String(d.Chosen)
-		w.Key("because")
-		w.String(d.Because)
-		if d.PassedOver != "" {
-			w.Key("passed_over")
-			w.String(d.PassedOver)
-		}
+		w.StringField("chosen", d.Chosen)
+		w.StringField("because", d.Because)
+		w.OmitEmptyString("passed_over", d.PassedOver)
 		w.EndObject()
 	}
 	// The public status and commitments are rarer, and hold raw messages
@@ -248,8 +219,7 @@ func encodeCheckpoint(cp *capsule.Checkpoint) ([]byte, error) {
 	if cp.Stop != nil {
 		w.Key("stop")
 		w.BeginObject()
-		w.Key("reason")
-		w.String(cp.Stop.Reason)
+		w.StringField("reason", cp.Stop.Reason)
 		w.EndObject()
 	}
 	if cp.ResumeResidency {
@@ -294,39 +264,25 @@ func writeWorkingState(w *jsonappend.Writer, ws *capsule.WorkingStateRecord) {
 		return
 	}
 	w.BeginObject()
-	w.Key("next_action")
-	w.String(ws.NextAction)
-	w.Key("last_result")
-	w.String(ws.LastResult)
+	w.StringField("next_action", ws.NextAction)
+	w.StringField("last_result", ws.LastResult)
 	w.Key("result_ref")
 	w.StringPtr(ws.ResultRef)
 	w.Key("waiting_for")
 	w.StringPtr(ws.WaitingFor)
-	w.Key("updated_at")
-	w.Time(ws.UpdatedAt)
-	w.Key("origin")
-	w.String(string(ws.Origin))
+	w.TimeField("updated_at", ws.UpdatedAt)
+	w.StringField("origin", string(ws.Origin))
 	w.EndObject()
 }
 
 func writeCommitment(w *jsonappend.Writer, c *capsule.Commitment) {
 	w.BeginObject()
-	w.Key("id")
-	w.String(c.ID)
-	w.Key("title")
-	w.String(c.Title)
-	w.Key("status")
-	w.String(c.Status)
-	w.Key("opened_at")
-	w.Time(c.OpenedAt)
-	if c.Evidence != "" {
-		w.Key("evidence")
-		w.String(c.Evidence)
-	}
-	if c.Reason != "" {
-		w.Key("reason")
-		w.String(c.Reason)
-	}
+	w.StringField("id", c.ID)
+	w.StringField("title", c.Title)
+	w.StringField("status", c.Status)
+	w.TimeField("opened_at", c.OpenedAt)
+	w.OmitEmptyString("evidence", c.Evidence)
+	w.OmitEmptyString("reason", c.Reason)
 	w.Key("history")
 	writeList(w, c.History, writeCommitmentEvent)
 	w.EndObject()
@@ -334,33 +290,20 @@ func writeCommitment(w *jsonappend.Writer, c *capsule.Commitment) {
 
 func writeCommitmentEvent(w *jsonappend.Writer, e *capsule.CommitmentEvent) {
 	w.BeginObject()
-	w.Key("at")
-	w.Time(e.At)
-	w.Key("action")
-	w.String(e.Action)
-	w.Key("seq")
-	w.Uint(e.Seq)
-	if e.Detail != "" {
-		w.Key("detail")
-		w.String(e.Detail)
-	}
+	w.TimeField("at", e.At)
+	w.StringField("action", e.Action)
+	w.UintField("seq", e.Seq)
+	w.OmitEmptyString("detail", e.Detail)
 	w.EndObject()
 }
 
 func writeDecision(w *jsonappend.Writer, d *capsule.DecisionRecord) {
 	w.BeginObject()
-	w.Key("chosen")
-	w.String(d.Chosen)
-	w.Key("because")
-	w.String(d.Because)
-	if d.PassedOver != "" {
-		w.Key("passed_over")
-		w.String(d.PassedOver)
-	}
-	w.Key("at")
-	w.Time(d.At)
-	w.Key("seq")
-	w.Uint(d.Seq)
+	w.StringField("chosen", d.Chosen)
+	w.StringField("because", d.Because)
+	w.OmitEmptyString("passed_over", d.PassedOver)
+	w.TimeField("at", d.At)
+	w.UintField("seq", d.Seq)
 	w.EndObject()
 }
 
@@ -370,32 +313,17 @@ func writePublicStatus(w *jsonappend.Writer, p *capsule.PublicStatusRecord) {
 		return
 	}
 	w.BeginObject()
-	w.Key("phase")
-	w.String(p.Phase)
-	w.Key("next_action")
-	w.String(p.NextAction)
-	if p.Reason != "" {
-		w.Key("reason")
-		w.String(p.Reason)
-	}
+	w.StringField("phase", p.Phase)
+	w.StringField("next_action", p.NextAction)
+	w.OmitEmptyString("reason", p.Reason)
 	if len(p.Until) > 0 {
 		w.Key("until")
 		w.Value(p.Until) // compacted, as encoding/json does a raw message
 	}
-	if p.Tool != "" {
-		w.Key("tool")
-		w.String(p.Tool)
-	}
-	if p.Route != "" {
-		w.Key("route")
-		w.String(p.Route)
-	}
-	if p.Experiment != "" {
-		w.Key("experiment")
-		w.String(p.Experiment)
-	}
-	w.Key("updated_at")
-	w.Time(p.UpdatedAt)
+	w.OmitEmptyString("tool", p.Tool)
+	w.OmitEmptyString("route", p.Route)
+	w.OmitEmptyString("experiment", p.Experiment)
+	w.TimeField("updated_at", p.UpdatedAt)
 	w.EndObject()
 }
 
@@ -405,65 +333,49 @@ func writeStop(w *jsonappend.Writer, s *capsule.StopRecord) {
 		return
 	}
 	w.BeginObject()
-	w.Key("reason")
-	w.String(s.Reason)
-	w.Key("at")
-	w.Time(s.At)
+	w.StringField("reason", s.Reason)
+	w.TimeField("at", s.At)
 	w.EndObject()
 }
 
 func writePlanStep(w *jsonappend.Writer, s *capsule.PlanStep) {
 	w.BeginObject()
-	w.Key("step")
-	w.String(s.Step)
-	w.Key("status")
-	w.String(s.Status)
+	w.StringField("step", s.Step)
+	w.StringField("status", s.Status)
 	w.EndObject()
 }
 
 func writeSince(w *jsonappend.Writer, s *since) {
 	w.BeginObject()
-	w.Key("at")
-	w.Time(s.At)
-	w.Key("writes_total")
-	w.Int(int64(s.WritesTotal))
-	w.Key("writes_base")
-	w.Int(int64(s.WritesBase))
-	w.Key("paths_total")
-	w.Int(int64(s.PathsTotal))
-	w.Key("paths_base")
-	w.Int(int64(s.PathsBase))
+	w.TimeField("at", s.At)
+	w.IntField("writes_total", s.WritesTotal)
+	w.IntField("writes_base", s.WritesBase)
+	w.IntField("paths_total", s.PathsTotal)
+	w.IntField("paths_base", s.PathsBase)
 	w.Key("paths")
 	writeList(w, s.Paths, func(w *jsonappend.Writer, p *seqPath) {
 		w.BeginObject()
-		w.Key("seq")
-		w.Uint(p.Seq)
-		w.Key("v")
-		w.String(p.V)
+		w.UintField("seq", p.Seq)
+		w.StringField("v", p.V)
 		if p.N != 0 {
-			w.Key("n")
-			w.Int(int64(p.N))
+			w.IntField("n", p.N)
 		}
 		if p.First != 0 {
-			w.Key("first")
-			w.Uint(p.First)
+			w.UintField("first", p.First)
 		}
 		w.EndObject()
 	})
 	w.Key("commits")
 	writeList(w, s.Commits, func(w *jsonappend.Writer, c *seqString) {
 		w.BeginObject()
-		w.Key("seq")
-		w.Uint(c.Seq)
-		w.Key("v")
-		w.String(c.V)
+		w.UintField("seq", c.Seq)
+		w.StringField("v", c.V)
 		w.EndObject()
 	})
 	w.Key("signals")
 	writeList(w, s.Signals, func(w *jsonappend.Writer, n *seqSignal) {
 		w.BeginObject()
-		w.Key("seq")
-		w.Uint(n.Seq)
+		w.UintField("seq", n.Seq)
 		w.Key("note")
 		writeSignalNote(w, &n.Note)
 		w.EndObject()
@@ -472,8 +384,7 @@ func writeSince(w *jsonappend.Writer, s *since) {
 		w.Key("head")
 		writeList(w, s.Head, func(w *jsonappend.Writer, h *seqHead) {
 			w.BeginObject()
-			w.Key("seq")
-			w.Uint(h.Seq)
+			w.UintField("seq", h.Seq)
 			w.Key("move")
 			writeHeadMove(w, &h.Move)
 			w.EndObject()
@@ -484,14 +395,11 @@ func writeSince(w *jsonappend.Writer, s *since) {
 
 func writeSinceLastVisit(w *jsonappend.Writer, s *capsule.SinceLastVisit) {
 	w.BeginObject()
-	w.Key("since")
-	w.Time(s.Since)
-	w.Key("writes")
-	w.Int(int64(s.Writes))
+	w.TimeField("since", s.Since)
+	w.IntField("writes", s.Writes)
 	w.Key("paths")
 	w.Strings(s.Paths)
-	w.Key("path_count")
-	w.Int(int64(s.PathCount))
+	w.IntField("path_count", s.PathCount)
 	w.Key("path_counts")
 	w.StringIntMap(s.PathCounts)
 	w.Key("commits")
@@ -501,10 +409,8 @@ func writeSinceLastVisit(w *jsonappend.Writer, s *capsule.SinceLastVisit) {
 	w.Key("by_others")
 	writeList(w, s.ByOthers, func(w *jsonappend.Writer, b *capsule.ByOther) {
 		w.BeginObject()
-		w.Key("path")
-		w.String(b.Path)
-		w.Key("by")
-		w.String(b.By)
+		w.StringField("path", b.Path)
+		w.StringField("by", b.By)
 		w.EndObject()
 	})
 	w.Key("head")
@@ -514,35 +420,22 @@ func writeSinceLastVisit(w *jsonappend.Writer, s *capsule.SinceLastVisit) {
 
 func writeSignalNote(w *jsonappend.Writer, n *capsule.SignalNote) {
 	w.BeginObject()
-	w.Key("at")
-	w.Time(n.At)
-	w.Key("kind")
-	w.String(n.Kind)
-	w.Key("summary")
-	w.String(n.Summary)
+	w.TimeField("at", n.At)
+	w.StringField("kind", n.Kind)
+	w.StringField("summary", n.Summary)
 	w.EndObject()
 }
 
 func writeHeadMove(w *jsonappend.Writer, h *capsule.HeadMove) {
 	w.BeginObject()
-	w.Key("at")
-	w.Time(h.At)
-	w.Key("kind")
-	w.String(h.Kind)
-	w.Key("repo")
-	w.String(h.Repo)
-	w.Key("branch")
-	w.String(h.Branch)
-	if h.PrevBranch != "" {
-		w.Key("prev_branch")
-		w.String(h.PrevBranch)
-	}
-	w.Key("from")
-	w.String(h.From)
-	w.Key("to")
-	w.String(h.To)
-	w.Key("summary")
-	w.String(h.Summary)
+	w.TimeField("at", h.At)
+	w.StringField("kind", h.Kind)
+	w.StringField("repo", h.Repo)
+	w.StringField("branch", h.Branch)
+	w.OmitEmptyString("prev_branch", h.PrevBranch)
+	w.StringField("from", h.From)
+	w.StringField("to", h.To)
+	w.StringField("summary", h.Summary)
 	w.EndObject()
 }
 
@@ -554,16 +447,9 @@ func writeContext(w *jsonappend.Writer, c *capsule.ContextState) {
 	} else {
 		w.Value(*c.UsedFraction) // encoding/json's float notation
 	}
-	w.Key("compactions")
-	w.Int(int64(c.Compactions))
-	if c.SessionID != "" {
-		w.Key("session_id")
-		w.String(c.SessionID)
-	}
-	if c.Session != "" {
-		w.Key("session")
-		w.String(c.Session)
-	}
+	w.IntField("compactions", c.Compactions)
+	w.OmitEmptyString("session_id", c.SessionID)
+	w.OmitEmptyString("session", c.Session)
 	w.Key("updated_at")
 	w.TimePtr(c.UpdatedAt)
 	w.EndObject()
@@ -571,24 +457,14 @@ func writeContext(w *jsonappend.Writer, c *capsule.ContextState) {
 
 func writeRefusal(w *jsonappend.Writer, r *capsule.Refusal) {
 	w.BeginObject()
-	w.Key("source")
-	w.String(r.Source)
-	if r.Machine != "" {
-		w.Key("machine")
-		w.String(r.Machine)
-	}
-	w.Key("at")
-	w.Time(r.At)
+	w.StringField("source", r.Source)
+	w.OmitEmptyString("machine", r.Machine)
+	w.TimeField("at", r.At)
 	w.Key("error")
 	w.BeginObject()
-	w.Key("code")
-	w.String(r.Error.Code)
-	if r.Error.Field != "" {
-		w.Key("field")
-		w.String(r.Error.Field)
-	}
-	w.Key("message")
-	w.String(r.Error.Message)
+	w.StringField("code", r.Error.Code)
+	w.OmitEmptyString("field", r.Error.Field)
+	w.StringField("message", r.Error.Message)
 	w.EndObject()
 	w.EndObject()
 }

@@ -68,6 +68,38 @@ func (w *Writer) Key(name string) {
 	w.B = append(w.B, '"', ':')
 }
 
+// StringField writes the member name with the string s.
+func (w *Writer) StringField(name, s string) {
+	w.Key(name)
+	w.String(s)
+}
+
+// OmitEmptyString writes the member name with s unless s is empty, as
+// encoding/json does a string field tagged omitempty.
+func (w *Writer) OmitEmptyString(name, s string) {
+	if s != "" {
+		w.StringField(name, s)
+	}
+}
+
+// TimeField writes the member name with the time t.
+func (w *Writer) TimeField(name string, t time.Time) {
+	w.Key(name)
+	w.Time(t)
+}
+
+// IntField writes the member name with the integer v.
+func (w *Writer) IntField(name string, v int) {
+	w.Key(name)
+	w.Int(int64(v))
+}
+
+// UintField writes the member name with the unsigned integer v.
+func (w *Writer) UintField(name string, v uint64) {
+	w.Key(name)
+	w.Uint(v)
+}
+
 // Elem starts an array element.
 func (w *Writer) Elem() { w.comma() }
 

@@ -98,8 +98,13 @@ func TestObjectsAndLists(t *testing.T) {
 	w.Value(1e-7)
 	w.Key("yes")
 	w.Bool(true)
+	w.OmitEmptyString("gone", "")
+	w.OmitEmptyString("kept", "k")
+	w.IntField("i", -3)
+	w.UintField("n", 4)
+	w.TimeField("t", time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC))
 	w.EndObject()
-	want := `{"empty":[],"none":null,"list":[1,-2,{}],"counts":{"a\u003c":1,"b":2,"c":3},"nomap":null,"ptr":null,"u":18446744073709551615,"f":1e-7,"yes":true}`
+	want := `{"empty":[],"none":null,"list":[1,-2,{}],"counts":{"a\u003c":1,"b":2,"c":3},"nomap":null,"ptr":null,"u":18446744073709551615,"f":1e-7,"yes":true,"kept":"k","i":-3,"n":4,"t":"2026-12-03T07:00:00Z"}`
 	if string(w.B) != want || w.Err() != nil {
 		t.Fatalf("got  %s (%v)\nwant %s", w.B, w.Err(), want)
 	}
