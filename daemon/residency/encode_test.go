@@ -19,7 +19,9 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 	if testing.Short() {
 		rounds = 300
 	}
-	rng := rand.New(rand.NewPCG(23, uint64(time.Now().UnixNano())))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (shown on failure: rand.NewPCG(23, seed) fills the same values)", seed)
+	rng := rand.New(rand.NewPCG(23, seed))
 	for i := range rounds {
 		var d doc
 		jsonappendtest.Fill(&d, rng)
