@@ -61,8 +61,8 @@ var (
 	urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 )
 
-// outsideFences returns the lines of text that are not in a fenced code
-// block, each with its line number (from 1); the others come back empty.
+// outsideFences returns the lines of text, those of fenced code blocks
+// (and their fences) made empty: line n of the text is at index n-1.
 func outsideFences(text string) []string {
 	lines := strings.Split(text, "\n")
 	fence := ""

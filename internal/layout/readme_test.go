@@ -23,34 +23,48 @@ import (
 	"github.com/continuityd/continuityd/daemon/policy"
 )
 
-// The README states facts about the code: the policy table, the error
+// The documents state facts about the code: the policy table, the error
 // codes, the config keys, the dependencies and the tree. The tests below
-// fail when the two disagree, so the README cannot drift unnoticed.
+// fail when the two disagree, so no document can drift unnoticed.
 
-var update = flag.Bool("update", false, "rewrite the README's generated blocks (the policy table) from the code")
+var update = flag.Bool("update", false, "rewrite the documents' generated blocks (the policy table) from the code")
 
 // root is the module's root, seen from this package's directory (go test
 // runs a test in its package's directory).
 const root = "../.."
 
-func readReadme(t *testing.T) string {
+// Where each fact the tests check is written, from the module's root.
+const (
+	policyDoc = "README.md" // the policy table, under "## Automatic capture"
+	configDoc = "README.md" // the config's tables and keys, under "## Configuration"
+	errorsDoc = "README.md" // the error table, after "Every error is"
+	treeDoc   = "README.md" // the sections "## Layout" and "## Dependencies"
+)
+
+// document is one of the module's Markdown files: its path from the root,
+// which every failure names, and its text.
+type document struct {
+	path, text string
+}
+
+func readDoc(t *testing.T, path string) document {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(path)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return document{path, string(b)}
 }
 
-// section returns the body of the README section whose "## " heading
+// section returns the body of the document's section whose "## " heading
 // starts with title, up to the next "## " heading.
-func section(t *testing.T, doc, title string) string {
+func (d document) section(t *testing.T, title string) string {
 	t.Helper()
-	start := strings.Index(doc, "\n## "+title)
+	start := strings.Index(d.text, "\n## "+title)
 	if start < 0 {
-		t.Fatalf("README has no section %q", "## "+title)
+		t.Fatalf("%s has no section %q", d.path, "## "+title)
 	}
-	body := doc[start+1:]
+	body := d.text[start+1:]
 	body = body[strings.IndexByte(body, '\n')+1:]
 	if end := strings.Index(body, "\n## "); end >= 0 {
 		body = body[:end+1]
@@ -72,22 +86,22 @@ func firstFence(t *testing.T, text, where string) []string {
 			return lines[start:i]
 		}
 	}
-	t.Fatalf("README: no fenced block in %s", where)
+	t.Fatalf("no fenced block in %s", where)
 	return nil
 }
 
 // tableAfter returns the rows (cells trimmed, header and separator dropped)
-// of the first Markdown table after the first line of text starting with
-// lead.
-func tableAfter(t *testing.T, text, lead string) [][]string {
+// of the first Markdown table after the first line of the document starting
+// with lead.
+func (d document) tableAfter(t *testing.T, lead string) [][]string {
 	t.Helper()
-	i := strings.Index(text, "\n"+lead)
+	i := strings.Index(d.text, "\n"+lead)
 	if i < 0 {
-		t.Fatalf("README: no line starting with %q", lead)
+		t.Fatalf("%s: no line starting with %q", d.path, lead)
 	}
 	var rows [][]string
 	inTable := false
-	for _, l := range strings.Split(text[i+1:], "\n")[1:] {
+	for _, l := range strings.Split(d.text[i+1:], "\n")[1:] {
 		if !strings.HasPrefix(l, "|") {
 			if inTable {
 				break
@@ -102,7 +116,7 @@ func tableAfter(t *testing.T, text, lead string) [][]string {
 		rows = append(rows, cells)
 	}
 	if len(rows) < 2 {
-		t.Fatalf("README: no table after %q", lead)
+		t.Fatalf("%s: no table after %q", d.path, lead)
 	}
 	return rows[2:]
 }
@@ -117,17 +131,18 @@ const (
 	policyEnd   = "<!-- /policy-table -->"
 )
 
-// TestReadmePolicyTable: the README's policy table (between the markers,
-// under "## Automatic capture") is policy.Table, word for word. With
-// -update the test writes it there.
-func TestReadmePolicyTable(t *testing.T) {
-	doc := readReadme(t)
+// TestDocPolicyTable: the policy table (between the markers, under
+// "## Automatic capture" in policyDoc) is policy.Table, word for word.
+// With -update the test writes it there.
+func TestDocPolicyTable(t *testing.T) {
+	d := readDoc(t, policyDoc)
+	doc := d.text
 	begin, end := strings.Index(doc, policyBegin), strings.Index(doc, policyEnd)
 	if begin < 0 || end < begin {
-		t.Fatalf("README: the policy table must sit between the lines\n%s\nand\n%s\nunder \"## Automatic capture\"", policyBegin, policyEnd)
+		t.Fatalf("%s: the policy table must sit between the lines\n%s\nand\n%s\nunder \"## Automatic capture\"", d.path, policyBegin, policyEnd)
 	}
-	if !strings.Contains(section(t, doc, "Automatic capture"), policyBegin) {
-		t.Errorf("README: the policy table is not under \"## Automatic capture\"")
+	if !strings.Contains(d.section(t, "Automatic capture"), policyBegin) {
+		t.Errorf("%s: the policy table is not under \"## Automatic capture\"", d.path)
 	}
 	got := doc[begin+len(policyBegin) : end]
 	want := "\n\n" + policy.Table + "\n"
@@ -136,14 +151,14 @@ func TestReadmePolicyTable(t *testing.T) {
 	}
 	if *update {
 		doc = doc[:begin+len(policyBegin)] + want + doc[end:]
-		if err := os.WriteFile(filepath.Join(root, "README.md"), []byte(doc), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(d.path)), []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Log("README: policy table rewritten from policy.Table")
+		t.Logf("%s: policy table rewritten from policy.Table", d.path)
 		return
 	}
-	t.Errorf("README's policy table differs from policy.Table (daemon/policy/doc.go); fix the code's Table if it is wrong, then run `go test ./internal/layout -update`:\n%s",
-		lineDiff(want, got))
+	t.Errorf("%s's policy table differs from policy.Table (daemon/policy/doc.go); fix the code's Table if it is wrong, then run `go test ./internal/layout -update`:\n%s",
+		d.path, lineDiff(want, got))
 }
 
 // lineDiff shows the lines of want missing from got (-) and the lines of got
@@ -158,7 +173,7 @@ func lineDiff(want, got string) string {
 	}
 	for _, l := range gl {
 		if !slices.Contains(wl, l) {
-			fmt.Fprintf(&b, "+ README: %s\n", l)
+			fmt.Fprintf(&b, "+ document: %s\n", l)
 		}
 	}
 	if b.Len() == 0 {
@@ -168,7 +183,7 @@ func lineDiff(want, got string) string {
 }
 
 // TestPolicyTableDefaults: policy.Table states the defaults policy really
-// has, so that the generated README block is right, not just consistent.
+// has, so that the generated block is right, not just consistent.
 func TestPolicyTableDefaults(t *testing.T) {
 	c := policy.DefaultConfig()
 	rows := map[string][]string{}
@@ -335,15 +350,16 @@ var (
 	bareKey    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 )
 
-// TestReadmeConfigKeys: the Configuration section names every table the
-// config has, and each table, key or table.key it names in backticks is
-// one `continuityd config default` shows; anywhere in the README a
-// backticked table.key of a config table is a real key. A renamed key, or a
-// new table the README leaves out, fails here.
-func TestReadmeConfigKeys(t *testing.T) {
+// TestDocConfigKeys: the Configuration section (in configDoc) names every
+// table the config has, and each table, key or table.key it names in
+// backticks is one `continuityd config default` shows; anywhere in the
+// documents a backticked table.key of a config table is a real key. A
+// renamed key, or a new table the documents leave out, fails here.
+func TestDocConfigKeys(t *testing.T) {
 	s := defaultSchema(t)
-	doc := readReadme(t)
-	sec := section(t, doc, "Configuration")
+	d := readDoc(t, configDoc)
+	sec := d.section(t, "Configuration")
+	where := d.path + " Configuration"
 
 	named := map[string]bool{}
 	current := "" // the table last named: a bare key belongs to it
@@ -362,39 +378,41 @@ func TestReadmeConfigKeys(t *testing.T) {
 				name, _, _ = strings.Cut(name, ".")
 			}
 			if s.headers[name] != header {
-				t.Errorf("README Configuration names the table %s; the config has %s", header, orNone(s.headers[name]))
+				t.Errorf("%s names the table %s; the config has %s", where, header, orNone(s.headers[name]))
 				continue
 			}
 			named[name] = true
 			current = name
 			if tm[2] != "" && !s.keys[name][tm[2]] {
-				t.Errorf("README Configuration names `%s`: [%s] has no key %q", tok, name, tm[2])
+				t.Errorf("%s names `%s`: [%s] has no key %q", where, tok, name, tm[2])
 			}
 		case dottedKey.MatchString(tok):
 			if !s.has(tok) {
-				t.Errorf("README Configuration names `%s`, which `continuityd config default` does not show", tok)
+				t.Errorf("%s names `%s`, which `continuityd config default` does not show", where, tok)
 			}
 		case bareKey.MatchString(tok):
 			if current == "" {
-				t.Errorf("README Configuration names `%s` before naming its table", tok)
+				t.Errorf("%s names `%s` before naming its table", where, tok)
 			} else if !s.keys[current][tok] {
-				t.Errorf("README Configuration names `%s` under %s, which has no such key", tok, s.headers[current])
+				t.Errorf("%s names `%s` under %s, which has no such key", where, tok, s.headers[current])
 			}
 		}
 	}
 	for name, header := range s.headers {
 		if !named[name] {
-			t.Errorf("README Configuration does not mention the table %s", header)
+			t.Errorf("%s does not mention the table %s", where, header)
 		}
 	}
 
 	// Everywhere else, a backticked table.key of a config table must be real
 	// (`daemon.listen`, `outbox.max_pending`); `decide.because` is no table.
-	for _, m := range backticked.FindAllStringSubmatch(doc, -1) {
-		tok := m[1]
-		first, _, _ := strings.Cut(tok, ".")
-		if _, isTable := s.keys[first]; isTable && dottedKey.MatchString(tok) && !s.has(tok) {
-			t.Errorf("README names `%s`, which `continuityd config default` does not show", tok)
+	for _, rel := range markdownFiles(t) {
+		for _, m := range backticked.FindAllStringSubmatch(readDoc(t, rel).text, -1) {
+			tok := m[1]
+			first, _, _ := strings.Cut(tok, ".")
+			if _, isTable := s.keys[first]; isTable && dottedKey.MatchString(tok) && !s.has(tok) {
+				t.Errorf("%s names `%s`, which `continuityd config default` does not show", rel, tok)
+			}
 		}
 	}
 }
@@ -409,11 +427,11 @@ func orNone(s string) string {
 // ---------------------------------------------------------------------------
 // 3. The Dependencies list is go.mod's direct requires, each with a reason.
 
-// TestReadmeDependencies: every direct require of go.mod is named in the
-// README's Dependencies list with a reason after " — ", and every module
+// TestDocDependencies: every direct require of go.mod is named in the
+// Dependencies list (in treeDoc) with a reason after " — ", and every module
 // the list names is required by go.mod directly. A package path (golang.org/x/time/rate)
 // names its module.
-func TestReadmeDependencies(t *testing.T) {
+func TestDocDependencies(t *testing.T) {
 	cmd := exec.Command("go", "mod", "edit", "-json")
 	cmd.Dir = root
 	out, err := cmd.Output()
@@ -436,7 +454,9 @@ func TestReadmeDependencies(t *testing.T) {
 
 	// Items are "- `a`, `b` — why", continued on indented lines.
 	var items []string
-	for _, l := range strings.Split(section(t, readReadme(t), "Dependencies"), "\n") {
+	d := readDoc(t, treeDoc)
+	where := d.path + " Dependencies"
+	for _, l := range strings.Split(d.section(t, "Dependencies"), "\n") {
 		switch {
 		case strings.HasPrefix(l, "- "):
 			items = append(items, l[2:])
@@ -448,29 +468,29 @@ func TestReadmeDependencies(t *testing.T) {
 	for _, item := range items {
 		names, why, ok := strings.Cut(item, " — ")
 		if !ok || len(strings.Fields(why)) < 3 {
-			t.Errorf("README Dependencies: %q has no reason (write \"`module` — why it is here\")", item)
+			t.Errorf("%s: %q has no reason (write \"`module` — why it is here\")", where, item)
 		}
 		ms := backticked.FindAllStringSubmatch(names, -1)
 		if len(ms) == 0 {
-			t.Errorf("README Dependencies: %q names no module in backticks", item)
+			t.Errorf("%s: %q names no module in backticks", where, item)
 		}
 		for _, m := range ms {
 			mod := moduleOf(m[1], required)
 			if mod == "" {
-				t.Errorf("README Dependencies names `%s`, which go.mod does not require: remove it from the list", m[1])
+				t.Errorf("%s names `%s`, which go.mod does not require: remove it from the list", where, m[1])
 				continue
 			}
 			if !required[mod] {
 				// Only what the module imports itself belongs in the list;
 				// a dependency of a dependency has no reason of ours.
-				t.Errorf("README Dependencies names `%s`, which go.mod requires only indirectly: remove it from the list", m[1])
+				t.Errorf("%s names `%s`, which go.mod requires only indirectly: remove it from the list", where, m[1])
 			}
 			covered[mod] = true
 		}
 	}
 	for path, direct := range required {
 		if direct && !covered[path] {
-			t.Errorf("go.mod requires %s directly, but the README's Dependencies list does not say why: add \"- `%s` — …\"", path, path)
+			t.Errorf("go.mod requires %s directly, but %s does not say why: add \"- `%s` — …\"", path, where, path)
 		}
 	}
 }
@@ -537,17 +557,18 @@ var (
 	httpStatus = regexp.MustCompile(`\b\d{3}\b`)
 )
 
-// TestReadmeErrorTable: the table under "Every error is" names every code
+// TestDocErrorTable: the table under "Every error is" (in errorsDoc) names every code
 // capsule defines, only those, each once, with its status. A row gives one
 // status for all its codes, or one per code in the same order
 // (`400 / 404` for `AGENT_REQUIRED` / `UNKNOWN_AGENT`).
-func TestReadmeErrorTable(t *testing.T) {
+func TestDocErrorTable(t *testing.T) {
 	codes := codeStatuses(t)
-	rows := tableAfter(t, readReadme(t), "Every error is")
+	d := readDoc(t, errorsDoc)
+	rows := d.tableAfter(t, "Every error is")
 	seen := map[string]bool{}
 	for _, row := range rows {
 		if len(row) < 3 {
-			t.Errorf("README error table: row %q needs status | code | when", row)
+			t.Errorf("%s error table: row %q needs status | code | when", d.path, row)
 			continue
 		}
 		statuses := httpStatus.FindAllString(row[0], -1)
@@ -558,11 +579,11 @@ func TestReadmeErrorTable(t *testing.T) {
 			}
 		}
 		if len(statuses) != 1 && len(statuses) != len(names) {
-			t.Errorf("README error table: row %q gives %d statuses for %d codes: give one, or one per code", row[1], len(statuses), len(names))
+			t.Errorf("%s error table: row %q gives %d statuses for %d codes: give one, or one per code", d.path, row[1], len(statuses), len(names))
 			continue
 		}
 		if strings.TrimSpace(row[2]) == "" {
-			t.Errorf("README error table: row %q does not say when", row[1])
+			t.Errorf("%s error table: row %q does not say when", d.path, row[1])
 		}
 		for i, name := range names {
 			st := statuses[0]
@@ -572,18 +593,18 @@ func TestReadmeErrorTable(t *testing.T) {
 			want, ok := codes[name]
 			switch {
 			case !ok:
-				t.Errorf("README error table names %s, which capsule does not define", name)
+				t.Errorf("%s error table names %s, which capsule does not define", d.path, name)
 			case seen[name]:
-				t.Errorf("README error table names %s twice", name)
+				t.Errorf("%s error table names %s twice", d.path, name)
 			case strconv.Itoa(want) != st:
-				t.Errorf("README error table gives %s status %s; capsule says %d", name, st, want)
+				t.Errorf("%s error table gives %s status %s; capsule says %d", d.path, name, st, want)
 			}
 			seen[name] = true
 		}
 	}
 	for code, st := range codes {
 		if !seen[code] {
-			t.Errorf("README error table lacks %s (%d), which capsule defines", code, st)
+			t.Errorf("%s error table lacks %s (%d), which capsule defines", d.path, code, st)
 		}
 	}
 }
@@ -591,7 +612,7 @@ func TestReadmeErrorTable(t *testing.T) {
 // ---------------------------------------------------------------------------
 // 5. The Layout tree names every package, and only paths that exist.
 
-// layoutPaths reads the tree in the README's Layout block. An entry line
+// layoutPaths reads the tree in the Layout block. An entry line
 // starts (indented two spaces per level under its parent) with one or more
 // paths: the first holds a "/", the others end in "/", and a description
 // follows after two or more spaces. Lines indented to the descriptions'
@@ -640,15 +661,16 @@ func layoutPaths(t *testing.T, block []string) []string {
 	return paths
 }
 
-// TestReadmeLayout: the tree in the README's Layout block names every
+// TestDocLayout: the tree in the Layout block (in treeDoc) names every
 // package of the module (`go list ./...`), and every path it names exists.
-func TestReadmeLayout(t *testing.T) {
-	paths := layoutPaths(t, firstFence(t, section(t, readReadme(t), "Layout"), "## Layout"))
+func TestDocLayout(t *testing.T) {
+	d := readDoc(t, treeDoc)
+	paths := layoutPaths(t, firstFence(t, d.section(t, "Layout"), d.path+" ## Layout"))
 	named := map[string]bool{}
 	for _, p := range paths {
 		named[p] = true
 		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
-			t.Errorf("README Layout names %s, which does not exist", p)
+			t.Errorf("%s Layout names %s, which does not exist", d.path, p)
 		}
 	}
 	for _, p := range modulePackages(t) {
@@ -657,13 +679,13 @@ func TestReadmeLayout(t *testing.T) {
 			continue // the module's root package, if it ever has one
 		}
 		if !named[rel] {
-			t.Errorf("README Layout does not name the package %s/", rel)
+			t.Errorf("%s Layout does not name the package %s/", d.path, rel)
 		}
 	}
 }
 
 // The tree reader must be able to fail: nesting, siblings on one line,
-// continuations and drawings are read as the README writes them.
+// continuations and drawings are read as the documents write them.
 func TestLayoutPaths(t *testing.T) {
 	block := []string{
 		"sources ──▶ residency ──▶ outbox",
