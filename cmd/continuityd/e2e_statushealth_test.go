@@ -111,7 +111,7 @@ func TestTourCommandsSayTheyNeedAConfig(t *testing.T) {
 		code, _, errs := cli(t, env, "", c.args...)
 		want := "needs a config with a " + c.kind + " upstream"
 		if code == exitOK || !strings.Contains(errs, want) || !strings.Contains(errs, "[upstream."+c.kind+"]") ||
-			!strings.Contains(errs, "README Configuration") {
+			!strings.Contains(errs, "docs/CONFIGURATION.md") {
 			t.Errorf("%v: exit %d, stderr:\n%s\nwant %q with the config lines", c.args, code, errs, want)
 		}
 	}

@@ -112,7 +112,7 @@ func (a *API) Handler() http.Handler {
 // notFound is the answer for a path the API does not serve.
 func notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, capsule.Refuse(capsule.CodeNotFound, "",
-		"no such path %q; see the local API table in README.md", r.URL.Path))
+		"no such path %q; see the local API table in docs/API.md", r.URL.Path))
 }
 
 // door is an operation's handler: for one agent (with the guard its writes

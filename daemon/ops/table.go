@@ -13,7 +13,7 @@ import (
 )
 
 // The operations of the local API, each declared once. Table lists them
-// all, in the order the README's local API table gives them.
+// all, in the order the local API table (docs/API.md) gives them.
 var (
 	Resume = endpoint[None, capsule.Resume](Op{
 		Name: "resume", Path: "/v1/continuity", Agent: true,

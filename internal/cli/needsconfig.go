@@ -16,7 +16,7 @@ func NeedsConfig(w io.Writer, command, kind string) {
 		url, token = "https://api.delx.ai/v1/mcp", "" // its identity comes from delx register
 	}
 	fmt.Fprintf(w, `continuityd %[1]s needs a config with a %[2]s upstream; the embedded default ships only to the local archive.
-See README Configuration ("continuityd config default" prints every key). For example, in continuityd.toml:
+See docs/CONFIGURATION.md ("continuityd config default" prints every key). For example, in continuityd.toml:
 
     [upstream.%[2]s]
     kind = %[2]q

@@ -35,10 +35,10 @@ const root = "../.."
 
 // Where each fact the tests check is written, from the module's root.
 const (
-	policyDoc = "README.md" // the policy table, under "## Automatic capture"
-	configDoc = "README.md" // the config's tables and keys, under "## Configuration"
-	errorsDoc = "README.md" // the error table, after "Every error is"
-	treeDoc   = "README.md" // the sections "## Layout" and "## Dependencies"
+	policyDoc = "README.md"             // the policy table, under "## Automatic capture"
+	configDoc = "docs/CONFIGURATION.md" // the config's tables and keys, under "## Configuration keys"
+	errorsDoc = "docs/API.md"           // the error table, after "Every error is"
+	treeDoc   = "README.md"             // the sections "## Layout" and "## Dependencies"
 )
 
 // document is one of the module's Markdown files: its path from the root,
