@@ -35,7 +35,7 @@ const root = "../.."
 
 // Where each fact the tests check is written, from the module's root.
 const (
-	policyDoc = "README.md"             // the policy table, under "## Automatic capture"
+	policyDoc = "docs/SNAPSHOTS.md"     // the policy table, under "## Automatic capture"
 	configDoc = "docs/CONFIGURATION.md" // the config's tables and keys, under "## Configuration keys"
 	errorsDoc = "docs/API.md"           // the error table, after "Every error is"
 	treeDoc   = "README.md"             // the sections "## Layout" and "## Dependencies"
