@@ -1,4 +1,5 @@
-// Package layout holds the tests that keep the tree what the README says
-// it is: imports point down the floors, the Layout section names every
-// package, and the README's tables match the code they describe.
+// Package layout holds the tests that keep the tree what its documents say
+// it is: imports point down the floors, the Layout in docs/ARCHITECTURE.md
+// names every package, the documents' tables match the code they describe,
+// and their links lead somewhere.
 package layout

@@ -94,7 +94,7 @@ func TestImportsPointDown(t *testing.T) {
 		}
 		from := floorOf(rel)
 		if from < 0 {
-			t.Errorf("%s is on no floor: add it to floors (and to the README's Layout)", rel)
+			t.Errorf("%s is on no floor: add it to floors (and to the Layout in docs/ARCHITECTURE.md)", rel)
 			continue
 		}
 		for _, imp := range p.Imports {

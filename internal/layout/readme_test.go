@@ -38,7 +38,7 @@ const (
 	policyDoc = "docs/SNAPSHOTS.md"     // the policy table, under "## Automatic capture"
 	configDoc = "docs/CONFIGURATION.md" // the config's tables and keys, under "## Configuration keys"
 	errorsDoc = "docs/API.md"           // the error table, after "Every error is"
-	treeDoc   = "README.md"             // the sections "## Layout" and "## Dependencies"
+	treeDoc   = "docs/ARCHITECTURE.md"  // the sections "## Layout" and "## Dependencies"
 )
 
 // document is one of the module's Markdown files: its path from the root,
