@@ -29,5 +29,5 @@ go test -run '^$' -bench 'MCPStdioServerSide' -benchmem -count 5 ./daemon/api/ 2
 # needs `npm ci --prefix cmd/continuityd/testdata/mcpref` (skipped without it)
 go test -run '^$' -bench 'MCPStdioVsReference' -benchtime 7x -count 2 ./cmd/continuityd/
 go test -run '^$' -bench 'EventsCPU|WatchRSS|IdleCPU' -benchtime 1x -count 1 ./daemon/sources/watch/
-go test -run '^$' -bench 'CheckSecret|DecodeCheckpoint' -count 1 ./capsule/
+go test -run '^$' -bench 'CheckSecret|DecodeCheckpoint' -benchmem -count 1 ./capsule/guard/
 go test -run '^$' -bench RestingMemory -benchtime 1x -count 2 ./cmd/continuityd/

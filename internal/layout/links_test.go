@@ -240,3 +240,18 @@ func TestBrokenLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestDocLengths: the README stays a front door and PERFORMANCE.md a page
+// of current figures; the manual, the raw runs and the history have
+// places of their own (docs/, docs/perf/, CHANGELOG.md).
+func TestDocLengths(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		max  int
+	}{{"README.md", 250}, {"docs/PERFORMANCE.md", 400}} {
+		n := strings.Count(readDoc(t, c.path).text, "\n")
+		if n > c.max {
+			t.Errorf("%s is %d lines, over its %d: move what is not for its readers to the page that is", c.path, n, c.max)
+		}
+	}
+}
