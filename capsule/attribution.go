@@ -8,8 +8,8 @@ import (
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
-// Who changed what in a shared workdir (issue 24; interface.md, "Who
-// changed what"). The daemon's attribution ledger fills these at read time.
+// Who changed what in a shared workdir (interface.md, "Who changed
+// what"). The daemon's attribution ledger fills these at read time.
 
 // ByOther is a path someone other than the agent changed since its last
 // visit: By is "agent:NAME" (another agent of this daemon) or "outside"

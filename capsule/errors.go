@@ -44,19 +44,19 @@ const (
 	CodeInternal          = "INTERNAL"           // 500: a bug or a disk failure; nothing was saved
 	CodeAgentMoved        = "AGENT_MOVED"        // 409: the agent's state belongs to another workdir (package place)
 
-	// Bounds on connections and MCP sessions (issue 12).
+	// Bounds on connections and MCP sessions: nothing is held open for ever.
 	CodeRequestTimeout    = "REQUEST_TIMEOUT"     // 408: the body did not arrive in time
 	CodeMCPSessionsFull   = "MCP_SESSIONS_FULL"   // 503: /mcp is at daemon.mcp_max_sessions
 	CodeInvalidMCPRequest = "INVALID_MCP_REQUEST" // 400: a request the MCP transport refuses
 	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"   // 415: an MCP request whose body is not JSON
 
-	// The fleet (issue 15).
+	// The fleet.
 	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream did not answer `continuityd fleet`
 
-	// Per-agent access on a shared socket (issue 25).
+	// Per-agent access on a shared socket.
 	CodeAgentForbidden = "AGENT_FORBIDDEN" // 403: the socket's peer is not one of the agent's users
 
-	// What the fleet sends is untrusted (issue 20).
+	// What the fleet sends is untrusted.
 	CodeFleetSnapshotDamaged = "FLEET_SNAPSHOT_DAMAGED" // 502: a snapshot fetched from the fleet is damaged or forged; nothing of it was kept
 )
 
@@ -122,7 +122,7 @@ func Refuse(code, field, format string, args ...any) *Error {
 	return &Error{Status: StatusOf(code), Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// Work snapshots (issue 14).
+// Work snapshots.
 const (
 	CodeSnapshotsOff = "SNAPSHOTS_UNAVAILABLE" // 503: work snapshots are off, or git is missing or failing; the message says why
 	// 409: a restore without paths keeps to the agent's own files, and who

@@ -61,7 +61,7 @@ type Signal struct {
 	Via string `json:"via,omitempty"`
 	// Tool is what an agent's tool call says about the files it changes
 	// (activity signals of event tool, from a Pre/PostToolUse hook): whose
-	// work each change in a shared workdir is (issue 24).
+	// work each change in a shared workdir is.
 	Tool *SignalTool `json:"tool,omitempty"`
 	// At is when the daemon accepted it (set by the daemon; ignored on input).
 	At time.Time `json:"at,omitzero"`

@@ -161,8 +161,7 @@ const ledgersDir = "attribution"
 // alone. It is the residency's lag behind its log (storage's
 // DefaultFlushDelay): a write (then the whole file and its directory
 // synced, in a wake-up of its own when it trails a change) cost about 1 ms
-// of CPU in every other 5-file burst at 2 s (docs/PERFORMANCE.md, session
-// 16).
+// of CPU in every other 5-file burst at 2 s (BenchmarkSnapshotBurstCPU).
 const saveLedgersEvery = 5 * time.Second
 
 // keptLedger is a ledger's file: the workdir it belongs to, and its state

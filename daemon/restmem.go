@@ -11,7 +11,7 @@ import (
 // and then collects the garbage it left and gives the freed pages back to
 // the system, once.
 //
-// Why (issue 23, resting memory): start-up allocates several times what
+// Why: start-up allocates several times what
 // the daemon keeps (every secret rule's regexp compiled to check it, the
 // residency's log read whole, the snapshot's walk and hashing): on a
 // restart, 14 MB of heap at rest where a collection left 3 MB (1.4 MB

@@ -9,7 +9,7 @@ import (
 	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
-// Bounds of a signal's tool object (issue 24, attribution). A hook payload
+// Bounds of a signal's tool object (whose work a change is). A hook payload
 // is untrusted text: every string is bounded and shaped before the ledger
 // sees it.
 const (

@@ -10,7 +10,7 @@ import (
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
-// Who changed what in a shared workdir (issue 24): the resume's
+// Who changed what in a shared workdir: the resume's
 // since_last_visit.by_others and conflicts come from the workdir's
 // attribution ledger, which the agent's capture feeds.
 

@@ -1,5 +1,5 @@
-// Package attribution says whose work each change in a shared workdir is
-// (issue 24): the agent whose tool changed a path, or outside (a person, an
+// Package attribution says whose work each change in a shared workdir is:
+// the agent whose tool changed a path, or outside (a person, an
 // editor, another program).
 //
 // The sources name what an agent's tools changed: its hook payloads

@@ -12,7 +12,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/sources/watch"
 )
 
-// Whose work each change in the workdir is (issue 24): the agent's tool
+// Whose work each change in the workdir is: the agent's tool
 // calls (its hooks' tool signals, its transcript's tool calls), the
 // watcher's bursts, its checkpoints and its visits feed the workdir's
 // ledger, shared by every agent on the workdir. Every call is nil-safe:

@@ -15,8 +15,8 @@ import (
 
 // headsFile keeps, per agent, where HEAD stood in each repository of its
 // workdir when last checked, so that a restart reports what moved while the
-// daemon was down (issue 24: "HEAD moved or the branch switched while the
-// agent was not looking").
+// daemon was down: an agent must hear that HEAD moved or the branch
+// switched while it was not looking.
 const headsFile = "git-heads.json"
 
 // gitCheck turns what moved in a watched repository (HEAD or a ref, seen by

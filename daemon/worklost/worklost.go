@@ -1,5 +1,5 @@
-// Package worklost notices uncommitted work that vanished from the tree
-// (issue 24): a snapshot held changes that no commit holds, and the next
+// Package worklost notices uncommitted work that vanished from the tree:
+// a snapshot held changes that no commit holds, and the next
 // snapshot no longer has them, because of a `git checkout -- .`, a `git
 // reset --hard`, a `git stash`, an `rm` or an editor's revert, whoever did
 // it. It names the paths, the snapshot that holds them and the one command

@@ -10,7 +10,7 @@ import (
 	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
-// Which files an agent's tool changed (issue 24, attribution). Only the
+// Which files an agent's tool changed (whose work a change is). Only the
 // paths are read from tool_input, never the content, the old and new
 // strings or the command.
 //

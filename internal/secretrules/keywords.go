@@ -7,8 +7,8 @@ import "strings"
 // deterministic one (every state has a next state for every byte, so the
 // walk is one table look-up per byte and never follows failure links).
 //
-// It is this package's own because of its size (issue 23, resting
-// memory): github.com/BobuSumisu/aho-corasick, used before, keeps a
+// It is this package's own because of its size, which stays resident
+// for the daemon's life: github.com/BobuSumisu/aho-corasick keeps a
 // [256]int64 row per state, 2.5 MB for gitleaks' keywords and most of the
 // daemon's live heap at rest. Here bytes that no keyword holds share one
 // class, the others one class each, and a row is one uint32 per class:

@@ -82,7 +82,7 @@ func ReadLog(dir string, size int64) (*Found, error) {
 	// Read into a buffer of the file's size (and the little more
 	// ReadFrom wants to see the end) rather than one io.ReadAll grows by
 	// doubling: the preallocated 4 MiB log cost 10 MB of garbage at every
-	// start (issue 23).
+	// start.
 	limit := max(size, maxRead) + 1
 	buf := bytes.NewBuffer(make([]byte, 0, min(fi.Size(), limit)+bytes.MinRead))
 	if _, err := buf.ReadFrom(io.LimitReader(f, limit)); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 )
 
-// The agent's own plan (issue 14, part 3): Claude Code's TodoWrite list and
+// The agent's own plan: Claude Code's TodoWrite list and
 // its newer task tools, Codex's update_plan. The shapes and their drift are
 // in the plan fixtures' notes (testdata/plans/NOTE.md). Only each step's
 // text and status are kept: never an explanation, a description, an

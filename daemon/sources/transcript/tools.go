@@ -11,7 +11,7 @@ import (
 )
 
 // Which files the agent's tools changed, read from its transcript for when
-// no hook runs (issue 24, attribution). Only paths and times are read:
+// no hook runs (whose work a change is). Only paths and times are read:
 // never a file's content, an edit's strings or a command.
 //
 //   - Claude Code: an assistant line's tool_use block of Edit, Write,
