@@ -25,14 +25,15 @@
 // # Isolation
 //
 // Every git run names the store with --git-dir, the workdir with
-// --work-tree and the store's private index with GIT_INDEX_FILE, and gets
-// an environment built from scratch: no variable of the daemon's leaks in
-// (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_CONFIG_*, askpass, …); the
-// system and global configuration are not read (GIT_CONFIG_NOSYSTEM,
-// GIT_CONFIG_GLOBAL=/dev/null, HOME inside the store); and -c settings
-// switch off hooks (core.hooksPath=/dev/null), fsmonitor, the untracked
-// cache, automatic gc and maintenance, signing and every content
-// conversion. The store's info/attributes (which outranks the work tree's
+// --work-tree and the store's private index with GIT_INDEX_FILE, and is
+// built by internal/gittool: an environment from scratch, so no variable
+// of the daemon's leaks in (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE,
+// GIT_CONFIG_*, askpass, …); the system and global configuration not read
+// (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, HOME=/dev/null); -c
+// settings that switch off hooks (core.hooksPath=/dev/null), fsmonitor,
+// automatic gc and maintenance, signing, pagers, editors and every
+// transport; and the store's own -c settings switch off the untracked
+// cache and every content conversion. The store's info/attributes (which outranks the work tree's
 // .gitattributes) turns off filters, end-of-line and encoding conversion,
 // so snapshots hold the bytes as they are. Git never adds a path named
 // .git, so the agent's repository (or a worktree's or submodule's .git

@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/continuityd/continuityd/internal/gitpipe"
-	"github.com/continuityd/continuityd/internal/lazyregexp"
+	"github.com/continuityd/continuityd/internal/gittool"
 )
 
 // minGit is the oldest git the store is known to work with: every command
@@ -26,28 +25,27 @@ var minGit = [2]int{2, 25}
 const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 // gitRunner runs the git CLI on the store, isolated by its environment
-// and command line from everything but the store and the work tree.
+// and command line from everything but the store and the work tree
+// (internal/gittool builds every run; these add the store's own).
 type gitRunner struct {
-	bin   string // absolute path of git
+	tool  *gittool.Tool
 	dir   string // the bare store: --git-dir
 	work  string // the agent's workdir: --work-tree
 	index string // the store's private index
 	env   []string
-	pre   []string // --git-dir, --work-tree and -c settings, before the subcommand
+	cfg   []string // the store's -c settings, before gittool's
 	// failed is set when a run fails (it may have left a lock file):
 	// the next Take clears the store's locks (clearStaleLocks).
 	failed atomic.Bool
 }
 
-// isolatedConfig are the settings passed with -c on every run. The user's
-// and the system's git configuration are not read at all (see env); these
-// also override anything in the store's own config, and switch off every
-// feature that could run a program (hooks, fsmonitor, signing), write
-// outside the store, convert content, or start background work.
+// isolatedConfig are the store's own settings on every run, beside
+// gittool's (which switch off every feature that could run a program or
+// reach the network: hooks, fsmonitor, signing, transports, background
+// gc): they keep git from writing outside the store or converting
+// content, and fix what would otherwise follow a configuration.
 func isolatedConfig(excludesFile string) []string {
-	kv := []string{
-		"core.hooksPath=/dev/null",
-		"core.fsmonitor=false",
+	return []string{
 		"core.untrackedCache=false",
 		"core.splitIndex=false",
 		"core.sparseCheckout=false",
@@ -60,17 +58,10 @@ func isolatedConfig(excludesFile string) []string {
 		"core.precomposeUnicode=false",
 		"core.quotePath=false",
 		"core.logAllRefUpdates=false",
-		"core.attributesFile=/dev/null",
 		"core.excludesFile=" + excludesFile,
 		"index.sparse=false",
 		"feature.manyFiles=false",
-		"gc.auto=0",
 		"gc.writeCommitGraph=false",
-		"maintenance.auto=false",
-		"commit.gpgsign=false",
-		"submodule.recurse=false",
-		"protocol.allow=never",
-		"credential.helper=",
 		"advice.addEmbeddedRepo=false",
 		"advice.addIgnoredFile=false",
 		"advice.detachedHead=false",
@@ -78,53 +69,31 @@ func isolatedConfig(excludesFile string) []string {
 		"diff.noprefix=false",
 		"diff.mnemonicPrefix=false",
 		"diff.renames=false",
-		"diff.external=",
 		"pack.threads=1",
 	}
-	args := make([]string, 0, 2*len(kv))
-	for _, s := range kv {
-		args = append(args, "-c", s)
-	}
-	return args
 }
 
-// isolatedEnv builds git's environment from scratch: nothing of the
-// daemon's environment reaches git (no GIT_DIR, GIT_WORK_TREE,
-// GIT_INDEX_FILE, GIT_CONFIG_*, GIT_TRACE*, askpass or ssh settings), only
-// a PATH to find git's helpers. HOME and XDG_CONFIG_HOME point into the
-// store, where no configuration lives.
-func isolatedEnv(dir, index string) []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
+// isolatedEnv is the store's part of git's environment (gittool builds
+// the rest from scratch: nothing of the daemon's reaches git): the
+// private index, literal pathspecs, and the identity and time zone of
+// the commits git writes.
+func isolatedEnv(index string) []string {
 	return []string{
-		"PATH=" + path,
-		"HOME=" + dir,
-		"XDG_CONFIG_HOME=" + filepath.Join(dir, "no-config"),
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_CONFIG_SYSTEM=/dev/null",
-		"GIT_ATTR_NOSYSTEM=1",
 		"GIT_INDEX_FILE=" + index,
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_LITERAL_PATHSPECS=1",
 		"GIT_AUTHOR_NAME=continuityd",
 		"GIT_AUTHOR_EMAIL=continuityd@localhost",
 		"GIT_COMMITTER_NAME=continuityd",
 		"GIT_COMMITTER_EMAIL=continuityd@localhost",
-		"LC_ALL=C",
 		"LANG=C",
 		"TZ=UTC",
 	}
 }
 
-func newGitRunner(bin, dir, work string) *gitRunner {
+func newGitRunner(tool *gittool.Tool, dir, work string) *gitRunner {
 	index := filepath.Join(dir, "index")
-	g := &gitRunner{bin: bin, dir: dir, work: work, index: index, env: isolatedEnv(dir, index)}
-	g.pre = append([]string{"--git-dir=" + dir, "--work-tree=" + work}, isolatedConfig(filepath.Join(dir, oversizedFile))...)
-	return g
+	return &gitRunner{tool: tool, dir: dir, work: work, index: index, env: isolatedEnv(index),
+		cfg: isolatedConfig(filepath.Join(dir, oversizedFile))}
 }
 
 // GitError is a git run that failed: the subcommand, how it ended and
@@ -157,21 +126,16 @@ type call struct {
 }
 
 func (g *gitRunner) command(ctx context.Context, c call) *exec.Cmd {
-	pre := g.pre
+	r := gittool.Run{Args: c.args, Dir: g.dir, GitDir: g.dir, WorkTree: g.work, Config: g.cfg,
+		Env: append(slices.Clone(g.env), c.env...)}
 	if c.noRepo {
-		pre = pre[2:] // the -c settings only
-	}
-	cmd := exec.CommandContext(ctx, g.bin, append(append([]string(nil), pre...), c.args...)...)
-	cmd.Env = append(append([]string(nil), g.env...), c.env...)
-	cmd.Dir = g.dir
-	if c.noRepo {
-		cmd.Dir = filepath.Dir(g.dir)
+		r.GitDir, r.WorkTree, r.Dir = "", "", filepath.Dir(g.dir)
 	}
 	if c.inWork {
-		cmd.Dir = g.work
+		r.Dir = g.work
 	}
+	cmd := g.tool.Command(ctx, r)
 	cmd.Stdin = c.stdin
-	cmd.SysProcAttr = sysProcAttr()
 	return cmd
 }
 
@@ -239,41 +203,19 @@ func summarize(args []string) string {
 	return s
 }
 
-var gitVersionRE = lazyregexp.New(`^git version (\d+)\.(\d+)`)
-
 // checkGit finds git and checks its version. The error says what is
 // missing and how to get it: the daemon shows it as the reason the agent's
 // snapshots are degraded.
-func checkGit(ctx context.Context, bin string) (string, error) {
-	if bin == "" {
-		bin = "git"
-	}
-	path, err := exec.LookPath(bin)
+func checkGit(ctx context.Context, bin string) (*gittool.Tool, error) {
+	tool, err := gittool.Find(ctx, bin)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q not found (%v): install git %d.%d or later (e.g. apt-get install git)",
-			ErrGitUnavailable, bin, err, minGit[0], minGit[1])
+		return nil, fmt.Errorf("%w: %v (git %d.%d or later)", ErrGitUnavailable, err, minGit[0], minGit[1])
 	}
-	if path, err = filepath.Abs(path); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrGitUnavailable, err)
+	if !tool.Version.AtLeast(minGit[0], minGit[1], 0) {
+		return nil, fmt.Errorf("%w: %s is git %s; snapshots need git %d.%d or later",
+			ErrGitUnavailable, tool.Path, tool.Version, minGit[0], minGit[1])
 	}
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = isolatedEnv(os.TempDir(), os.DevNull)
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%w: %s --version failed: %v", ErrGitUnavailable, path, err)
-	}
-	version := strings.TrimSpace(string(out))
-	m := gitVersionRE.FindStringSubmatch(version)
-	if m == nil {
-		return "", fmt.Errorf("%w: %s --version said %q, not a git version", ErrGitUnavailable, path, version)
-	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	if major < minGit[0] || major == minGit[0] && minor < minGit[1] {
-		return "", fmt.Errorf("%w: %s is %s; snapshots need git %d.%d or later",
-			ErrGitUnavailable, path, version, minGit[0], minGit[1])
-	}
-	return path, nil
+	return tool, nil
 }
 
 // ErrGitUnavailable is wrapped by Open's error when git is missing or too

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/continuityd/continuityd/internal/gittool/gittooltest"
 )
 
 // The user's repository is byte-identical before and after snapshots and
@@ -163,5 +165,63 @@ func TestUserRepositoryUntouched(t *testing.T) {
 	if !slices.Contains(d.SkippedFiles, Skipped{Path: "nested", Reason: ReasonRepository}) ||
 		!slices.Contains(d.SkippedFiles, Skipped{Path: "wt", Reason: ReasonRepository}) {
 		t.Errorf("skipped = %+v, want the nested repository named", d.SkippedFiles)
+	}
+}
+
+// TestHostileWorkdirRunsNothing: a workdir whose repository points every
+// key that can start a program at a marker script (gittooltest), whose
+// .gitattributes names filter, diff and merge drivers defined there, and
+// which is a partial clone fetching through core.sshCommand: snapshots
+// (full, and from what changed), restores (a path, a dry run, the whole
+// tree), diffs, Show and GC run none of them, and the snapshots hold the
+// bytes as they are. The work tree's own git runs the clean filter (the
+// setup is live).
+func TestHostileWorkdirRunsNothing(t *testing.T) {
+	wd := t.TempDir()
+	h := gittooltest.New(t, wd)
+	h.MakePartialClone(t)
+	ctx := context.Background()
+	s := newStore(t, wd, Options{})
+	v1, _ := take(t, s, "start", 1)
+	write(t, wd, "a.txt", "edited by the agent\n")
+	write(t, wd, "new.txt", "new\n")
+	v2, isNew := take(t, s, "quiet", 2)
+	if !isNew {
+		t.Fatal("no snapshot after changes")
+	}
+	s.NoteChanged([]string{"b.txt"})
+	write(t, wd, "b.txt", "edited again\n")
+	take(t, s, "quiet", 3)
+	if _, err := s.Restore(ctx, v1.ID, []string{"a.txt"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Restore(ctx, v2.ID, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Restore(ctx, v2.ID, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, against := range []string{"", v1.ID} {
+		if _, _, err := s.Diff(ctx, v2.ID, against, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Show(ctx, v2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := h.Fired(); len(f) > 0 {
+		t.Fatalf("the store's git ran the workdir's programs: %v", f)
+	}
+	if got := treeOf(t, s, v2.ID)["a.txt"].content; got != "edited by the agent\n" {
+		t.Errorf("a.txt in the snapshot = %q: a filter applied", got)
+	}
+	if got := read(t, wd, "a.txt"); got != "edited by the agent\n" {
+		t.Errorf("a.txt restored = %q", got)
+	}
+	if out, _ := h.Plain("add", "-A"); len(h.Fired()) == 0 {
+		t.Fatalf("the control does not work: the work tree's own git add ran no filter:\n%s", out)
 	}
 }

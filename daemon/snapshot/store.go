@@ -18,6 +18,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/gittool"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
@@ -221,7 +222,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 			return nil, fmt.Errorf("snapshot store: ignore_dirs entry %d (%q) must be a plain directory name", i, d)
 		}
 	}
-	bin, err := checkGit(ctx, opt.Git)
+	tool, err := checkGit(ctx, opt.Git)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +232,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	s := &Store{
 		opt:              opt,
-		git:              newGitRunner(bin, opt.Dir, opt.Workdir),
+		git:              newGitRunner(tool, opt.Dir, opt.Workdir),
 		log:              opt.Logger,
 		now:              opt.Now,
 		work:             opt.Workdir,
@@ -428,9 +429,9 @@ func (s *Store) Close() error {
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.opt.Dir }
 
-// Git is the git binary the store runs ("": "git" on PATH), for a
-// caller that reads the agent's own repository beside it (worklost).
-func (s *Store) Git() string { return s.opt.Git }
+// Tool is the git the store runs, for a caller that reads the agent's
+// own repository beside it (worklost).
+func (s *Store) Tool() *gittool.Tool { return s.git.tool }
 
 // Newest is the newest snapshot; ok is false before the first.
 func (s *Store) Newest() (snap Snapshot, ok bool) {

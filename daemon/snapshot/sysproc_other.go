@@ -2,13 +2,7 @@
 
 package snapshot
 
-import (
-	"io/fs"
-	"syscall"
-)
-
-// sysProcAttr has nothing to add where there is no parent-death signal.
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+import "io/fs"
 
 // ownerOf knows no owner here: a restore leaves owners as the system makes
 // them.

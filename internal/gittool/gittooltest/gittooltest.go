@@ -350,10 +350,19 @@ func (r *Repo) MakePartialClone(t testing.TB) string {
 const MarkersOfPartialClone = "core.sshCommand-promisor"
 
 // Plain runs plain git in the repository, as its owner would (the
-// environment of the test, hooks and all), and returns its output.
-func (r *Repo) Plain(t testing.TB, args ...string) string {
-	t.Helper()
-	return r.plain(t, args...)
+// environment of the test, hooks, filters and all): a control that shows
+// a hostile setting runs. It may fail; its output is returned.
+func (r *Repo) Plain(args ...string) (string, error) {
+	cmd := exec.Command(r.Git, args...)
+	cmd.Dir = r.Dir
+	cmd.Env = r.plainEnv()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (r *Repo) plainEnv() []string {
+	return append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=owner", "GIT_AUTHOR_EMAIL=owner@example.invalid", "GIT_COMMITTER_NAME=owner", "GIT_COMMITTER_EMAIL=owner@example.invalid")
 }
 
 func (r *Repo) plain(t testing.TB, args ...string) string {
@@ -365,8 +374,7 @@ func (r *Repo) plainIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(r.Git, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=owner", "GIT_AUTHOR_EMAIL=owner@example.invalid", "GIT_COMMITTER_NAME=owner", "GIT_COMMITTER_EMAIL=owner@example.invalid")
+	cmd.Env = r.plainEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -383,4 +391,28 @@ func (r *Repo) write(t testing.TB, rel, content string) {
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// OldGit writes a git that says it is release version (say "2.39.3", a
+// release before GIT_NO_LAZY_FETCH) and runs the real git for everything
+// else, in a directory of its own, which it returns: a daemon that finds
+// it first on PATH (or is given dir/git) treats git as that old.
+func OldGit(t testing.TB, version string) string {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'git version %s'; exit 0; fi\nexec %q \"$@\"\n", version, real)
+	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
