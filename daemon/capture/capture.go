@@ -21,6 +21,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/sources/handoff"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/gittool"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
 
@@ -47,6 +48,8 @@ type Capture struct {
 	attr        *attributing              // whose work each change is (attribution.go); nil when off
 	lost        losses                    // uncommitted work that vanished (worklost.go)
 	started     time.Time                 // when Start ran: commits older are not new work
+	gitOnce     sync.Once                 // finds git (gittool.go)
+	git         *gittool.Tool             // the git run on the agent's repository; nil when there is none
 	startDone   chan struct{}             // closed once the start snapshot is over (StartSnapshotDone)
 }
 

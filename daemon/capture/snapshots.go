@@ -41,11 +41,12 @@ type snapshots struct {
 // the workdir into store and write work records; taken runs after each
 // snapshot. Call it before Start.
 func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
-	s := &snapshots{c: c, store: store, repo: worklost.NewRepo(store.Tool().Path, c.o.Workdir), taken: taken}
+	s := &snapshots{c: c, store: store, taken: taken}
 	c.loadLosses()
 	c.mu.Lock()
 	c.snaps = s
 	c.mu.Unlock()
+	s.repo = worklost.NewRepo(c.gitTool(), c.o.Workdir)
 	c.policy.SetSnapshotter(s)
 	store.SetConversation(c.transcripts.conversationPoint)
 }

@@ -47,7 +47,7 @@ func BenchmarkCheckAfterSnapshot(b *testing.B) {
 	}
 	take()
 	st.Follow()
-	repo := NewRepo("", work) // kept, as the daemon keeps it
+	repo := NewRepo(st.Tool(), work) // kept, as the daemon keeps it
 	defer repo.Close()
 	var took, checked time.Duration
 	for round := 0; b.Loop(); round++ {

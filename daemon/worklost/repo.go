@@ -7,15 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/continuityd/continuityd/internal/gitpipe"
+	"github.com/continuityd/continuityd/internal/gittool"
 )
 
 // Repo reads the agent's repository: the commit its HEAD names, and the
@@ -28,10 +29,15 @@ import (
 // Close. A path is looked up in its directory's tree, which gives what
 // `git ls-tree` would (a submodule's commit too); `git ls-tree` itself is
 // asked for a path cat-file cannot be asked about (a newline in it) or a
-// directory over maxTreeBytes. A Repo is safe for concurrent use; each
+// directory over maxTreeBytes. Every run is built by internal/gittool (a
+// read that takes no lock, with nothing of the repository's config able
+// to start a program or fetch), and git finds the repository from the
+// workdir itself, so its check that the repository belongs to the user
+// running git stays in force. A Repo is safe for concurrent use; each
 // question holds it.
 type Repo struct {
-	git, dir string
+	git *gittool.Tool // nil: git is not available
+	dir string
 
 	mu     sync.Mutex
 	p      *gitpipe.Pipe // nil when none runs
@@ -91,9 +97,10 @@ func pick(out, want, entries map[string]string) {
 	}
 }
 
-// NewRepo reads the repository workdir is in with git ("" looks up "git"
-// on PATH). Nothing starts until the first question.
-func NewRepo(git, workdir string) *Repo { return &Repo{git: git, dir: workdir} }
+// NewRepo reads the repository workdir is in with git (nil: git is not
+// available, and every question fails saying so). Nothing starts until
+// the first question.
+func NewRepo(git *gittool.Tool, workdir string) *Repo { return &Repo{git: git, dir: workdir} }
 
 // Close stops the git process, if one runs; later questions fail.
 func (r *Repo) Close() {
@@ -236,9 +243,12 @@ func (r *Repo) ask(ctx context.Context, names []string, limit int, fn func(i int
 	for i := 0; i < len(names); {
 		fresh := r.p == nil
 		if fresh {
-			cmd := exec.Command(r.bin(), r.args("cat-file", "--batch")...)
-			cmd.Dir, cmd.Env = r.dir, r.env()
-			p, err := gitpipe.Start(cmd)
+			if err := r.mayRun(ctx); err != nil {
+				return err
+			}
+			// The process outlives this question: the idle timer and
+			// Close stop it, not ctx.
+			p, err := gitpipe.Start(r.command(context.Background(), "cat-file", "--batch"))
 			if err != nil {
 				return fmt.Errorf("worklost: git cat-file in the workdir: %w", err)
 			}
@@ -275,7 +285,7 @@ func (r *Repo) ask(ctx context.Context, names []string, limit int, fn func(i int
 		case strings.Contains(p.Stderr(), "not a git repository"):
 			return errNoRepo
 		case fresh:
-			return err
+			return refusal(p.Stderr(), err)
 		}
 		// an old process that failed: ask a new one
 	}
@@ -317,44 +327,74 @@ const maxPathspecs = 256
 // gitTimeout bounds each read of the agent's repository.
 const gitTimeout = 30 * time.Second
 
-func (r *Repo) bin() string {
-	if r.git == "" {
-		return "git"
-	}
-	return r.git
+// command is a read of the agent's repository, from the workdir.
+func (r *Repo) command(ctx context.Context, args ...string) *exec.Cmd {
+	return r.git.Command(ctx, gittool.Run{Args: args, Dir: r.dir, Reading: true, Env: []string{"GIT_LITERAL_PATHSPECS=1"}})
 }
 
-// args puts the settings every read of the agent's repository runs with
-// before args: no hooks, no file system monitor.
-func (r *Repo) args(args ...string) []string {
-	return append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+// ErrUnavailable is a question put with no git to ask.
+var ErrUnavailable = errors.New("worklost: git is not available: install git to have uncommitted work that vanishes found")
+
+// mayRun says why git must not be started on the agent's repository, nil
+// when it may: no git, or a partial clone that this git cannot be kept
+// from fetching into (gittool.Tool.Refuses). The repository is the one
+// git finds from the workdir, asked of git itself (rev-parse reads no
+// object, so it fetches nothing).
+func (r *Repo) mayRun(ctx context.Context) error {
+	if r.git == nil {
+		return ErrUnavailable
+	}
+	if r.git.Version.HonoursNoLazyFetch() {
+		return nil
+	}
+	cmd := r.command(ctx, "rev-parse", "--absolute-git-dir", "--git-common-dir")
+	stderr := gitpipe.Tail{Max: 512}
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	switch {
+	case err != nil && strings.Contains(stderr.String(), "not a git repository"):
+		return errNoRepo
+	case err != nil:
+		return refusal(stderr.String(), fmt.Errorf("worklost: git rev-parse in the workdir: %w: %s", err, strings.TrimSpace(stderr.String())))
+	}
+	gitDir, common, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(r.dir, common)
+	}
+	if err := r.git.Refuses(gitDir, common); err != nil {
+		return fmt.Errorf("worklost: %w", err)
+	}
+	return nil
 }
 
-// env is the environment of a read of the agent's repository: the
-// daemon's own GIT_* variables left out, no system or global
-// configuration, no optional locks, pathspecs taken literally.
-func (r *Repo) env() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
+// ErrDubiousOwnership is git refusing to read a repository that belongs
+// to another user than the one running it: the daemon runs as another
+// user than the workdir's owner.
+var ErrDubiousOwnership = errors.New("git refuses to read the workdir's repository as the daemon's user, which does not own it (\"dubious ownership\")")
+
+// refusal is err, or ErrDubiousOwnership with what git said when that is
+// why git failed.
+func refusal(stderr string, err error) error {
+	if strings.Contains(stderr, "dubious ownership") {
+		line, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), "fatal:")), "\n")
+		return fmt.Errorf("worklost: %w: %s", ErrDubiousOwnership, strings.TrimSpace(line))
 	}
-	return append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_OPTIONAL_LOCKS=0",
-		"GIT_LITERAL_PATHSPECS=1", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	return err
 }
 
 // run runs git once in the workdir and returns its stdout.
 func (r *Repo) run(ctx context.Context, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.bin(), r.args(args...)...)
-	cmd.Dir, cmd.Env = r.dir, r.env()
+	if err := r.mayRun(ctx); err != nil {
+		return nil, err
+	}
+	cmd := r.command(ctx, args...)
 	stderr := gitpipe.Tail{Max: 512}
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("worklost: git %s in the workdir: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		return out, refusal(stderr.String(), fmt.Errorf("worklost: git %s in the workdir: %w: %s", args[0], err, strings.TrimSpace(stderr.String())))
 	}
 	return out, nil
 }

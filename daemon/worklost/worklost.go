@@ -20,9 +20,13 @@
 // A path edited on to new content is work going on, not work lost.
 //
 // The agent's repository is only read, by a long-lived `git cat-file
-// --batch` (`git ls-tree` for what cat-file cannot be asked), with optional
-// locks off, hooks off and the system and global configuration not read;
-// nothing in it is written (repo.go).
+// --batch` (`git ls-tree` for what cat-file cannot be asked), built by
+// internal/gittool: optional locks off, nothing of the repository's config
+// able to start a program or fetch, the system and global configuration
+// not read; nothing in it is written (repo.go). A repository git refuses
+// (another user's: "dubious ownership"), or a partial clone on a git too
+// old to be kept from fetching, makes every check fail with the reason,
+// which the daemon shows as degraded.
 package worklost
 
 import (

@@ -13,9 +13,20 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/gittool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testGit is the git the daemon would find.
+func testGit(t testing.TB) *gittool.Tool {
+	t.Helper()
+	tool, err := gittool.Find(context.Background(), "")
+	if err != nil {
+		t.Skip(err)
+	}
+	return tool
+}
 
 // userGit runs git in dir as a person would, isolated from the machine's
 // configuration.
@@ -88,7 +99,7 @@ func newBench(t *testing.T) *bench {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	repo := NewRepo("", work)
+	repo := NewRepo(testGit(t), work)
 	t.Cleanup(repo.Close)
 	b := &bench{t: t, ctx: ctx, work: work, store: st, repo: repo}
 	b.take() // the tree as the daemon found it
@@ -256,7 +267,7 @@ func TestWorkLostWithoutRepository(t *testing.T) {
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
 	write(t, work, "notes.txt", "an hour of notes\n")
-	repo := NewRepo("", work)
+	repo := NewRepo(testGit(t), work)
 	defer repo.Close()
 	if head, err := repo.Head(ctx); err != nil || head != "" {
 		t.Fatalf("Head outside a repository = %q, %v", head, err)

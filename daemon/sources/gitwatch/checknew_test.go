@@ -16,7 +16,7 @@ func TestCheckNewReportsCommitsMadeBeforeTheFirstCheck(t *testing.T) {
 	name := filepath.Base(r.dir)
 	c1 := r.commit("first commit")
 	c2 := r.commit("second commit")
-	g, err := Open(r.dir)
+	g, err := Open(r.dir, testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestCheckNewReportsCommitsMadeBeforeTheFirstCheck(t *testing.T) {
 	expect(t, ch, Change{Kind: KindCommit, Repo: name, Branch: "main", SHA: c3, PrevSHA: c2, Subject: "third commit"})
 
 	// Plain Check takes the first state for the starting point.
-	g2, _ := Open(r.dir)
+	g2, _ := Open(r.dir, testGit(t))
 	expect(t, check(t, g2))
 }
 
@@ -48,7 +48,7 @@ func TestCheckNewSkipsOldHistory(t *testing.T) {
 	r.env = old
 	since := time.Now().Add(-time.Minute)
 	c3 := r.commit("new work")
-	g, err := Open(r.dir)
+	g, err := Open(r.dir, testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestCheckNewClone(t *testing.T) {
 	since := time.Now().Add(-time.Minute)
 	dir := filepath.Join(t.TempDir(), "clone")
 	runGit(t, filepath.Dir(dir), src.env, "-c", "init.defaultBranch=master", "clone", "-q", src.dir, dir)
-	g, err := Open(dir)
+	g, err := Open(dir, testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestCheckNewClone(t *testing.T) {
 	// A clone seen half-way (HEAD unborn on git's default branch) then complete.
 	dir2 := filepath.Join(t.TempDir(), "clone2")
 	runGit(t, filepath.Dir(dir2), src.env, "clone", "-q", src.dir, dir2)
-	g2, _ := Open(dir2)
+	g2, _ := Open(dir2, testGit(t))
 	g2.mu.Lock()
 	g2.seen, g2.state, g2.since = true, state{symref: "refs/heads/master", heads: map[string]string{}}, since.Unix()
 	g2.mu.Unlock()

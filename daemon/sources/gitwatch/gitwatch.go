@@ -8,8 +8,13 @@
 // work-directory watcher reports (watch.Options.OnGitEvent): nothing polls.
 // A commit object that is packed (after git gc, a fetch, a clone) is read
 // with `git cat-file commit <sha>` when git is installed, with a 2-second
-// timeout and GIT_OPTIONAL_LOCKS=0 so it never takes a lock in the agent's
-// repository; without git the change is still reported, with no subject.
+// timeout, built by internal/gittool: it takes no lock in the agent's
+// repository, and nothing of that repository's config can make it start a
+// program or fetch the commit from a promisor remote. Without git, or on
+// a partial clone that this git is too old to be kept from fetching into
+// (Refused says so; git is then not run on it at all), the change is still
+// reported, with no subject. Nothing else needs git: HEAD, every ref and
+// packed-refs are read as files.
 //
 // Linked worktrees and submodules (a ".git" file naming the git directory)
 // are supported. The reftable ref format (git 2.45+, opt-in) is not: Open
@@ -31,7 +36,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -40,6 +44,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/continuityd/continuityd/internal/gittool"
 )
 
 // Change kinds.
@@ -118,11 +124,14 @@ type Repo struct {
 	name      string
 	gitDir    string // HEAD lives here
 	commonDir string // refs/, packed-refs, objects/
+	git       *gittool.Tool
 
 	mu    sync.Mutex
 	seen  bool
 	state state
 	since int64 // CheckNew: commits older than this (unix seconds) are not new
+
+	refused string // why git is not run on the repository ("": it is); under mu
 }
 
 type state struct {
@@ -133,8 +142,9 @@ type state struct {
 
 func (s state) branch() string { return strings.TrimPrefix(s.symref, "refs/heads/") }
 
-// Open finds the worktree that contains dir.
-func Open(dir string) (*Repo, error) {
+// Open finds the worktree that contains dir; git (nil: none) reads its
+// packed commits.
+func Open(dir string, git *gittool.Tool) (*Repo, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -146,7 +156,7 @@ func Open(dir string) (*Repo, error) {
 		dotgit := filepath.Join(d, ".git")
 		fi, err := os.Stat(dotgit)
 		if err == nil {
-			r := &Repo{root: d, name: filepath.Base(d), gitDir: dotgit, commonDir: dotgit}
+			r := &Repo{root: d, name: filepath.Base(d), gitDir: dotgit, commonDir: dotgit, git: git}
 			if !fi.IsDir() {
 				if r.gitDir, err = readGitFile(dotgit); err != nil {
 					return nil, err
@@ -166,6 +176,7 @@ func Open(dir string) (*Repo, error) {
 			if fi, err := os.Stat(filepath.Join(r.commonDir, "reftable")); err == nil && fi.IsDir() {
 				return nil, ErrReftable
 			}
+			r.refused = r.mayRunGit()
 			return r, nil
 		}
 		if d == filepath.Dir(d) {
@@ -190,6 +201,26 @@ func readGitFile(dotgit string) (string, error) {
 		p = filepath.Join(filepath.Dir(dotgit), p)
 	}
 	return filepath.Clean(p), nil
+}
+
+// Refused says why git is not run on the repository ("" when it is, or
+// there is no git): its packed commits are then reported without their
+// subject. It is as of the last time git would have run.
+func (r *Repo) Refused() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused
+}
+
+// mayRunGit is why git must not run on the repository, "" when it may.
+func (r *Repo) mayRunGit() string {
+	if r.git == nil {
+		return ""
+	}
+	if err := r.git.Refuses(r.gitDir, r.commonDir); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // Root is the worktree root; Name its base name.
@@ -623,22 +654,18 @@ func (r *Repo) looseObject(sha string) ([]byte, error) {
 	return body, nil
 }
 
-var (
-	gitOnce sync.Once
-	gitPath string
-)
-
-// gitCatFile reads a (packed) commit with git, if installed.
+// gitCatFile reads a (packed) commit with git, if there is one and it may
+// run on the repository; the caller holds r.mu.
 func (r *Repo) gitCatFile(sha string) ([]byte, error) {
-	gitOnce.Do(func() { gitPath, _ = exec.LookPath("git") })
-	if gitPath == "" {
+	if r.git == nil {
 		return nil, errors.New("gitwatch: git is not installed")
+	}
+	if r.refused = r.mayRunGit(); r.refused != "" {
+		return nil, errors.New(r.refused)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, gitPath, "--git-dir="+r.gitDir, "cat-file", "commit", sha)
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	cmd.Stdin = nil
+	cmd := r.git.Command(ctx, gittool.Run{Args: []string{"cat-file", "commit", sha}, Dir: r.root, GitDir: r.gitDir, Reading: true})
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("gitwatch: git cat-file %s: %w", sha, err)

@@ -12,9 +12,20 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/continuityd/continuityd/daemon/sources/watch"
+	"github.com/continuityd/continuityd/internal/gittool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testGit is the git the daemon would find.
+func testGit(t testing.TB) *gittool.Tool {
+	t.Helper()
+	tool, err := gittool.Find(context.Background(), "")
+	if err != nil {
+		t.Skip(err)
+	}
+	return tool
+}
 
 // gitEnv isolates git from the machine's and user's configuration.
 func gitEnv(t *testing.T) []string {
@@ -97,7 +108,7 @@ func expect(t *testing.T, got []Change, want ...Change) {
 
 func TestCommitsBranchSwitchesAndPackedObjects(t *testing.T) {
 	r := newRepo(t)
-	g, err := Open(filepath.Join(r.dir))
+	g, err := Open(filepath.Join(r.dir), testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +201,7 @@ func TestCommitsBranchSwitchesAndPackedObjects(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(r.dir, "a/b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	g2, err := Open(filepath.Join(r.dir, "a/b"))
+	g2, err := Open(filepath.Join(r.dir, "a/b"), testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +218,11 @@ func TestLinkedWorktree(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(wt, ".git")); err != nil || fi.IsDir() {
 		t.Fatalf("worktree .git is not a file: %v", err)
 	}
-	g, err := Open(wt)
+	g, err := Open(wt, testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	main, err := Open(r.dir)
+	main, err := Open(r.dir, testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,14 +245,14 @@ func TestLinkedWorktree(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	if _, err := Open(t.TempDir()); err == nil {
+	if _, err := Open(t.TempDir(), testGit(t)); err == nil {
 		t.Error("Open outside a repository: no error")
 	}
 	d := t.TempDir()
 	if err := os.WriteFile(filepath.Join(d, ".git"), []byte("not a gitdir line\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(d); err == nil {
+	if _, err := Open(d, testGit(t)); err == nil {
 		t.Error("Open with a bad .git file: no error")
 	}
 	d = t.TempDir()
@@ -251,7 +262,7 @@ func TestOpenErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d, ".git/HEAD"), []byte("ref: refs/heads/.invalid\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(d); err != ErrReftable {
+	if _, err := Open(d, testGit(t)); err != ErrReftable {
 		t.Errorf("Open of a reftable repository: %v, want ErrReftable", err)
 	}
 }
@@ -374,7 +385,7 @@ func noReceipt(t *testing.T, receipts <-chan string) {
 func TestWatcherReportsCommit(t *testing.T) {
 	r := newRepo(t)
 	r.commit("before the watch")
-	g, err := Open(r.dir)
+	g, err := Open(r.dir, testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +411,7 @@ func TestWatcherLinkedWorktree(t *testing.T) {
 	r.commit("base")
 	wt := filepath.Join(filepath.Dir(r.dir), "wt")
 	r.git("worktree", "add", "-q", "-b", "wtbranch", wt)
-	g, err := Open(wt)
+	g, err := Open(wt, testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +436,7 @@ func TestWatcherRootInsideRepo(t *testing.T) {
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	g, err := Open(sub)
+	g, err := Open(sub, testGit(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +453,7 @@ func TestCheckFromReportsWhatMovedWhileAway(t *testing.T) {
 	name := filepath.Base(r.dir)
 	c1 := r.commit("first")
 	open := func() *Repo {
-		g, err := Open(r.dir)
+		g, err := Open(r.dir, testGit(t))
 		if err != nil {
 			t.Fatal(err)
 		}
