@@ -51,6 +51,10 @@ type Capture struct {
 	gitOnce     sync.Once                 // finds git (gittool.go)
 	git         *gittool.Tool             // the git run on the agent's repository; nil when there is none
 	startDone   chan struct{}             // closed once the start snapshot is over (StartSnapshotDone)
+
+	// refusedLogged holds, per repository root, the reason git is not run
+	// on it that was logged last (under mu).
+	refusedLogged map[string]string
 }
 
 // policyInputs buffers what reaches the policy; the store's writer must
@@ -247,6 +251,12 @@ func (c *Capture) DegradedSources() []string {
 	}
 	if c.SnapshotError() != nil {
 		out = append(out, "snapshots")
+	}
+	if c.workLostProblem() != "" {
+		out = append(out, "work_lost")
+	}
+	if c.commitsProblem() != "" {
+		out = append(out, "commits")
 	}
 	return out
 }

@@ -51,6 +51,7 @@ func (c *Capture) gitCheck(ctx context.Context, dir string) {
 	if err != nil {
 		c.log.Debug("git check", "dir", dir, "err", err)
 	}
+	c.noteRefused(r.Root(), r.Refused())
 	c.gitChanges(ctx, r, changes)
 }
 
@@ -115,6 +116,7 @@ func (c *Capture) primeGit(ctx context.Context, wd string) {
 	}
 	c.repos[r.Root()] = r
 	c.mu.Unlock()
+	c.noteRefused(r.Root(), r.Refused())
 	c.gitChanges(ctx, r, changes)
 	c.saveHeads()
 }

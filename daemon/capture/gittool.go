@@ -2,6 +2,9 @@ package capture
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/continuityd/continuityd/internal/gittool"
@@ -39,4 +42,77 @@ func (c *Capture) gitTool() *gittool.Tool {
 		}
 	})
 	return c.git
+}
+
+// noteRefused logs, once per reason, a repository of the workdir that git
+// is not run on (gitwatch.Repo.Refused): commitsHealth shows it.
+func (c *Capture) noteRefused(root, why string) {
+	if why == "" {
+		return
+	}
+	c.mu.Lock()
+	if c.refusedLogged == nil {
+		c.refusedLogged = map[string]string{}
+	}
+	seen := c.refusedLogged[root] == why
+	c.refusedLogged[root] = why
+	c.mu.Unlock()
+	if !seen {
+		c.log.Warn("git is not run on this repository: its commits read from packs are reported without their subject, and degraded [\"commits\"] says why",
+			"repo", root, "why", why)
+	}
+}
+
+// commitsProblem says why git is not run on a repository of the workdir
+// ("" when it is run on each): the commits' receipts then lack subjects.
+func (c *Capture) commitsProblem() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for root, r := range c.repos {
+		if why := r.Refused(); why != "" {
+			out = append(out, fmt.Sprintf("%s: %s", root, why))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// commitsHealth is the commits' part of Health: ok, or degraded with the
+// repositories git is not run on.
+func (c *Capture) commitsHealth() Component {
+	h := Component{Name: "commits", State: StateOff}
+	if c.o.Workdir == "" || !c.o.Watch.Enabled {
+		return h
+	}
+	if why := c.commitsProblem(); why != "" {
+		h.State, h.Detail = StateDegraded, "commits read from packs are reported without their subject: "+why
+		return h
+	}
+	h.State = StateOK
+	return h
+}
+
+// workLostProblem is why the last check for uncommitted work that
+// vanished failed ("" when it worked, or none ran yet).
+func (c *Capture) workLostProblem() string {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	return c.lost.failed
+}
+
+// workLostHealth is the work-lost checks' part of Health: off without
+// snapshots, degraded with the reason while the checks fail (git refuses
+// the repository, git is missing or too old for it).
+func (c *Capture) workLostHealth() Component {
+	h := Component{Name: "work_lost", State: StateOff}
+	if c.snapshotter() == nil {
+		return h
+	}
+	if why := c.workLostProblem(); why != "" {
+		h.State, h.Detail = StateDegraded, "uncommitted work that vanishes is not found: "+why
+		return h
+	}
+	h.State = StateOK
+	return h
 }

@@ -3,7 +3,7 @@ package capture
 // Component is how one of the capture's parts is doing, for status: the
 // workdir watch, the transcript follower, the work snapshots.
 type Component struct {
-	Name string `json:"name"` // watch, transcripts, snapshots
+	Name string `json:"name"` // watch, transcripts, snapshots, work_lost, commits
 	// State is ok, degraded (Detail says why) or off (not configured).
 	State  string `json:"state"`
 	Detail string `json:"detail,omitempty"`
@@ -16,11 +16,12 @@ const (
 	StateOff      = "off"
 )
 
-// Health says how the watch, the transcripts and the snapshots are doing,
-// in that order, each with what it is doing now (a first snapshot under
-// way shows how far it got).
+// Health says how the watch, the transcripts, the snapshots, the
+// work-lost checks and the commits' receipts are doing, in that order,
+// each with what it is doing now (a first snapshot under way shows how
+// far it got).
 func (c *Capture) Health() []Component {
-	return []Component{c.watchHealth(), c.transcripts.health(), c.snapshotHealth()}
+	return []Component{c.watchHealth(), c.transcripts.health(), c.snapshotHealth(), c.workLostHealth(), c.commitsHealth()}
 }
 
 func (c *Capture) watchHealth() Component {

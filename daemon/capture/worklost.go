@@ -49,6 +49,7 @@ type losses struct {
 	kept     lossState
 	found    uint64 // losses found since the daemon started
 	failing  bool   // the last check failed (logged once)
+	failed   string // why, for status and resume (degraded ["work_lost"])
 	onLost   func(capsule.WorkLost)
 }
 
@@ -264,6 +265,7 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	l.mu.Lock()
 	before := l.kept.Last
 	if before == after {
+		s.lossWorked(snap.ID)
 		l.mu.Unlock()
 		return
 	}
@@ -277,6 +279,7 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 		} else {
 			s.c.saveLastPoint()
 		}
+		s.lossWorked(snap.ID)
 		l.mu.Unlock()
 		return
 	}
@@ -302,9 +305,8 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 			l.kept.Entries[i] = *now
 		}
 	}
-	if err == nil && l.failing {
-		l.failing = false
-		s.c.log.Info("work-lost checks work again", "snapshot", snap.ID)
+	if err == nil {
+		s.lossWorked(snap.ID)
 	}
 	if w != nil {
 		l.found++
@@ -363,8 +365,19 @@ func (s *snapshots) stillAway(ctx context.Context, id string, entries []capsule.
 	return back
 }
 
+// lossWorked notes a check that worked, after failed ones: the agent is
+// no longer degraded ["work_lost"]. Call it with s.c.lost.mu held.
+func (s *snapshots) lossWorked(snap string) {
+	l := &s.c.lost
+	if l.failing {
+		l.failing, l.failed = false, ""
+		s.c.log.Info("work-lost checks work again", "snapshot", snap)
+	}
+}
+
 // lossFailed logs a failed check once until one works again (not when
-// the daemon is stopping).
+// the daemon is stopping), and keeps why: the agent shows degraded
+// ["work_lost"] with it until a check works.
 func (s *snapshots) lossFailed(ctx context.Context, err error) {
 	if ctx.Err() != nil || errors.Is(err, snapshot.ErrClosed) {
 		return
@@ -372,8 +385,9 @@ func (s *snapshots) lossFailed(ctx context.Context, err error) {
 	l := &s.c.lost
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.failed = err.Error()
 	if !l.failing {
 		l.failing = true
-		s.c.log.Warn("cannot check the workdir for uncommitted work that vanished", "err", err)
+		s.c.log.Warn("cannot check the workdir for uncommitted work that vanished; the agent shows degraded [\"work_lost\"] until a check works", "err", err)
 	}
 }
