@@ -9,7 +9,6 @@ import (
 	"io"
 	"os/exec"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -243,7 +242,7 @@ func (r *Repo) ask(ctx context.Context, names []string, limit int, fn func(i int
 	for i := 0; i < len(names); {
 		fresh := r.p == nil
 		if fresh {
-			if err := r.mayRun(ctx); err != nil {
+			if err := r.mayRun(); err != nil {
 				return err
 			}
 			// The process outlives this question: the idle timer and
@@ -338,28 +337,17 @@ var ErrUnavailable = errors.New("worklost: git is not available: install git to 
 // mayRun says why git must not be started on the agent's repository, nil
 // when it may: no git, or a partial clone that this git cannot be kept
 // from fetching into (gittool.Tool.Refuses). The repository is the one
-// git finds from the workdir, asked of git itself (rev-parse reads no
-// object, so it fetches nothing).
-func (r *Repo) mayRun(ctx context.Context) error {
+// git finds from the workdir, found without running git.
+func (r *Repo) mayRun() error {
 	if r.git == nil {
 		return ErrUnavailable
 	}
 	if r.git.Version.HonoursNoLazyFetch() {
 		return nil
 	}
-	cmd := r.command(ctx, "rev-parse", "--absolute-git-dir", "--git-common-dir")
-	stderr := gitpipe.Tail{Max: 512}
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	switch {
-	case err != nil && strings.Contains(stderr.String(), "not a git repository"):
-		return errNoRepo
-	case err != nil:
-		return refusal(stderr.String(), fmt.Errorf("worklost: git rev-parse in the workdir: %w: %s", err, strings.TrimSpace(stderr.String())))
-	}
-	gitDir, common, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(r.dir, common)
+	gitDir, common, ok := gittool.Discover(r.dir)
+	if !ok {
+		return nil // no repository: git says so itself
 	}
 	if err := r.git.Refuses(gitDir, common); err != nil {
 		return fmt.Errorf("worklost: %w", err)
@@ -386,7 +374,7 @@ func refusal(stderr string, err error) error {
 func (r *Repo) run(ctx context.Context, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	if err := r.mayRun(ctx); err != nil {
+	if err := r.mayRun(); err != nil {
 		return nil, err
 	}
 	cmd := r.command(ctx, args...)

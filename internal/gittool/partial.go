@@ -328,3 +328,70 @@ func (p *configParser) value() (string, error) {
 		}
 	}
 }
+
+// Discover finds the repository git would find from dir, as git looks:
+// dir and each parent in turn, a ".git" directory, or a ".git" file naming
+// one ("gitdir: …"), or the directory itself when it is a bare one; a
+// candidate without HEAD, objects and refs is passed over. It returns the
+// git directory and the common one (config, objects; another for a linked
+// worktree), and ok false when there is none. Nothing is run.
+func Discover(dir string) (gitDir, commonDir string, ok bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", "", false
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		for _, cand := range []string{filepath.Join(d, ".git"), d} {
+			if g, c, ok := gitDirAt(cand, cand != d); ok {
+				return g, c, true
+			}
+		}
+		if d == filepath.Dir(d) {
+			return "", "", false
+		}
+	}
+}
+
+// gitDirAt says whether p is a git directory (or, when file is allowed, a
+// ".git" file naming one), and its common directory.
+func gitDirAt(p string, file bool) (gitDir, commonDir string, ok bool) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", "", false
+	}
+	if !fi.IsDir() {
+		if !file {
+			return "", "", false
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", "", false
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+		if !ok {
+			return "", "", false
+		}
+		if target = strings.TrimSpace(target); !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = filepath.Clean(target)
+	}
+	commonDir = p
+	if b, err := os.ReadFile(filepath.Join(p, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(p, c)
+		}
+		commonDir = filepath.Clean(c)
+	}
+	if _, err := os.Stat(filepath.Join(p, "HEAD")); err != nil {
+		return "", "", false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		if fi, err := os.Stat(filepath.Join(commonDir, sub)); err != nil || !fi.IsDir() {
+			return "", "", false
+		}
+	}
+	return p, commonDir, true
+}

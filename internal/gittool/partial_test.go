@@ -100,3 +100,49 @@ func TestRefuses(t *testing.T) {
 		t.Fatalf("old git, a config that cannot be read: %v", err)
 	}
 }
+
+// TestDiscover finds the repository git finds: from a subdirectory, a
+// linked worktree (its own git directory, the main one's config), a bare
+// repository, past a ".git" that is not one; none outside any.
+func TestDiscover(t *testing.T) {
+	tool, err := Find(t.Context(), "")
+	if err != nil {
+		t.Skip(err)
+	}
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := tool.Command(t.Context(), Run{Args: args, Dir: dir, Env: []string{"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b",
+			"GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b"}})
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	top := t.TempDir()
+	main := filepath.Join(top, "main")
+	os.MkdirAll(filepath.Join(main, "a", "b"), 0o755)
+	git(main, "init", "-q", "-b", "main")
+	git(main, "commit", "-q", "--allow-empty", "-m", "x")
+	git(main, "worktree", "add", "-q", filepath.Join(top, "wt"))
+	git(top, "init", "-q", "--bare", filepath.Join(top, "bare.git"))
+	os.MkdirAll(filepath.Join(main, "a", "fake", ".git"), 0o755) // not a repository: passed over
+	for _, c := range []struct{ dir, gitDir, common string }{
+		{main, filepath.Join(main, ".git"), filepath.Join(main, ".git")},
+		{filepath.Join(main, "a", "b"), filepath.Join(main, ".git"), filepath.Join(main, ".git")},
+		{filepath.Join(main, "a", "fake"), filepath.Join(main, ".git"), filepath.Join(main, ".git")},
+		{filepath.Join(top, "wt"), filepath.Join(main, ".git", "worktrees", "wt"), filepath.Join(main, ".git")},
+		{filepath.Join(top, "bare.git"), filepath.Join(top, "bare.git"), filepath.Join(top, "bare.git")},
+	} {
+		g, cd, ok := Discover(c.dir)
+		if !ok || g != c.gitDir || cd != c.common {
+			t.Errorf("Discover(%s) = %s, %s, %v; want %s, %s", c.dir, g, cd, ok, c.gitDir, c.common)
+		}
+		if want := git(c.dir, "rev-parse", "--absolute-git-dir"); want != g {
+			t.Errorf("git finds %s from %s, Discover %s", want, c.dir, g)
+		}
+	}
+	if g, _, ok := Discover(top); ok {
+		t.Errorf("Discover outside any repository = %s", g)
+	}
+}
