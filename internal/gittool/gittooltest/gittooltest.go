@@ -186,8 +186,12 @@ func New(t testing.TB, dir string, keys ...Key) *Repo {
 	if err := os.Chmod(r.Markers, 0o1777); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{side, r.Bin, filepath.Join(r.Bin, "hooks")} {
-		os.Chmod(d, 0o755)
+	// Whoever git runs as reaches the scripts (a test's temporary
+	// directories are the test's user's alone).
+	for _, d := range []string{filepath.Dir(side), side, r.Bin, filepath.Join(r.Bin, "hooks")} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, h := range Hooks {
 		r.marker(t, filepath.Join("hooks", h), "hook-"+h)
@@ -286,6 +290,20 @@ func (r *Repo) marker(t testing.TB, rel, name string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Tame are the -c settings under which the owner's own git, driven by a
+// test, applies none of the repository's filters (which no setting of the
+// daemon's can name): the test's own commands then leave no marker.
+func Tame() []string {
+	var out []string
+	for _, k := range Keys() {
+		if name, ok := strings.CutPrefix(k.Key, "filter."); ok {
+			drv, _, _ := strings.Cut(name, ".")
+			out = append(out, "filter."+drv+".clean=", "filter."+drv+".smudge=", "filter."+drv+".process=")
+		}
+	}
+	return out
 }
 
 // Script is the marker script of key k.
@@ -407,8 +425,10 @@ func OldGit(t testing.TB, version string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	wrapper := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'git version %s'; exit 0; fi\nexec %q \"$@\"\n", version, real)
 	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(wrapper), 0o755); err != nil {
