@@ -330,12 +330,20 @@ func (t *Tool) Command(ctx context.Context, r Run) *exec.Cmd {
 	}
 	args = append(args, r.Args...)
 	cmd := exec.CommandContext(ctx, t.Path, args...)
-	cmd.Env = append(env(t.Path, r.Reading), r.Env...)
+	base := env(t.Path, r.Reading)
+	cmd.Env = append(base, r.Env...)
 	cmd.Dir = r.Dir
 	attr, err := sysProcAttr(t.as)
 	if err != nil {
 		cmd.Err = err
 	}
 	cmd.SysProcAttr = attr
+	for _, kv := range r.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.ContainsFunc(base, func(b string) bool { return strings.HasPrefix(b, name+"=") }) {
+			// A caller undoing the isolation is a bug: the run fails.
+			cmd.Err = fmt.Errorf("gittool: a run may not set %s, which the isolated environment sets", name)
+		}
+	}
 	return cmd
 }

@@ -195,6 +195,10 @@ func TestEnvironmentIsBuiltFromScratch(t *testing.T) {
 	if err != nil || strings.Contains(out, "secret-token") {
 		t.Fatalf("git var -l: %v\n%s", err, out)
 	}
+	undo := tool.Command(context.Background(), gittool.Run{Args: []string{"version"}, Env: []string{"GIT_ALLOW_PROTOCOL=ssh"}})
+	if err := undo.Run(); err == nil || !strings.Contains(err.Error(), "GIT_ALLOW_PROTOCOL") {
+		t.Fatalf("a run that sets GIT_ALLOW_PROTOCOL: %v", err)
+	}
 }
 
 func ver(major, minor, patch int) gittool.Version {
