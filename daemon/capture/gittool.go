@@ -78,11 +78,15 @@ func (c *Capture) commitsProblem() string {
 	return strings.Join(out, "; ")
 }
 
-// commitsHealth is the commits' part of Health: ok, or degraded with the
-// repositories git is not run on.
+// commitsHealth is the commits' part of Health: off while no repository
+// is known in the workdir, ok, or degraded with the repositories git is
+// not run on.
 func (c *Capture) commitsHealth() Component {
 	h := Component{Name: "commits", State: StateOff}
-	if c.o.Workdir == "" || !c.o.Watch.Enabled {
+	c.mu.Lock()
+	repos := len(c.repos)
+	c.mu.Unlock()
+	if c.o.Workdir == "" || !c.o.Watch.Enabled || repos == 0 {
 		return h
 	}
 	if why := c.commitsProblem(); why != "" {
