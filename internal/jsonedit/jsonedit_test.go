@@ -53,7 +53,7 @@ func TestSyntaxErrorPosition(t *testing.T) {
 		line, col int
 		msg       string
 	}{
-		{"{\n  \"a\": [\n    \"b\",\n  ]\n}", 4, 3, "trailing comma"},
+		{"{\n  \"a\": [\n    \"b\",\n  ]\n}", 3, 8, "trailing comma"},
 		{"{\n  \"é\": 1,\n  \"b\" 2\n}", 3, 7, "want ':'"},
 		{"{\"a\": 1}\n//x", 2, 1, "after the document"},
 		{"{\"a\": \"\t\"}", 1, 8, "control character"},

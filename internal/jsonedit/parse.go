@@ -235,9 +235,11 @@ func (p *parser) object(depth int) (*Value, error) {
 		}
 		switch p.src[p.i] {
 		case ',':
+			comma := p.i
 			p.i++
 			p.space()
 			if p.i < len(p.src) && p.src[p.i] == '}' {
+				p.i = comma
 				return nil, p.errorf("a comma before '}' (JSON allows no trailing comma)")
 			}
 		case '}':
@@ -272,9 +274,11 @@ func (p *parser) array(depth int) (*Value, error) {
 		}
 		switch p.src[p.i] {
 		case ',':
+			comma := p.i
 			p.i++
 			p.space()
 			if p.i < len(p.src) && p.src[p.i] == ']' {
+				p.i = comma
 				return nil, p.errorf("a comma before ']' (JSON allows no trailing comma)")
 			}
 		case ']':

@@ -212,6 +212,8 @@ func (d *Doc) Insert(i int, text string) []byte {
 	at := len(d.Src)
 	if i < len(d.Lines) {
 		at = d.Lines[i].Start
+	} else if at > 0 && d.Src[at-1] != '\n' {
+		text = d.Newline() + text
 	}
 	out := make([]byte, 0, len(d.Src)+len(text))
 	out = append(out, d.Src[:at]...)

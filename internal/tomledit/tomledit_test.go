@@ -123,6 +123,10 @@ func TestAppendRemove(t *testing.T) {
 	if got := string(d.Insert(3, "c = 3\n")); got != "a = 1\n[t]\nb = 2\nc = 3\n" {
 		t.Fatalf("Insert at the end: %q", got)
 	}
+	d, _ = Parse([]byte("[t]\nb = 2"))
+	if got := string(d.Insert(2, "c = 3\n")); got != "[t]\nb = 2\nc = 3\n" {
+		t.Fatalf("Insert after a last line with no newline: %q", got)
+	}
 }
 
 // ours marks the lines of sections [x] and [y] and the "# ours" comment.
