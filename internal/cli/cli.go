@@ -97,6 +97,8 @@ type Command struct {
 func commands() []Command {
 	return []Command{
 		{"run", "run the daemon in the foreground", nil},
+		{"install", "claude-code|codex|mcp [--scope user|project] [--dry-run]: the hooks, status line and MCP server into the agent's files", cmdInstall},
+		{"uninstall", "claude-code|codex|mcp [--scope user|project] [--dry-run]: take them out again, and nothing else", cmdUninstall},
 		{"resume", "where the agent was (markdown; --json)", cmdResume},
 		{"checkpoint", "save focus, working state, a decision, public status, commitments", cmdCheckpoint},
 		{"capsule", "show | seal | validate FILE | put FILE", cmdCapsule},

@@ -49,6 +49,8 @@ var notOperations = map[string]string{
 	"recover":    "works on the state files, then tells the daemon",
 	"delx":       "registers with Delx, then tells the daemon",
 	"config":     "offline",
+	"install":    "offline: the agents' own files",
+	"uninstall":  "offline: the agents' own files",
 	"service":    "the service manager",
 	"version":    "offline",
 }
