@@ -147,10 +147,7 @@ func (c Change) Changed() bool {
 
 // Diff returns the change as a unified diff, with the file named as shown.
 func (c Change) Diff(shown string) string {
-	before, after := "a"+shown, "b"+shown
-	if !strings.HasPrefix(shown, "/") {
-		before, after = "a/"+shown, "b/"+shown
-	}
+	before, after := shown, shown
 	if !c.Existed {
 		before = "/dev/null"
 	}
