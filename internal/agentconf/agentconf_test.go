@@ -172,8 +172,8 @@ func TestClaudeRefusals(t *testing.T) {
 			t.Errorf("%q: %v, want …%s…", src, err, want)
 		}
 	}
-	r, err := InstallClaudeSettings([]byte(`{"statusLine": "x", "disableAllHooks": true}`))
-	if err != nil || len(r.Notes) != 2 {
+	r, err := InstallClaudeSettings([]byte(`{"statusLine": "x", "disableAllHooks": true, "enabledPlugins": {"continuityd@continuityd": true, "x@y": true}}`))
+	if err != nil || len(r.Notes) != 3 || !strings.Contains(r.Notes[1], "continuityd@continuityd is enabled too") {
 		t.Fatalf("notes: %v %q", err, r.Notes)
 	}
 }

@@ -127,6 +127,13 @@ func InstallClaudeSettings(src []byte) (Result, error) {
 			r.Changes = append(r.Changes, "the status line, which shows yours first ("+c.Str+")")
 		}
 	}
+	if p := root.Get("enabledPlugins"); p != nil && p.Kind == jsonedit.Object {
+		for _, m := range p.Members {
+			if strings.HasPrefix(m.Key, ServerName+"@") && m.Value.Str == "true" {
+				r.Notes = append(r.Notes, "the plugin "+m.Key+" is enabled too: its hooks and these would both run; keep one (`continuityd uninstall claude-code`, or /plugin to disable it)")
+			}
+		}
+	}
 	if d := root.Get("disableAllHooks"); d != nil && d.Kind == jsonedit.Bool && d.Str == "true" {
 		r.Notes = append(r.Notes, "disableAllHooks is true: Claude Code runs no hooks, continuityd's included, until it is false")
 	}
