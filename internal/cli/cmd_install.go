@@ -28,8 +28,16 @@ func cmdUninstall(_ context.Context, e *Env, args []string) int {
 	return installCommand(e, "uninstall", args)
 }
 
-// agentNames are how the agents are called in what the commands print.
-var agentNames = map[string]string{"claude-code": "Claude Code", "codex": "Codex", "mcp": "the MCP clients"}
+// agentName is how an agent is called in what the commands print.
+func agentName(agent string) string {
+	switch agent {
+	case "claude-code":
+		return "Claude Code"
+	case "codex":
+		return "Codex"
+	}
+	return "the MCP clients"
+}
 
 func installCommand(e *Env, verb string, args []string) int {
 	fs := NewFlagSet(e, verb, strings.Join(agentfiles.Agents, "|")+" [--scope user|project] [--dry-run]")
@@ -68,7 +76,7 @@ func installCommand(e *Env, verb string, args []string) int {
 		fmt.Fprintf(e.Stderr, "continuityd: %s\n", termsafe.Line(shown(home, err.Error())))
 		return ExitFailed
 	}
-	where := fmt.Sprintf("%s (%s scope)", agentNames[agent], *scope)
+	where := fmt.Sprintf("%s (%s scope)", agentName(agent), *scope)
 	if *dry {
 		for _, c := range changes {
 			if d := c.Diff(shown(home, c.Path)); d != "" {
