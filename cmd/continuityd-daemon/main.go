@@ -17,5 +17,8 @@ import (
 var version = ""
 
 func main() {
+	if code, ok := daemoncmd.Hidden(os.Args[1:], os.Stderr); ok {
+		os.Exit(code) // a worker the daemon started for a workdir's owner
+	}
 	os.Exit(cli.Main(cli.Program{Version: version, DaemonSide: daemoncmd.Run, CapsuleSchema: daemoncmd.CapsuleSchema}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -40,34 +40,34 @@ const (
 type Options struct {
 	// Dir is the store, a bare git repository private to the daemon, e.g.
 	// STATE/agents/NAME/snapshots.git. It is made (mode 0700) when missing.
-	Dir string
+	Dir string `json:"dir"`
 	// Workdir is the agent's work tree. It is read, and written only by
 	// Restore.
-	Workdir string
+	Workdir string `json:"workdir"`
 	// Ignore holds gitignore-style patterns relative to the workdir
 	// ([watch] ignore), applied besides the workdir's own .gitignore files.
-	Ignore []string
+	Ignore []string `json:"ignore,omitempty"`
 	// IgnoreDirs are directory names left out at any depth ([watch]
 	// ignore_dirs): node_modules, .venv, …
-	IgnoreDirs []string
+	IgnoreDirs []string `json:"ignore_dirs,omitempty"`
 	// Exclude holds absolute paths left out when they lie in the workdir:
 	// the daemon's state directory. Dir is always left out.
-	Exclude []string
+	Exclude []string `json:"exclude,omitempty"`
 	// MaxFileBytes skips (and lists) regular files larger than this.
 	// 0 means DefaultMaxFileBytes; negative means no limit.
-	MaxFileBytes int64
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
 	// KeepCount and KeepBytes bound what GC keeps: the newest KeepCount
 	// snapshots, fewer if the store would be larger than KeepBytes (the
 	// newest is always kept). 0 means the default.
-	KeepCount int
-	KeepBytes int64
+	KeepCount int   `json:"keep_count,omitempty"`
+	KeepBytes int64 `json:"keep_bytes,omitempty"`
 	// Git is the git binary; "" looks up "git" on PATH.
-	Git string
+	Git string `json:"git,omitempty"`
 	// Logger receives what the store does on its own (stale locks cleared,
 	// snapshots dropped). nil means slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 	// Now is the clock for snapshot times; nil means time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
 }
 
 // Snapshot is one snapshot of the work tree.
@@ -99,19 +99,19 @@ func (s Snapshot) Files() int { return s.Added + s.Modified + s.Deleted }
 
 // Timings are the phases of one Take.
 type Timings struct {
-	Walk   time.Duration // the size walk of the workdir (or of the changed paths)
-	Add    time.Duration // the files stored: git add -A into the private index, or read and written in process
-	Tree   time.Duration // the trees: git write-tree and the diff against the parent, or written in process
-	Commit time.Duration // the commit and its ref
-	Total  time.Duration
+	Walk   time.Duration `json:"walk"`   // the size walk of the workdir (or of the changed paths)
+	Add    time.Duration `json:"add"`    // the files stored: git add -A into the private index, or read and written in process
+	Tree   time.Duration `json:"tree"`   // the trees: git write-tree and the diff against the parent, or written in process
+	Commit time.Duration `json:"commit"` // the commit and its ref
+	Total  time.Duration `json:"total"`
 	// Files is how many files the walk found in the workdir (a snapshot
 	// stores them all, less those skipped); in a Take from what changed,
 	// in the changed paths only.
-	Files int64
+	Files int64 `json:"files"`
 	// Incremental is set when the Take looked at the changed paths only
 	// (NoteChanged), Paths of them.
-	Incremental bool
-	Paths       int
+	Incremental bool `json:"incremental,omitempty"`
+	Paths       int  `json:"paths,omitempty"`
 }
 
 // Store is one agent's snapshot store. Take, Restore and GC run one at a

@@ -73,8 +73,8 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 // else StepWalk (Files counts the files found so far), StepStore (Files
 // is how many the walk found) or StepTree.
 type Progress struct {
-	Step  string
-	Files int64
+	Step  string `json:"step,omitempty"`
+	Files int64  `json:"files,omitempty"`
 }
 
 // The steps of a Take, for Progress.

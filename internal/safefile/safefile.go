@@ -67,18 +67,7 @@ func OpenFollow(path string) (*os.File, fs.FileInfo, error) {
 }
 
 func open(path string, follow bool) (*os.File, fs.FileInfo, error) {
-	f, err := openNoWait(path, follow)
-	if err != nil {
-		if !follow {
-			// O_NOFOLLOW fails differently per system (ELOOP, EMLINK,
-			// EFTYPE): ask the name itself.
-			if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-				return nil, nil, &Error{Path: path, Reason: ErrSymlink, Detail: "is a symbolic link; it is not followed here"}
-			}
-		}
-		return nil, nil, err
-	}
-	return checkOpened(f, path)
+	return Here.Open(path, OpenOptions{Follow: follow})
 }
 
 // OpenIn opens name inside root: symbolic links are followed only while

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package asowner
+
+import "os/exec"
+
+// For reports that no worker is needed: workers need Linux (a
+// parent-death signal ties them to the daemon), so elsewhere everything
+// happens in process.
+func For(workdir string) (o Owner, need bool, err error) { return Owner{}, false, nil }
+
+// Lookup is uid with NoGroup.
+func Lookup(uid uint32) Owner { return Owner{UID: uid, GID: NoGroup} }
+
+// RunAs changes nothing here (no worker is ever needed).
+func (o Owner) RunAs(cmd *exec.Cmd) {}
