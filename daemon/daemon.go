@@ -32,6 +32,7 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/daemon/asowner"
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/internal/safesocket"
@@ -86,6 +87,11 @@ type Daemon struct {
 	watches workdirWatches // one watcher per workdir, however many agents work in it
 
 	transcripts workdirTranscripts // which agent on a workdir follows which transcript
+
+	// owners are the workers of the workdirs' owners, when the daemon
+	// runs as root over other users' workdirs (owners.go); none start
+	// otherwise.
+	owners *asowner.Pool
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="
@@ -129,6 +135,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.metrics.register(d)
 	d.ledgers.conflicts = d.metrics.conflicts
 	d.watches = newWorkdirWatches(d.log)
+	d.owners = asowner.NewPool(asowner.Options{Logger: d.log})
 	return d, nil
 }
 
@@ -164,6 +171,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		if cerr := d.snap().close(); cerr != nil && err == nil {
 			err = cerr
 		}
+		d.owners.Close() // after the agents, whose stores they host
 		d.ledgers.save() // what the agents' last events told it
 	}()
 	if err := statefiles.Prepare(st.cfg.Daemon.StateDir, statefiles.ModesFor(st.cfg.Daemon.SocketPerm())); err != nil {

@@ -221,6 +221,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		ao.Capture.RestoreGate = d.gates.For(ac.Workdir)
 		ao.Capture.Watches = d.watches.For(ac.Workdir)
 		ao.Capture.TranscriptClaims = d.transcripts.For(ac.Workdir)
+		d.asOwner(&ao, cfg, ac)
 		a, err := agent.Open(ao)
 		var damage *residency.DamageError
 		var moved *place.MovedError

@@ -95,7 +95,7 @@ type Agent struct {
 	fleets  []*fleetLink     // its fleet upstreams (fleet.go)
 
 	// Work snapshots (snapshots.go): the store, or why there is none.
-	snaps   *snapshot.Store
+	snaps   SnapshotStore
 	snapErr error
 	fsnaps  *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
 
@@ -128,10 +128,14 @@ type Options struct {
 	Outbox outbox.Options
 	// ResumeTimeout bounds asking the upstreams for their views in Resume.
 	ResumeTimeout time.Duration
-	// Snapshots opens the agent's work snapshot store (Dir, Workdir and
-	// Logger are set by Open); nil: snapshots are off or there is no
-	// workdir.
+	// Snapshots opens the agent's work snapshot store (Workdir and Logger
+	// are set by Open, and Dir when empty: STATE/agents/NAME/snapshots.git);
+	// nil: snapshots are off or there is no workdir.
 	Snapshots *snapshot.Options
+	// OpenSnapshots opens the store; nil: snapshot.Open, in process. A
+	// daemon running as root over another user's workdir opens it in
+	// that owner's worker.
+	OpenSnapshots OpenSnapshots
 	// FleetWithhold are the patterns of files never shipped to the fleet
 	// (snapshots.fleet_withhold).
 	FleetWithhold []string
@@ -185,7 +189,7 @@ func Open(o Options) (*Agent, error) {
 	co := o.Capture
 	co.Agent, co.Dir, co.Workdir, co.Store, co.Guard, co.Logger = ac.Name, a.dir, ac.Workdir, store, g, log
 	a.capture = capture.New(co)
-	a.openSnapshots(o.Snapshots)
+	a.openSnapshots(o.Snapshots, o.OpenSnapshots)
 	for _, name := range ac.Upstreams {
 		ur := ups[name]
 		a.ups = append(a.ups, ur)

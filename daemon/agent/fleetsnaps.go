@@ -104,7 +104,7 @@ func (a *Agent) shipSnapshots(ctx context.Context) {
 
 // orFromFleet runs op on the local store; when the store lacks snapshot
 // id and the fleet has it, it fetches it and runs op again.
-func (a *Agent) orFromFleet(ctx context.Context, st *snapshot.Store, id string, op func() error) error {
+func (a *Agent) orFromFleet(ctx context.Context, st SnapshotStore, id string, op func() error) error {
 	err := op()
 	fetched, err := a.fetchFromFleet(ctx, st, id, err)
 	if fetched {
@@ -117,7 +117,7 @@ func (a *Agent) orFromFleet(ctx context.Context, st *snapshot.Store, id string, 
 // says NOT_FOUND and the fleet has snapshots on; it reports whether it
 // did, so the caller asks the store again. A fleet that does not answer
 // is 503 FLEET_UNAVAILABLE naming why.
-func (a *Agent) fetchFromFleet(ctx context.Context, st *snapshot.Store, id string, err error) (bool, error) {
+func (a *Agent) fetchFromFleet(ctx context.Context, st SnapshotStore, id string, err error) (bool, error) {
 	var ce *capsule.Error
 	if a.fsnaps == nil || id == "" || !errors.As(err, &ce) || ce.Code != capsule.CodeNotFound || ce.Field != "id" {
 		return false, err

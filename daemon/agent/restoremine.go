@@ -57,7 +57,7 @@ type LeftAlone struct {
 // ledger has no change of (it forgets the least recently changed paths
 // past its bound) is left alone as outside's: the restore errs towards
 // touching less.
-func (a *Agent) restoreMine(ctx context.Context, st *snapshot.Store, id string, dryRun bool) (RestoreAnswer, error) {
+func (a *Agent) restoreMine(ctx context.Context, st SnapshotStore, id string, dryRun bool) (RestoreAnswer, error) {
 	ans := RestoreAnswer{Scope: ScopeMine}
 	ledger := a.capture.AttributionLedger()
 	if ledger == nil {

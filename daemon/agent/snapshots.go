@@ -10,12 +10,42 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/capture"
 	"github.com/continuityd/continuityd/daemon/events"
+	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 )
 
 // StoreDir is the agent's snapshot store in its state directory.
 const StoreDir = "snapshots.git"
+
+// SnapshotStore is the agent's work snapshot store: *snapshot.Store in
+// process, or, when the daemon runs as root over another user's workdir,
+// the store in that owner's worker (asowner.Store). The capture and the
+// fleet use it too.
+type SnapshotStore interface {
+	capture.Snapshots
+	fleetsnap.Store
+	List(ctx context.Context) ([]snapshot.Snapshot, error)
+	Diff(ctx context.Context, id, against string, maxBytes int) (string, bool, error)
+	Restore(ctx context.Context, id string, paths []string, dryRun bool) (snapshot.RestoreResult, error)
+	Lookup(ctx context.Context, id string) (snapshot.Snapshot, error)
+	Newest() (snapshot.Snapshot, bool)
+	GCProblem() string
+	Close() error
+}
+
+// OpenSnapshots opens a SnapshotStore as snapshot.Open does.
+type OpenSnapshots func(ctx context.Context, opt snapshot.Options) (SnapshotStore, error)
+
+// openInProcess is snapshot.Open as an OpenSnapshots.
+func openInProcess(ctx context.Context, opt snapshot.Options) (SnapshotStore, error) {
+	st, err := snapshot.Open(ctx, opt)
+	if err != nil {
+		return nil, err // not a nil *Store in a non-nil interface
+	}
+	return st, nil
+}
 
 // snapOpenTimeout bounds opening (or making) the store: a few git runs.
 const snapOpenTimeout = 30 * time.Second
@@ -24,15 +54,21 @@ const snapOpenTimeout = 30 * time.Second
 // snapshots are off or the agent has no workdir). A failure (git missing,
 // too old, or failing) leaves the agent running with degraded
 // ["snapshots"] and the reason logged and given by the snapshot calls.
-func (a *Agent) openSnapshots(o *snapshot.Options) {
+func (a *Agent) openSnapshots(o *snapshot.Options, open OpenSnapshots) {
 	if o == nil {
 		return
 	}
 	so := *o
-	so.Dir, so.Workdir, so.Logger = filepath.Join(a.dir, StoreDir), a.cfg.Workdir, a.log
+	if so.Dir == "" {
+		so.Dir = filepath.Join(a.dir, StoreDir)
+	}
+	so.Workdir, so.Logger = a.cfg.Workdir, a.log
+	if open == nil {
+		open = openInProcess
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), snapOpenTimeout)
 	defer cancel()
-	st, err := snapshot.Open(ctx, so)
+	st, err := open(ctx, so)
 	if err != nil {
 		a.snapErr = err
 		a.log.Warn("work snapshots are unavailable for this agent; it runs on, degraded [\"snapshots\"]", "workdir", so.Workdir, "err", err)
@@ -84,7 +120,7 @@ func (a *Agent) workLost(w capsule.WorkLost) {
 }
 
 // snapStore is the store, or the refusal that says why there is none.
-func (a *Agent) snapStore() (*snapshot.Store, error) {
+func (a *Agent) snapStore() (SnapshotStore, error) {
 	if a.snaps != nil {
 		return a.snaps, nil
 	}

@@ -30,7 +30,7 @@
 //
 // Git on the agent's own repository (the work-lost checks, gitwatch's
 // cat-file) runs as a child of the daemon with the owner's credentials
-// (Owner.RunAs).
+// (Owner.Git, for internal/gittool).
 //
 // Everything the worker answers is untrusted: the owner may ptrace their
 // own worker. Every answer is read through a size bound and decoded

@@ -1,6 +1,10 @@
 package asowner
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/continuityd/continuityd/internal/gittool"
+)
 
 // Owner is the user a tree belongs to, and the credentials a worker for
 // it runs with: the user's uid and primary gid, and no supplementary
@@ -15,3 +19,8 @@ type Owner struct {
 const NoGroup = 65534
 
 func (o Owner) String() string { return "uid " + strconv.FormatUint(uint64(o.UID), 10) }
+
+// Git is the owner as git runs as them on their repository (the
+// work-lost checks, gitwatch's cat-file): uid, primary gid, no
+// supplementary groups.
+func (o Owner) Git() *gittool.Credential { return &gittool.Credential{UID: o.UID, GID: o.GID} }

@@ -3,7 +3,6 @@ package asowner
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"os/user"
 	"strconv"
 	"syscall"
@@ -47,14 +46,4 @@ func Lookup(uid uint32) Owner {
 // groups (an empty list, which clears the daemon's).
 func (o Owner) Credential() *syscall.Credential {
 	return &syscall.Credential{Uid: o.UID, Gid: o.GID, Groups: []uint32{}}
-}
-
-// RunAs makes cmd run with the owner's credentials (and die with the
-// daemon): for git runs on the agent's own repository.
-func (o Owner) RunAs(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Credential = o.Credential()
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }

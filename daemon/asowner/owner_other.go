@@ -2,8 +2,6 @@
 
 package asowner
 
-import "os/exec"
-
 // For reports that no worker is needed: workers need Linux (a
 // parent-death signal ties them to the daemon), so elsewhere everything
 // happens in process.
@@ -11,6 +9,3 @@ func For(workdir string) (o Owner, need bool, err error) { return Owner{}, false
 
 // Lookup is uid with NoGroup.
 func Lookup(uid uint32) Owner { return Owner{UID: uid, GID: NoGroup} }
-
-// RunAs changes nothing here (no worker is ever needed).
-func (o Owner) RunAs(cmd *exec.Cmd) {}

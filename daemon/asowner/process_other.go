@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 
 	"github.com/continuityd/continuityd/internal/safefile"
@@ -39,3 +40,13 @@ func Main(stderr io.Writer) int {
 	fmt.Fprintln(stderr, "continuityd-daemon worker:", errNoWorkers)
 	return 2
 }
+
+// StoreOptions say whose store StoreDir prepares.
+type StoreOptions struct {
+	StateDir, AgentDir, Agent, Workdir, Old string
+	Owner                                   Owner
+	Logger                                  *slog.Logger
+}
+
+// StoreDir is never needed here (For says no worker is).
+func StoreDir(StoreOptions) (string, error) { return "", errNoWorkers }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/gittool"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
@@ -18,8 +19,9 @@ import (
 // (and follows the watcher again if it did). The conversation point
 // stays here: each Take and Restore carries where it stands.
 type Store struct {
-	w   *Worker
-	opt snapshot.Options
+	w    *Worker
+	opt  snapshot.Options
+	tool *gittool.Tool // the git the store runs, as the daemon finds it; nil: none
 
 	mu       sync.Mutex // guards the fields below
 	id       uint64     // the store's number in the worker of generation gen
@@ -47,6 +49,9 @@ func (w *Worker) OpenStore(ctx context.Context, opt snapshot.Options) (*Store, e
 	if _, _, err := s.openLocked(ctx); err != nil {
 		return nil, err
 	}
+	// The worker found git on the same PATH: the daemon's side of the
+	// same binary, for what it runs as the owner itself (Tool).
+	s.tool, _ = gittool.Find(ctx, opt.Git)
 	return s, nil
 }
 
@@ -113,8 +118,9 @@ func (s *Store) conversation() *snapshot.Conversation {
 // directory; the daemon never opens it itself).
 func (s *Store) Dir() string { return s.opt.Dir }
 
-// Git is the git binary the store runs.
-func (s *Store) Git() string { return s.opt.Git }
+// Tool is the git the store runs (nil: none was found), for a caller
+// that runs it on the agent's repository (as the owner: gittool.Tool.As).
+func (s *Store) Tool() *gittool.Tool { return s.tool }
 
 // SetConversation is (*snapshot.Store).SetConversation: point runs here,
 // at each Take and Restore.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -300,14 +299,9 @@ func (c *Capture) activity(ctx context.Context, s watch.Summary) {
 // oversized file is refused without being read.
 func (c *Capture) checkHandoffs(ctx context.Context) {
 	wd := c.o.Workdir
-	root, err := os.OpenRoot(wd)
-	if err != nil {
-		c.log.Debug("cannot open the workdir for its handoff files", "workdir", wd, "err", err)
-		return
-	}
-	defer root.Close()
+	op := c.o.opener()
 	for _, name := range []string{c.o.Watch.HandoffFile, c.o.Watch.CapsuleFile} {
-		raw, fi, oerr := safefile.ReadFileIn(root, name, guard.MaxBodyBytes)
+		raw, fi, oerr := safefile.ReadFileInWith(op, wd, name, guard.MaxBodyBytes)
 		if errors.Is(oerr, fs.ErrNotExist) {
 			continue
 		}

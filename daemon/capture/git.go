@@ -34,7 +34,7 @@ func (c *Capture) gitCheck(ctx context.Context, dir string) {
 	c.mu.Unlock()
 	if !known {
 		var err error
-		if r, err = gitwatch.Open(dir, c.gitTool()); err != nil {
+		if r, err = gitwatch.OpenWith(dir, c.gitTool(), c.o.Opener); err != nil {
 			if !errors.Is(err, gitwatch.ErrReftable) {
 				c.log.Debug("not a repository git receipts can read", "dir", dir, "err", err)
 			}
@@ -98,7 +98,7 @@ func shortSHA(sha string) string { return sha[:min(len(sha), 12)] }
 // an earlier run saw it, what moved since (while the daemon was down) is
 // reported first.
 func (c *Capture) primeGit(ctx context.Context, wd string) {
-	r, err := gitwatch.Open(wd, c.gitTool())
+	r, err := gitwatch.OpenWith(wd, c.gitTool(), c.o.Opener)
 	if err != nil {
 		return
 	}

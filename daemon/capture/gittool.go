@@ -16,10 +16,10 @@ const gitFindTimeout = 10 * time.Second
 
 // gitCredential is who git runs as on the agent's repository (the
 // work-lost checks, the subjects of packed commits): nil, the daemon's
-// own user. When the daemon has more rights than the workdir's owner,
-// this is where the owner's uid and gid belong, so that git reads that
-// repository with no more rights than its owner has.
-func (c *Capture) gitCredential() *gittool.Credential { return nil }
+// own user; when the daemon has more rights than the workdir's owner, the
+// owner (Options.GitAs), so that git reads that repository with no more
+// rights than its owner has.
+func (c *Capture) gitCredential() *gittool.Credential { return c.o.GitAs }
 
 // gitTool is the git the capture runs on the agent's repository: the
 // snapshot store's when there is one, else the one found on PATH; nil

@@ -9,6 +9,8 @@ import (
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
+	"github.com/continuityd/continuityd/internal/gittool"
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // Options are what one agent's capture needs: the daemon's wiring builds
@@ -49,6 +51,24 @@ type Options struct {
 	// SnapshotOnExplicitCheckpoint lets the agent's own checkpoint be
 	// followed by a work record (snapshots.on_explicit_checkpoint).
 	SnapshotOnExplicitCheckpoint bool
+
+	// Opener opens the files of the workdir and the transcripts' home
+	// (handoff files, transcripts, the repository's .git files); nil:
+	// this process opens them (safefile.Here). A daemon running as root
+	// over another user's workdir opens them as that user.
+	Opener safefile.Opener
+	// GitAs is who git runs as on the agent's own repository (the
+	// work-lost checks, the subjects of packed commits); nil: the
+	// daemon's own user. As root over another user's workdir, that user.
+	GitAs *gittool.Credential
+}
+
+// opener is o.Opener, or this process's own opens.
+func (o *Options) opener() safefile.Opener {
+	if o.Opener == nil {
+		return safefile.Here
+	}
+	return o.Opener
 }
 
 // WatchOptions say how the workdir is watched and which handoff files in

@@ -12,18 +12,38 @@ import (
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/worklost"
+	"github.com/continuityd/continuityd/internal/gittool"
 )
 
 // TriggerStart is the snapshot of the tree as it stands when the daemon
 // starts watching it, so the first burst of changes can be rewound too.
 const TriggerStart = "start"
 
+// Snapshots is the agent's snapshot store as the capture uses it:
+// *snapshot.Store in process, or, when the daemon runs as root over
+// another user's workdir, the store in that owner's worker
+// (asowner.Store).
+type Snapshots interface {
+	Take(ctx context.Context, trigger string, seq uint64) (snapshot.Snapshot, bool, error)
+	Show(ctx context.Context, id string) (snapshot.Detail, error)
+	Between(ctx context.Context, from, to string) ([]snapshot.TreeChange, error)
+	Progress() snapshot.Progress
+	Follow()
+	Unfollow()
+	NoteChanged(paths []string)
+	NoteUnknown()
+	SetConversation(point func() snapshot.Conversation)
+	// Tool is the git the store runs; the capture runs it on the agent's
+	// repository too (as the workdir's owner, Options.GitAs).
+	Tool() *gittool.Tool
+}
+
 // snapshots is the capture's side of the work snapshots: the policy's
 // Snapshotter over the agent's store (which the agent owns), the commits
 // seen since the last work record, and the last snapshot error.
 type snapshots struct {
 	c     *Capture
-	store *snapshot.Store
+	store Snapshots
 	repo  *worklost.Repo // the agent's repository, read by the work-lost checks
 	taken func()         // after each snapshot (the agent's GC check)
 	// withheld lists the files of a snapshot that stay off the fleet;
@@ -40,7 +60,7 @@ type snapshots struct {
 // UseSnapshots makes the policy's triggers that follow changes snapshot
 // the workdir into store and write work records; taken runs after each
 // snapshot. Call it before Start.
-func (c *Capture) UseSnapshots(store *snapshot.Store, taken func()) {
+func (c *Capture) UseSnapshots(store Snapshots, taken func()) {
 	s := &snapshots{c: c, store: store, taken: taken}
 	c.loadLosses()
 	c.mu.Lock()

@@ -136,6 +136,7 @@ func (f *transcriptFollower) run(ctx context.Context) {
 	// follows is never picked, and is let go once a hook binds it.
 	claims, agent := f.c.o.TranscriptClaims, f.c.o.Agent
 	r.finder.SetTaken(func(p string) bool { return claims.TakenFrom(agent, p) })
+	r.finder.SetOpener(f.c.o.Opener)
 	claims.listen(agent, func() {
 		select {
 		case f.letGo <- struct{}{}:
@@ -310,7 +311,7 @@ func (r *transcriptReader) start(path string) bool {
 		f.c.log.Warn("cannot watch the transcript's directory", "dir", r.dir, "err", err)
 	}
 	saved, ok := f.loadOffset(path)
-	r.tail = &transcript.Tail{Path: path, Offset: saved.Offset, Inode: saved.Inode}
+	r.tail = &transcript.Tail{Path: path, Offset: saved.Offset, Inode: saved.Inode, Opener: f.c.o.Opener}
 	r.tracker, r.historyEnd = nil, 0
 	if fi, err := os.Stat(path); err == nil && !ok {
 		r.historyEnd = fi.Size()

@@ -60,6 +60,18 @@ type Bucket interface {
 	ListObjects(ctx context.Context, prefix string) ([]string, error)
 }
 
+// Store is the agent's snapshot store as this package uses it:
+// *snapshot.Store in process, or the store in the owner's worker
+// (asowner.Store) when the daemon runs as root over another user's tree.
+type Store interface {
+	Objects(ctx context.Context, id string) (snapshot.Snapshot, []snapshot.Object, error)
+	ReadObjects(ctx context.Context, ids []string, fn func(o snapshot.Object, data []byte) error) error
+	HoldObjects() (release func())
+	Missing(ctx context.Context, ids []string) ([]string, error)
+	ReceiveObject(ctx context.Context, o snapshot.Object, size int64, r io.Reader) error
+	Import(ctx context.Context, id, commit string) (snapshot.Snapshot, error)
+}
+
 // Manifest is one snapshot in the bucket.
 type Manifest struct {
 	V       int    `json:"v"`
@@ -99,7 +111,7 @@ const maxKnown = 1 << 20
 // Shipper sends one agent's snapshots to the bucket. It is not safe for
 // concurrent use: the agent runs one Ship at a time.
 type Shipper struct {
-	store    *snapshot.Store
+	store    Store
 	bucket   Bucket
 	withhold *Withholder
 	agent    string
@@ -110,7 +122,7 @@ type Shipper struct {
 
 // NewShipper ships agent's snapshots from store to bucket, without the
 // files withhold keeps on the machine.
-func NewShipper(store *snapshot.Store, bucket Bucket, withhold *Withholder, agent, machine string, log *slog.Logger) *Shipper {
+func NewShipper(store Store, bucket Bucket, withhold *Withholder, agent, machine string, log *slog.Logger) *Shipper {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -253,7 +265,7 @@ func (s *Shipper) remember(name string) {
 // *capsule.Error NOT_FOUND; one that is damaged or forged (a bad
 // manifest, an object missing, misnamed or too large) is
 // FLEET_SNAPSHOT_DAMAGED, and nothing of it is imported.
-func Fetch(ctx context.Context, store *snapshot.Store, bucket Bucket, agent, id string) (snapshot.Snapshot, error) {
+func Fetch(ctx context.Context, store Store, bucket Bucket, agent, id string) (snapshot.Snapshot, error) {
 	id, err := snapshot.CheckID(id, "id")
 	if err != nil {
 		return snapshot.Snapshot{}, err
@@ -341,7 +353,7 @@ func readManifest(ctx context.Context, bucket Bucket, agent, name string) (Manif
 }
 
 // receive streams one object from the bucket into the store.
-func receive(ctx context.Context, store *snapshot.Store, bucket Bucket, o snapshot.Object) error {
+func receive(ctx context.Context, store Store, bucket Bucket, o snapshot.Object) error {
 	rc, size, err := bucket.OpenObject(ctx, objectName(o.ID))
 	if errors.Is(err, capsule.ErrFleetObjectMissing) {
 		return fmt.Errorf("the manifest lists it and the bucket lacks it: %w", snapshot.ErrDamaged)

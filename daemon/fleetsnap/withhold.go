@@ -237,7 +237,7 @@ type file struct {
 
 // read reads the commit and trees of objs (as Store.Objects lists them)
 // and walks the root tree.
-func read(ctx context.Context, store *snapshot.Store, objs []snapshot.Object) (snapshotFiles, error) {
+func read(ctx context.Context, store Store, objs []snapshot.Object) (snapshotFiles, error) {
 	var ids []string
 	for _, o := range objs {
 		if o.Type != "blob" {
@@ -275,7 +275,7 @@ func read(ctx context.Context, store *snapshot.Store, objs []snapshot.Object) (s
 }
 
 // check returns the files of sf that stay on the machine, sorted by path.
-func (w *Withholder) check(ctx context.Context, store *snapshot.Store, sf snapshotFiles) ([]snapshot.Withheld, error) {
+func (w *Withholder) check(ctx context.Context, store Store, sf snapshotFiles) ([]snapshot.Withheld, error) {
 	var out []snapshot.Withheld
 	need := map[string][]file{} // blob id → files whose content must be read
 	w.mu.Lock()
@@ -332,7 +332,7 @@ func (w *Withholder) remember(key, why string) {
 
 // Withheld lists the files of snapshot id that shipping it would keep on
 // the machine, and why (for the work record).
-func (w *Withholder) Withheld(ctx context.Context, store *snapshot.Store, id string) ([]snapshot.Withheld, error) {
+func (w *Withholder) Withheld(ctx context.Context, store Store, id string) ([]snapshot.Withheld, error) {
 	_, objs, err := store.Objects(ctx, id)
 	if err != nil {
 		return nil, err
@@ -347,7 +347,7 @@ func (w *Withholder) Withheld(ctx context.Context, store *snapshot.Store, id str
 // plan decides what ships for the snapshot whose objects are objs: all
 // of them when nothing is withheld, else a copy of its commit and of the
 // trees above each withheld file, without those files.
-func (w *Withholder) plan(ctx context.Context, store *snapshot.Store, objs []snapshot.Object) (shipment, error) {
+func (w *Withholder) plan(ctx context.Context, store Store, objs []snapshot.Object) (shipment, error) {
 	sf, err := read(ctx, store, objs)
 	if err != nil {
 		return shipment{}, err

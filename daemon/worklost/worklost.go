@@ -53,9 +53,16 @@ type Point struct {
 // resume's work_lost entry.
 type WorkLost = capsule.WorkLost
 
+// Snapshots is what Detect asks of the snapshot store: *snapshot.Store,
+// or the store in the owner's worker when the daemon runs as root over
+// another user's tree.
+type Snapshots interface {
+	Between(ctx context.Context, from, to string) ([]snapshot.TreeChange, error)
+}
+
 // Input is one step from one snapshot to the next.
 type Input struct {
-	Store  *snapshot.Store
+	Store  Snapshots
 	Repo   *Repo  // the agent's repository, whose workdir is the snapshots' root
 	Agent  string // named in the restore command with --agent; "" leaves it out
 	Before Point

@@ -35,7 +35,6 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -46,6 +45,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/internal/gittool"
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // Change kinds.
@@ -125,6 +125,7 @@ type Repo struct {
 	gitDir    string // HEAD lives here
 	commonDir string // refs/, packed-refs, objects/
 	git       *gittool.Tool
+	files     files
 
 	mu    sync.Mutex
 	seen  bool
@@ -144,7 +145,16 @@ func (s state) branch() string { return strings.TrimPrefix(s.symref, "refs/heads
 
 // Open finds the worktree that contains dir; git (nil: none) reads its
 // packed commits.
-func Open(dir string, git *gittool.Tool) (*Repo, error) {
+func Open(dir string, git *gittool.Tool) (*Repo, error) { return OpenWith(dir, git, nil) }
+
+// OpenWith is Open reading the repository's files through op (nil: this
+// process opens them, safefile.Here). A daemon running as root over
+// another user's repository reads them as that user.
+func OpenWith(dir string, git *gittool.Tool, op safefile.Opener) (*Repo, error) {
+	fsys := files{op: op}
+	if fsys.op == nil {
+		fsys.op = safefile.Here
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -154,26 +164,26 @@ func Open(dir string, git *gittool.Tool) (*Repo, error) {
 	}
 	for d := abs; ; d = filepath.Dir(d) {
 		dotgit := filepath.Join(d, ".git")
-		fi, err := os.Stat(dotgit)
+		fi, err := fsys.stat(dotgit)
 		if err == nil {
-			r := &Repo{root: d, name: filepath.Base(d), gitDir: dotgit, commonDir: dotgit, git: git}
+			r := &Repo{root: d, name: filepath.Base(d), gitDir: dotgit, commonDir: dotgit, git: git, files: fsys}
 			if !fi.IsDir() {
-				if r.gitDir, err = readGitFile(dotgit); err != nil {
+				if r.gitDir, err = readGitFile(fsys, dotgit); err != nil {
 					return nil, err
 				}
 				r.commonDir = r.gitDir
 			}
-			if b, err := os.ReadFile(filepath.Join(r.gitDir, "commondir")); err == nil {
+			if b, err := fsys.read(filepath.Join(r.gitDir, "commondir")); err == nil {
 				c := strings.TrimSpace(string(b))
 				if !filepath.IsAbs(c) {
 					c = filepath.Join(r.gitDir, c)
 				}
 				r.commonDir = filepath.Clean(c)
 			}
-			if _, err := os.Stat(filepath.Join(r.gitDir, "HEAD")); err != nil {
+			if _, err := fsys.stat(filepath.Join(r.gitDir, "HEAD")); err != nil {
 				return nil, fmt.Errorf("gitwatch: %s is not a git directory: %w", r.gitDir, err)
 			}
-			if fi, err := os.Stat(filepath.Join(r.commonDir, "reftable")); err == nil && fi.IsDir() {
+			if fi, err := fsys.stat(filepath.Join(r.commonDir, "reftable")); err == nil && fi.IsDir() {
 				return nil, ErrReftable
 			}
 			r.refused = r.mayRunGit()
@@ -186,8 +196,8 @@ func Open(dir string, git *gittool.Tool) (*Repo, error) {
 }
 
 // readGitFile reads a ".git" file: "gitdir: <path>".
-func readGitFile(dotgit string) (string, error) {
-	b, err := os.ReadFile(dotgit)
+func readGitFile(fsys files, dotgit string) (string, error) {
+	b, err := fsys.read(dotgit)
 	if err != nil {
 		return "", err
 	}
@@ -424,7 +434,7 @@ func (r *Repo) subject(sha string) string {
 // ref being packed meanwhile is found in one or the other.
 func (r *Repo) read() (state, error) {
 	st := state{heads: map[string]string{}}
-	b, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
+	b, err := r.files.read(filepath.Join(r.gitDir, "HEAD"))
 	if err != nil {
 		return st, fmt.Errorf("gitwatch: %w", err)
 	}
@@ -443,17 +453,10 @@ func (r *Repo) read() (state, error) {
 		return st, fmt.Errorf("gitwatch: unexpected HEAD %q", head)
 	}
 	base := filepath.Join(r.commonDir, "refs", "heads")
-	err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // gone while walking (a branch deleted)
-			}
-			return err
-		}
-		if d.IsDir() || strings.HasSuffix(p, ".lock") {
+	err = r.files.walk(base, func(rel string) error {
+		if strings.HasSuffix(rel, ".lock") {
 			return nil
 		}
-		rel, _ := filepath.Rel(base, p)
 		return loose.load("refs/heads/" + filepath.ToSlash(rel))
 	})
 	if err != nil {
@@ -505,11 +508,11 @@ func (l *refReader) load(ref string) error {
 	if !strings.HasPrefix(ref, "refs/") || strings.HasPrefix(ref, "refs/bisect/") || strings.HasPrefix(ref, "refs/worktree/") {
 		dir = l.r.gitDir // per-worktree refs
 	}
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ref)))
+	b, err := l.r.files.read(filepath.Join(dir, filepath.FromSlash(ref)))
 	switch {
 	case err == nil:
 		l.vals[ref] = strings.TrimSpace(string(b))
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, safefile.ErrNotRegular), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR):
 	default:
 		return fmt.Errorf("gitwatch: %w", err)
 	}
@@ -541,7 +544,7 @@ func (l *refReader) resolve(ref string, depth int) (string, error) {
 // packedRefs reads packed-refs: refname → commit.
 func (r *Repo) packedRefs() (map[string]string, error) {
 	m := map[string]string{}
-	f, err := os.Open(filepath.Join(r.commonDir, "packed-refs"))
+	f, err := r.files.open(filepath.Join(r.commonDir, "packed-refs"))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return m, nil
@@ -594,7 +597,7 @@ const maxReflogLine = 64 << 10
 // reflog ("<zero> <sha> <who> <when>\tclone: from <url>"), or "" when the
 // repository was not cloned or keeps no reflog.
 func (r *Repo) clonedAt() string {
-	f, err := os.Open(filepath.Join(r.gitDir, "logs", "HEAD"))
+	f, err := r.files.open(filepath.Join(r.gitDir, "logs", "HEAD"))
 	if err != nil {
 		return ""
 	}
@@ -633,7 +636,7 @@ func (r *Repo) commit(sha string) (commit, bool) {
 
 // looseObject returns the body of a loose commit object.
 func (r *Repo) looseObject(sha string) ([]byte, error) {
-	f, err := os.Open(filepath.Join(r.commonDir, "objects", sha[:2], sha[2:]))
+	f, err := r.files.open(filepath.Join(r.commonDir, "objects", sha[:2], sha[2:]))
 	if err != nil {
 		return nil, err
 	}

@@ -163,7 +163,7 @@ func NewestCodexRollout(sessionsRoot, cwd string) (path string, modTime time.Tim
 	newestFirst(files)
 	want := filepath.Clean(cwd)
 	for _, f := range files {
-		if dir, _ := codexRolloutCwd(f.path); dir != "" && filepath.Clean(dir) == want {
+		if dir, _ := codexRolloutCwd(safefile.Here, f.path); dir != "" && filepath.Clean(dir) == want {
 			return f.path, f.mtime, nil
 		}
 	}
@@ -200,8 +200,8 @@ const maxMetaLine = 4 << 20
 // session_meta. final is false while that is not known yet (the file is
 // missing, or its first line is not complete yet), so the caller may look
 // again later; a complete first line that names no cwd gives "" and true.
-func codexRolloutCwd(path string) (cwd string, final bool) {
-	f, _, err := safefile.Open(path) // a FIFO or a link is no rollout
+func codexRolloutCwd(op safefile.Opener, path string) (cwd string, final bool) {
+	f, _, err := op.Open(path, safefile.OpenOptions{}) // a FIFO or a link is no rollout
 	if err != nil {
 		var refused *safefile.Error
 		return "", errors.As(err, &refused)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // Finder finds the transcript of the agent working in one directory and
@@ -28,6 +30,7 @@ type Finder struct {
 	// taken says a transcript is another agent's (nil: none is): Scan
 	// never picks it, and lets go of the one followed once it is.
 	taken func(path string) bool
+	op    safefile.Opener // opens the rollouts read for their cwd
 
 	current string
 	// pickedNew says the last Scan moved to a transcript that appeared
@@ -126,6 +129,17 @@ func (f *Finder) Settled(path string) bool {
 // taken (to the newest left, or to none).
 func (f *Finder) SetTaken(taken func(path string) bool) { f.taken = taken }
 
+// SetOpener has the Finder read the rollouts' first lines through op
+// (nil: this process opens them), as the transcripts are then read.
+func (f *Finder) SetOpener(op safefile.Opener) { f.op = op }
+
+func (f *Finder) opener() safefile.Opener {
+	if f.op == nil {
+		return safefile.Here
+	}
+	return f.op
+}
+
 func (f *Finder) isTaken(path string) bool { return f.taken != nil && f.taken(path) }
 
 // PickedNew reports whether the last Scan moved to a session that began
@@ -202,7 +216,7 @@ func (f *Finder) list() []candidate {
 			cwd, ok := f.rolloutCwd[r.path]
 			if !ok {
 				var final bool
-				if cwd, final = codexRolloutCwd(r.path); !final {
+				if cwd, final = codexRolloutCwd(f.opener(), r.path); !final {
 					continue // its first line is not written yet: look again next time
 				}
 			}

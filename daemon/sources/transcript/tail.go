@@ -33,6 +33,10 @@ type Tail struct {
 	Inode uint64
 	// Dropped counts lines longer than the read limit, skipped whole.
 	Dropped int64
+	// Opener opens Path at each read; nil: this process opens it
+	// (safefile.Here). A daemon running as root over another user's
+	// transcripts reads them as that user.
+	Opener safefile.Opener
 
 	// skipping is set while inside a dropped line, until its newline.
 	skipping bool
@@ -59,7 +63,11 @@ func (t *Tail) ReadNew(maxBytes int) (lines [][]byte, truncated bool, err error)
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	f, fi, err := safefile.Open(t.Path)
+	op := t.Opener
+	if op == nil {
+		op = safefile.Here
+	}
+	f, fi, err := op.Open(t.Path, safefile.OpenOptions{})
 	if err != nil {
 		return nil, false, err
 	}
