@@ -1,0 +1,268 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/continuityd/continuityd/daemon/asowner"
+)
+
+// The workdir's owner in these tests is daemonID (40001): usersTop gives
+// it the directories it makes. asOwnerClient is that user running the
+// CLI, in root's group so that it reaches a socket of mode 0660.
+var asOwnerClient = &syscall.Credential{Uid: daemonID, Gid: daemonID, Groups: []uint32{0}}
+
+// gitAs runs git in dir as cred, isolated from the machine's
+// configuration.
+func gitAs(t *testing.T, cred *syscall.Credential, home, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = userGitEnv(home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// workersOf are the daemon's children that are owners' workers.
+func workersOf(t *testing.T, daemon int) []int {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, p := range stats {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 2 || f[1] != strconv.Itoa(daemon) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		if args := strings.Split(string(cmdline), "\x00"); len(args) >= 2 && args[1] == asowner.WorkerCommand {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// checkWorkerCredentials fails unless process pid runs with uid, gid
+// (real, effective, saved and file system ids alike) and no
+// supplementary groups.
+func checkWorkerCredentials(t *testing.T, pid int, uid, gid uint32) {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]string{}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			status[k] = strings.TrimSpace(v)
+		}
+	}
+	for k, want := range map[string]uint32{"Uid": uid, "Gid": gid} {
+		f := strings.Fields(status[k])
+		if len(f) != 4 {
+			t.Errorf("the worker's %s line: %q", k, status[k])
+			continue
+		}
+		for _, v := range f {
+			if v != strconv.FormatUint(uint64(want), 10) {
+				t.Errorf("the worker's %s: %q, want %d four times", k, status[k], want)
+				break
+			}
+		}
+	}
+	if g := status["Groups"]; g != "" {
+		t.Errorf("the worker's supplementary groups: %q, want none", g)
+	}
+}
+
+// TestRootDaemonActsAsTheOwner runs the daemon as root over a repository
+// uid 40001 owns, with a root-owned 0600 file in it (as a root-run
+// container leaves behind). The daemon's worker for that owner (a child
+// of the daemon) runs with the owner's uid, primary gid and no
+// supplementary groups; snapshots, an edit's snapshot and a restore go
+// through it, and the restored file is the owner's. The root-only file is
+// in no snapshot (named as skipped, unreadable), and neither `snapshot
+// show` nor `snapshot diff`, run by the owner, ever shows its content.
+// Then the worker is killed: the next snapshot calls go through a new
+// one, and the log says it was restarted.
+func TestRootDaemonActsAsTheOwner(t *testing.T) {
+	top := usersTop(t, "cdprivsep", "owner", "owner/work", "owner/home")
+	work, home := filepath.Join(top, "owner", "work"), filepath.Join(top, "owner", "home")
+	writeFile(t, work, "README.md", "hello\n")
+	writeFile(t, work, "src/main.go", "package main\n")
+	if err := filepath.Walk(work, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, daemonID, daemonID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gitAs(t, asDaemon, home, work, "init", "-q", "-b", "main")
+	gitAs(t, asDaemon, home, work, "add", "-A")
+	gitAs(t, asDaemon, home, work, "commit", "-q", "-m", "first")
+	const secret = "ROOT_ONLY_zebra_4242"
+	rootFile := filepath.Join(work, "root-left.env")
+	if err := os.WriteFile(rootFile, []byte("TOKEN="+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	state, socket := filepath.Join(top, "state"), filepath.Join(top, "run", "d.sock")
+	cfgPath := filepath.Join(top, "continuityd.toml")
+	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n"+
+		"[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n"+
+		"[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, work)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, socket, nil, "run", "--config", cfgPath)
+	start := waitSnapshots(t, p, 1, time.Minute, "the start snapshot")[0]
+
+	workers := workersOf(t, p.cmd.Process.Pid)
+	if len(workers) != 1 {
+		t.Fatalf("the daemon's workers: %v, want one; log:\n%s", workers, p.stderr)
+	}
+	owner := asowner.Lookup(daemonID) // no passwd entry: gid 65534, nogroup
+	checkWorkerCredentials(t, workers[0], daemonID, owner.GID)
+	// The store is the owner's, in the owner's part of the state directory.
+	stores, _ := filepath.Glob(filepath.Join(state, "owners", strconv.Itoa(daemonID), "builder-*", "snapshots.git"))
+	if len(stores) != 1 {
+		t.Fatalf("the owner's store: %v", stores)
+	}
+	if fi, err := os.Stat(stores[0]); err != nil || fi.Sys().(*syscall.Stat_t).Uid != daemonID {
+		t.Errorf("the store is not the owner's: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "agents", "builder", "snapshots.git")); !os.IsNotExist(err) {
+		t.Errorf("a store in the daemon's own part of the state directory: %v", err)
+	}
+
+	writeFile(t, work, "README.md", "changed\n")
+	edited := waitSnapshots(t, p, 2, time.Minute, "the edit's snapshot")[0]
+	env := []string{"CONTINUITYD_SOCKET=" + socket}
+	if code, out, errOut := cli(t, env, "", "snapshot", "restore", start, "--all"); code != 0 {
+		t.Fatalf("restore (exit %d): %s %s", code, out, errOut)
+	}
+	if got := readFile(t, work, "README.md"); got != "hello\n" {
+		t.Errorf("README.md after the restore: %q", got)
+	}
+	fi, err := os.Lstat(filepath.Join(work, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != daemonID {
+		t.Errorf("the restored file is owned by uid %d, want the owner's %d", uid, daemonID)
+	}
+	if b, err := os.ReadFile(rootFile); err != nil || !strings.Contains(string(b), secret) {
+		t.Errorf("the restore touched the root-only file: %q %v", b, err)
+	}
+
+	// The root-only file: skipped by the start snapshot, in no snapshot's
+	// files or diff, whoever asks.
+	c := p.client()
+	defer c.CloseIdleConnections()
+	d := get(t, c, "/v1/snapshots/"+start)
+	skipped := fmt.Sprint(d["skipped_files"])
+	if !strings.Contains(skipped, "root-left.env") || !strings.Contains(skipped, "unreadable") {
+		t.Errorf("the start snapshot does not name the root-only file as unreadable: %s", skipped)
+	}
+	for _, id := range listedSnapshots(t, p) {
+		for _, args := range [][]string{{"snapshot", "show", id}, {"snapshot", "diff", id}, {"snapshot", "diff", id, start}} {
+			code, out, errOut := runAs(t, asOwnerClient, env, "", args...)
+			if code != 0 {
+				t.Errorf("%v by the owner (exit %d): %s", args, code, errOut)
+			}
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("%v shows the root-only file's content:\n%s", args, out)
+			}
+			if args[1] == "show" && strings.Contains(out, "root-left.env") && !strings.Contains(out, "unreadable") {
+				t.Errorf("%v lists the root-only file as held:\n%s", args, out)
+			}
+		}
+	}
+	if code, out, _ := runAs(t, asOwnerClient, env, "", "snapshot", "diff", edited); code != 0 || !strings.Contains(out, "+changed") {
+		t.Errorf("the owner's diff of the edit (exit %d): %s", code, out)
+	}
+
+	// The worker dies: the next snapshot calls start a new one.
+	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() string { return "the killed worker was not replaced; log:\n" + p.stderr.String() }, func() bool {
+		resp, err := c.Get("http://d/v1/snapshots")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		now := workersOf(t, p.cmd.Process.Pid)
+		return resp.StatusCode == 200 && len(now) == 1 && now[0] != workers[0]
+	})
+	before := len(listedSnapshots(t, p))
+	writeFile(t, work, "src/main.go", "package main\n\nfunc main() {}\n")
+	waitSnapshots(t, p, before+1, time.Minute, "a snapshot through the new worker")
+	if log := p.stderr.String(); !strings.Contains(log, "restarted the owner's worker") {
+		t.Errorf("the log does not say the worker was restarted:\n%s", log)
+	}
+	checkWorkerCredentials(t, workersOf(t, p.cmd.Process.Pid)[0], daemonID, owner.GID)
+	if code := p.terminate(t); code != 0 {
+		t.Errorf("the daemon's exit status: %d; log:\n%s", code, p.stderr)
+	}
+	if w := workersOf(t, p.cmd.Process.Pid); len(w) != 0 {
+		t.Errorf("workers outlive the daemon: %v", w)
+	}
+}
+
+// TestNoWorkerWhenTheDaemonIsTheOwner: a daemon running as the workdir's
+// owner (a user's daemon, here uid 40001), or as root over root's own
+// workdir, snapshots in process and starts no worker. The worker command
+// run by hand refuses.
+func TestNoWorkerWhenTheDaemonIsTheOwner(t *testing.T) {
+	top := usersTop(t, "cdnoworker", "daemon", "daemon/work")
+	home := filepath.Join(top, "daemon")
+	work := filepath.Join(home, "work")
+	writeFile(t, work, "notes.md", "mine\n")
+	os.Chown(filepath.Join(work, "notes.md"), daemonID, daemonID)
+	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
+	cfgPath := filepath.Join(top, "continuityd.toml")
+	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, work)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcWith(t, func(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon} }, socket, nil, "run", "--config", cfgPath)
+	waitSnapshots(t, p, 1, time.Minute, "the user daemon's start snapshot")
+	if w := workersOf(t, p.cmd.Process.Pid); len(w) != 0 {
+		t.Errorf("a user's daemon started workers: %v", w)
+	}
+	if _, err := os.Stat(filepath.Join(state, "agents", "builder", "snapshots.git")); err != nil {
+		t.Errorf("the user daemon's store is not in its own state directory: %v", err)
+	}
+	p.terminate(t)
+
+	ws := newWorkspace(t) // root's, as the test runs
+	p = startProc(t, ws.socket, nil, "run", "--config", ws.config)
+	waitSnapshots(t, p, 1, time.Minute, "root's start snapshot of root's workdir")
+	if w := workersOf(t, p.cmd.Process.Pid); len(w) != 0 {
+		t.Errorf("root over its own workdir started workers: %v", w)
+	}
+	p.terminate(t)
+
+	code, _, errOut := runBinary(t, filepath.Join(filepath.Dir(binary), "continuityd-daemon"), nil, "", asowner.WorkerCommand)
+	if code != 2 || !strings.Contains(errOut, "The daemon starts its workers itself") {
+		t.Errorf("the worker command run by hand: exit %d, %q", code, errOut)
+	}
+}
