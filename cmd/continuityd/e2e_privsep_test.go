@@ -266,3 +266,86 @@ func TestNoWorkerWhenTheDaemonIsTheOwner(t *testing.T) {
 		t.Errorf("the worker command run by hand: exit %d, %q", code, errOut)
 	}
 }
+
+// TestRootStoreMovesToTheOwner: a store the daemon kept itself (run as
+// root over a workdir root owned then) moves to the owner once the
+// workdir is another user's: its history is kept, every entry of it is
+// the owner's, and a link planted in it is given away, never followed.
+func TestRootStoreMovesToTheOwner(t *testing.T) {
+	top := usersTop(t, "cdmove", "owner", "owner/work")
+	work := filepath.Join(top, "owner", "work")
+	if err := os.Chown(work, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, work, "notes.md", "one\n")
+	state, socket := filepath.Join(top, "state"), filepath.Join(top, "run", "d.sock")
+	cfgPath := filepath.Join(top, "continuityd.toml")
+	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n"+
+		"[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n"+
+		"[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, work)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, socket, nil, "run", "--config", cfgPath)
+	waitSnapshots(t, p, 1, time.Minute, "root's start snapshot")
+	writeFile(t, work, "notes.md", "two\n")
+	history := waitSnapshots(t, p, 2, time.Minute, "root's snapshot of the edit")
+	p.terminate(t)
+	if w := workersOf(t, p.cmd.Process.Pid); len(w) != 0 {
+		t.Fatalf("root over its own workdir started workers: %v", w)
+	}
+	old := filepath.Join(state, "agents", "builder", "snapshots.git")
+	rootOnly := filepath.Join(top, "root-only")
+	if err := os.WriteFile(rootOnly, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(rootOnly, filepath.Join(old, "planted")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The workdir becomes the owner's.
+	if err := filepath.Walk(work, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, daemonID, daemonID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p = startProc(t, socket, nil, "run", "--config", cfgPath)
+	if got := listedSnapshots(t, p); len(got) != 2 || got[0] != history[0] || got[1] != history[1] {
+		t.Fatalf("the snapshots after the move: %v, want %v; log:\n%s", got, history, p.stderr)
+	}
+	if log := p.stderr.String(); !strings.Contains(log, "moved the agent's snapshot store to its workdir's owner") {
+		t.Errorf("the log does not say the store moved:\n%s", log)
+	}
+	if _, err := os.Lstat(old); !os.IsNotExist(err) {
+		t.Errorf("the old store is still there: %v", err)
+	}
+	stores, _ := filepath.Glob(filepath.Join(state, "owners", strconv.Itoa(daemonID), "builder-*", "snapshots.git"))
+	if len(stores) != 1 {
+		t.Fatalf("the owner's store: %v", stores)
+	}
+	err := filepath.Walk(filepath.Dir(stores[0]), func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != daemonID {
+			t.Errorf("%s is uid %d's, not the owner's", p, uid)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(rootOnly); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the file a planted link names was given away: %v", err)
+	}
+	if code, out, errOut := cli(t, []string{"CONTINUITYD_SOCKET=" + socket}, "", "snapshot", "restore", history[1], "--all"); code != 0 {
+		t.Fatalf("restoring a snapshot from before the move (exit %d): %s %s", code, out, errOut)
+	}
+	if got := readFile(t, work, "notes.md"); got != "one\n" {
+		t.Errorf("notes.md after the restore: %q", got)
+	}
+	p.terminate(t)
+}
