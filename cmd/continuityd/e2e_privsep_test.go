@@ -122,6 +122,10 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 	if err := os.WriteFile(rootFile, []byte("TOKEN="+secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A handoff file the owner cannot read either.
+	if err := os.WriteFile(filepath.Join(work, "HANDOFF.md"), []byte("# Goal\nROOT_GOAL_q7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	state, socket := filepath.Join(top, "state"), filepath.Join(top, "run", "d.sock")
 	cfgPath := filepath.Join(top, "continuityd.toml")
@@ -152,6 +156,13 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 		t.Errorf("a store in the daemon's own part of the state directory: %v", err)
 	}
 
+	// The handoff file is opened as the owner: refused, never read.
+	c := p.client()
+	defer c.CloseIdleConnections()
+	if e := refusal(t, c, "HANDOFF.md"); e == nil || !strings.Contains(fmt.Sprint(e["message"]), "permission denied") {
+		t.Errorf("the root-only handoff file's refusal: %v", e)
+	}
+
 	writeFile(t, work, "README.md", "changed\n")
 	edited := waitSnapshots(t, p, 2, time.Minute, "the edit's snapshot")[0]
 	env := []string{"CONTINUITYD_SOCKET=" + socket}
@@ -174,8 +185,6 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 
 	// The root-only file: skipped by the start snapshot, in no snapshot's
 	// files or diff, whoever asks.
-	c := p.client()
-	defer c.CloseIdleConnections()
 	d := get(t, c, "/v1/snapshots/"+start)
 	skipped := fmt.Sprint(d["skipped_files"])
 	if !strings.Contains(skipped, "root-left.env") || !strings.Contains(skipped, "unreadable") {
@@ -197,6 +206,18 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 	}
 	if code, out, _ := runAs(t, asOwnerClient, env, "", "snapshot", "diff", edited); code != 0 || !strings.Contains(out, "+changed") {
 		t.Errorf("the owner's diff of the edit (exit %d): %s", code, out)
+	}
+	// The repository's .git is read as the owner: a commit is a receipt.
+	writeFile(t, work, "src/util.go", "package main\n")
+	os.Chown(filepath.Join(work, "src", "util.go"), daemonID, daemonID)
+	gitAs(t, asDaemon, home, work, "add", "src/util.go")
+	gitAs(t, asDaemon, home, work, "commit", "-q", "-m", "the owner's second commit")
+	waitUntil(t, func() string { return "no receipt of the owner's commit; log:\n" + p.stderr.String() }, func() bool {
+		r := get(t, c, "/v1/continuity?peek=1")
+		return strings.Contains(fmt.Sprint(r["since_last_visit"]), "the owner's second commit")
+	})
+	if r := fmt.Sprint(get(t, c, "/v1/continuity?peek=1")); strings.Contains(r, "ROOT_GOAL_q7") {
+		t.Errorf("the root-only handoff file reached the resume: %s", r)
 	}
 
 	// The worker dies: the next snapshot calls start a new one.
