@@ -92,15 +92,17 @@ func checkWorkerCredentials(t *testing.T, pid int, uid, gid uint32) {
 }
 
 // TestRootDaemonActsAsTheOwner runs the daemon as root over a repository
-// uid 40001 owns, with a root-owned 0600 file in it (as a root-run
+// uid 40001 owns, with root-owned 0600 files in it (as a root-run
 // container leaves behind). The daemon's worker for that owner (a child
 // of the daemon) runs with the owner's uid, primary gid and no
 // supplementary groups; snapshots, an edit's snapshot and a restore go
-// through it, and the restored file is the owner's. The root-only file is
-// in no snapshot (named as skipped, unreadable), and neither `snapshot
-// show` nor `snapshot diff`, run by the owner, ever shows its content.
-// Then the worker is killed: the next snapshot calls go through a new
-// one, and the log says it was restarted.
+// through it, and the restored file is the owner's; the handoff file and
+// the repository are read, and git run on it, as the owner. The root-only
+// file is in no snapshot (named as skipped, unreadable), and neither
+// `snapshot show` nor `snapshot diff`, run by the owner, ever shows its
+// content; the root-only handoff file is refused, never read. Then the
+// worker is killed: the next snapshot calls go through a new one, and the
+// log says it was restarted.
 func TestRootDaemonActsAsTheOwner(t *testing.T) {
 	top := usersTop(t, "cdprivsep", "owner", "owner/work", "owner/home")
 	work, home := filepath.Join(top, "owner", "work"), filepath.Join(top, "owner", "home")
@@ -218,6 +220,11 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 	})
 	if r := fmt.Sprint(get(t, c, "/v1/continuity?peek=1")); strings.Contains(r, "ROOT_GOAL_q7") {
 		t.Errorf("the root-only handoff file reached the resume: %s", r)
+	}
+	// The work-lost checks after each snapshot read the repository with
+	// git as its owner: git finds nothing dubious in that.
+	if log := p.stderr.String(); strings.Contains(log, "dubious ownership") {
+		t.Errorf("git ran on the owner's repository as another user:\n%s", log)
 	}
 
 	// The worker dies: the next snapshot calls start a new one.
