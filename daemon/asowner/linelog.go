@@ -3,6 +3,7 @@ package asowner
 import (
 	"bytes"
 	"log/slog"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -24,13 +25,14 @@ const (
 type lineLog struct {
 	log      *slog.Logger
 	limit    *rate.Limiter
+	now      func() time.Time
 	buf      []byte
 	skipping bool // the rest of an over-long line
 	dropped  int
 }
 
 func newLineLog(log *slog.Logger) *lineLog {
-	return &lineLog{log: log, limit: rate.NewLimiter(logRate, logBurst)}
+	return &lineLog{log: log, limit: rate.NewLimiter(logRate, logBurst), now: time.Now}
 }
 
 func (l *lineLog) Write(p []byte) (int, error) {
@@ -69,7 +71,7 @@ func (l *lineLog) emit(cut bool) {
 	if line == "" {
 		return
 	}
-	if !l.limit.Allow() {
+	if !l.limit.AllowN(l.now(), 1) {
 		l.dropped++
 		return
 	}
