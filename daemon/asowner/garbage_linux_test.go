@@ -42,8 +42,6 @@ var garbageAnswers = map[string]map[string]func(w http.ResponseWriter){
 		opTake: body(422, `{"kind":"error","message":"\u001b[2J\u001b]0;owned\u0007red"}`)},
 	"bad-id": {opOpen: body(200, `{"store":1}`),
 		opTake: body(200, `{"snapshot":{"id":"../../etc/passwd","at":"2026-01-01T00:00:00Z","trigger":"start","seq":1,"added":1,"modified":0,"deleted":0,"skipped":0},"new":true,"took":{"walk":0,"add":0,"tree":0,"commit":0,"total":0,"files":1}}`)},
-	"bad-trigger": {opOpen: body(200, `{"store":1}`),
-		opTake: body(200, `{"snapshot":{"id":"`+strings.Repeat("a", 40)+`","at":"2026-01-01T00:00:00Z","trigger":"\u001b[31m","seq":1,"added":1,"modified":0,"deleted":0,"skipped":0},"new":true,"took":{"walk":0,"add":0,"tree":0,"commit":0,"total":0,"files":1}}`)},
 	"long-diff": {opOpen: body(200, `{"store":1}`),
 		opDiff: body(200, `{"diff":"`+strings.Repeat("x", 100)+`","cut":false}`)},
 	"bad-hash": {opOpen: body(200, `{"store":1}`),

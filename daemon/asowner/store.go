@@ -374,20 +374,16 @@ func (s *Store) HoldObjects() (release func()) {
 
 // ---- checks of what the worker answers ----------------------------------
 
-var (
-	hashRE    = lazyregexp.New(`^[0-9a-f]{40}$`)
-	triggerRE = lazyregexp.New(`^[a-z0-9][a-z0-9_.-]{0,63}$`) // the store's own rule for a trigger
-)
+var hashRE = lazyregexp.New(`^[0-9a-f]{40}$`)
 
-// check refuses a snapshot whose ids are not hashes or whose trigger is
-// not one: the worker's words, used as ids and shown to people.
+// check refuses a snapshot whose id is not a hash: the worker's word,
+// used as an id in the calls that follow. (Its other fields are the
+// snapshot's metadata, which an imported snapshot brings from another
+// machine as it is, and which are shown escaped wherever they are shown.)
 func (s *Store) check(op string, snaps ...snapshot.Snapshot) error {
 	for _, snap := range snaps {
-		if err := s.checkIDs(op, snap.ID, snap.Parent); err != nil {
-			return err
-		}
-		if snap.ID == "" || !triggerRE.MatchString(snap.Trigger) {
-			return s.w.garbage(op, fmt.Errorf("a snapshot %q with trigger %q", cut(snap.ID, 64), cut(snap.Trigger, 64)))
+		if !hashRE.MatchString(snap.ID) {
+			return s.w.garbage(op, fmt.Errorf("a snapshot with the id %q", cut(snap.ID, 64)))
 		}
 	}
 	return nil
