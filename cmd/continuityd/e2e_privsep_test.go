@@ -165,8 +165,17 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 		t.Errorf("the root-only handoff file's refusal: %v", e)
 	}
 
+	// A root-only file appears with an edit: the snapshot of the burst
+	// (from what changed) leaves it out too.
+	laterFile := filepath.Join(work, "src", "root-later.env")
+	if err := os.WriteFile(laterFile, []byte("TOKEN="+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, work, "README.md", "changed\n")
 	edited := waitSnapshots(t, p, 2, time.Minute, "the edit's snapshot")[0]
+	if d := get(t, c, "/v1/snapshots/"+edited); !strings.Contains(fmt.Sprint(d["skipped_files"]), "root-later.env") {
+		t.Errorf("the edit's snapshot does not name the root-only file that came with it as skipped: %v", d)
+	}
 	env := []string{"CONTINUITYD_SOCKET=" + socket}
 	if code, out, errOut := cli(t, env, "", "snapshot", "restore", start, "--all"); code != 0 {
 		t.Fatalf("restore (exit %d): %s %s", code, out, errOut)
@@ -181,8 +190,10 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != daemonID {
 		t.Errorf("the restored file is owned by uid %d, want the owner's %d", uid, daemonID)
 	}
-	if b, err := os.ReadFile(rootFile); err != nil || !strings.Contains(string(b), secret) {
-		t.Errorf("the restore touched the root-only file: %q %v", b, err)
+	for _, f := range []string{rootFile, laterFile} {
+		if b, err := os.ReadFile(f); err != nil || !strings.Contains(string(b), secret) {
+			t.Errorf("the restore touched the root-only file %s: %q %v", f, b, err)
+		}
 	}
 
 	// The root-only file: skipped by the start snapshot, in no snapshot's
