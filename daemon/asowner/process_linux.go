@@ -99,7 +99,7 @@ func Main(stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	var wg sync.WaitGroup
 	wg.Go(func() { serveOpens(pc) })
-	err = Serve(conn, log)
+	err = serve(conn, log)
 	pc.Close()
 	wg.Wait()
 	if err != nil {

@@ -40,10 +40,10 @@ type hosted struct {
 	nextHold uint64
 }
 
-// Serve is the worker's side of conn: it serves the daemon's calls
+// serve is the worker's side of conn: it serves the daemon's calls
 // (HTTP/2 without TLS, one connection) until the daemon closes conn or
 // ends, then closes every store it opened.
-func Serve(conn net.Conn, log *slog.Logger) error {
+func serve(conn net.Conn, log *slog.Logger) error {
 	s := &server{log: log, stores: map[uint64]*hosted{}}
 	l := &oneConn{conn: conn, done: make(chan struct{})}
 	var p http.Protocols

@@ -116,9 +116,6 @@ type Worker struct {
 	closed   bool
 }
 
-// Owner is whose worker this is.
-func (w *Worker) Owner() Owner { return w.owner }
-
 // name is how errors name the worker.
 func (w *Worker) name() string { return "the owner's worker (" + w.owner.String() + ")" }
 
