@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/asowner"
+	"github.com/continuityd/continuityd/daemon/sources/transcript"
 )
 
 // The workdir's owner in these tests is daemonID (40001): usersTop gives
@@ -96,8 +97,10 @@ func checkWorkerCredentials(t *testing.T, pid int, uid, gid uint32) {
 // container leaves behind). The daemon's worker for that owner (a child
 // of the daemon) runs with the owner's uid, primary gid and no
 // supplementary groups; snapshots, an edit's snapshot and a restore go
-// through it, and the restored file is the owner's; the handoff file and
-// the repository are read, and git run on it, as the owner. The root-only
+// through it, and the restored file is the owner's; the handoff file, the
+// owner's transcript and the repository are read, and git run on it, as
+// the owner, and the transcript's conversation point reaches the worker's
+// snapshots. The root-only
 // file is in no snapshot (named as skipped, unreadable), and neither
 // `snapshot show` nor `snapshot diff`, run by the owner, ever shows its
 // content; the root-only handoff file is refused, never read. Then the
@@ -129,11 +132,37 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The owner's Claude Code transcript of the workdir, private to them.
+	raw, err := os.ReadFile(filepath.Join("..", "..", "daemon", "sources", "transcript", "testdata", "transcript-autocompact-opus46-v2.1.39.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := transcript.NewTracker(transcript.ClaudeCode)
+	for l := range strings.SplitSeq(string(raw), "\n") {
+		tr.Line([]byte(l))
+	}
+	session := tr.State().SessionID
+	claude := filepath.Join(home, "claude")
+	proj := transcript.ClaudeProjectDir(claude, work)
+	writeFile(t, proj, session+".jsonl", string(raw))
+	if err := os.Chmod(filepath.Join(proj, session+".jsonl"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := filepath.Walk(claude, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, daemonID, daemonID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+
 	state, socket := filepath.Join(top, "state"), filepath.Join(top, "run", "d.sock")
 	cfgPath := filepath.Join(top, "continuityd.toml")
 	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n"+
 		"[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n"+
-		"[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, work)
+		"[transcripts]\nclaude_home = %q\n\n"+
+		"[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, claude, work)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +190,11 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 	// The handoff file is opened as the owner: refused, never read.
 	c := p.client()
 	defer c.CloseIdleConnections()
+	// The transcript is read as the owner, through the worker.
+	waitUntil(t, func() string { return "the transcript's usage never reached the resume; log:\n" + p.stderr.String() }, func() bool {
+		ctx, _ := get(t, c, "/v1/continuity?peek=1")["context"].(map[string]any)
+		return ctx != nil && ctx["used_fraction"] != nil
+	})
 	if e := refusal(t, c, "HANDOFF.md"); e == nil || !strings.Contains(fmt.Sprint(e["message"]), "permission denied") {
 		t.Errorf("the root-only handoff file's refusal: %v", e)
 	}
@@ -173,8 +207,14 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 	}
 	writeFile(t, work, "README.md", "changed\n")
 	edited := waitSnapshots(t, p, 2, time.Minute, "the edit's snapshot")[0]
-	if d := get(t, c, "/v1/snapshots/"+edited); !strings.Contains(fmt.Sprint(d["skipped_files"]), "root-later.env") {
+	d := get(t, c, "/v1/snapshots/"+edited)
+	if !strings.Contains(fmt.Sprint(d["skipped_files"]), "root-later.env") {
 		t.Errorf("the edit's snapshot does not name the root-only file that came with it as skipped: %v", d)
+	}
+	// The conversation point, from the transcript read in the daemon,
+	// reached the snapshot the worker took.
+	if conv, _ := d["conversation"].(map[string]any); conv == nil || conv["session"] != session {
+		t.Errorf("the edit's snapshot names the conversation %v, want session %s", d["conversation"], session)
 	}
 	env := []string{"CONTINUITYD_SOCKET=" + socket}
 	if code, out, errOut := cli(t, env, "", "snapshot", "restore", start, "--all"); code != 0 {
@@ -198,7 +238,7 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 
 	// The root-only file: skipped by the start snapshot, in no snapshot's
 	// files or diff, whoever asks.
-	d := get(t, c, "/v1/snapshots/"+start)
+	d = get(t, c, "/v1/snapshots/"+start)
 	skipped := fmt.Sprint(d["skipped_files"])
 	if !strings.Contains(skipped, "root-left.env") || !strings.Contains(skipped, "unreadable") {
 		t.Errorf("the start snapshot does not name the root-only file as unreadable: %s", skipped)
