@@ -16,7 +16,9 @@
 // free text that keeps its lines (markdown, messages): newlines and tabs
 // stay, the rest is escaped in place. Both leave ordinary text,
 // non-ASCII letters included, exactly as it is. JSON output needs neither:
-// encoding/json escapes control characters itself.
+// encoding/json escapes control characters itself. Exact and ParseExact
+// carry a name whose bytes must come back exact where it passes as text
+// (a --path, a path in JSON): the form Name prints, read back.
 package termsafe
 
 import (
