@@ -49,7 +49,8 @@ type Refusal struct {
 // snapshot holds (ignored, too large) are never overwritten or removed. A
 // path that is absolute, climbs out with "..", names .git, or passes
 // through a symbolic link is refused (a *capsule.Error naming it) and
-// nothing changes. The snapshot's whole tree is checked first (checkTree),
+// nothing changes; so is one that names nothing in the snapshot or the
+// tree (checkKnown). The snapshot's whole tree is checked first (checkTree),
 // by a dry run too: a forged or damaged one is refused, not half restored.
 func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun bool) (RestoreResult, error) {
 	clean, err := s.checkPaths(paths)
@@ -82,6 +83,9 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	}
 	changes, err := s.diffTree(ctx, st.tree, target.tree, clean...)
 	if err != nil {
+		return RestoreResult{}, err
+	}
+	if err := s.checkKnown(ctx, clean, changes, st.tree, target.tree, target.ID); err != nil {
 		return RestoreResult{}, err
 	}
 	changes, res.Refused, err = s.leaveWithheld(ctx, target, clean, changes)
@@ -306,8 +310,8 @@ func (s *Store) checkPaths(paths []string) ([]string, error) {
 		switch {
 		case p == "":
 			return nil, refuse("an empty path")
-		case strings.ContainsAny(p, "\x00\n\r"):
-			return nil, refuse("a path with a NUL or a line break")
+		case strings.Contains(p, "\x00"):
+			return nil, refuse("a path with a NUL")
 		case filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`):
 			return nil, refuse("an absolute path")
 		}
