@@ -49,6 +49,10 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		Quiet: config.Duration{Duration: 100 * time.Millisecond}, HandoffFile: "HANDOFF.md", CapsuleFile: ".continuity/capsule.json"}
 	cfg.Snapshots = config.Snapshots{Enabled: true, MaxFileSize: config.DefaultSnapshotMaxFileSize,
 		Keep: config.DefaultSnapshotKeep, KeepBytes: config.DefaultSnapshotKeepBytes}
+	// The policy for the quiet work record (a snapshot) that follows the
+	// files' changes: they change only where the test says.
+	cfg.Policy = config.Policy{Enabled: true, Quiet: config.Duration{Duration: 100 * time.Millisecond}, MaxDelay: config.Duration{Duration: time.Hour},
+		MinInterval: config.Duration{Duration: 100 * time.Millisecond}, IdleAfter: config.Duration{Duration: time.Hour}, Refresh: config.Duration{Duration: time.Hour}, PublicStatus: "off"}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +178,33 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		openapiCall{op: "metrics", method: "GET", path: "/metrics", status: 200},
 		openapiCall{op: "openapi", method: "GET", path: "/v1/openapi.json", status: 200},
 	)
+	// A loss (a.go, held by the start snapshot, removed: outside a
+	// repository nothing is committed; the quiet work record's snapshot
+	// sees it), brought back by its id.
+	if err := os.Remove(filepath.Join(wd, "a.go")); err != nil {
+		t.Fatal(err)
+	}
+	var lostID string
+	testwait.Until(t, func() string { return "no work_lost after a.go was removed" }, func() bool {
+		var r struct {
+			WorkLost []struct {
+				ID string `json:"id"`
+			} `json:"work_lost"`
+		}
+		if err := json.Unmarshal(run(openapiCall{op: "resume", method: "GET", path: "/v1/continuity?peek=1&local=1", status: 200}), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.WorkLost) > 0 {
+			lostID = r.WorkLost[0].ID
+		}
+		return lostID != ""
+	})
+	run(
+		openapiCall{op: "work_lost_restore", method: "POST", path: "/v1/continuity/work_lost/" + lostID + "/restore", body: `{"dry_run":true}`, status: 200},
+		openapiCall{op: "work_lost_restore", method: "POST", path: "/v1/continuity/work_lost/wl-000000000000/restore", status: 404},
+		openapiCall{op: "work_lost_restore", method: "POST", path: "/v1/continuity/work_lost/" + lostID + "/restore", body: `{"dry_run":"yes"}`, status: 400, outside: true},
+	)
+
 	// The capsule sealed above, stored again as it came back.
 	var rec struct {
 		Capsule json.RawMessage `json:"capsule"`

@@ -4,12 +4,15 @@ import (
 	"bytes"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // RestoreRequest is the body of POST /v1/snapshots/{id}/restore: the paths
 // to bring back, or all of the tree (All), or, with neither, the paths the
 // agent itself changed since the snapshot; and whether only to list what
-// would change.
+// would change. In the body each path is in its exact form
+// (termsafe.Exact: a name that is not UTF-8 as "\377.txt"); decoded,
+// Paths are the names themselves.
 type RestoreRequest struct {
 	Paths  []string `json:"paths,omitempty"`
 	All    bool     `json:"all,omitempty"`
@@ -45,7 +48,11 @@ func DecodeRestoreRequest(body []byte) (*RestoreRequest, error) {
 				if err != nil {
 					return nil, err
 				}
-				req.Paths = append(req.Paths, p)
+				name, perr := termsafe.ParseExact(p)
+				if perr != nil {
+					return nil, capsule.Refuse(capsule.CodeInvalidField, indexPath(m.name, i), "%v", perr)
+				}
+				req.Paths = append(req.Paths, name)
 			}
 		case "dry_run":
 			b, err := decodeBool(m.value, capsule.CodeInvalidField, m.name)
@@ -66,6 +73,38 @@ func DecodeRestoreRequest(body []byte) (*RestoreRequest, error) {
 	if req.All && len(req.Paths) > 0 {
 		return nil, capsule.Refuse(capsule.CodeInvalidField, "all",
 			"all restores the whole tree and paths only the paths named: give one of them")
+	}
+	return req, nil
+}
+
+// LostRestoreRequest is the body of POST
+// /v1/continuity/work_lost/{id}/restore: whether only to list what would
+// change. The loss names the snapshot and the paths.
+type LostRestoreRequest struct {
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// DecodeLostRestoreRequest decodes such a body as strictly as every other
+// body (an empty body is an empty request): dry_run a boolean, nothing
+// else.
+func DecodeLostRestoreRequest(body []byte) (*LostRestoreRequest, error) {
+	req := &LostRestoreRequest{}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	if err := checkBody(body, MaxBodyBytes); err != nil {
+		return nil, err
+	}
+	ms, _ := readMembers(body)
+	for _, m := range ms {
+		if m.name != "dry_run" {
+			return nil, unknownField(capsule.CodeUnknownField, "", m.name)
+		}
+		b, err := decodeBool(m.value, capsule.CodeInvalidField, m.name)
+		if err != nil {
+			return nil, err
+		}
+		req.DryRun = b
 	}
 	return req, nil
 }

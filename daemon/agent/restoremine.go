@@ -27,7 +27,8 @@ const (
 type RestoreAnswer struct {
 	snapshot.RestoreResult
 	// Scope is what the restore covered: "mine" (the default: this
-	// agent's own paths), "paths" or "all".
+	// agent's own paths), "paths", "all", or "lost" (one work_lost entry,
+	// RestoreLost).
 	Scope string `json:"scope"`
 	// LeftAlone are, for a restore of this agent's own paths, the files
 	// that differ from the snapshot and that it left as they are, each

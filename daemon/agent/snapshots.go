@@ -212,6 +212,14 @@ func (a *Agent) SnapshotRestore(ctx context.Context, id string, body []byte) (Re
 	if err != nil {
 		return RestoreAnswer{}, err
 	}
+	ans, err := a.restore(ctx, id, req)
+	exactPaths(&ans)
+	return ans, err
+}
+
+// restore is SnapshotRestore of a decoded request (paths as they are
+// named in the tree).
+func (a *Agent) restore(ctx context.Context, id string, req *guard.RestoreRequest) (RestoreAnswer, error) {
 	st, err := a.snapStore()
 	if err != nil {
 		return RestoreAnswer{}, err

@@ -141,6 +141,7 @@ func (a *API) doors() map[string]door {
 		ops.Snapshots.Op().Name:         {agent: a.handleSnapshots},
 		ops.SnapshotShow.Op().Name:      {agent: a.handleSnapshot},
 		ops.SnapshotRestore.Op().Name:   {agent: a.handleSnapshotRestore},
+		ops.WorkLostRestore.Op().Name:   {agent: a.handleWorkLostRestore},
 		ops.Status.Op().Name:            {plain: a.handleStatus},
 		ops.Health.Op().Name:            {plain: a.handleHealth},
 		ops.Metrics.Op().Name:           {plain: a.handleMetrics},

@@ -56,6 +56,7 @@ func docDetails(capsuleSchema *jsonschema.Schema) map[string]docDetail {
 		ops.CapsulePut.Op().Name:      {request: capsuleSchema},
 		ops.Seal.Op().Name:            {requestOptional: true},
 		ops.SnapshotRestore.Op().Name: {requestOptional: true},
+		ops.WorkLostRestore.Op().Name: {requestOptional: true},
 	}
 }
 

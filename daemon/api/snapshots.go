@@ -9,6 +9,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // handleSnapshots is GET /v1/snapshots: the agent's work snapshots, newest
@@ -86,6 +87,26 @@ func (a *API) handleSnapshotRestore(w http.ResponseWriter, r *http.Request, ag *
 	}
 	if !res.DryRun {
 		a.log.Info("work snapshot restored", "agent", ag.Name(), "snapshot", res.Snapshot, "safety", res.Safety, "files", len(res.Changes))
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// handleWorkLostRestore is POST /v1/continuity/work_lost/{id}/restore:
+// {"dry_run": true}.
+func (a *API) handleWorkLostRestore(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
+	extendWriteDeadline(w, ops.WorkLostRestore.Op().Waits(r.URL.Query())+writeMargin) // a fleet fetch first
+	body, berr := readBody(w, r)
+	if berr != nil {
+		writeError(w, berr)
+		return
+	}
+	res, err := ag.RestoreLost(r.Context(), r.PathValue("id"), body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !res.DryRun {
+		a.log.Info("lost work restored", "agent", ag.Name(), "lost", termsafe.Line(r.PathValue("id")), "snapshot", res.Snapshot, "safety", res.Safety, "files", len(res.Changes))
 	}
 	writeJSON(w, http.StatusOK, res)
 }

@@ -61,7 +61,15 @@ type lossState struct {
 	Gen      uint64             `json:"gen,omitempty"`
 	Restored []string           `json:"restored"` // paths the daemon's restores changed since Last
 	Entries  []capsule.WorkLost `json:"entries"`  // the losses resume lists (paths as found)
+	// Past are losses resume no longer lists (the agent checkpointed
+	// after them, the work came back, or newer ones pushed them out),
+	// newest last, at most maxPastLosses: a restore by id still finds
+	// them (the command an agent was given goes on working).
+	Past []capsule.WorkLost `json:"past,omitempty"`
 }
+
+// maxPastLosses bounds lossState.Past.
+const maxPastLosses = 64
 
 // lastPoint is what lastPointFile holds.
 type lastPoint struct {
@@ -105,9 +113,49 @@ func (c *Capture) loadLosses() {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		c.log.Warn("the last work-lost check's point cannot be read; checks go on from the one kept before it", "file", lastPointFile, "err", err)
 	}
+	for _, list := range [][]capsule.WorkLost{st.Entries, st.Past} {
+		for i, e := range list {
+			if e.ID == "" { // kept by a daemon that gave losses no id
+				list[i].ID = worklost.ID(e.Snapshot, e.At)
+			}
+		}
+	}
 	c.lost.mu.Lock()
 	c.lost.kept = st
 	c.lost.mu.Unlock()
+}
+
+// retire keeps losses that leave resume's list in Past; call it with
+// c.lost.mu held.
+func (c *Capture) retire(gone ...capsule.WorkLost) {
+	if len(gone) == 0 {
+		return
+	}
+	past := slices.DeleteFunc(c.lost.kept.Past, func(p capsule.WorkLost) bool {
+		return slices.ContainsFunc(gone, func(g capsule.WorkLost) bool { return g.ID == p.ID })
+	})
+	past = append(past, gone...)
+	if n := len(past) - maxPastLosses; n > 0 {
+		past = past[n:]
+	}
+	c.lost.kept.Past = past
+}
+
+// Lost is the loss id as found (its paths as they are named in the tree,
+// not redacted), listed in resume or retired since (Past); false when
+// no loss kept has that id.
+func (c *Capture) Lost(id string) (capsule.WorkLost, bool) {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	for _, list := range [][]capsule.WorkLost{c.lost.kept.Entries, c.lost.kept.Past} {
+		for _, e := range list {
+			if e.ID == id {
+				e.Paths = slices.Clone(e.Paths)
+				return e, true
+			}
+		}
+	}
+	return capsule.WorkLost{}, false
 }
 
 // moveLast sets the point checked last; call it with c.lost.mu held.
@@ -208,15 +256,26 @@ func (c *Capture) WorkLostFound() uint64 {
 	return c.lost.found
 }
 
-// shown is e as it leaves the capture: paths and command redacted (a
-// secret-shaped file name is not repeated; the command then names it as
-// redacted), at most capsule.MaxWorkLostPaths paths.
+// shown is e as it leaves the capture: each path in its exact form
+// (termsafe.Exact: JSON carries a name of any bytes), or redacted when it
+// is secret-shaped (a name is not repeated; the per-path command then
+// names it as redacted, while the command by id still restores it), at
+// most capsule.MaxWorkLostPaths paths. The secret guard reads each name
+// as Name prints it: it would make a name valid UTF-8 and drop its
+// invisible characters, and the name must come out exact.
 func (c *Capture) shown(e capsule.WorkLost) capsule.WorkLost {
 	paths := make([]string, 0, min(len(e.Paths), capsule.MaxWorkLostPaths))
 	for _, p := range e.Paths[:min(len(e.Paths), capsule.MaxWorkLostPaths)] {
-		paths = append(paths, c.guard.Redact(p))
+		name := termsafe.Name(p)
+		if red := c.guard.Redact(name); red != name {
+			paths = append(paths, red)
+		} else {
+			paths = append(paths, termsafe.Exact(p))
+		}
 	}
-	return capsule.WorkLost{At: e.At, Paths: paths, Snapshot: e.Snapshot, Restore: c.guard.Redact(e.Restore)}
+	return capsule.WorkLost{ID: e.ID, At: e.At, Paths: paths, Snapshot: e.Snapshot,
+		Restore:      worklost.RestoreCommand(e.ID, c.o.Agent),
+		RestorePaths: worklost.PathsCommand(e.Snapshot, c.o.Agent, paths)}
 }
 
 // checkpointed drops the losses found before at: the agent checkpointed
@@ -224,9 +283,16 @@ func (c *Capture) shown(e capsule.WorkLost) capsule.WorkLost {
 func (c *Capture) checkpointed(at time.Time) {
 	c.lost.mu.Lock()
 	defer c.lost.mu.Unlock()
-	n := len(c.lost.kept.Entries)
-	c.lost.kept.Entries = slices.DeleteFunc(c.lost.kept.Entries, func(e capsule.WorkLost) bool { return !e.At.After(at) })
-	if len(c.lost.kept.Entries) != n {
+	var told []capsule.WorkLost
+	c.lost.kept.Entries = slices.DeleteFunc(c.lost.kept.Entries, func(e capsule.WorkLost) bool {
+		if e.At.After(at) {
+			return false
+		}
+		told = append(told, e)
+		return true
+	})
+	if len(told) > 0 {
+		c.retire(told...)
 		c.saveLosses()
 	}
 }
@@ -296,8 +362,12 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var gone []capsule.WorkLost
 	l.kept.Entries = slices.DeleteFunc(l.kept.Entries, func(e capsule.WorkLost) bool {
 		now, ok := back[lossKey(e)]
+		if ok && now == nil {
+			gone = append(gone, e)
+		}
 		return ok && now == nil
 	})
 	for i, e := range l.kept.Entries {
@@ -312,9 +382,11 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 		l.found++
 		l.kept.Entries = append(l.kept.Entries, *w)
 		if n := len(l.kept.Entries) - capsule.MaxWorkLost; n > 0 {
+			gone = append(gone, l.kept.Entries[:n]...)
 			l.kept.Entries = l.kept.Entries[n:]
 		}
 	}
+	s.c.retire(gone...)
 	if w != nil || len(back) > 0 || len(restored) > 0 {
 		s.c.saveLosses() // the losses or the restores changed: synced, with the point
 	} else {
@@ -358,7 +430,7 @@ func (s *snapshots) stillAway(ctx context.Context, id string, entries []capsule.
 		case len(away) == 0:
 			back[lossKey(e)] = nil
 		case len(away) < len(e.Paths):
-			e.Paths, e.Restore = away, worklost.RestoreCommand(e.Snapshot, s.c.o.Agent, away)
+			e.Paths, e.RestorePaths = away, worklost.PathsCommand(e.Snapshot, s.c.o.Agent, worklost.ExactPaths(away))
 			back[lossKey(e)] = &e
 		}
 	}

@@ -7,8 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/worklost"
 	"github.com/continuityd/continuityd/internal/testwait"
@@ -170,5 +174,55 @@ func TestWorkLostPointIsNotSyncedEachSnapshot(t *testing.T) {
 	}
 	if got := loaded(); got != kept.Last {
 		t.Fatalf("with worklost-last.json damaged the next run checks from %+v, want worklost.json's %+v", got, kept.Last)
+	}
+}
+
+// TestLostOutlivesItsListing: a loss the agent checkpointed past leaves
+// resume, but its id still finds it (the command the agent was given
+// goes on working), with its names as they are in the tree; retired
+// losses are bounded. Resume shows each name in its exact form, a
+// secret-shaped one redacted, and the commands by id and by path.
+func TestLostOutlivesItsListing(t *testing.T) {
+	r := newCapture(t, testOptions(t))
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	secret := "key-" + "ghp_Zt8QmW3kP9xR2vN7bL5cY1hJ4dF6gS0aE8uK" + ".txt"
+	names := []string{"bad\xff.txt", "line\nbreak", secret}
+	loss := capsule.WorkLost{ID: worklost.ID("0123abcd", at), At: at, Snapshot: "0123abcd", Paths: names}
+	r.lost.mu.Lock()
+	r.lost.kept.Entries = []capsule.WorkLost{loss}
+	r.lost.mu.Unlock()
+
+	shown := r.WorkLost()
+	if len(shown) != 1 {
+		t.Fatalf("WorkLost = %+v", shown)
+	}
+	s := shown[0]
+	if s.ID != loss.ID || s.Restore != "continuityd snapshot restore --lost "+loss.ID+" --agent builder" ||
+		s.Paths[0] != `"bad\377.txt"` || s.Paths[1] != "line\nbreak" || strings.Contains(s.Paths[2], "ghp_") ||
+		strings.Contains(s.RestorePaths, "ghp_") || !strings.Contains(s.RestorePaths, `--path '"bad\377.txt"' --path '"line\nbreak"'`) {
+		t.Errorf("shown: %+v", s)
+	}
+
+	r.checkpointed(at.Add(time.Second))
+	if got := r.WorkLost(); len(got) != 0 {
+		t.Errorf("after a checkpoint resume still lists %+v", got)
+	}
+	got, ok := r.Lost(loss.ID)
+	if !ok || !slices.Equal(got.Paths, names) || got.Snapshot != loss.Snapshot {
+		t.Errorf("Lost(%s) after a checkpoint = %+v, %v", loss.ID, got, ok)
+	}
+	if _, ok := r.Lost("wl-000000000000"); ok {
+		t.Error("an unknown id was found")
+	}
+
+	r.lost.mu.Lock()
+	for i := range maxPastLosses {
+		at := at.Add(time.Duration(i+1) * time.Minute)
+		r.retire(capsule.WorkLost{ID: worklost.ID("0123abcd", at), At: at, Snapshot: "0123abcd", Paths: []string{"a"}})
+	}
+	n := len(r.lost.kept.Past)
+	r.lost.mu.Unlock()
+	if _, ok := r.Lost(loss.ID); ok || n != maxPastLosses {
+		t.Errorf("%d losses retired: %d kept, the oldest still found: %v", maxPastLosses+1, n, ok)
 	}
 }

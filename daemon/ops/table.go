@@ -140,6 +140,14 @@ var (
 		CLI:     []string{"snapshot restore"},
 		waits:   fleetFetchWait,
 	})
+	WorkLostRestore = endpoint[guard.LostRestoreRequest, agent.RestoreAnswer](Op{
+		Name: "work_lost_restore", Method: http.MethodPost, Path: "/v1/continuity/work_lost/{id}/restore", Agent: true,
+		Summary: "bring back one loss of resume's work_lost (or a recent one it no longer lists) by its id, from the snapshot that held it, after snapshotting the tree as it is; dry_run lists what would change",
+		Params:  []Param{{Name: "id", In: "path", Type: "string", Summary: "the loss's id (work_lost[].id)"}},
+		Errors:  snapshotErrors,
+		CLI:     []string{"snapshot restore --lost"},
+		waits:   fleetFetchWait,
+	})
 	Status = endpoint[None, StatusAnswer](Op{
 		Name: "status", Path: "/v1/status",
 		Summary: "the daemon's state: its agents (those this peer may use), their upstreams and components",
@@ -228,7 +236,7 @@ func Table() []Op {
 		CapsuleGet.Op(), CapsulePut.Op(), Seal.Op(),
 		Signal.Op(),
 		DeadLetters.Op(), DeadLetterRetry.Op(), DeadLetterDiscard.Op(),
-		Snapshots.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(),
+		Snapshots.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(), WorkLostRestore.Op(),
 		Status.Op(), Health.Op(), Metrics.Op(),
 		Fleet.Op(), OpenAPI.Op(),
 		MCPPost.Op(), MCPStream.Op(), MCPClose.Op(), MCPStdio.Op(),

@@ -3,7 +3,8 @@
 // snapshot no longer has them, because of a `git checkout -- .`, a `git
 // reset --hard`, a `git stash`, an `rm` or an editor's revert, whoever did
 // it. It names the paths, the snapshot that holds them and the one command
-// that brings them back.
+// that brings them back (by the loss's id, so that it needs no quoting of
+// names).
 //
 // The rule, per path p, going from snapshot Before to snapshot After:
 //
@@ -31,15 +32,16 @@ package worklost
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // Point is a snapshot and the agent's HEAD commit when it was taken ("" when
@@ -125,62 +127,70 @@ func Detect(ctx context.Context, in Input) (*WorkLost, error) {
 		return nil, nil
 	}
 	slices.Sort(lost)
-	return &WorkLost{At: in.At, Paths: lost, Snapshot: in.Before.Snapshot,
-		Restore: RestoreCommand(in.Before.Snapshot, in.Agent, lost)}, nil
+	id := ID(in.Before.Snapshot, in.At)
+	return &WorkLost{ID: id, At: in.At, Paths: lost, Snapshot: in.Before.Snapshot,
+		Restore: RestoreCommand(id, in.Agent), RestorePaths: PathsCommand(in.Before.Snapshot, in.Agent, ExactPaths(lost))}, nil
 }
 
-// RestoreCommand is the command that brings paths back from snapshot id,
-// as `continuityd snapshot restore ID [--agent A] --path P...` takes it.
-func RestoreCommand(id, agent string, paths []string) string {
+// ID names the loss found at at in snapshot (a resume's work_lost entry):
+// plain ASCII, so the command that restores it by its id needs no
+// quoting, whatever the lost files are called.
+func ID(snapshot string, at time.Time) string {
+	sum := sha256.Sum256([]byte(snapshot + " " + at.UTC().Format(time.RFC3339Nano)))
+	return "wl-" + hex.EncodeToString(sum[:6])
+}
+
+// RestoreCommand is the command that brings back the loss id, as
+// `continuityd snapshot restore --lost ID [--agent A]` takes it: it names
+// no file, so it is pasted into any shell (bash, dash, a script) as it is.
+func RestoreCommand(id, agent string) string {
+	cmd := "continuityd snapshot restore --lost " + shellWord(id)
+	if agent != "" {
+		cmd += " --agent " + shellWord(agent)
+	}
+	return cmd
+}
+
+// PathsCommand is the same restore with the paths named, `continuityd
+// snapshot restore ID [--agent A] --path P...`, for a person to read and
+// adapt: each path is given as Name prints it (termsafe.ShowExact of its
+// exact form; --path reads that form back, see termsafe.Exact), inside
+// single quotes when it needs any, so it holds no control character, no
+// $'…' a POSIX shell would not know, and nothing a shell expands.
+func PathsCommand(snapshot, agent string, exact []string) string {
 	var b strings.Builder
 	b.WriteString("continuityd snapshot restore ")
-	b.WriteString(shellWord(id))
+	b.WriteString(shellWord(snapshot))
 	if agent != "" {
 		b.WriteString(" --agent ")
 		b.WriteString(shellWord(agent))
 	}
-	for _, p := range paths {
+	for _, p := range exact {
 		b.WriteString(" --path ")
-		b.WriteString(shellWord(p))
+		b.WriteString(shellWord(termsafe.ShowExact(p)))
 	}
 	return b.String()
 }
 
+// ExactPaths are paths in their exact form (termsafe.Exact).
+func ExactPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = termsafe.Exact(p)
+	}
+	return out
+}
+
 // shellWord quotes s for a POSIX shell when it needs it: as is when it is
-// made of safe characters, in single quotes otherwise, and as $'…' with
-// visible escapes when it holds a control character (or bytes that are not
-// UTF-8), so a person never gets a raw control character and the command
-// still names the file exactly.
+// made of safe characters, in single quotes otherwise (a single quote
+// inside closes them, is escaped with a backslash, and opens them again).
+// s holds no control character (the names are given as termsafe.Name
+// prints them), so single quotes suffice.
 func shellWord(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./-+,:@%=", r))
 	}) < 0 {
 		return s
 	}
-	plain := utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool {
-		return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == '\u2028' || r == '\u2029'
-	}) < 0
-	if plain {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	var b strings.Builder
-	b.WriteString("$'")
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' || c == '\'':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c < 0x20 || c >= 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('\'')
-	return b.String()
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

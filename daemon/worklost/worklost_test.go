@@ -168,9 +168,12 @@ func TestWorkLostEachWay(t *testing.T) {
 			if !reflect.DeepEqual(wl.Paths, c.paths) || wl.Snapshot != b.before.Snapshot {
 				t.Fatalf("lost %v from %s, want %v from %s", wl.Paths, wl.Snapshot, c.paths, b.before.Snapshot)
 			}
+			if want := "continuityd snapshot restore --lost " + wl.ID; wl.ID != ID(wl.Snapshot, wl.At) || wl.Restore != want {
+				t.Errorf("id %q, restore = %q, want %q", wl.ID, wl.Restore, want)
+			}
 			want := "continuityd snapshot restore " + b.before.Snapshot + " --path " + strings.Join(c.paths, " --path ")
-			if wl.Restore != want {
-				t.Errorf("restore = %q, want %q", wl.Restore, want)
+			if wl.RestorePaths != want {
+				t.Errorf("restore_paths = %q, want %q", wl.RestorePaths, want)
 			}
 			// The command's restore, through the store's restore.
 			if _, err := b.store.Restore(b.ctx, wl.Snapshot, wl.Paths, false); err != nil {
@@ -250,13 +253,17 @@ func TestWorkLostNotByTheDaemonsRestore(t *testing.T) {
 	}
 }
 
-// The restore command quotes what a shell would split or expand, and
-// escapes control characters visibly.
-func TestRestoreCommandQuoting(t *testing.T) {
-	got := RestoreCommand("0123abcd", "reviewer", []string{"src/a.go", "my file.txt", "it's", "bad\x1b[2Jname\n", "$(rm -rf ~)"})
-	want := `continuityd snapshot restore 0123abcd --agent reviewer --path src/a.go --path 'my file.txt' --path 'it'\''s' --path $'bad\x1b[2Jname\n' --path '$(rm -rf ~)'`
+// The per-path command gives each name as termsafe.Name prints it (which
+// --path reads back), in single quotes when a shell would split or expand
+// it: no control character, no $'…'.
+func TestPathsCommandQuoting(t *testing.T) {
+	got := PathsCommand("0123abcd", "reviewer", ExactPaths([]string{"src/a.go", "my file.txt", "it's", "bad\x1b[2Jname\n", "$(rm -rf ~)", "-x", "\xffb`q`"}))
+	want := `continuityd snapshot restore 0123abcd --agent reviewer --path src/a.go --path 'my file.txt' --path 'it'\''s' --path '"bad\033[2Jname\n"' --path '$(rm -rf ~)' --path -x --path '"\377b` + "`q`" + `"'`
 	if got != want {
-		t.Errorf("RestoreCommand =\n%s\nwant\n%s", got, want)
+		t.Errorf("PathsCommand =\n%s\nwant\n%s", got, want)
+	}
+	if got := RestoreCommand("wl-0123456789ab", "my agent"); got != "continuityd snapshot restore --lost wl-0123456789ab --agent 'my agent'" {
+		t.Errorf("RestoreCommand = %s", got)
 	}
 }
 
@@ -292,7 +299,10 @@ func TestWorkLostWithoutRepository(t *testing.T) {
 	if err != nil || wl == nil || !reflect.DeepEqual(wl.Paths, []string{"notes.txt"}) {
 		t.Fatalf("Detect = %+v, %v", wl, err)
 	}
-	if want := "continuityd snapshot restore " + before.ID + " --agent builder --path notes.txt"; wl.Restore != want {
+	if want := "continuityd snapshot restore " + before.ID + " --agent builder --path notes.txt"; wl.RestorePaths != want {
+		t.Errorf("restore_paths = %q, want %q", wl.RestorePaths, want)
+	}
+	if want := "continuityd snapshot restore --lost " + wl.ID + " --agent builder"; wl.Restore != want {
 		t.Errorf("restore = %q, want %q", wl.Restore, want)
 	}
 }

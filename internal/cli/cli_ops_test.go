@@ -20,21 +20,22 @@ import (
 // cliArgs are, for each command line of the table, arguments that make it
 // call its operation ({file}: a file holding a valid capsule).
 var cliArgs = map[string][]string{
-	"resume":             {"resume"},
-	"checkpoint":         {"checkpoint", "--focus", "the goal"},
-	"capsule show":       {"capsule", "show"},
-	"capsule put":        {"capsule", "put", "{file}"},
-	"capsule seal":       {"capsule", "seal"},
-	"signal":             {"signal", "context", "used_fraction=0.5"},
-	"deadletter list":    {"deadletter", "list"},
-	"deadletter retry":   {"deadletter", "retry", "--upstream", "qday", "7"},
-	"deadletter discard": {"deadletter", "discard", "--upstream", "qday", "--all"},
-	"snapshot list":      {"snapshot", "list"},
-	"snapshot show":      {"snapshot", "show", "abc1234"},
-	"snapshot diff":      {"snapshot", "diff", "abc1234"},
-	"snapshot restore":   {"snapshot", "restore", "abc1234", "--dry-run"},
-	"status":             {"status"},
-	"fleet":              {"fleet"},
+	"resume":                  {"resume"},
+	"checkpoint":              {"checkpoint", "--focus", "the goal"},
+	"capsule show":            {"capsule", "show"},
+	"capsule put":             {"capsule", "put", "{file}"},
+	"capsule seal":            {"capsule", "seal"},
+	"signal":                  {"signal", "context", "used_fraction=0.5"},
+	"deadletter list":         {"deadletter", "list"},
+	"deadletter retry":        {"deadletter", "retry", "--upstream", "qday", "7"},
+	"deadletter discard":      {"deadletter", "discard", "--upstream", "qday", "--all"},
+	"snapshot list":           {"snapshot", "list"},
+	"snapshot show":           {"snapshot", "show", "abc1234"},
+	"snapshot diff":           {"snapshot", "diff", "abc1234"},
+	"snapshot restore":        {"snapshot", "restore", "abc1234", "--dry-run"},
+	"snapshot restore --lost": {"snapshot", "restore", "--lost", "wl-0123456789ab", "--dry-run"},
+	"status":                  {"status"},
+	"fleet":                   {"fleet"},
 }
 
 // notOperations are the commands that are no door of one operation, and

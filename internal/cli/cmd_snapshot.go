@@ -18,20 +18,33 @@ import (
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
-// pathList is a repeatable --path flag.
+// pathList is a repeatable --path flag. Each value is a name as the
+// shell gave it, or, when it begins with a double quote, a name as
+// termsafe.Name prints it ("\377.txt", "a\nb"): restore lines and
+// work_lost's per-path command give names so, and pasted back they name
+// the same file. It holds each name in its exact form (termsafe.Exact),
+// the form the API takes: JSON cannot carry bytes that are not UTF-8.
 type pathList []string
 
-func (p *pathList) String() string     { return strings.Join(*p, ",") }
-func (p *pathList) Set(v string) error { *p = append(*p, v); return nil }
+func (p *pathList) String() string { return strings.Join(*p, ",") }
+func (p *pathList) Set(v string) error {
+	name, err := termsafe.ParseExact(v)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, termsafe.Exact(name))
+	return nil
+}
 
 // cmdSnapshot is `snapshot list|show ID|diff [ID [ID2]]|restore ID`: the
 // agent's work snapshots, and rewinding the workdir to one.
 func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
-	fs := NewFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--all] [--dry-run] [--agent A] [--json]")
+	fs := NewFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--all] [--dry-run] [--agent A] [--json] | restore --lost LOSTID [--dry-run] [--agent A] [--json]")
 	var cf ClientFlags
 	cf.Register(fs)
 	var paths pathList
-	fs.Var(&paths, "path", "restore: only this path (a file or directory, relative to the workdir); repeat for more")
+	fs.Var(&paths, "path", "restore: only this path (a file or directory, relative to the workdir; a name that begins with \" is read with C escapes, as restore prints names: '\"\\377.txt\"'); repeat for more")
+	lost := fs.String("lost", "", "restore: bring back the loss resume's work_lost names by this id (no snapshot id, no --path)")
 	all := fs.Bool("all", false, "restore: the whole tree, every agent's files and everyone's (without it and --path: only the files this agent changed since the snapshot)")
 	dry := fs.Bool("dry-run", false, "restore: list what would change, change nothing")
 	asJSON := fs.Bool("json", false, "the daemon's JSON answer")
@@ -46,12 +59,19 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 	if !ok {
 		fmt.Fprintf(e.Stderr, "continuityd snapshot: unknown action %q\n", sub)
 	}
+	if sub == "restore" && *lost != "" {
+		if len(paths) > 0 || *all {
+			fmt.Fprintln(e.Stderr, "continuityd snapshot restore: --lost brings back the paths of that loss: give no --path or --all with it")
+			return ExitUsage
+		}
+		n = [2]int{0, 0} // the loss names its snapshot
+	}
 	if !ok || len(rest) < n[0] || len(rest) > n[1] {
 		fs.Usage()
 		return ExitUsage
 	}
-	if sub != "restore" && (len(paths) > 0 || *dry || *all) {
-		fmt.Fprintf(e.Stderr, "continuityd snapshot %s: --path, --all and --dry-run go with restore\n", sub)
+	if sub != "restore" && (len(paths) > 0 || *dry || *all || *lost != "") {
+		fmt.Fprintf(e.Stderr, "continuityd snapshot %s: --path, --all, --lost and --dry-run go with restore\n", sub)
 		return ExitUsage
 	}
 	if *all && len(paths) > 0 {
@@ -71,6 +91,9 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 	case "diff":
 		return snapshotDiff(ctx, e, c, rest, *asJSON)
 	default:
+		if *lost != "" {
+			return restoreLost(ctx, e, c, *lost, guard.LostRestoreRequest{DryRun: *dry}, *asJSON)
+		}
 		return snapshotRestore(ctx, e, c, rest[0], guard.RestoreRequest{Paths: paths, All: *all, DryRun: *dry}, *asJSON)
 	}
 }
@@ -181,18 +204,42 @@ func snapshotRestore(ctx context.Context, e *Env, c *client.Client, id string, r
 	if err != nil {
 		return Fail(e, err)
 	}
+	return printRestore(e, r)
+}
+
+// restoreLost brings back the loss id (work_lost[].id).
+func restoreLost(ctx context.Context, e *Env, c *client.Client, id string, req guard.LostRestoreRequest, asJSON bool) int {
+	body, err := ops.WorkLostRestore.Encode(&req)
+	if err != nil {
+		return Fail(e, err)
+	}
+	a := ops.Args{ID: id, Body: body}
+	if asJSON {
+		out, err := ops.WorkLostRestore.Do(ctx, c, a)
+		return printRaw(e, out, err)
+	}
+	r, _, err := ops.WorkLostRestore.Call(ctx, c, a)
+	if err != nil {
+		return Fail(e, err)
+	}
+	return printRestore(e, r)
+}
+
+// printRestore prints what a restore changed, each name as termsafe.Name
+// prints it (the names come in their exact form).
+func printRestore(e *Env, r *agent.RestoreAnswer) int {
 	verb := map[string]string{snapshot.StatusAdded: "restore", snapshot.StatusModified: "restore", snapshot.StatusDeleted: "remove"}
 	if len(r.Changes) == 0 {
 		fmt.Fprintln(e.Stdout, "nothing to change: the files already match the snapshot")
 	}
 	for _, ch := range r.Changes {
-		fmt.Fprintf(e.Stdout, "%s %s\n", verb[ch.Status], termsafe.Name(ch.Path))
+		fmt.Fprintf(e.Stdout, "%s %s\n", verb[ch.Status], termsafe.ShowExact(ch.Path))
 	}
 	for _, rf := range r.Refused {
-		fmt.Fprintf(e.Stdout, "left alone %s: %s\n", termsafe.Name(rf.Path), termsafe.Line(rf.Reason))
+		fmt.Fprintf(e.Stdout, "left alone %s: %s\n", termsafe.ShowExact(rf.Path), termsafe.Line(rf.Reason))
 	}
 	for _, l := range r.LeftAlone {
-		fmt.Fprintf(e.Stdout, "left alone %s: changed by %s\n", termsafe.Name(l.Path), termsafe.Name(l.By))
+		fmt.Fprintf(e.Stdout, "left alone %s: changed by %s\n", termsafe.ShowExact(l.Path), termsafe.Name(l.By))
 	}
 	if r.Scope == agent.ScopeMine {
 		fmt.Fprintln(e.Stdout, "(only the files this agent changed since the snapshot; --all restores the whole tree)")
