@@ -2,6 +2,7 @@ package watch
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,8 +10,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 type scanMode uint8
@@ -91,10 +95,49 @@ func (w *Watcher) addFailed(path string, err error) {
 		// Gone before it could be watched; its removal is reported by its parent.
 	case errors.Is(err, fs.ErrPermission):
 		w.log.Debug("watch: cannot watch directory", "dir", path, "err", err)
+		w.unwatchedDir(path, err)
 	default:
 		w.log.Warn("watch: cannot watch directory", "dir", path, "err", err)
+		w.unwatchedDir(path, err)
 	}
 }
+
+// unwatchedDir notes a directory of the tree that cannot be watched (too
+// deep for the kernel's path limit, unreadable): changes below it are not
+// seen, so the Watcher is degraded, saying how many directories and why
+// for the first one (its path cut to maxShownDir characters). The watch
+// limit's reason, which says what to do, is left in place.
+func (w *Watcher) unwatchedDir(path string, err error) {
+	w.unwatched++
+	if w.limitLogged {
+		return
+	}
+	if w.unwatched == 1 {
+		rel := path
+		if r, ok := strings.CutPrefix(path, w.root+string(filepath.Separator)); ok {
+			rel = r
+		}
+		if n := utf8.RuneCountInString(rel); n > maxShownDir {
+			rs := []rune(rel)
+			rel = fmt.Sprintf("%s…%s (%d characters)", string(rs[:maxShownDir/2]), string(rs[n-maxShownDir/2:]), n)
+		}
+		why := err.Error() // fsnotify's error names the whole path; the errno says why
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			why = errno.Error()
+		}
+		w.firstUnwatched = termsafe.Line(rel) + ": " + termsafe.Line(why)
+	}
+	what := "a directory cannot be watched"
+	if w.unwatched > 1 {
+		what = fmt.Sprintf("%d directories cannot be watched", w.unwatched)
+	}
+	w.setDegraded(what + "; changes below are not seen (" + w.firstUnwatched + ")")
+}
+
+// maxShownDir bounds the path of an unwatched directory in the reason
+// status shows.
+const maxShownDir = 120
 
 // drop forgets a directory and everything below it.
 func (w *Watcher) drop(d *dirInfo) {

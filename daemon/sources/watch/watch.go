@@ -218,6 +218,11 @@ type Watcher struct {
 	rootDir     *dirInfo
 	outer       []outerRules
 	limitLogged bool
+	// unwatched counts the directories that could not be watched for
+	// another reason than the watch limit; firstUnwatched says which was
+	// first and why (unwatchedDir).
+	unwatched      int
+	firstUnwatched string
 	// blind is set once the Watcher cannot vouch for the tree any more
 	// (a directory it could not watch) and foreignRules while rules git
 	// reading only the tree would not apply may hide a directory:
