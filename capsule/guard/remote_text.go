@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -32,7 +33,8 @@ const remoteRedactMargin = 4096
 // or a person must not carry: a control character (C0 other than tab and
 // newline, DEL, C1) or an invisible one that changes how the text around it
 // reads (bidi embeddings, overrides, isolates and marks; zero-width space,
-// joiners, word joiner; the byte order mark).
+// joiners, word joiner; the byte order mark), or any other character
+// Unicode says is shown as nothing (isDefaultIgnorable).
 func IsHiddenRune(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t':
@@ -42,7 +44,24 @@ func IsHiddenRune(r rune) bool {
 	case isInvisible(r), r == 0x061c: // the Arabic letter mark, too, where text is only shown
 		return true
 	}
-	return false
+	return isDefaultIgnorable(r)
+}
+
+// isDefaultIgnorable reports the characters Unicode says a renderer shows
+// as nothing (Default_Ignorable_Code_Point: the format characters but the
+// prepended concatenation marks, which show; variation selectors; the
+// soft hyphen, Hangul fillers, tag characters, invisible operators). One
+// of them inside a credential leaves it reading whole to an agent while
+// the secret guard's patterns no longer match it: removed first, the
+// credential is whole again, and redacted.
+func isDefaultIgnorable(r rune) bool {
+	switch {
+	case r < 0xad:
+		return false
+	case unicode.Is(unicode.Cf, r):
+		return !unicode.Is(unicode.Prepended_Concatenation_Mark, r)
+	}
+	return unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r)
 }
 
 // RemoteString makes one string from a remote service fit to reach an

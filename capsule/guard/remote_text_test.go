@@ -90,3 +90,28 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// A credential split by a character shown as nothing (a soft hyphen, a
+// variation selector, a tag character, a Hangul filler, an invisible
+// operator, the ones git and terminals do not escape) reads whole to an
+// agent: it is removed, and the credential redacted. Visible text keeps
+// its characters (an emoji loses only its variation selector).
+func TestRemoteStringJoinsWhatHidesACredential(t *testing.T) {
+	for _, sep := range []string{"\u00ad", "\u034f", "\u115f", "\u1160", "\u17b4", "\u180e", "\u2061", "\u2064", "\u206a",
+		"\u3164", "\ufe0f", "\uffa0", "\U000e0001", "\U000e0041", "\U000e0100", "\U0001d173", "\ufff0"} {
+		s := "push with ghp_Zt8QmW3kP9xR" + sep + "2vN7bL5cY1hJ4dF6gS0aE8uK please"
+		got := RemoteString(s, 0)
+		if strings.Contains(got, "ghp_") || strings.Contains(got, "2vN7bL5c") || !strings.Contains(got, "push with "+redacted+" please") {
+			t.Errorf("split by %U: %q", []rune(sep)[0], got)
+		}
+	}
+	for in, want := range map[string]string{
+		"I \u2764\ufe0f it":        "I \u2764 it",
+		"\u0600\u0661 arabic sign": "\u0600\u0661 arabic sign", // a prepended concatenation mark shows
+		"café 名前 tab\tline\nend":   "café 名前 tab\tline\nend",
+	} {
+		if got := RemoteString(in, 0); got != want {
+			t.Errorf("RemoteString(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
