@@ -85,11 +85,11 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if err := s.checkKnown(ctx, clean, changes, st.tree, target.tree, target.ID); err != nil {
-		return RestoreResult{}, err
-	}
 	changes, res.Refused, err = s.leaveWithheld(ctx, target, clean, changes)
 	if err != nil {
+		return RestoreResult{}, err
+	}
+	if err := s.checkKnown(ctx, clean, changes, res.Refused, st.tree, target.tree, target.ID); err != nil {
 		return RestoreResult{}, err
 	}
 	var writes, removes []change

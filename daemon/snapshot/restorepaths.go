@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -11,22 +12,19 @@ import (
 )
 
 // checkKnown refuses a restore limited to paths when one of them names
-// nothing: no change below it, and neither the snapshot's tree (target)
-// nor the tree as it is (now) holds it. A restore of such a path would
+// nothing: no change below it, no file the fleet withheld (refused), and
+// neither the snapshot's tree (target) nor the tree as it is (now) holds
+// it. A restore of such a path would
 // change nothing and say "nothing to change", and the person who mistyped
 // it, or whose name did not come through, would believe the file was
 // restored. clean are the paths as checkPaths returned them, in the order
 // the request gave them (paths[i] in the refusal).
-func (s *Store) checkKnown(ctx context.Context, clean []string, changes []change, now, target string, id string) error {
+func (s *Store) checkKnown(ctx context.Context, clean []string, changes []change, refused []Refusal, now, target string, id string) error {
 	var quiet []int // the paths no change lies below
 	for i, p := range clean {
-		below := false
-		for _, c := range changes {
-			if c.path == p || strings.HasPrefix(c.path, p+"/") {
-				below = true
-				break
-			}
-		}
+		under := func(q string) bool { return q == p || strings.HasPrefix(q, p+"/") }
+		below := slices.ContainsFunc(changes, func(c change) bool { return under(c.path) }) ||
+			slices.ContainsFunc(refused, func(r Refusal) bool { return under(r.Path) })
 		if !below {
 			quiet = append(quiet, i)
 		}
