@@ -49,6 +49,9 @@ const (
 	CodeMCPSessionsFull   = "MCP_SESSIONS_FULL"   // 503: /mcp is at daemon.mcp_max_sessions
 	CodeInvalidMCPRequest = "INVALID_MCP_REQUEST" // 400: a request the MCP transport refuses
 	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA"   // 415: an MCP request whose body is not JSON
+	// 503: the socket holds as many connections as one user, or all
+	// users, may hold open.
+	CodeTooManyConnections = "TOO_MANY_CONNECTIONS"
 
 	// The fleet.
 	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream did not answer `continuityd fleet`
@@ -108,7 +111,7 @@ func StatusOf(code string) int {
 		return 500
 	case CodeFleetSnapshotDamaged:
 		return 502
-	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull, CodeFleetUnavailable, CodeSnapshotsOff:
+	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull, CodeFleetUnavailable, CodeSnapshotsOff, CodeTooManyConnections:
 		return 503
 	case CodeSpoolFull, CodeDiskFull:
 		return 507

@@ -340,7 +340,10 @@ func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	listeners := []net.Listener{ln}
+	socketLimits, loopbackConns := doorBudget(openFileLimit(), cfg.Daemon.MCPMaxSessions)
+	d.log.Debug("doors bounded", "socket_connections", socketLimits.Total, "socket_per_user", socketLimits.PerUser,
+		"loopback_connections", loopbackConns)
+	listeners := []net.Listener{api.SocketListener(ln, socketLimits, d.log)}
 	if cfg.Daemon.Listen != "" {
 		tok, err := loadOrCreateToken(cfg.Daemon.StateDir)
 		if err != nil {
@@ -353,25 +356,9 @@ func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
 			ln.Close()
 			return nil, fmt.Errorf("daemon.listen %s: %w", cfg.Daemon.Listen, err)
 		}
-		max := listenerConns(openFileLimit())
-		d.log.Debug("loopback listener bounded", "max_connections", max)
-		listeners = append(listeners, api.LimitListener(tln, max))
+		listeners = append(listeners, api.LimitListener(tln, loopbackConns))
 	}
 	return listeners, nil
-}
-
-// listenerConns is how many connections the loopback listener takes at
-// once with an open-file limit of nofile (0: unknown). Anyone on the
-// machine may connect to it before authenticating, so it gets at most half
-// of what the agents' files, the Unix socket and the upstreams leave
-// (fileReserve), and never more than maxListenerConns, which a local API
-// never needs.
-func listenerConns(nofile int) int {
-	const fileReserve, maxListenerConns, minListenerConns = 256, 1024, 16
-	if nofile <= 0 {
-		return maxListenerConns
-	}
-	return min(max((nofile-fileReserve)/2, minListenerConns), maxListenerConns)
 }
 
 func configName(cfg *config.Config) string {

@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mcpFloorEnv) != "" {
 		mcpFloorMain()
 	}
+	if os.Getenv(floodEnv) != "" {
+		floodMain()
+	}
 	dir, err := os.MkdirTemp("", "cdbin")
 	if err != nil {
 		panic(err)

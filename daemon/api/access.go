@@ -32,7 +32,13 @@ type peer struct {
 // whose token holder may use every agent; in-process calls) is not
 // checked.
 func PeerContext(ctx context.Context, c net.Conn) context.Context {
-	cred, err := safesocket.PeerCred(c)
+	var cred safesocket.Cred
+	var err error
+	if pc, ok := c.(peerConn); ok { // read when accepted (SocketListener)
+		cred, err = pc.peerCred()
+	} else {
+		cred, err = safesocket.PeerCred(c)
+	}
 	return context.WithValue(ctx, peerKey{}, peer{cred: cred, err: err})
 }
 

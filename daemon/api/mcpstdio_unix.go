@@ -3,7 +3,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,14 +61,14 @@ func (a *API) mcpStdioHandler() http.HandlerFunc {
 			release()
 			conn.Close()
 		}()
-		uc, ok := conn.(*net.UnixConn)
+		uc := unixConn(conn)
 		switch {
 		case brw.Reader.Buffered() > 0:
 			release()
 			rawRefuse(w, conn, capsule.Refuse(capsule.CodeInvalidMCPRequest, "",
 				"%s: the client sent data before the answer; send the descriptors after the 101", r.URL.Path))
 			return
-		case !ok:
+		case uc == nil:
 			release()
 			rawRefuse(w, conn, capsule.Refuse(capsule.CodeInternal, "", "%s: the connection is no Unix socket's (%T)", r.URL.Path, conn))
 			return
@@ -195,9 +194,7 @@ func rawRefuse(w http.ResponseWriter, c net.Conn, err error) {
 	if errors.As(err, &ce) {
 		noteRefusal(w, ce.Code, rw.status)
 	}
-	resp := &http.Response{StatusCode: rw.status, ProtoMajor: 1, ProtoMinor: 1, Header: rw.header,
-		Body: io.NopCloser(&rw.body), ContentLength: int64(rw.body.Len()), Close: true}
-	resp.Write(c)
+	writeRaw(c, rw)
 }
 
 // noteRefusal records, for a request whose connection was taken over, the
@@ -211,14 +208,3 @@ func noteRefusal(w http.ResponseWriter, code string, status int) {
 		}
 	}
 }
-
-// rawAnswer is an http.ResponseWriter that keeps the answer.
-type rawAnswer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *rawAnswer) Header() http.Header         { return r.header }
-func (r *rawAnswer) WriteHeader(status int)      { r.status = status }
-func (r *rawAnswer) Write(p []byte) (int, error) { return r.body.Write(p) }
