@@ -78,7 +78,9 @@ type Daemon struct {
 	// status: a reload refused for a typo must not look healthy.
 	lastReload atomic.Pointer[api.ReloadStatus]
 
-	apiToken string // for the loopback listener; "" when there is none
+	// apiToken is the loopback listener's token now ("" when there is
+	// none, or it was refused at a reload: nothing is served there then).
+	apiToken atomic.Pointer[string]
 
 	spoolKick chan struct{} // asks spoolLoop for another ingest
 
@@ -214,7 +216,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		Metrics: d.metrics.handler(), Requests: d.metrics.requests, Refused: d.metrics.refused,
 		MCPMaxSessions: next.cfg.Daemon.MCPMaxSessions, MCPSessionIdle: next.cfg.Daemon.MCPSessionIdle.Duration,
 		MCPSessions: d.metrics.mcpLive, MCPEvicted: d.metrics.mcpEvicted,
-		Stopping: shipCtx, Token: d.apiToken})
+		Stopping: shipCtx, Token: d.token})
 	for i, l := range listeners {
 		h := doors.Handler()
 		if i > 0 { // the loopback TCP listener
@@ -350,7 +352,7 @@ func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
 			ln.Close()
 			return nil, err
 		}
-		d.apiToken = tok
+		d.apiToken.Store(&tok)
 		tln, err := net.Listen("tcp", cfg.Daemon.Listen)
 		if err != nil {
 			ln.Close()

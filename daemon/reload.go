@@ -80,6 +80,9 @@ func (d *Daemon) stopServingReloads() {
 // reload is Reload, run by Run's goroutine; ctx is the agents' context.
 func (d *Daemon) reload(ctx context.Context) error {
 	old := d.snap()
+	// The token is no configuration: it is read again even when the file
+	// turns out to be refused below.
+	d.reloadToken(old.cfg.Daemon.StateDir)
 	// The embedded default has no file to read again; a reload then only
 	// retries the agents refused for damage (after `recover --accept-loss`).
 	cfg := old.cfg

@@ -58,8 +58,9 @@ type Options struct {
 	MCPSessions    *prometheus.GaugeVec
 	MCPEvicted     prometheus.Counter
 	Stopping       context.Context
-	// Token is the loopback listener's bearer token.
-	Token string
+	// Token is the loopback listener's bearer token now (a reload may
+	// change it); "" refuses every request there.
+	Token func() string
 }
 
 // API is the local API: HTTP handlers that are doors onto the agents'
@@ -255,7 +256,6 @@ func (a *API) recoverPanics(h http.Handler) http.Handler {
 // was rebound to 127.0.0.1 (DNS rebinding) sends its own name in both Host
 // and Origin.
 func (a *API) requireToken(h http.Handler, port string) http.Handler {
-	want := []byte("Bearer " + a.o.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHostPort(r.Host, "80", port) {
 			writeError(w, capsule.Refuse(capsule.CodeForbiddenHost, "",
@@ -267,8 +267,7 @@ func (a *API) requireToken(h http.Handler, port string) http.Handler {
 				"requests from a page on another origin are refused; only http(s)://localhost:%s, 127.0.0.1:%s or [::1]:%s may send an Origin", port, port, port))
 			return
 		}
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		if !a.tokenMatches(r.Header.Get("Authorization")) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="continuityd"`)
 			writeError(w, capsule.Refuse(capsule.CodeUnauthorized, "",
 				"the loopback listener needs Authorization: Bearer <token from api.token in the state directory>"))
@@ -276,6 +275,21 @@ func (a *API) requireToken(h http.Handler, port string) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// tokenMatches reports whether an Authorization header carries the token
+// the listener takes now: read at each request, so that a token removed
+// or replaced (and the daemon reloaded) is refused from then on. Without
+// a token nothing matches.
+func (a *API) tokenMatches(auth string) bool {
+	tok := ""
+	if a.o.Token != nil {
+		tok = a.o.Token()
+	}
+	if tok == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(auth), []byte("Bearer "+tok)) == 1
 }
 
 // loopbackHostPort reports whether hostport (a Host header, or an origin's
