@@ -215,12 +215,33 @@ func TestMCPStdioRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Sockets that are no connected stream: a listening one, one of
+	// datagrams (connected), one connected to nothing.
+	listening, err := net.Listen("unix", filepath.Join(filepath.Dir(sock), "l"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listeningFile, err := listening.(*net.UnixListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dgram, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		what string
 		fds  func(inR, outW *os.File) []int
 	}{
 		{"three descriptors", func(inR, outW *os.File) []int { return []int{int(inR.Fd()), int(outW.Fd()), int(outW.Fd())} }},
 		{"a file for stdin", func(_, outW *os.File) []int { return []int{int(file.Fd()), int(outW.Fd())} }},
+		{"a listening socket for stdin", func(_, outW *os.File) []int { return []int{int(listeningFile.Fd()), int(outW.Fd())} }},
+		{"a datagram socket for stdout", func(inR, _ *os.File) []int { return []int{int(inR.Fd()), dgram[0]} }},
+		{"an unconnected socket for stdout", func(inR, _ *os.File) []int { return []int{int(inR.Fd()), lone} }},
 	} {
 		conn, br, status, _ := askUpgrade(t, sock, true, "")
 		if status != http.StatusSwitchingProtocols {
@@ -248,8 +269,14 @@ func TestMCPStdioRefusals(t *testing.T) {
 		conn.Close()
 	}
 	file.Close()
+	listeningFile.Close()
+	listening.Close()
+	syscall.Close(dgram[0])
+	syscall.Close(dgram[1])
+	syscall.Close(lone)
 	fdsBack(t, before)
-	waitGathered(t, refused, "refusals counted, want 4 INVALID_MCP_REQUEST (no upgrade, data before the 101, three descriptors, a file)", "code=INVALID_MCP_REQUEST 4")
+	waitGathered(t, refused, "refusals counted, want 7 INVALID_MCP_REQUEST (no upgrade, data before the 101, three descriptors, a file, "+
+		"a listening, a datagram and an unconnected socket)", "code=INVALID_MCP_REQUEST 7")
 	waitGathered(t, requests, "requests recorded, want the two answered refusals (400)", "route=/mcp/stdio,status=400 2")
 }
 
@@ -321,4 +348,41 @@ func TestMCPStdioEndsWhenTheDaemonStops(t *testing.T) {
 	conn.Close()
 	cs.Close()
 	fdsBack(t, before)
+}
+
+// Connected stream sockets are stdio as well as pipes are (a client may
+// start `continuityd mcp` on a socketpair): the session is served.
+func TestMCPStdioSessionOnSockets(t *testing.T) {
+	sock, _, _ := stdioServer(t, nil)
+	conn, br, status, code := askUpgrade(t, sock, true, "")
+	if status != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %d %s", status, code)
+	}
+	pair := func() (daemonEnd, clientEnd *os.File) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return os.NewFile(uintptr(fds[0]), "daemon end"), os.NewFile(uintptr(fds[1]), "client end")
+	}
+	stdin, in := pair()
+	stdout, out := pair()
+	if _, _, err := conn.WriteMsgUnix([]byte{0}, syscall.UnixRights(int(stdin.Fd()), int(stdout.Fd())), nil); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	stdout.Close()
+	if b, err := br.ReadByte(); err != nil || b != ops.MCPStdioTaken {
+		t.Fatalf("the daemon's byte: %q %v", b, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.IOTransport{Reader: out, Writer: in}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 9 {
+		t.Fatalf("tools over sockets: %v %v", tools, err)
+	}
 }

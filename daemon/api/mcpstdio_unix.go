@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
@@ -173,14 +175,41 @@ func stdioDescriptors(n, flags int, fds []int) error {
 		if err := syscall.Fstat(fd, &st); err != nil {
 			return err
 		}
-		if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
+		kind := st.Mode & syscall.S_IFMT
+		if kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
 			return fmt.Errorf("descriptor %d is neither a pipe nor a socket (mode %o)", i, st.Mode)
+		}
+		if kind == syscall.S_IFSOCK {
+			if err := connectedStream(fd); err != nil {
+				return fmt.Errorf("descriptor %d: %w", i, err)
+			}
 		}
 	}
 	for _, fd := range fds {
 		if err := syscall.SetNonblock(fd, true); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// connectedStream refuses a socket that is not a connected stream: one
+// that listens (reading it would accept connections, not read a client),
+// one of datagrams (whose messages are no byte stream of lines, and could
+// come from anyone who may send to it), or one connected to nothing.
+func connectedStream(fd int) error {
+	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil {
+		return err
+	}
+	if typ != unix.SOCK_STREAM {
+		return fmt.Errorf("a socket of type %d, not a stream: stdio is a pipe or a connected stream socket", typ)
+	}
+	if listening, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err != nil || listening != 0 {
+		return fmt.Errorf("a listening socket: stdio is a pipe or a connected stream socket")
+	}
+	if _, err := unix.Getpeername(fd); err != nil {
+		return fmt.Errorf("a socket connected to nothing (%v): stdio is a pipe or a connected stream socket", err)
 	}
 	return nil
 }
