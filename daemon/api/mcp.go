@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,29 +96,62 @@ func (a *API) mcpHandler() http.Handler {
 		}
 		ew := &mcpErrorWriter{ResponseWriter: w, idle: idle}
 		defer ew.finish()
+		owner := ownerOf(peerOf(r.Context()))
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" || r.Method != http.MethodPost {
 			// A POST is a call: its session is busy until it ends. A GET
 			// (the standalone stream, open for as long as the session) or
 			// a DELETE only counts as a use.
-			done := sessions.use(id, r.Method == http.MethodPost)
+			done, ours := sessions.use(id, owner, r.Method == http.MethodPost)
 			defer done()
+			if !ours {
+				// Another user's session: asked as a session that does not
+				// exist, it gets the very answer an unknown id gets.
+				r = r.Clone(r.Context())
+				r.Header.Set("Mcp-Session-Id", noSuchSession)
+			}
 			h.ServeHTTP(ew, r)
 			return
 		}
 		// No session id: this request opens a session.
-		evicted, ok := sessions.reserve()
+		evicted, ok := sessions.reserve(owner)
 		closeSessions(evicted) // outside the lock: a close may wait for the session's goroutines
 		if !ok {
 			w.Header().Set("Retry-After", "60")
 			writeError(w, capsule.Refuse(capsule.CodeMCPSessionsFull, "",
-				"%d MCP sessions are open, the most daemon.mcp_max_sessions allows, and each has a tool call in progress "+
-					"(an idle one would have given way to this one): retry later", sessions.max))
+				"%d MCP sessions are open, the most daemon.mcp_max_sessions allows (%d for one user), and each has a tool call in progress "+
+					"(an idle one would have given way to this one): retry later", sessions.max, sessions.perOwner))
 			return
 		}
 		srv := newServer(r)
+		sessions.opening(srv, owner)
 		defer sessions.settle(srv)
 		h.ServeHTTP(ew, r.WithContext(context.WithValue(r.Context(), mcpServerKey{}, srv)))
 	})
+}
+
+// noSuchSession is a session id no session ever has (the SDK makes ids of
+// letters and digits): what a request for another user's session is
+// asked as.
+const noSuchSession = "no such session"
+
+// ownerOf is whom a session opened by p belongs to: the socket peer's
+// user ("uid:N"), the loopback listener's token holder ("token"), or, for
+// a peer whose credentials could not be read, "unknown" (such a peer is
+// served no agent anyway).
+func ownerOf(p *peer) string {
+	switch {
+	case p == nil:
+		return "token"
+	case p.err != nil:
+		return "unknown"
+	}
+	return "uid:" + strconv.FormatUint(uint64(p.cred.UID), 10)
+}
+
+// trustedOwner reports whether owner is bounded by mcp_max_sessions alone:
+// the token holder, root and the daemon's own user.
+func trustedOwner(owner string) bool {
+	return owner == "token" || owner == "uid:0" || owner == "uid:"+strconv.Itoa(os.Geteuid())
 }
 
 // mcpServerKey carries the server built for a new session to the SDK's
@@ -132,24 +167,37 @@ type mcpServerKey struct{}
 // limit the least recently used session with no call in progress is closed
 // to make room (the SDK lets a server end any session; its client gets 404
 // and initializes again).
+//
+// A session belongs to the user who opened it (ownerOf): a request from
+// another user naming its id is answered as for an unknown session, so
+// that a session id seen elsewhere (a log, a process list) lends nobody
+// the opener's agents. One user other than root and the daemon's own
+// holds at most perOwner sessions: at that bound its own least recently
+// used idle session gives way, never another user's.
 type mcpSessions struct {
-	max        int
-	sweepEvery time.Duration
-	gauge      *prometheus.GaugeVec // state: idle, in_call; nil: not measured
-	evictions  prometheus.Counter   // nil: not counted
+	max, perOwner int
+	sweepEvery    time.Duration
+	gauge         *prometheus.GaugeVec // state: idle, in_call; nil: not measured
+	evictions     prometheus.Counter   // nil: not counted
 
 	mu      sync.Mutex
 	live    map[string]*mcpSession // by session id
 	idle    *list.List             // the live sessions with no call in progress, most recently used first
 	pending int                    // sessions being opened
-	sweep   *time.Timer            // armed while live is not empty
-	closed  bool                   // the daemon is stopping
+	// opened are the servers of sessions being opened, by owner: their
+	// session has an id (and its client may use it) before settle.
+	opened map[*mcp.Server]string
+	owners map[string]int // sessions live or being opened, by owner
+	sweep  *time.Timer    // armed while live is not empty
+	closed bool           // the daemon is stopping
 }
 
-// mcpSession is one live session: its server and how many of its calls
-// are in progress; while there are none it is in mcpSessions.idle.
+// mcpSession is one live session: its server, whose it is, and how many
+// of its calls are in progress; while there are none it is in
+// mcpSessions.idle.
 type mcpSession struct {
 	id    string
+	owner string
 	srv   *mcp.Server
 	calls int
 	idle  *list.Element // nil while a call is in progress
@@ -169,37 +217,65 @@ func mcpOriginRefusal(r *http.Request) error {
 }
 
 func newMCPSessions(max int, idle time.Duration, gauge *prometheus.GaugeVec, evictions prometheus.Counter) *mcpSessions {
-	return &mcpSessions{max: max, sweepEvery: min(idle/2, time.Minute), gauge: gauge, evictions: evictions,
-		live: map[string]*mcpSession{}, idle: list.New()}
+	perOwner := max / 4
+	if perOwner < 1 {
+		perOwner = 1
+	}
+	return &mcpSessions{max: max, perOwner: perOwner, sweepEvery: min(idle/2, time.Minute), gauge: gauge, evictions: evictions,
+		live: map[string]*mcpSession{}, idle: list.New(), opened: map[*mcp.Server]string{}, owners: map[string]int{}}
 }
 
-// reserve takes a place for a session about to open; false when full and
-// every session has a call in progress. To make room it may take the place
-// of the least recently used idle session: the caller closes evicted (nil
-// when none was).
-func (s *mcpSessions) reserve() (evicted *mcp.Server, ok bool) {
+// reserve takes a place for a session owner is about to open; false when
+// full (for the owner, or in all) and every session that could give way
+// has a call in progress. To make room it may take the place of the least
+// recently used idle session (the owner's own, when the owner is at its
+// bound): the caller closes evicted (nil when none was).
+func (s *mcpSessions) reserve(owner string) (evicted *mcp.Server, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, false
 	}
-	if len(s.live)+s.pending >= s.max {
+	bounded := !trustedOwner(owner)
+	if len(s.live)+s.pending >= s.max || bounded && s.owners[owner] >= s.perOwner {
 		s.sweepLocked()
 	}
-	if len(s.live)+s.pending >= s.max {
-		lru := s.idle.Back()
+	var lru *mcpSession
+	switch {
+	case bounded && s.owners[owner] >= s.perOwner:
+		for e := s.idle.Back(); e != nil && lru == nil; e = e.Prev() {
+			if ss := e.Value.(*mcpSession); ss.owner == owner {
+				lru = ss
+			}
+		}
 		if lru == nil {
 			return nil, false
 		}
-		ss := lru.Value.(*mcpSession)
-		s.forgetLocked(ss)
-		evicted = ss.srv
+	case len(s.live)+s.pending >= s.max:
+		e := s.idle.Back()
+		if e == nil {
+			return nil, false
+		}
+		lru = e.Value.(*mcpSession)
+	}
+	if lru != nil {
+		s.forgetLocked(lru)
+		evicted = lru.srv
 		if s.evictions != nil {
 			s.evictions.Inc()
 		}
 	}
 	s.pending++
+	s.owners[owner]++
 	return evicted, true
+}
+
+// opening records srv as the server of the session owner is opening (after
+// reserve): until settle, use finds its session by the id it got.
+func (s *mcpSessions) opening(srv *mcp.Server, owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opened[srv] = owner
 }
 
 // settle gives back the place reserve took; srv's session keeps one while
@@ -208,15 +284,18 @@ func (s *mcpSessions) settle(srv *mcp.Server) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending--
+	owner := s.opened[srv]
+	delete(s.opened, srv)
 	id := sessionID(srv)
 	if id == "" {
+		s.ownerGoneLocked(owner)
 		return
 	}
 	if s.closed {
 		closeSessions(srv)
 		return
 	}
-	ss := &mcpSession{id: id, srv: srv}
+	ss := &mcpSession{id: id, owner: owner, srv: srv}
 	ss.idle = s.idle.PushFront(ss)
 	s.live[id] = ss
 	s.measureLocked()
@@ -225,21 +304,37 @@ func (s *mcpSessions) settle(srv *mcp.Server) {
 	}
 }
 
-// use marks session id used now and, for a call, busy until the returned
-// func is called. An id that is not live (closed, or made up) is left to
-// the SDK, which answers 404.
-func (s *mcpSessions) use(id string, call bool) (done func()) {
+// ownerGoneLocked counts one of owner's sessions out.
+func (s *mcpSessions) ownerGoneLocked(owner string) {
+	if s.owners[owner]--; s.owners[owner] <= 0 {
+		delete(s.owners, owner)
+	}
+}
+
+// use marks session id used now by owner and, for a call, busy until the
+// returned func is called; ours is false when the session is another
+// owner's (it is then neither used nor busy). An id that is not live
+// (closed, or made up) is left to the SDK, which answers 404.
+func (s *mcpSessions) use(id, owner string, call bool) (done func(), ours bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss := s.live[id]
 	if ss == nil {
-		return func() {}
+		for srv, o := range s.opened { // opened, not settled yet
+			if o != owner && id != "" && sessionID(srv) == id {
+				return func() {}, false
+			}
+		}
+		return func() {}, true
+	}
+	if ss.owner != owner {
+		return func() {}, false
 	}
 	if ss.idle != nil {
 		s.idle.MoveToFront(ss.idle)
 	}
 	if !call {
-		return func() {}
+		return func() {}, true
 	}
 	if ss.idle != nil {
 		s.idle.Remove(ss.idle)
@@ -255,7 +350,7 @@ func (s *mcpSessions) use(id string, call bool) (done func()) {
 			ss.idle = s.idle.PushFront(ss)
 			s.measureLocked()
 		}
-	}
+	}, true
 }
 
 func (s *mcpSessions) sweepTimer() {
@@ -284,6 +379,7 @@ func (s *mcpSessions) sweepLocked() {
 // forgetLocked drops ss from the live sessions.
 func (s *mcpSessions) forgetLocked(ss *mcpSession) {
 	delete(s.live, ss.id)
+	s.ownerGoneLocked(ss.owner)
 	if ss.idle != nil {
 		s.idle.Remove(ss.idle)
 		ss.idle = nil
