@@ -419,8 +419,9 @@ func (s *snapshot) closeNew(old *snapshot) {
 
 // agentFor picks the agent a request names; else the one whose workdir
 // holds cwd (hooks know their directory, not the agent's name); else the
-// only one.
-func (s *snapshot) agentFor(name, cwd string) (*agent.Agent, *capsule.Error) {
+// only one. Its refusals are api.AgentChoice, which the API shows a caller
+// naming only the agents it may use.
+func (s *snapshot) agentFor(name, cwd string) (*agent.Agent, *api.AgentChoice) {
 	if name == "" && cwd != "" {
 		workdirs := map[string]string{}
 		for _, ac := range s.cfg.Agents {
@@ -439,21 +440,21 @@ func (s *snapshot) agentFor(name, cwd string) (*agent.Agent, *capsule.Error) {
 				name = n
 			}
 		} else {
-			return nil, capsule.Refuse(capsule.CodeAgentRequired, "agent",
-				"this daemon serves %d agents (%v); name one with ?agent=", len(s.names), s.names)
+			return nil, &api.AgentChoice{Served: s.names, Refusal: capsule.Refuse(capsule.CodeAgentRequired, "agent",
+				"this daemon serves %d agents (%v); name one with ?agent=", len(s.names), s.names)}
 		}
 	}
 	if err, ok := s.damaged[name]; ok {
 		if moved := (*place.MovedError)(nil); errors.As(err, &moved) {
-			return nil, capsule.Refuse(capsule.CodeAgentMoved, "agent", "%v", err)
+			return nil, &api.AgentChoice{Agent: name, Refusal: capsule.Refuse(capsule.CodeAgentMoved, "agent", "%v", err)}
 		}
-		return nil, capsule.Refuse(capsule.CodeAgentDamaged, "agent",
-			"agent %q is not served: %v", name, err)
+		return nil, &api.AgentChoice{Agent: name, Refusal: capsule.Refuse(capsule.CodeAgentDamaged, "agent",
+			"agent %q is not served: %v", name, err)}
 	}
 	a, ok := s.agents[name]
 	if !ok {
-		return nil, capsule.Refuse(capsule.CodeUnknownAgent, "agent",
-			"no agent %q here; this daemon serves %v", name, s.names)
+		return nil, &api.AgentChoice{Asked: name, Served: s.names, Refusal: capsule.Refuse(capsule.CodeUnknownAgent, "agent",
+			"no agent %q here; this daemon serves %v", name, s.names)}
 	}
 	return a, nil
 }

@@ -17,9 +17,9 @@ import (
 // Agent picks the agent a request names (api.Runtime).
 func (d *Daemon) Agent(name, cwd string) (*agent.Agent, *guard.Guard, error) {
 	st := d.snap()
-	a, err := st.agentFor(name, cwd)
-	if err != nil {
-		return nil, nil, err
+	a, choice := st.agentFor(name, cwd)
+	if choice != nil {
+		return nil, nil, choice
 	}
 	return a, st.guard, nil
 }

@@ -219,9 +219,12 @@ type agentHandler func(w http.ResponseWriter, r *http.Request, ag *agent.Agent, 
 func (a *API) withAgent(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		p := peerOf(r.Context())
 		ag, g, err := a.o.Runtime.Agent(q.Get("agent"), q.Get("cwd"))
 		if err == nil {
-			err = peerOf(r.Context()).mayUse(ag.Config())
+			err = p.mayUse(ag.Config())
+		} else {
+			err = agentRefusal(a.o.Runtime, p, err)
 		}
 		if err != nil {
 			writeError(w, err)

@@ -509,7 +509,7 @@ type inProcess struct {
 func (b inProcess) agent(name string) (*agent.Agent, *guard.Guard, error) {
 	ag, g, err := b.rt.Agent(name, "")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, agentRefusal(b.rt, b.peer, err)
 	}
 	if err := b.peer.mayUse(ag.Config()); err != nil {
 		return nil, nil, err
