@@ -3,12 +3,15 @@ package daemon
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
+	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/residency"
 )
 
@@ -79,8 +82,43 @@ func (m *metrics) register(d *Daemon) {
 	m.reg.MustRegister(&stateCollector{d: d})
 }
 
+// handler serves the metrics; a caller who may not use every agent (on a
+// shared socket) gets no series of the agents it may not use (their names,
+// how busy they are, what they lost).
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	all := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if api.ShowsEveryAgent(r.Context()) {
+			all.ServeHTTP(w, r)
+			return
+		}
+		ctx := r.Context()
+		mine := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+			families, err := m.reg.Gather()
+			return withoutAgents(families, func(agent string) bool { return !api.MayShowAgent(ctx, agent) }), err
+		})
+		promhttp.HandlerFor(mine, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	})
+}
+
+// withoutAgents drops from families the series whose agent label hide
+// says to, and the families left empty.
+func withoutAgents(families []*dto.MetricFamily, hide func(agent string) bool) []*dto.MetricFamily {
+	kept := families[:0]
+	for _, f := range families {
+		f.Metric = slices.DeleteFunc(f.Metric, func(m *dto.Metric) bool {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "agent" && hide(l.GetValue()) {
+					return true
+				}
+			}
+			return false
+		})
+		if len(f.Metric) > 0 {
+			kept = append(kept, f)
+		}
+	}
+	return kept
 }
 
 // Delivery records one delivery attempt (agent.Observer).

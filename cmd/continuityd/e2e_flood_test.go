@@ -37,20 +37,7 @@ func TestSocketFloodFromOneUser(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A copy of this test binary the flooder may run (go test's own
-	// directory is root's alone).
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	flooder := filepath.Join(top, "flood.test")
-	raw, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(flooder, raw, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	flooder := helperBinary(t, top)
 
 	const nofile = 1024
 	p := startProcWith(t, func(c *exec.Cmd) {

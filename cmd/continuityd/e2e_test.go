@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(floodEnv) != "" {
 		floodMain()
 	}
+	if os.Getenv(askEnv) != "" {
+		askMain()
+	}
 	dir, err := os.MkdirTemp("", "cdbin")
 	if err != nil {
 		panic(err)

@@ -197,13 +197,45 @@ func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleMetrics is GET /metrics; without Options.Metrics the path is not
-// served here.
+// served here. A caller on the socket is shown the series of the agents
+// it may use only (MayShowAgent), as /v1/status lists only those: the
+// daemon-wide series (requests, refusals, deliveries by upstream) are
+// everyone's who reaches the socket.
 func (a *API) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if a.o.Metrics == nil {
 		notFound(w, r)
 		return
 	}
+	if p := peerOf(r.Context()); p != nil {
+		rt := a.o.Runtime
+		r = r.WithContext(context.WithValue(r.Context(), agentFilterKey{}, func(name string) bool {
+			if rt == nil {
+				return false
+			}
+			ac, ok := rt.AgentConfig(name)
+			return ok && p.mayUse(ac) == nil
+		}))
+	}
 	a.o.Metrics.ServeHTTP(w, r)
+}
+
+// agentFilterKey carries, in a /metrics request's context, which agents'
+// series its caller may see.
+type agentFilterKey struct{}
+
+// MayShowAgent reports whether the caller of a request handed to
+// Options.Metrics may see the series labelled with agent (every agent's,
+// for a caller who may use them all).
+func MayShowAgent(ctx context.Context, agent string) bool {
+	may, ok := ctx.Value(agentFilterKey{}).(func(string) bool)
+	return !ok || may(agent)
+}
+
+// ShowsEveryAgent reports whether the caller of a request handed to
+// Options.Metrics may see every agent's series.
+func ShowsEveryAgent(ctx context.Context) bool {
+	_, filtered := ctx.Value(agentFilterKey{}).(func(string) bool)
+	return !filtered
 }
 
 // LoopbackHandler is the local API as the loopback TCP listener on port
