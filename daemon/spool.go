@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/internal/safefile"
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
@@ -71,7 +73,7 @@ func (d *Daemon) kickSpool() {
 func (d *Daemon) ingestSpool(ctx context.Context) {
 	st := d.snap()
 	dir := statefiles.SpoolDir(st.cfg.Daemon.StateDir)
-	root, err := openSpool(dir)
+	root, writers, err := openSpool(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			d.log.Error("spool not read", "err", err)
@@ -86,7 +88,7 @@ func (d *Daemon) ingestSpool(ctx context.Context) {
 			d.log.Error("spool not read", "err", err)
 			break
 		}
-		done := d.spoolPass(ctx, root, names, &stored)
+		done := d.spoolPass(ctx, root, writers, names, &stored)
 		if done == 0 || done == len(names) && len(names) < spoolPassFiles {
 			break
 		}
@@ -98,24 +100,29 @@ func (d *Daemon) ingestSpool(ctx context.Context) {
 }
 
 // spoolPass handles the first of names within the pass's bounds and
-// returns how many it went through.
-func (d *Daemon) spoolPass(ctx context.Context, root *os.Root, names []string, stored *int) int {
+// returns how many it went through. writers are the groups whose members
+// may write in the spool (see ingestOne).
+func (d *Daemon) spoolPass(ctx context.Context, root *os.Root, writers []uint32, names []string, stored *int) int {
 	st := d.snap()
 	read := int64(0)
 	for i, name := range names {
 		if i == spoolPassFiles || read >= spoolPassBytes || ctx.Err() != nil {
 			return i
 		}
-		n, err := d.ingestOne(ctx, st, root, name)
+		n, err := d.ingestOne(ctx, st, root, writers, name)
 		read += n
 		if err != nil {
 			if ctx.Err() != nil {
 				return i // shutting down: the entry stays for the next start
 			}
 			var ce *capsule.Error
+			var foreign *foreignSpoolEntry
 			switch {
 			case errors.As(err, &ce) && ce.Code == capsule.CodeAgentDamaged:
 				continue // kept for when the agent is back
+			case errors.As(err, &foreign):
+				d.log.Warn("spooled hook event refused: its file's owner may not use the agent it names; moved to spool/failed",
+					"file", name, "uid", foreign.uid, "agent", foreign.agent)
 			case errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrSymlink) || errors.Is(err, safefile.ErrTooLarge):
 				d.log.Warn("spool entry refused, not read; moved to spool/failed", "file", name, "err", err)
 			default:
@@ -134,25 +141,43 @@ func (d *Daemon) spoolPass(ctx context.Context, root *os.Root, names []string, s
 	return len(names)
 }
 
-// openSpool opens the spool directory, which must be the daemon's own.
-func openSpool(dir string) (*os.Root, error) {
+// openSpool opens the spool directory, which must be the daemon's own, and
+// says which groups' members may write in it besides the daemon's user
+// (its group, when the group may write: a shared socket's spool).
+func openSpool(dir string) (*os.Root, []uint32, error) {
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := safefile.CheckOwnDir(fi, dir); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The directory opened is the one checked.
 	if opened, err := root.Stat("."); err != nil || !os.SameFile(fi, opened) {
 		root.Close()
-		return nil, &safefile.Error{Path: dir, Reason: safefile.ErrSymlink, Detail: "changed while it was opened; it is not read"}
+		return nil, nil, &safefile.Error{Path: dir, Reason: safefile.ErrSymlink, Detail: "changed while it was opened; it is not read"}
 	}
-	return root, nil
+	var writers []uint32
+	if _, gid, ok := safefile.Owner(fi); ok && fi.Mode().Perm()&0o020 != 0 {
+		writers = []uint32{gid}
+	}
+	return root, writers, nil
+}
+
+// foreignSpoolEntry is a spooled event whose file's owner may not use the
+// agent it names: someone who may write in the spool wrote for an agent
+// that is not theirs.
+type foreignSpoolEntry struct {
+	uid   uint32
+	agent string
+}
+
+func (e *foreignSpoolEntry) Error() string {
+	return fmt.Sprintf("the spool file's owner, uid %d, may not use agent %q", e.uid, e.agent)
 }
 
 // spoolNames lists the spooled events after the name after, earliest first
@@ -217,8 +242,15 @@ func setAside(root *os.Root, name string) error {
 }
 
 // ingestOne stores one spooled event and returns how many bytes it read.
-func (d *Daemon) ingestOne(ctx context.Context, st *snapshot, root *os.Root, name string) (int64, error) {
-	raw, _, err := safefile.ReadFileInNoFollow(root, name, statefiles.MaxSpooledEvent)
+//
+// A spooled event is taken only from a user the agent it names admits, as
+// the socket would take it: the user is the owner of the file opened (its
+// fstat, which no one but root can forge; nothing is looked up by path
+// again), and its groups are those the user database gives it and the
+// spool's writers (only their members may write in it). Anyone else's
+// event, a tool claim among them, is set aside (foreignSpoolEntry).
+func (d *Daemon) ingestOne(ctx context.Context, st *snapshot, root *os.Root, writers []uint32, name string) (int64, error) {
+	raw, fi, err := safefile.ReadFileInNoFollow(root, name, statefiles.MaxSpooledEvent)
 	if err != nil {
 		return 0, err
 	}
@@ -230,6 +262,9 @@ func (d *Daemon) ingestOne(ctx context.Context, st *snapshot, root *os.Root, nam
 	a, cerr := st.agentFor(ev.Agent, ev.Cwd)
 	if cerr != nil {
 		return n, cerr
+	}
+	if uid, _, ok := safefile.Owner(fi); ok && !api.AdmitsOwner(a.Config(), uid, writers...) {
+		return n, &foreignSpoolEntry{uid: uid, agent: a.Name()}
 	}
 	// The spool is a file anyone with access to the state directory could
 	// write: it is the agent's Signal operation, the same guard as the API.

@@ -177,3 +177,65 @@ func rawGet(t *testing.T, c *http.Client, path string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// TestSpoolTakesOnlyAdmittedOwners: while the daemon is down, the member
+// spools a PreCompact for "ours" (which admits it) and one for "theirs"
+// (which does not), and the outsider in the daemon's group one for "ours":
+// at the next start only the member's event for ours is stored; the two
+// others are set aside in spool/failed with a WARN naming the file, the
+// uid and the agent, and theirs counts no compaction.
+func TestSpoolTakesOnlyAdmittedOwners(t *testing.T) {
+	_, state, socket, cfgPath := accessWorkspace(t, "cdspool")
+	start := func() *proc {
+		return startProcWith(t, func(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon} }, socket, nil, "run", "--config", cfgPath)
+	}
+	p := start() // makes the state directory and the shared spool
+	p.terminate(t)
+	env := []string{"CONTINUITYD_SOCKET=" + socket, "CONTINUITYD_STATE_DIR=" + state}
+	preCompact := `{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"/","hook_event_name":"PreCompact","trigger":"auto"}`
+	for _, h := range []struct {
+		cred  *syscall.Credential
+		agent string
+	}{{asMember, "ours"}, {asMember, "theirs"}, {asGroupOutsider, "ours"}} {
+		if code, out, errOut := runAs(t, h.cred, env, preCompact, "hook", "--agent", h.agent); code != 0 || out != "" {
+			t.Fatalf("uid %d's hook for %s, daemon down: %d %q %q", h.cred.Uid, h.agent, code, out, errOut)
+		}
+	}
+	spooled, _ := filepath.Glob(filepath.Join(state, "spool", "*.json"))
+	if len(spooled) != 3 {
+		t.Fatalf("spooled %v, want 3 events", spooled)
+	}
+
+	p = start()
+	c := p.client()
+	defer c.CloseIdleConnections()
+	compactions := func(agent string) float64 {
+		n, _ := get(t, c, "/v1/continuity?peek=1&agent="+agent)["context"].(map[string]any)["compactions"].(float64)
+		return n
+	}
+	failed := func() []string {
+		names, _ := filepath.Glob(filepath.Join(state, "spool", "failed", "*.json"))
+		return names
+	}
+	waitUntil(t, func() string {
+		return fmt.Sprintf("ours %v compactions (want 1), set aside %v (want 2):\n%s", compactions("ours"), failed(), p.stderr.String())
+	}, func() bool { return compactions("ours") == 1 && len(failed()) == 2 })
+	if n := compactions("theirs"); n != 0 {
+		t.Errorf("theirs counts %v compactions from a member it does not admit", n)
+	}
+	logs := p.stderr.String()
+	for _, want := range []string{
+		fmt.Sprintf(`uid=%d agent=theirs`, memberID),
+		fmt.Sprintf(`uid=%d agent=ours`, outsiderID),
+	} {
+		if !strings.Contains(logs, "spooled hook event refused") || !strings.Contains(logs, want) {
+			t.Errorf("no WARN naming the file and %q:\n%s", want, logs)
+		}
+	}
+	for _, f := range failed() {
+		if !strings.Contains(logs, filepath.Base(f)) {
+			t.Errorf("the WARN does not name %s", filepath.Base(f))
+		}
+	}
+	p.terminate(t)
+}

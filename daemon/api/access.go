@@ -74,17 +74,42 @@ func (p *peer) mayUse(ac config.Agent) error {
 // agent names (a group by the process's group or any group its user is a
 // member of); with none named, the owner of the agent's workdir.
 func admits(ac config.Agent, cred safesocket.Cred) bool {
-	if cred.UID == 0 || cred.UID == uint32(os.Getuid()) {
+	return admitsUser(ac, cred.UID, cred.GID, func() []uint32 { return supplementaryGroups(cred) })
+}
+
+// admitsUser is admits for uid with primary group gid and the groups
+// groups returns (asked only when the agent names groups).
+func admitsUser(ac config.Agent, uid, gid uint32, groups func() []uint32) bool {
+	if uid == 0 || uid == uint32(os.Getuid()) {
 		return true
 	}
 	if len(ac.UIDs) == 0 && len(ac.GIDs) == 0 {
 		owner, ok := workdirOwner(ac.Workdir)
-		return ok && owner == cred.UID
+		return ok && owner == uid
 	}
-	if slices.Contains(ac.UIDs, cred.UID) || slices.Contains(ac.GIDs, cred.GID) {
+	if slices.Contains(ac.UIDs, uid) || slices.Contains(ac.GIDs, gid) {
 		return true
 	}
-	return len(ac.GIDs) > 0 && slices.ContainsFunc(supplementaryGroups(cred), func(g uint32) bool { return slices.Contains(ac.GIDs, g) })
+	return len(ac.GIDs) > 0 && slices.ContainsFunc(groups(), func(g uint32) bool { return slices.Contains(ac.GIDs, g) })
+}
+
+// noGroup stands for a primary group that is not known.
+const noGroup = ^uint32(0)
+
+// AdmitsOwner reports whether the agent admits uid, a user known by a file
+// it made (a spooled event) rather than by a connected process: its
+// groups are those the user database gives it, and also proven, those
+// the caller knows it had (the spool's group: only its members may write
+// there).
+func AdmitsOwner(ac config.Agent, uid uint32, proven ...uint32) bool {
+	gid, groups := noGroup, []uint32(nil)
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		if id, err := strconv.ParseUint(u.Gid, 10, 32); err == nil {
+			gid = uint32(id)
+		}
+		groups = userGroups(u)
+	}
+	return admitsUser(ac, uid, gid, func() []uint32 { return append(groups, proven...) })
 }
 
 // supplementaryGroups are the groups of the peer's process beyond its own
@@ -98,6 +123,11 @@ func supplementaryGroups(cred safesocket.Cred) []uint32 {
 	if err != nil {
 		return nil
 	}
+	return userGroups(u)
+}
+
+// userGroups are the groups the group database lists u in.
+func userGroups(u *user.User) []uint32 {
 	names, err := u.GroupIds()
 	if err != nil {
 		return nil

@@ -40,3 +40,14 @@ func checkOwner(fi fs.FileInfo, path string) error {
 	}
 	return nil
 }
+
+// Owner is the user and group owning what fi describes (from a Stat of an
+// opened file: who made it, as the kernel recorded it); ok is false where
+// the platform does not say.
+func Owner(fi fs.FileInfo) (uid, gid uint32, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return st.Uid, st.Gid, true
+}
