@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/internal/safefile"
 	"github.com/continuityd/continuityd/internal/statefiles"
@@ -263,8 +264,11 @@ func (d *Daemon) ingestOne(ctx context.Context, st *snapshot, root *os.Root, wri
 	if cerr != nil {
 		return n, cerr
 	}
-	if uid, _, ok := safefile.Owner(fi); ok && !api.AdmitsOwner(a.Config(), uid, writers...) {
-		return n, &foreignSpoolEntry{uid: uid, agent: a.Name()}
+	if uid, _, ok := safefile.Owner(fi); ok {
+		if !api.AdmitsOwner(a.Config(), uid, writers...) {
+			return n, &foreignSpoolEntry{uid: uid, agent: a.Name()}
+		}
+		ctx = agent.WithCaller(ctx, uid)
 	}
 	// The spool is a file anyone with access to the state directory could
 	// write: it is the agent's Signal operation, the same guard as the API.

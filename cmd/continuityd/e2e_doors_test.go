@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/continuityd/continuityd/daemon/sources/transcript"
 )
 
 // helperBinary is a copy of this test binary in top, which the test's
@@ -236,6 +238,77 @@ func TestSpoolTakesOnlyAdmittedOwners(t *testing.T) {
 		if !strings.Contains(logs, filepath.Base(f)) {
 			t.Errorf("the WARN does not name %s", filepath.Base(f))
 		}
+	}
+	p.terminate(t)
+}
+
+// TestHookCannotTakeAnotherAgentsTranscript: agent a1's Claude Code
+// session lies in the daemon user's Claude home (0700: the member cannot
+// read it), and a1 follows it. The member's hook for its own agent a2
+// names that session as its transcript_path: refused (the member may not
+// read it), logged naming the file and the member's uid, and a1 keeps
+// following it while a2 does not. Root, who may read anything, naming it
+// for a2 is refused too: it is no transcript of a2's workdir.
+func TestHookCannotTakeAnotherAgentsTranscript(t *testing.T) {
+	top := usersTop(t, "cdtranscript", "daemon", "daemon/a1", "daemon/a2", "daemon/claude", "daemon/codex")
+	home := filepath.Join(top, "daemon")
+	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
+	claudeHome := filepath.Join(home, "claude")
+	a1Work, a2Work := filepath.Join(home, "a1"), filepath.Join(home, "a2")
+	session := filepath.Join(transcript.ClaudeProjectDir(claudeHome, a1Work), "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+	writeFile(t, filepath.Dir(session), filepath.Base(session), strings.Join(agentFixture(t, "claude-code/transcript-short-session-v2.1.38.jsonl"), "\n")+"\n")
+	for _, p := range []string{filepath.Dir(filepath.Dir(session)), filepath.Dir(session), session} {
+		if err := os.Chown(p, daemonID, daemonID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(claudeHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(top, "continuityd.toml")
+	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n"+
+		"[transcripts]\nclaude_home = %q\ncodex_home = %q\n\n"+
+		"[[agent]]\nname = \"a1\"\nworkdir = %q\n\n[[agent]]\nname = \"a2\"\nworkdir = %q\nusers = [\"%d\"]\n",
+		state, socket, claudeHome, filepath.Join(home, "codex"), a1Work, a2Work, memberID)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcWith(t, func(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon} }, socket, nil, "run", "--config", cfgPath)
+	c := p.client()
+	defer c.CloseIdleConnections()
+	waitUntil(t, func() string { return "a1 does not follow its session: " + transcriptFollowed(t, c, "a1") + "\n" + p.stderr.String() },
+		func() bool { return transcriptFollowed(t, c, "a1") == "ok: following "+session })
+
+	payload := func(cwd string) string {
+		return hookPayload(t, "input-userpromptsubmit.json", func(m map[string]any) { m["cwd"], m["transcript_path"] = cwd, session })
+	}
+	env := []string{"CONTINUITYD_SOCKET=" + socket}
+	if code, out, errOut := runAs(t, asMember, env, payload(a2Work), "hook", "--agent", "a2"); code != 0 || out != "" {
+		t.Fatalf("member's hook for a2: exit %d %q %q", code, out, errOut)
+	}
+	refused := func(why string) bool {
+		for _, l := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(l, "a transcript named by a hook was refused") && strings.Contains(l, session) && strings.Contains(l, why) {
+				return true
+			}
+		}
+		return false
+	}
+	waitUntil(t, func() string { return "the member's hook naming a1's transcript is not refused in the log:\n" + p.stderr.String() },
+		func() bool { return refused(fmt.Sprintf("uid=%d", memberID)) })
+	if code, out, errOut := cli(t, env, payload(a2Work), "hook", "--agent", "a2"); code != 0 || out != "" {
+		t.Fatalf("root's hook for a2: exit %d %q %q", code, out, errOut)
+	}
+	waitUntil(t, func() string { return "root's hook naming a1's transcript for a2 is not refused in the log:\n" + p.stderr.String() },
+		func() bool { return refused("no transcript of a session launched in the agent's workdir") })
+	// Both prompts were stored (the signals were; their transcript_path
+	// was left out), so a2's capture has seen them: a2 follows nothing of
+	// a1's, and a1 still follows its session.
+	if got := transcriptFollowed(t, c, "a2"); strings.Contains(got, session) {
+		t.Errorf("a2 follows a1's transcript: %s", got)
+	}
+	if got := transcriptFollowed(t, c, "a1"); got != "ok: following "+session {
+		t.Errorf("a1 lost its transcript: status says %q", got)
 	}
 	p.terminate(t)
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/capture"
 	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
@@ -214,6 +216,19 @@ func (a *Agent) Signal(ctx context.Context, g *guard.Guard, body []byte) (*Signa
 	sig, err := g.DecodeSignal(body)
 	if err != nil {
 		return nil, err
+	}
+	if sig.TranscriptPath != "" && sig.Via != "transcript" {
+		// A transcript is one agent's: one the caller may not name is left
+		// out, and the rest of the signal stored.
+		if err := a.capture.TranscriptNamed(sig.TranscriptPath, callerOf(ctx)); err != nil {
+			level := slog.LevelWarn
+			if errors.Is(err, capture.ErrTranscriptMissing) {
+				level = slog.LevelDebug
+			}
+			a.log.Log(ctx, level, "a transcript named by a hook was refused: this agent does not follow it, and whoever holds it keeps it",
+				"transcript", sig.TranscriptPath, "uid", callerOf(ctx), "why", err)
+			sig.TranscriptPath = ""
+		}
 	}
 	seq, err := a.store.Signal(ctx, sig)
 	if err != nil {

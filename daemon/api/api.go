@@ -262,6 +262,9 @@ func (a *API) withAgent(h agentHandler) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
+		if p != nil && p.err == nil {
+			r = r.WithContext(agent.WithCaller(r.Context(), p.cred.UID))
+		}
 		h(w, r, ag, g)
 	}
 }

@@ -580,6 +580,9 @@ func (b inProcess) Signal(ctx context.Context, name string, body []byte) (*agent
 	if err != nil {
 		return nil, err
 	}
+	if b.peer != nil && b.peer.err == nil {
+		ctx = agent.WithCaller(ctx, b.peer.cred.UID)
+	}
 	return ag.Signal(ctx, g, body)
 }
 

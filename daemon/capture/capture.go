@@ -421,8 +421,7 @@ func asError(err error) *capsule.Error {
 // Signal tells the policy about a stored signal (from the store's commit).
 func (c *Capture) Signal(s *capsule.Signal) {
 	if s.TranscriptPath != "" && s.Via != "transcript" {
-		c.transcripts.bind(s.TranscriptPath)
-		if c.o.Transcripts.Enabled {
+		if c.transcripts.bind(s.TranscriptPath) && c.o.Transcripts.Enabled {
 			c.transcripts.follow(s.TranscriptPath)
 		}
 	}

@@ -89,13 +89,19 @@ func inHome(path string, homes ...string) bool {
 // bind makes path, named by the agent's hook, the agent's transcript: no
 // other agent on the workdir follows it from now on, whether this agent
 // follows transcripts itself or not. Only a path in a configured home is
-// bound (where a transcript may be).
-func (f *transcriptFollower) bind(path string) {
+// bound (where a transcript may be); one another agent's hook named first
+// is not (it reports false, and the refusal is logged).
+func (f *transcriptFollower) bind(path string) bool {
 	t := f.c.o.Transcripts
 	if f.c.o.TranscriptClaims == nil || !inHome(path, t.ClaudeHome, t.CodexHome) {
-		return
+		return true
 	}
-	f.c.o.TranscriptClaims.Bind(f.c.o.Agent, path)
+	if holder := f.c.o.TranscriptClaims.Bind(f.c.o.Agent, path); holder != "" {
+		f.c.log.Warn("a transcript named by a hook was refused: another agent's hook named it first; it stays that agent's",
+			"transcript", path, "holder", holder)
+		return false
+	}
+	return true
 }
 
 // follow asks to follow path (from a hook's transcript_path).

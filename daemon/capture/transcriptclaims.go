@@ -67,15 +67,41 @@ func (t *TranscriptClaims) Guess(agent, path string) bool {
 	return true
 }
 
-// Bind records that path is agent's (its hook named it): an agent that
-// held it, by guess or by an older binding, lets go and its follower is
-// woken to pick another.
-func (t *TranscriptClaims) Bind(agent, path string) {
+// BoundTo is the agent other than agent whose hook named path ("" : none).
+func (t *TranscriptClaims) BoundTo(agent, path string) string {
 	if t == nil {
-		return
+		return ""
 	}
 	path = filepath.Clean(path)
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.boundLocked(path, agent)
+}
+
+func (t *TranscriptClaims) boundLocked(path, but string) string {
+	for a, c := range t.held {
+		if a != but && c.path == path && c.bound {
+			return a
+		}
+	}
+	return ""
+}
+
+// Bind records that path is agent's (its hook named it): an agent that
+// held it by guess lets go and its follower is woken to pick another. A
+// transcript another agent's hook named first stays that agent's: Bind
+// records nothing and returns that agent (one session's hooks speak for
+// one agent, so a second agent naming it is mistaken or impersonating).
+func (t *TranscriptClaims) Bind(agent, path string) (heldBy string) {
+	if t == nil {
+		return ""
+	}
+	path = filepath.Clean(path)
+	t.mu.Lock()
+	if holder := t.boundLocked(path, agent); holder != "" {
+		t.mu.Unlock()
+		return holder
+	}
 	var wake []func()
 	for a, c := range t.held {
 		if a != agent && c.path == path {
@@ -90,6 +116,7 @@ func (t *TranscriptClaims) Bind(agent, path string) {
 	for _, f := range wake {
 		f()
 	}
+	return ""
 }
 
 func (t *TranscriptClaims) set(agent string, c transcriptClaim) {

@@ -124,9 +124,15 @@ func TestTranscriptClaimsRules(t *testing.T) {
 	if !c.Guess("b", "/t/x.jsonl") || c.Guess("a", "/t/x.jsonl") || !c.TakenFrom("a", "/t/x.jsonl/") || c.TakenFrom("b", "/t/x.jsonl") {
 		t.Fatal("a guess is not the guesser's alone")
 	}
-	c.Bind("a", "/t/x.jsonl")
+	if holder := c.Bind("a", "/t/x.jsonl"); holder != "" {
+		t.Fatalf("a's binding of b's guess refused, held by %q", holder)
+	}
 	if woken != 1 || !c.TakenFrom("b", "/t/x.jsonl") || c.Guess("b", "/t/x.jsonl") {
 		t.Fatalf("after a's binding: b woken %d times, b may still take it", woken)
+	}
+	// A binding stays its agent's: b's hook naming it is refused.
+	if holder := c.Bind("b", "/t/x.jsonl"); holder != "a" || c.BoundTo("b", "/t/x.jsonl") != "a" || !c.TakenFrom("b", "/t/x.jsonl") {
+		t.Fatalf("b's binding of a's bound transcript: held by %q, want a", holder)
 	}
 	if !c.Guess("a", "/t/x.jsonl") {
 		t.Fatal("a's own binding refuses a")

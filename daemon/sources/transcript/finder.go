@@ -234,3 +234,32 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// BelongsTo reports whether path is a transcript of a session launched in
+// workdir, by the rules the Finder finds them with: a Claude Code session
+// transcript directly in the workdir's project folder under claudeHome
+// (side chains, agent-*.jsonl, are none), or a Codex rollout under
+// codexHome/sessions whose session_meta names workdir as its cwd (its
+// first line is read, through op; nil: this process opens it). "" leaves
+// that kind out. A transcript of another directory, a subdirectory of the
+// workdir included, belongs to no agent of this one: it is another
+// project's.
+func BelongsTo(op safefile.Opener, claudeHome, codexHome, workdir, path string) bool {
+	path, workdir = filepath.Clean(path), filepath.Clean(workdir)
+	name := filepath.Base(path)
+	if !strings.HasSuffix(name, ".jsonl") {
+		return false
+	}
+	if claudeHome != "" && !strings.HasPrefix(name, "agent-") && filepath.Dir(path) == ClaudeProjectDir(claudeHome, workdir) {
+		return true
+	}
+	sessions := filepath.Join(codexHome, "sessions") + string(filepath.Separator)
+	if codexHome == "" || !strings.HasPrefix(path, sessions) || !strings.HasPrefix(name, "rollout-") {
+		return false
+	}
+	if op == nil {
+		op = safefile.Here
+	}
+	cwd, _ := codexRolloutCwd(op, path)
+	return cwd != "" && filepath.Clean(cwd) == workdir
+}

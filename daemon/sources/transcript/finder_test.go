@@ -219,3 +219,37 @@ func TestFinderSkipsTakenTranscripts(t *testing.T) {
 		t.Fatalf("b following none while the rollout is free: %q %v", got, changed)
 	}
 }
+
+// TestBelongsTo: a transcript belongs to the agent whose workdir its
+// session was launched in: a Claude Code session in the workdir's project
+// folder (not a side chain, not a subdirectory's or a neighbour's), a
+// Codex rollout whose session_meta names the workdir.
+func TestBelongsTo(t *testing.T) {
+	top := t.TempDir()
+	claude, codex := filepath.Join(top, "claude"), filepath.Join(top, "codex")
+	work, other := filepath.Join(top, "work"), filepath.Join(top, "work", "sub")
+	rollout := func(name, cwd string) string {
+		p := filepath.Join(codex, "sessions", "2026", "05", "11", name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(codexMeta("id", cwd)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mine, theirs := rollout("rollout-a.jsonl", work), rollout("rollout-b.jsonl", other)
+	for path, want := range map[string]bool{
+		filepath.Join(ClaudeProjectDir(claude, work), "s.jsonl"):       true,
+		filepath.Join(ClaudeProjectDir(claude, work), "agent-1.jsonl"): false,
+		filepath.Join(ClaudeProjectDir(claude, other), "s.jsonl"):      false,
+		filepath.Join(ClaudeProjectDir(claude, work), "s.txt"):         false,
+		mine:   true,
+		theirs: false,
+	} {
+		if got := BelongsTo(nil, claude, codex, work, path); got != want {
+			t.Errorf("BelongsTo(%s) = %v, want %v", path, got, want)
+		}
+	}
+	if BelongsTo(nil, "", codex, work, filepath.Join(ClaudeProjectDir(claude, work), "s.jsonl")) || BelongsTo(nil, claude, "", work, mine) {
+		t.Error("a transcript of a kind the agent has no home for belongs to it")
+	}
+}
