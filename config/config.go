@@ -35,6 +35,7 @@ type Watch struct {
 	Ignore      []string `toml:"ignore"`       // extra gitignore-style patterns, relative to the workdir
 	IgnoreDirs  []string `toml:"ignore_dirs"`  // directory names never watched; default: node_modules, .venv, …
 	Quiet       Duration `toml:"quiet"`        // activity is summarised after this long without change (default 2s)
+	ShellMax    Duration `toml:"shell_max"`    // a shell tool call without its end counts as the agent's this long at most (default 10m)
 	HandoffFile string   `toml:"handoff_file"` // default "HANDOFF.md"
 	CapsuleFile string   `toml:"capsule_file"` // default ".continuity/capsule.json"
 }

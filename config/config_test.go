@@ -354,7 +354,7 @@ func TestOutboxValues(t *testing.T) {
 }
 
 func defaultWatch() Watch {
-	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: DefaultIgnoreDirs(), Quiet: Duration{2 * time.Second},
+	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: DefaultIgnoreDirs(), Quiet: Duration{2 * time.Second}, ShellMax: Duration{10 * time.Minute},
 		HandoffFile: "HANDOFF.md", CapsuleFile: ".continuity/capsule.json"}
 }
 

@@ -95,6 +95,7 @@ type rawWatch struct {
 	Ignore      []string `toml:"ignore"`
 	IgnoreDirs  []string `toml:"ignore_dirs"`
 	Quiet       *string  `toml:"quiet"`
+	ShellMax    *string  `toml:"shell_max"`
 	HandoffFile string   `toml:"handoff_file"`
 	CapsuleFile string   `toml:"capsule_file"`
 }

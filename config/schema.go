@@ -97,6 +97,7 @@ var keySpecs = []keySpec{
 	{"watch.ignore_dirs", "an array of strings", arrayKinds},
 	{"watch.ignore_dirs[]", "a string", stringKinds},
 	{"watch.quiet", wantDuration, stringKinds},
+	{"watch.shell_max", wantDuration, stringKinds},
 	{"watch.handoff_file", "a string", stringKinds},
 	{"watch.capsule_file", "a string", stringKinds},
 	{"policy", "a table ([policy])", tableKinds},

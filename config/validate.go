@@ -640,6 +640,7 @@ func (c *checker) watch(r rawWatch) Watch {
 		Ignore:      r.Ignore,
 		IgnoreDirs:  r.IgnoreDirs,
 		Quiet:       c.timeout("watch.quiet", r.Quiet, 2*time.Second),
+		ShellMax:    c.timeout("watch.shell_max", r.ShellMax, 10*time.Minute),
 		HandoffFile: orDefault(r.HandoffFile, "HANDOFF.md"),
 		CapsuleFile: orDefault(r.CapsuleFile, filepath.Join(".continuity", "capsule.json")),
 	}

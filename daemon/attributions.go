@@ -35,6 +35,9 @@ type workdirLedgers struct {
 	listeners map[string]map[string]func(attribution.Conflict) // workdir → agent → its feed
 	// conflicts counts the conflicts found (a metric; nil in tests).
 	conflicts prometheus.Counter
+	// maxShell bounds a shell window without its end ([watch] shell_max;
+	// 0: the ledger's default).
+	maxShell time.Duration
 	// dir keeps each ledger across runs (keepIn; "" : in memory only),
 	// saved is the ledger generation last written per workdir.
 	dir   string
@@ -183,11 +186,22 @@ func (l *workdirLedgers) keepIn(stateDir string, log *slog.Logger) {
 	l.changed = make(chan struct{}, 1)
 }
 
+// setMaxShell bounds the shell windows of every ledger, made or to come
+// ([watch] shell_max, at start and at each reload).
+func (l *workdirLedgers) setMaxShell(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.maxShell = d
+	for _, lg := range l.m {
+		lg.SetMaxShell(d)
+	}
+}
+
 // options are what each ledger is made with: its changes kick saveLoop.
 // Changed is called with the ledger's lock held: it never blocks.
 func (l *workdirLedgers) options() attribution.Options {
 	changed := l.changed
-	return attribution.Options{Changed: func() {
+	return attribution.Options{MaxShell: l.maxShell, Changed: func() {
 		select {
 		case changed <- struct{}{}:
 		default:

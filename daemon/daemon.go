@@ -185,6 +185,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	defer unlock()
 	d.ledgers.keepIn(st.cfg.Daemon.StateDir, d.log)
+	d.ledgers.setMaxShell(st.cfg.Watch.ShellMax.Duration)
 	if d.opts.FollowCwd {
 		if err := d.settlePlaces(st.cfg); err != nil {
 			return err

@@ -99,6 +99,7 @@ func (d *Daemon) reload(ctx context.Context) error {
 		d.log.Warn("changes to [daemon] take effect at the next restart; the rest is applied now")
 		cfg.Daemon = old.cfg.Daemon
 	}
+	d.ledgers.setMaxShell(cfg.Watch.ShellMax.Duration)
 	// The workdirs' watchers outlive the agents reopened on them.
 	release := d.watches.hold()
 	defer release()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -92,6 +93,16 @@ type ByOther struct {
 type Result struct {
 	Credits   []Change
 	Conflicts []Conflict
+	// Expired are the shell windows this call found open past
+	// Options.MaxShell, closed there: a tool call whose end never came.
+	Expired []ShellWindow
+}
+
+// ShellWindow is an agent's shell tool call: what changed from Start to
+// End (and Slack after) counts as the agent's.
+type ShellWindow struct {
+	Agent      string
+	Start, End time.Time
 }
 
 // Options bound a Ledger.
@@ -108,6 +119,12 @@ type Options struct {
 	// MaxHistory bounds the changes kept per path. 0 means
 	// DefaultMaxHistory.
 	MaxHistory int
+	// MaxShell bounds a shell window whose end (PostToolUse) never comes
+	// (an interrupted call): it closes MaxShell after its start, or at
+	// the agent's Stop or session end (EndShells), whichever is first, so
+	// that a person's edits after it are never the agent's. 0 means
+	// DefaultMaxShell.
+	MaxShell time.Duration
 	// Since is when the ledger began to be told of the workdir's changes
 	// (the daemon's start): it knows nothing of what changed before, so a
 	// question about earlier changes (a restore of an older snapshot) has
@@ -125,6 +142,10 @@ const (
 	DefaultSlack      = 5 * time.Second
 	DefaultMaxPaths   = 20000
 	DefaultMaxHistory = 8
+	// DefaultMaxShell is the longest a shell tool call counts as the
+	// agent's without its end: Claude Code's Bash tool is cut at 10
+	// minutes at most, as are Codex's commands by default.
+	DefaultMaxShell = 10 * time.Minute
 	// maxShells bounds the shell windows remembered after they closed.
 	maxShells = 64
 	// maxBursts bounds the burst keys remembered: every agent on a
@@ -184,6 +205,10 @@ type claim struct {
 type window struct {
 	agent      string
 	start, end time.Time // end zero while the tool runs
+	// exact: end is when the call had surely ended (the agent stopped,
+	// or the bound), not a PostToolUse the watcher's changes may trail:
+	// nothing after it is the window's.
+	exact bool
 }
 
 // touch notes that p's changes or open work changed (TakeDelta). Called
@@ -213,6 +238,9 @@ func New(o Options) *Ledger {
 	}
 	if o.MaxHistory <= 0 {
 		o.MaxHistory = DefaultMaxHistory
+	}
+	if o.MaxShell <= 0 {
+		o.MaxShell = DefaultMaxShell
 	}
 	return &Ledger{opt: o, claims: map[string][]claim{}, shells: map[string]*window{}, paths: map[string][]Change{},
 		pending: map[string]map[string]time.Time{}, visits: map[string]time.Time{}, dirty: map[string]struct{}{}}
@@ -283,13 +311,71 @@ func (l *Ledger) ShellStart(agent, id string, at time.Time) (Result, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	expired := l.expireShells(at)
 	w := &window{agent: agent, start: at}
 	l.shells[agent+"\x00"+id] = w
 	if len(l.shells) > maxShells {
 		// A PostToolUse that never came: forget the oldest start.
 		l.dropOldestShell()
 	}
-	return l.recreditWindow(w), nil
+	res := l.recreditWindow(w)
+	res.Expired = expired
+	return res, nil
+}
+
+// SetMaxShell changes Options.MaxShell (0: DefaultMaxShell).
+func (l *Ledger) SetMaxShell(d time.Duration) {
+	if d <= 0 {
+		d = DefaultMaxShell
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opt.MaxShell = d
+}
+
+// EndShells closes every shell window of agent still open at at: the
+// agent stopped (its turn ended) or its session ended, so a tool call
+// whose end never came (an interrupted one) has ended by then.
+func (l *Ledger) EndShells(agent string, at time.Time) []ShellWindow {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ended []ShellWindow
+	for _, key := range slices.Sorted(maps.Keys(l.shells)) {
+		if w := l.shells[key]; w.agent == agent && !at.Before(w.start) {
+			l.closeShell(key, earlier(at, w.start.Add(l.opt.MaxShell)), true)
+			ended = append(ended, ShellWindow{Agent: w.agent, Start: w.start, End: w.end})
+		}
+	}
+	return ended
+}
+
+// expireShells closes, at their bound, the windows open longer than
+// MaxShell at now, and returns them.
+func (l *Ledger) expireShells(now time.Time) []ShellWindow {
+	var expired []ShellWindow
+	for _, key := range slices.Sorted(maps.Keys(l.shells)) {
+		w := l.shells[key]
+		if bound := w.start.Add(l.opt.MaxShell); now.After(bound) {
+			l.closeShell(key, bound, true)
+			expired = append(expired, ShellWindow{Agent: w.agent, Start: w.start, End: w.end})
+		}
+	}
+	return expired
+}
+
+// closeShell ends the open window key at end (exact: see window) and
+// keeps it among the recently closed.
+func (l *Ledger) closeShell(key string, end time.Time, exact bool) {
+	w := l.shells[key]
+	delete(l.shells, key)
+	w.end, w.exact = end, exact
+	if w.end.Before(w.start) {
+		w.end = w.start
+	}
+	l.closed = append(l.closed, w)
+	if len(l.closed) > maxShells {
+		l.closed = slices.Delete(l.closed, 0, len(l.closed)-maxShells)
+	}
 }
 
 // ShellEnd records that the shell tool call id ended at at (PostToolUse).
@@ -307,15 +393,8 @@ func (l *Ledger) ShellEnd(agent, id string, at time.Time) (Result, error) {
 	if !ok {
 		return Result{}, nil
 	}
-	delete(l.shells, key)
-	w.end = at
-	if w.end.Before(w.start) {
-		w.end = w.start
-	}
-	l.closed = append(l.closed, w)
-	if len(l.closed) > maxShells {
-		l.closed = slices.Delete(l.closed, 0, len(l.closed)-maxShells)
-	}
+	bound := w.start.Add(l.opt.MaxShell)
+	l.closeShell(key, earlier(at, bound), at.After(bound))
 	return l.recreditWindow(w), nil
 }
 
@@ -335,7 +414,7 @@ func (l *Ledger) Burst(b Burst) (Result, error) {
 			l.bursts = slices.Delete(l.bursts, 0, len(l.bursts)-maxBursts)
 		}
 	}
-	var res Result
+	res := Result{Expired: l.expireShells(b.At)}
 	for _, p := range dedupe(b.Paths) {
 		by, kind := l.claimFor(p, b.At)
 		if len(by) == 0 {
@@ -498,7 +577,14 @@ func (l *Ledger) covers(w *window, at time.Time) bool {
 	if at.Before(w.start) {
 		return false
 	}
-	return w.end.IsZero() || !at.After(w.end.Add(l.opt.Slack))
+	end, exact := w.end, w.exact
+	if end.IsZero() { // still open: never past its bound
+		end, exact = w.start.Add(l.opt.MaxShell), true
+	}
+	if !exact {
+		end = end.Add(l.opt.Slack)
+	}
+	return !at.After(end)
 }
 
 // recreditWindow credits to w's agent the outside changes it covers.
@@ -681,6 +767,14 @@ func (l *Ledger) dropOldestShell() {
 		}
 	}
 	delete(l.shells, key)
+}
+
+// earlier is the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func within(a, b time.Time, slack time.Duration) bool { return absDur(a.Sub(b)) <= slack }

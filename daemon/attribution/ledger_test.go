@@ -327,3 +327,67 @@ func TestLedgerCreditsABurstKeyOnce(t *testing.T) {
 		t.Errorf("%d changes kept, want 2 (one per burst)", n)
 	}
 }
+
+// A shell window whose end never comes (an interrupted call) closes at
+// the agent's stop or session end (EndShells), or MaxShell after its
+// start, whichever is first: a person's edit after it is outside, even
+// within Slack (the call had surely ended by then; Slack is for a
+// PostToolUse that trails its changes), and a window closed by the bound
+// is reported.
+func TestShellWindowWithoutItsEnd(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	burst := func(l *Ledger, p string, s int) Result {
+		t.Helper()
+		res, err := l.Burst(Burst{Paths: []string{p}, At: at(s)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	by := func(l *Ledger, p string) string {
+		t.Helper()
+		for _, c := range l.ChangesSince(time.Time{}) {
+			if c.Path == p {
+				return c.By
+			}
+		}
+		t.Fatalf("%s not recorded", p)
+		return ""
+	}
+
+	// Closed at the session's end.
+	l := New(Options{Slack: 5 * time.Second})
+	if _, err := l.ShellStart("builder", "toolu_1", at(0)); err != nil {
+		t.Fatal(err)
+	}
+	burst(l, "during.txt", 10)
+	if ended := l.EndShells("builder", at(20)); len(ended) != 1 || !ended[0].End.Equal(at(20)) {
+		t.Fatalf("EndShells: %+v", ended)
+	}
+	burst(l, "after-end.txt", 22)
+	if by(l, "during.txt") != "builder" || by(l, "after-end.txt") != "" {
+		t.Errorf("during the call: %q, after the session's end: %q; want builder, outside", by(l, "during.txt"), by(l, "after-end.txt"))
+	}
+	if ended := l.EndShells("builder", at(70)); len(ended) != 0 {
+		t.Errorf("a second EndShells closed %+v", ended)
+	}
+
+	// Closed by the bound.
+	l = New(Options{Slack: 5 * time.Second, MaxShell: time.Minute})
+	if _, err := l.ShellStart("builder", "toolu_2", at(0)); err != nil {
+		t.Fatal(err)
+	}
+	burst(l, "within.txt", 30)
+	res := burst(l, "past-bound.txt", 61)
+	if by(l, "within.txt") != "builder" || by(l, "past-bound.txt") != "" {
+		t.Errorf("within the bound: %q, past it: %q; want builder, outside", by(l, "within.txt"), by(l, "past-bound.txt"))
+	}
+	if len(res.Expired) != 1 || res.Expired[0].Agent != "builder" || !res.Expired[0].End.Equal(at(60)) {
+		t.Errorf("the window closed by the bound is not reported: %+v", res.Expired)
+	}
+	// Its late end changes nothing: it was closed.
+	if res, _ := l.ShellEnd("builder", "toolu_2", at(300)); len(res.Credits) != 0 || by(l, "past-bound.txt") != "" {
+		t.Errorf("a late end re-credited %+v", res.Credits)
+	}
+}

@@ -46,6 +46,10 @@ func (c *Capture) credited(res attribution.Result, err error) {
 		c.log.Debug("attribution: event not credited", "err", err)
 		return
 	}
+	for _, w := range res.Expired {
+		c.log.Warn("a shell tool call never ended (no PostToolUse, no Stop): its window closed at its bound, and later changes are not the agent's",
+			"agent", w.Agent, "started", w.Start, "closed", w.End)
+	}
 	if c.o.OnConflict == nil {
 		return
 	}
@@ -67,8 +71,10 @@ func (a *attributing) relPaths(cwd string, paths []string) []string {
 }
 
 // toolSignal feeds a hook's tool call (a stored activity signal; its paths
-// already passed the guard). Its time is the hook's when given (a spooled
-// event keeps it), never later than when the daemon took it.
+// already passed the guard). Its time is the hook's when given, never later
+// than when the daemon took it; the door it came through (agent.Signal)
+// has already held it to the daemon's clock (at most ToolTimeSlack before
+// its receipt; a spooled event's receipt is when it was spooled).
 func (c *Capture) toolSignal(s *capsule.Signal) {
 	a, t := c.attr, s.Tool
 	if a == nil || t == nil {
@@ -92,6 +98,22 @@ func (c *Capture) toolSignal(s *capsule.Signal) {
 		c.credited(a.ledger.ShellStart(c.o.Agent, shellID(t.ID), at))
 	case capsule.ToolShellEnd:
 		c.credited(a.ledger.ShellEnd(c.o.Agent, shellID(t.ID), at))
+	}
+}
+
+// sessionStopped closes the agent's shell windows still open at at: it
+// stopped (Stop) or its session ended, so a shell call whose PostToolUse
+// never came (interrupted) ended by then.
+func (c *Capture) sessionStopped(s *capsule.Signal) {
+	if c.attr == nil || s.Kind != capsule.SignalSession || (s.Event != "end" && s.Event != "stop") {
+		return
+	}
+	at := s.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	for _, w := range c.attr.ledger.EndShells(c.o.Agent, at) {
+		c.log.Info("a shell tool call without its end closed at the agent's "+s.Event, "agent", w.Agent, "started", w.Start, "closed", w.End)
 	}
 }
 

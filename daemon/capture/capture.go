@@ -426,6 +426,7 @@ func (c *Capture) Signal(s *capsule.Signal) {
 		}
 	}
 	c.toolSignal(s)
+	c.sessionStopped(s)
 	sc := *s
 	c.feed(policy.Input{Kind: policy.KindSignal, At: s.At, Signal: &sc})
 }
