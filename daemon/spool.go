@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/agent"
@@ -269,6 +270,11 @@ func (d *Daemon) ingestOne(ctx context.Context, st *snapshot, root *os.Root, wri
 			return n, &foreignSpoolEntry{uid: uid, agent: a.Name()}
 		}
 		ctx = agent.WithCaller(ctx, uid)
+	}
+	// Its time by the daemon's clock: when its file was made (a tool call
+	// it carries is held to that), never later than now.
+	if made, ok := safefile.ChangeTime(fi); ok && made.Before(time.Now()) {
+		ctx = agent.WithReceipt(ctx, made)
 	}
 	// The spool is a file anyone with access to the state directory could
 	// write: it is the agent's Signal operation, the same guard as the API.

@@ -276,7 +276,9 @@ func TestHookCannotTakeAnotherAgentsTranscript(t *testing.T) {
 	p := startProcWith(t, func(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon} }, socket, nil, "run", "--config", cfgPath)
 	c := p.client()
 	defer c.CloseIdleConnections()
-	waitUntil(t, func() string { return "a1 does not follow its session: " + transcriptFollowed(t, c, "a1") + "\n" + p.stderr.String() },
+	waitUntil(t, func() string {
+		return "a1 does not follow its session: " + transcriptFollowed(t, c, "a1") + "\n" + p.stderr.String()
+	},
 		func() bool { return transcriptFollowed(t, c, "a1") == "ok: following "+session })
 
 	payload := func(cwd string) string {
@@ -294,12 +296,16 @@ func TestHookCannotTakeAnotherAgentsTranscript(t *testing.T) {
 		}
 		return false
 	}
-	waitUntil(t, func() string { return "the member's hook naming a1's transcript is not refused in the log:\n" + p.stderr.String() },
+	waitUntil(t, func() string {
+		return "the member's hook naming a1's transcript is not refused in the log:\n" + p.stderr.String()
+	},
 		func() bool { return refused(fmt.Sprintf("uid=%d", memberID)) })
 	if code, out, errOut := cli(t, env, payload(a2Work), "hook", "--agent", "a2"); code != 0 || out != "" {
 		t.Fatalf("root's hook for a2: exit %d %q %q", code, out, errOut)
 	}
-	waitUntil(t, func() string { return "root's hook naming a1's transcript for a2 is not refused in the log:\n" + p.stderr.String() },
+	waitUntil(t, func() string {
+		return "root's hook naming a1's transcript for a2 is not refused in the log:\n" + p.stderr.String()
+	},
 		func() bool { return refused("no transcript of a session launched in the agent's workdir") })
 	// Both prompts were stored (the signals were; their transcript_path
 	// was left out), so a2's capture has seen them: a2 follows nothing of

@@ -217,6 +217,9 @@ func (a *Agent) Signal(ctx context.Context, g *guard.Guard, body []byte) (*Signa
 	if err != nil {
 		return nil, err
 	}
+	if sig.Tool != nil {
+		sig.Tool.At = toolTime(sig.Tool.At, receiptOf(ctx))
+	}
 	if sig.TranscriptPath != "" && sig.Via != "transcript" {
 		// A transcript is one agent's: one the caller may not name is left
 		// out, and the rest of the signal stored.
