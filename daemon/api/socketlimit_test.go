@@ -33,7 +33,8 @@ func TestSocketBoundsEachUser(t *testing.T) {
 		t.Errorf("the refusal is not logged naming the user and the bound: %s", logs.String())
 	}
 	// Others together: Total-PerUser = 5.
-	if !l.take(b) || !l.take(b) || l.take(c) {
+	first, second := l.take(b), l.take(b)
+	if !first || !second || l.take(c) {
 		t.Fatalf("users other than root and the daemon's: want 5 of 8 places, then none (open %v)", l.open)
 	}
 	// Root and the daemon's own user have the rest.
