@@ -15,7 +15,7 @@
 // first and moves a ref last with a lock file and a rename, which makes a
 // snapshot killed mid-way invisible. Git does the heavy and the subtle
 // parts (the walk and stat cache of a full add, the ignore rules, packing,
-// diffs, checkout); what a snapshot of a few changed files needs (its
+// diffs); what a snapshot of a few changed files needs (its
 // blobs, trees and commit in one small pack in git's own format, and a
 // ref) the store writes itself, because a git process per step cost more
 // than the work (see "Snapshots from what changed"). The price is a
@@ -157,6 +157,21 @@
 // the ref's lock file; TestSIGKILLDuringFirstSnapshot kills a first
 // snapshot with its pack half written (a temporary file, which the
 // collector removes) and with the pack in place before the index.
+//
+// # Restores
+//
+// A restore writes and removes the files itself, through directory
+// handles opened beneath the workdir without following any symbolic link
+// (internal/beneath, workTree): a directory its owner swaps for a link
+// while a root daemon restores never leads the restore outside (the
+// handle keeps the directory it checked; a link met on the way is not
+// followed, and the path is refused and named). It acts only in the
+// directory Open found at the workdir's path: a path repointed since is
+// refused with both directories named (workdir.go). It is journaled
+// (journal.go): one a kill, a crash or a full disk interrupts is finished
+// at the next Open and reported (Interrupted) with its safety snapshot.
+// TestRestoreRacingSymlinkSwaps races restores as root against a swapping
+// user for 30 s; TestSIGKILLDuringRestore kills one at each point.
 //
 // # Concurrency and cost
 //

@@ -17,9 +17,19 @@ import (
 	"go.uber.org/goleak"
 )
 
+// children are the other roles the test binary plays as a child process,
+// by the environment variable that asks for each (registered by the
+// files that use them).
+var children = map[string]func() int{}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
+	}
+	for env, run := range children {
+		if os.Getenv(env) != "" {
+			os.Exit(run())
+		}
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -52,15 +51,39 @@ type Refusal struct {
 // nothing changes; so is one that names nothing in the snapshot or the
 // tree (checkKnown). The snapshot's whole tree is checked first (checkTree),
 // by a dry run too: a forged or damaged one is refused, not half restored.
+//
+// Every file is read, written and removed through directory handles
+// opened beneath the workdir, never through a symbolic link (workTree),
+// in the directory Open found (a workdir path that leads elsewhere now is
+// refused: workdir.go); the restore is journaled, and one interrupted is
+// finished at the next Open (journal.go).
 func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun bool) (RestoreResult, error) {
 	clean, err := s.checkPaths(paths)
 	if err != nil {
 		return RestoreResult{}, err
 	}
+	return s.restore(ctx, id, clean, dryRun, nil)
+}
+
+// restore is Restore with the paths checked; fin is set when it finishes
+// an interrupted restore.
+func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun bool, fin *finishing) (RestoreResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return RestoreResult{}, ErrClosed
+	}
+	top, err := s.openWork()
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	w := newWorkTree(top)
+	defer w.close()
+	for i, c := range clean {
+		if link := w.linkOnPath(c); link != "" {
+			return RestoreResult{}, capsule.Refuse(capsule.CodeInvalidField, fmt.Sprintf("paths[%d]", i),
+				"a path through the symbolic link %s (restore the link itself); give a path relative to the workdir %s", link, s.work)
+		}
 	}
 	target, _, err := s.resolve(ctx, id, "id")
 	if err != nil {
@@ -94,6 +117,9 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	}
 	var writes, removes []change
 	for _, c := range changes {
+		if fin != nil && !fin.only[c.path] {
+			continue // the interrupted restore did not change it
+		}
 		if c.oldMode == gitlinkMode || c.newMode == gitlinkMode {
 			res.Refused = append(res.Refused, Refusal{Path: c.path, Reason: "a nested repository: restore it with its own git"})
 			continue
@@ -112,7 +138,7 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	// may be overwritten, removed or replaced by a directory.
 	var ok []change
 	for _, c := range writes {
-		if reason := s.blocked(c, removing); reason != "" {
+		if reason := w.blocked(c, removing); reason != "" {
 			res.Refused = append(res.Refused, Refusal{Path: c.path, Reason: reason})
 			continue
 		}
@@ -139,130 +165,156 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 	}
 	res.Safety, res.SafetyNew = safety.ID, isNew
 	if len(res.Changes) == 0 {
+		s.restored(fin)
 		return res, nil
 	}
 	undo := fmt.Sprintf("; the tree as it was is snapshot %s: restore it to undo", short(safety.ID))
-	// The snapshot's index is read before the first file is removed: a
-	// tree git will not read fails here, with the workdir untouched.
-	index := filepath.Join(s.opt.Dir, "restore.index")
-	defer os.Remove(index)
+	// Git read the tree for the safety snapshot by the workdir's path:
+	// it must still lead to the directory the handles hold.
+	if err := s.stillWork(); err != nil {
+		return res, err
+	}
+	// The modes and the blobs are asked for before the first file is
+	// removed: a store git cannot read fails here, the workdir untouched.
 	var modes map[string]fs.FileMode
+	var blobs *blobStream
 	if len(writes) > 0 {
-		if err := s.readIndex(ctx, index, target.tree); err != nil {
-			return res, fmt.Errorf("restore: nothing was changed: %w", err)
-		}
 		msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", target.commitID()}})
 		if err != nil {
 			return res, fmt.Errorf("restore: nothing was changed: %w", err)
 		}
 		modes = parseModes(string(msg))
+		ids := make([]string, len(writes))
+		for i, c := range writes {
+			ids[i] = c.newID
+		}
+		if blobs, err = s.streamBlobs(ctx, ids); err != nil {
+			return res, fmt.Errorf("restore: nothing was changed: %w", err)
+		}
+		defer blobs.close()
+	}
+	owners := w.ownersBefore(writes)
+	head := journalHead{V: 1, ID: newJournalID(), Snapshot: target.ID, Safety: safety.ID, Paths: clean,
+		Began: s.now().UTC(), Workdir: s.realWk}
+	head.Dev, head.Ino, _ = fileID(s.workID)
+	if fin != nil {
+		// The safety snapshot that undoes it all is the first one's.
+		head.Safety, head.Began = fin.prior.Safety, fin.prior.Began
 	}
 	for _, c := range removes {
-		if err := s.remove(c.path); err != nil {
-			return res, fmt.Errorf("restore: %w%s", err, undo)
+		head.Changes = append(head.Changes, journalChange{Path: c.path, Remove: true})
+	}
+	for _, c := range writes {
+		head.Changes = append(head.Changes, journalChange{Path: c.path})
+	}
+	j, err := s.startJournal(head)
+	if err != nil {
+		return res, fmt.Errorf("restore: nothing was changed: %w", err)
+	}
+	s.hold("before-first")
+	failed := func(err error) (RestoreResult, error) {
+		j.close()
+		s.stoppedPartWay(head, j.done, err)
+		return res, fmt.Errorf("restore: %w%s", err, undo)
+	}
+	left := map[string]bool{} // paths left alone once the restore began
+	step := func(c change, err error) error {
+		var r *errRefused
+		if errors.As(err, &r) {
+			res.Refused = append(res.Refused, r.Refusal)
+			left[c.path] = true
+			err = nil
+		}
+		if err == nil {
+			err = j.progress()
+		}
+		if err == nil {
+			s.hold(fmt.Sprintf("after-%d", j.done))
+		}
+		return err
+	}
+	for _, c := range removes {
+		if err := step(c, w.remove(c.path)); err != nil {
+			return failed(err)
 		}
 	}
-	// After the removals, which may take away directories git makes again.
-	owners := s.ownersBefore(writes)
-	if len(writes) > 0 {
-		if err := s.checkout(ctx, index, writes); err != nil {
-			return res, fmt.Errorf("restore: %w%s", err, undo)
+	if err := j.note(); err != nil {
+		return failed(err)
+	}
+	var written []change
+	for i, c := range writes {
+		err := w.writeFile(c, tempName(head.ID, len(removes)+i), blobs, owners[c.path], modes)
+		if err == nil {
+			written = append(written, c)
 		}
-		if err := s.settle(modes, owners); err != nil {
-			return res, fmt.Errorf("restore: %w%s", err, undo)
+		if err := step(c, err); err != nil {
+			return failed(err)
 		}
 	}
-	s.writeRestored(writes)
+	if err := j.note(); err != nil {
+		return failed(err)
+	}
+	s.hold("after-last")
+	if len(left) > 0 {
+		res.Changes = slices.DeleteFunc(res.Changes, func(f FileChange) bool { return left[f.Path] })
+		s.log.Warn("snapshot restore: files changed while the restore ran were left alone", "files", len(left))
+	}
+	s.writeRestored(written)
+	// What was written is on disk before the journal goes: a crash after
+	// finds either the journal or every file.
+	if err := top.SyncFS(); err != nil {
+		s.log.Warn("snapshot restore: the workdir's file system could not be synced", "err", err)
+	}
+	s.endJournal(j)
+	s.restored(fin)
 	s.log.Info("snapshot restored", "snapshot", short(target.ID), "files", len(res.Changes), "safety", short(safety.ID))
 	return res, nil
+}
+
+// restored notes a restore that succeeded: the journal of one that
+// stopped before it, if any, goes (this one superseded it, or finished
+// it), and an interrupted one reported is acknowledged (by a restore
+// asked for; its own finish acknowledges nothing).
+func (s *Store) restored(fin *finishing) {
+	if err := os.Remove(filepath.Join(s.opt.Dir, journalFile)); err == nil {
+		atomicfile.SyncDir(s.opt.Dir)
+	}
+	if fin == nil && s.interrupted.Load() != nil {
+		s.setInterrupted(nil)
+	}
+}
+
+// stoppedPartWay reports a restore that failed after its first change
+// (a full disk, a file system error): its journal stays, and the next
+// start finishes it.
+func (s *Store) stoppedPartWay(head journalHead, done int, err error) {
+	r := head.report(done, s.now().UTC())
+	r.Problem = "it stopped part way (" + err.Error() + "); the next start of the daemon finishes it"
+	s.setInterrupted(&r)
+	s.log.Warn("snapshot restore stopped part way; the next start finishes it, and the safety snapshot undoes it",
+		"snapshot", short(head.Snapshot), "safety", short(head.Safety), "done", done, "files", len(head.Changes), "err", err)
 }
 
 // owner is who owns a file.
 type owner struct{ uid, gid int }
 
-// restoreOwners says who is to own what a restore writes: each file the
-// owner of the file it replaces, each new file and directory the owner of
-// the workdir. Only a daemon running as root sets owners (its files would
-// be root's otherwise).
-type restoreOwners struct {
-	files   map[string]owner // the files written, by their path
-	newDirs []string         // directories the restore makes, parents first
-	workdir owner
-}
-
-// ownersBefore records, before a restore writes, who owns what it will
-// replace and which directories it will make.
-func (s *Store) ownersBefore(writes []change) restoreOwners {
-	ro := restoreOwners{files: map[string]owner{}}
-	wfi, err := os.Lstat(s.work)
-	if err == nil {
-		if uid, gid, ok := ownerOf(wfi); ok {
-			ro.workdir = owner{uid, gid}
-		}
-	}
-	made := map[string]bool{}
+// ownersBefore records, before a restore writes, who is to own what it
+// writes: each file the owner of the file it replaces, each new one the
+// owner of the workdir (the directories it makes too: mkdirs). Only a
+// daemon running as root sets owners (its files would be root's
+// otherwise).
+func (w *workTree) ownersBefore(writes []change) map[string]owner {
+	owners := make(map[string]owner, len(writes))
 	for _, c := range writes {
-		o := ro.workdir
-		if fi, err := os.Lstat(filepath.Join(s.work, filepath.FromSlash(c.path))); err == nil {
+		o := w.owner
+		if fi, err := w.lstat(c.path); err == nil {
 			if uid, gid, ok := ownerOf(fi); ok {
 				o = owner{uid, gid}
 			}
 		}
-		ro.files[c.path] = o
-		segs := strings.Split(c.path, "/")
-		for i := 1; i < len(segs); i++ {
-			dir := strings.Join(segs[:i], "/")
-			if made[dir] {
-				continue
-			}
-			if _, err := os.Lstat(filepath.Join(s.work, filepath.FromSlash(dir))); errors.Is(err, fs.ErrNotExist) {
-				made[dir] = true
-				ro.newDirs = append(ro.newDirs, dir)
-			}
-		}
+		owners[c.path] = o
 	}
-	return ro
-}
-
-// settle gives what a restore wrote the permissions recorded with the
-// snapshot (modeLines: only ever fewer than git's) and, when the daemon
-// runs as root, its owners (restoreOwners). Nothing is done through a
-// symbolic link.
-func (s *Store) settle(modes map[string]fs.FileMode, ro restoreOwners) error {
-	asRoot := os.Geteuid() == 0
-	fix := func(rel string, want owner, dir bool) error {
-		if s.symlinkOnPath(rel, false) != "" {
-			return nil
-		}
-		abs := filepath.Join(s.work, filepath.FromSlash(rel))
-		fi, err := os.Lstat(abs)
-		if err != nil {
-			return err
-		}
-		if asRoot {
-			if err := os.Lchown(abs, want.uid, want.gid); err != nil {
-				return err
-			}
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 || fi.IsDir() != dir {
-			return nil
-		}
-		if m, ok := modes[rel]; ok && m != fi.Mode().Perm() {
-			return os.Chmod(abs, m&fi.Mode().Perm())
-		}
-		return nil
-	}
-	for _, d := range ro.newDirs {
-		if err := fix(d, ro.workdir, true); err != nil {
-			return err
-		}
-	}
-	for _, p := range slices.Sorted(maps.Keys(ro.files)) {
-		if err := fix(p, ro.files[p], false); err != nil {
-			return err
-		}
-	}
-	return nil
+	return owners
 }
 
 // restoredFile lists (NUL-separated) the files the last restore wrote.
@@ -299,7 +351,8 @@ func (s *Store) writeRestored(writes []change) {
 }
 
 // checkPaths checks the paths a restore is limited to and returns them
-// clean, relative, with "/". "." or "" alone means the whole tree.
+// clean, relative, with "/" (in their order: restore refuses one through
+// a symbolic link by its index). "." alone means the whole tree.
 func (s *Store) checkPaths(paths []string) ([]string, error) {
 	var clean []string
 	for i, p := range paths {
@@ -333,9 +386,6 @@ func (s *Store) checkPaths(paths []string) ([]string, error) {
 				return nil, refuse("a path in the daemon's own directory")
 			}
 		}
-		if link := s.symlinkOnPath(c, false); link != "" {
-			return nil, refuse(fmt.Sprintf("a path through the symbolic link %s (restore the link itself)", link))
-		}
 		clean = append(clean, c)
 	}
 	return clean, nil
@@ -364,13 +414,11 @@ func (s *Store) symlinkOnPath(rel string, last bool) string {
 }
 
 // blocked says why a file of the snapshot cannot be written, or "".
-func (s *Store) blocked(c change, removing map[string]bool) string {
+func (w *workTree) blocked(c change, removing map[string]bool) string {
 	segs := strings.Split(c.path, "/")
-	cur := s.work
-	for i, seg := range segs {
-		cur = filepath.Join(cur, seg)
+	for i := range segs {
 		rel := strings.Join(segs[:i+1], "/")
-		fi, err := os.Lstat(cur)
+		fi, err := w.lstat(rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			return ""
 		}
@@ -383,9 +431,11 @@ func (s *Store) blocked(c change, removing map[string]bool) string {
 			return "" // a snapshotted file that the restore removes first
 		case !lastSeg && fi.IsDir():
 			continue
+		case !lastSeg && fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Sprintf("%s is a symbolic link where the snapshot has a directory, and is in no snapshot; it is not followed: move it away first", rel)
 		case !lastSeg:
 			return fmt.Sprintf("%s is in the way and is in no snapshot (ignored or too large); move it away first", rel)
-		case fi.IsDir() && !s.emptiedBy(rel, removing):
+		case fi.IsDir() && !w.emptiedBy(rel, removing):
 			return "a directory is in the way; move it away first"
 		case fi.IsDir():
 			return "" // its files are all removed first, and it with them
@@ -396,65 +446,4 @@ func (s *Store) blocked(c change, removing map[string]bool) string {
 		}
 	}
 	return ""
-}
-
-// emptiedBy reports whether every file under the directory rel is one the
-// restore removes (a snapshotted file the snapshot lacks), so that the
-// directory is gone before the restore writes rel.
-func (s *Store) emptiedBy(rel string, removing map[string]bool) bool {
-	root := filepath.Join(s.work, filepath.FromSlash(rel))
-	all := true
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		r, _ := filepath.Rel(s.work, p)
-		if !removing[filepath.ToSlash(r)] {
-			all = false
-			return fs.SkipAll
-		}
-		return nil
-	})
-	return err == nil && all
-}
-
-// remove deletes one file the snapshot does not hold, then the
-// directories it leaves empty, never through a symbolic link.
-func (s *Store) remove(rel string) error {
-	if link := s.symlinkOnPath(rel, false); link != "" {
-		return fmt.Errorf("not removing %s: it lies through the symbolic link %s", rel, link)
-	}
-	abs := filepath.Join(s.work, filepath.FromSlash(rel))
-	if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	for dir := filepath.Dir(abs); dir != s.work; dir = filepath.Dir(dir) {
-		if _, in := inside(s.work, dir); !in || os.Remove(dir) != nil {
-			break // not empty, or not ours
-		}
-	}
-	return nil
-}
-
-// readIndex reads a tree into the temporary index a restore checks out
-// from.
-func (s *Store) readIndex(ctx context.Context, index, tree string) error {
-	_, err := s.git.run(ctx, call{args: []string{"read-tree", tree}, env: []string{"GIT_INDEX_FILE=" + index}})
-	return err
-}
-
-// checkout writes files of the temporary index (readIndex) into the
-// workdir with git checkout-index: git writes symbolic links as links,
-// sets modes, and never writes through a symbolic link on the way.
-func (s *Store) checkout(ctx context.Context, index string, files []change) error {
-	var list bytes.Buffer
-	for _, c := range files {
-		list.WriteString(c.path)
-		list.WriteByte(0)
-	}
-	_, err := s.git.run(ctx, call{args: []string{"checkout-index", "-f", "-q", "-z", "--stdin"}, stdin: &list, env: []string{"GIT_INDEX_FILE=" + index}, inWork: true})
-	return err
 }

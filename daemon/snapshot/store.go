@@ -123,6 +123,8 @@ type Store struct {
 	now    func() time.Time
 	work   string // Workdir, absolute and clean
 	realWk string // Workdir with symbolic links resolved
+	// workID is the directory Open found at Workdir (workdir.go).
+	workID fs.FileInfo
 
 	baseExclude []byte   // info/exclude as written by Open
 	ignoreDirs  []string // sorted, for the size walk
@@ -148,6 +150,13 @@ type Store struct {
 	// where a Take changes the store in process (pointBlobs…), so a test
 	// can kill the process there.
 	pointHook func(point string)
+	// restoreHook, when set (by tests: HoldRestoreEnv), runs at each
+	// point of a restore (hold), so a test can kill the process there.
+	restoreHook func(point string)
+	// interrupted is the interrupted restore reported (journal.go);
+	// interruptedPaths the files of the one Open found.
+	interrupted      atomic.Pointer[InterruptedRestore]
+	interruptedPaths []string
 
 	mu          sync.Mutex // one writer: Take, Restore, GC, Close
 	newest      Snapshot   // newest.n == 0: no snapshot yet
@@ -198,9 +207,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("snapshot store: workdir %q must be an absolute path", opt.Workdir)
 	}
 	opt.Dir, opt.Workdir = filepath.Clean(opt.Dir), filepath.Clean(opt.Workdir)
-	if fi, err := os.Stat(opt.Workdir); err != nil {
+	workID, err := os.Stat(opt.Workdir)
+	if err != nil {
 		return nil, fmt.Errorf("snapshot store: workdir: %w", err)
-	} else if !fi.IsDir() {
+	} else if !workID.IsDir() {
 		return nil, fmt.Errorf("snapshot store: workdir %s is not a directory", opt.Workdir)
 	}
 	if opt.MaxFileBytes == 0 {
@@ -237,6 +247,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		now:              opt.Now,
 		work:             opt.Workdir,
 		realWk:           realWk,
+		workID:           workID,
 		oversized:        map[string]int64{},
 		bigIgnored:       map[string]int64{},
 		fixIgnored:       true, // the ignore rules may have changed since the last run
@@ -266,7 +277,11 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		}
 	}
 	s.count = len(all)
+	s.restoreHook = holdFromEnv()
 	s.startCollector()
+	// A restore a kill, a crash or a full disk interrupted is finished
+	// before the store is used (journal.go).
+	s.finishInterrupted(ctx)
 	s.gcKick(-1) // the bounds may have changed while the daemon was away
 	return s, nil
 }

@@ -51,6 +51,9 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 	if s.closed.Load() {
 		return Snapshot{}, false, ErrClosed
 	}
+	if err := s.stillWork(); err != nil {
+		return Snapshot{}, false, err // another directory is not the agent's
+	}
 	start := time.Now()
 	defer s.dropTakePack() // what a Take that made no snapshot wrote
 	notes := s.takeNotes()

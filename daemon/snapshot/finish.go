@@ -1,0 +1,130 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// finishTimeout bounds the finish of an interrupted restore at Open: it
+// may write as many files as the restore did, past Open's own bound (a
+// half restored tree is worse than a slow start).
+const finishTimeout = 10 * time.Minute
+
+// finishing is what a restore that finishes an interrupted one carries:
+// the interrupted one's journal, and its files (the finish changes no
+// others).
+type finishing struct {
+	prior journalHead
+	only  map[string]bool
+}
+
+// finishInterrupted finishes the restore a journal left in the store (see
+// journal.go) and reports it; with no journal, it loads the report the
+// last run kept.
+func (s *Store) finishInterrupted(ctx context.Context) {
+	path := filepath.Join(s.opt.Dir, journalFile)
+	head, done, err := readJournal(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		s.loadInterrupted()
+		return
+	}
+	found := s.now().UTC()
+	if err != nil {
+		aside := path + ".damaged"
+		os.Rename(path, aside)
+		s.setInterrupted(&InterruptedRestore{Found: found, Problem: fmt.Sprintf(
+			"a restore was interrupted and its journal cannot be read (%v): the tree may be half restored; the journal is set aside as %s", err, aside)})
+		s.log.Warn("snapshot store: a restore was interrupted and its journal cannot be read; the tree may be half restored", "journal", aside, "err", err)
+		return
+	}
+	r := head.report(done, found)
+	s.interruptedPaths = make([]string, 0, len(head.Changes))
+	for _, c := range head.Changes {
+		s.interruptedPaths = append(s.interruptedPaths, c.Path)
+	}
+	if dev, ino, ok := fileID(s.workID); ok && head.Dev != 0 && (dev != head.Dev || ino != head.Ino) {
+		r.Problem = fmt.Sprintf("the workdir %s is not the directory the restore began in (%s), so it was not finished there: point the workdir back and restart the daemon, or remove %s to leave it unfinished",
+			s.work, head.Workdir, path)
+		s.setInterrupted(&r)
+		return
+	}
+	s.removeTemps(head)
+	only := make(map[string]bool, len(head.Changes))
+	for _, c := range head.Changes {
+		only[c.Path] = true
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	res, err := s.restore(ctx, head.Snapshot, head.Paths, false, &finishing{prior: head, only: only})
+	if err != nil {
+		r.Problem = "finishing it failed: " + err.Error() + "; the next start tries again"
+		s.setInterrupted(&r)
+		return
+	}
+	r.Finished, r.FinishSafety = true, res.Safety
+	s.setInterrupted(&r)
+}
+
+// removeTemps removes the files a killed restore was writing under their
+// temporary names (tempName) before it could rename them into place.
+func (s *Store) removeTemps(head journalHead) {
+	top, err := s.openWork()
+	if err != nil {
+		return
+	}
+	w := newWorkTree(top)
+	defer w.close()
+	for i, c := range head.Changes {
+		if c.Remove {
+			continue
+		}
+		parent, _, _ := cutLast(c.Path)
+		if d, err := w.dir(parent); err == nil {
+			d.Remove(tempName(head.ID, i))
+		}
+	}
+}
+
+// HoldRestoreEnv is a test hook, read by Open: "POINT FIFO" holds every
+// restore of the store at POINT ("before-first": its journal written,
+// nothing changed; "after-N": N files changed; "after-last": every file
+// changed, the journal still there) until the test lets it go: it writes
+// FIFO.held, then opens the named pipe FIFO (which the test made) for
+// reading, which waits for a writer, and reads it to its end. A test
+// kills the daemon there with SIGKILL, on any machine's speed.
+const HoldRestoreEnv = "CONTINUITYD_TEST_HOLD_RESTORE"
+
+// holdFromEnv is the hook HoldRestoreEnv asks for, or nil.
+func holdFromEnv() func(point string) {
+	v := os.Getenv(HoldRestoreEnv)
+	point, fifo, ok := strings.Cut(v, " ")
+	if !ok || point == "" || fifo == "" {
+		return nil
+	}
+	return func(at string) {
+		if at != point {
+			return
+		}
+		if err := os.WriteFile(fifo+".held", []byte(at), 0o600); err != nil {
+			return
+		}
+		if f, err := os.Open(fifo); err == nil {
+			io.Copy(io.Discard, f)
+			f.Close()
+		}
+	}
+}
+
+// hold runs the restore hook at point, if there is one.
+func (s *Store) hold(point string) {
+	if s.restoreHook != nil {
+		s.restoreHook(point)
+	}
+}

@@ -1,0 +1,262 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/continuityd/continuityd/internal/atomicfile"
+)
+
+// A restore is journaled. Before it changes the first file it writes
+// restore.journal in the store (fsynced, atomically): the snapshot, the
+// safety snapshot of the tree before it, what it was limited to, the
+// workdir it acts in (device and inode), and every file it will remove or
+// write; it appends its progress as it goes (every journalEvery files),
+// and removes the journal once the last file is in
+// place and the file system is synced. A restore interrupted by a kill, a
+// crash or a full disk leaves the journal, and the next Open finishes it
+// (finishInterrupted).
+//
+// Finished, not rolled back: the restore was asked for, and the safety
+// snapshot taken before its first change already holds the tree as it
+// was, so finishing loses nothing and one command (the report's) undoes
+// it; rolling back would throw away a request the client may believe done
+// (the daemon can die after the last file, before its answer), and would
+// need a safety snapshot and a restore of its own anyway. The finish is a
+// restore of the same snapshot limited to the journaled files: it takes a
+// safety snapshot of the tree as it is now (what was changed after the
+// interruption is kept there) and goes through the same checks. It is
+// journaled in turn, keeping the first safety snapshot, so an interrupted
+// finish is finished at the start after.
+//
+// What was found is reported until the next successful restore, or for
+// interruptedShownFor after it was found (kept in restore.interrupted
+// across restarts): Interrupted, which the agent shows in status and
+// resume with the command that undoes it, and a WARN in the log.
+
+// Files of a restore's journal and report, in the store.
+const (
+	journalFile     = "restore.journal"
+	interruptedFile = "restore.interrupted"
+)
+
+// journalEvery is how many files a restore changes between two synced
+// progress lines of its journal.
+const journalEvery = 256
+
+// interruptedShownFor bounds how long an interrupted restore is reported
+// when no successful restore came after it.
+const interruptedShownFor = 7 * 24 * time.Hour
+
+// InterruptedRestore is a restore that a kill, a crash or a full disk
+// interrupted: what it was, how far it got, and what the store did about
+// it (it finishes it at its next start).
+type InterruptedRestore struct {
+	Snapshot string `json:"snapshot"` // the snapshot it restored
+	// Safety is the snapshot of the tree before the restore: restoring it
+	// (as Paths say) undoes the restore.
+	Safety string `json:"safety"`
+	// Paths are what the restore was limited to; none: the whole tree.
+	Paths []string  `json:"paths,omitempty"`
+	Began time.Time `json:"began"`
+	// Found is when the store found it interrupted: its next start, or
+	// the failure that stopped it.
+	Found time.Time `json:"found"`
+	Files int       `json:"files"` // the files it was to change
+	Done  int       `json:"done"`  // of them, known done when it stopped (at least)
+	// Finished is set once the store finished it; FinishSafety is then the
+	// snapshot of the tree as the finish found it (what changed after the
+	// interruption is there).
+	Finished     bool   `json:"finished"`
+	FinishSafety string `json:"finish_safety,omitempty"`
+	// Problem says why it is not finished (yet).
+	Problem string `json:"problem,omitempty"`
+}
+
+// Interrupted is the interrupted restore the store found (at Open, or a
+// restore that failed part way), until a restore succeeds after it or
+// interruptedShownFor passed; ok is false when there is none.
+func (s *Store) Interrupted() (r InterruptedRestore, ok bool) {
+	p := s.interrupted.Load()
+	if p == nil {
+		return InterruptedRestore{}, false
+	}
+	if s.now().Sub(p.Found) > interruptedShownFor {
+		return InterruptedRestore{}, false
+	}
+	return *p, true
+}
+
+// InterruptedChanges are the files the interrupted restore found at Open
+// was to change (the finish changed those still to do), for a caller that
+// must not take what they lost for lost work; nil when Open found none.
+func (s *Store) InterruptedChanges() []string {
+	return s.interruptedPaths
+}
+
+// journalHead is the journal's first line.
+type journalHead struct {
+	V        int       `json:"v"`
+	ID       string    `json:"id"` // names the restore's temporary files (tempName)
+	Snapshot string    `json:"snapshot"`
+	Safety   string    `json:"safety"`
+	Paths    []string  `json:"paths,omitempty"`
+	Began    time.Time `json:"began"`
+	// Workdir is the directory the restore acts in (links resolved), Dev
+	// and Ino its identity: a finish acts only there.
+	Workdir string          `json:"workdir"`
+	Dev     uint64          `json:"dev,omitempty"`
+	Ino     uint64          `json:"ino,omitempty"`
+	Changes []journalChange `json:"changes"`
+}
+
+// journalChange is one file of a restore: removed, or written (the i-th
+// change is written under tempName(ID, i) first).
+type journalChange struct {
+	Path   string `json:"path"`
+	Remove bool   `json:"remove,omitempty"`
+}
+
+// journalProgress is a line after the head: done files are changed.
+type journalProgress struct {
+	Done int `json:"done"`
+}
+
+// journal is a restore's journal being written.
+type journal struct {
+	head journalHead
+	f    *os.File
+	done int
+}
+
+// newJournalID names one restore's journal.
+func newJournalID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// startJournal writes the journal's head, synced, in place before the
+// restore's first change.
+func (s *Store) startJournal(head journalHead) (*journal, error) {
+	line, err := json.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(s.opt.Dir, journalFile)
+	if err := atomicfile.WriteFile(path, append(line, '\n'), 0o600); err != nil {
+		return nil, fmt.Errorf("the restore's journal cannot be written: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("the restore's journal cannot be written: %w", err)
+	}
+	return &journal{head: head, f: f}, nil
+}
+
+// progress notes one more file changed; every journalEvery files the
+// count is appended (note).
+func (j *journal) progress() error {
+	j.done++
+	if j.done%journalEvery != 0 {
+		return nil
+	}
+	return j.note()
+}
+
+// note appends the count of files changed. It is not synced: a kill
+// keeps it (the page cache outlives the process), a power loss may lose
+// some of it, and the count is only ever "at least" (a finish redoes what
+// is left from the files, not from the count).
+func (j *journal) note() error {
+	line, _ := json.Marshal(journalProgress{Done: j.done})
+	_, err := j.f.Write(append(line, '\n'))
+	return err
+}
+
+// close closes the journal's file; it stays on disk.
+func (j *journal) close() { j.f.Close() }
+
+// endJournal removes the journal of a restore that is done.
+func (s *Store) endJournal(j *journal) {
+	j.close()
+	path := filepath.Join(s.opt.Dir, journalFile)
+	if err := os.Remove(path); err != nil {
+		s.log.Warn("snapshot store: the journal of a restore that ended cannot be removed; the next start finds nothing left to do", "err", err)
+		return
+	}
+	atomicfile.SyncDir(s.opt.Dir)
+}
+
+// readJournal reads a journal left in the store: its head and the last
+// progress it recorded. A line cut short by a crash ends it.
+func readJournal(path string) (journalHead, int, error) {
+	var head journalHead
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return head, 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, len(b)+1)
+	if !sc.Scan() {
+		return head, 0, errors.New("it is empty")
+	}
+	if err := json.Unmarshal(sc.Bytes(), &head); err != nil || head.V != 1 || head.Snapshot == "" || head.ID == "" {
+		return head, 0, fmt.Errorf("its head does not read as a journal (%v)", err)
+	}
+	done := 0
+	for sc.Scan() {
+		var p journalProgress
+		if json.Unmarshal(sc.Bytes(), &p) != nil {
+			break
+		}
+		done = p.Done
+	}
+	return head, done, nil
+}
+
+// report is an interrupted restore from its journal.
+func (h journalHead) report(done int, found time.Time) InterruptedRestore {
+	return InterruptedRestore{Snapshot: h.Snapshot, Safety: h.Safety, Paths: h.Paths, Began: h.Began,
+		Found: found, Files: len(h.Changes), Done: done}
+}
+
+// setInterrupted reports r (nil: nothing) and keeps it for the next start.
+func (s *Store) setInterrupted(r *InterruptedRestore) {
+	s.interrupted.Store(r)
+	path := filepath.Join(s.opt.Dir, interruptedFile)
+	if r == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("snapshot store: the report of an interrupted restore cannot be removed", "err", err)
+		}
+		return
+	}
+	raw, _ := json.Marshal(r)
+	if err := atomicfile.WriteFile(path, raw, 0o600); err != nil {
+		s.log.Warn("snapshot store: the report of an interrupted restore cannot be kept; a restart forgets it", "err", err)
+	}
+}
+
+// loadInterrupted reads the report the last run kept, if it is still to
+// be shown.
+func (s *Store) loadInterrupted() {
+	raw, err := os.ReadFile(filepath.Join(s.opt.Dir, interruptedFile))
+	if err != nil {
+		return
+	}
+	var r InterruptedRestore
+	if err := json.Unmarshal(raw, &r); err != nil || s.now().Sub(r.Found) > interruptedShownFor {
+		s.setInterrupted(nil)
+		return
+	}
+	s.interrupted.Store(&r)
+}
