@@ -10,7 +10,7 @@ import (
 )
 
 // Markdown renders the resume for a person or an agent's context, most
-// important first: work lost, goal, next, blockers, do not, refuted, open commitments,
+// important first: a restore interrupted, work lost, goal, next, blockers, do not, refuted, open commitments,
 // decisions, receipts, since last visit, context, upstream health. When
 // limit > 0 and the text would be longer, whole sections are left out from
 // the end and a last line says so: nothing is cut silently. Every section
@@ -30,6 +30,9 @@ func (r *Resume) Markdown(limit int) string {
 		draft = r.Capsule.Capsule
 	}
 	head := termsafe.Text(r.markdownHead(now))
+	if ri := r.RestoreInterrupted; ri != nil {
+		add("Restore interrupted", ri.Summary(now))
+	}
 	add("Work lost", r.workLostText(now)) // first: it may still be brought back
 	goal := r.Focus
 	if goal == "" {

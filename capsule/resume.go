@@ -44,6 +44,10 @@ type Resume struct {
 	// WorkLost is uncommitted work that vanished (capsule/worklost.go),
 	// oldest first; the daemon fills it at read time.
 	WorkLost []WorkLost `json:"work_lost,omitempty"`
+	// RestoreInterrupted is a restore of the work tree that was
+	// interrupted (capsule/restoreinterrupted.go); the daemon fills it at
+	// read time.
+	RestoreInterrupted *RestoreInterrupted `json:"restore_interrupted,omitempty"`
 }
 
 // WorkingStateRecord is the stored private note with its timestamp.

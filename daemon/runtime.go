@@ -56,7 +56,7 @@ func (d *Daemon) Status() api.Status {
 			Name: name, Workdir: a.Config().Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
 			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,
 			Degraded: res.Degraded, Refused: res.Refused, Components: a.Capture().Health(), FleetConflict: res.FleetConflict, RestoredFrom: res.RestoredFrom,
-			SnapshotProblem: a.SnapshotProblem(),
+			SnapshotProblem: a.SnapshotProblem(), RestoreInterrupted: res.RestoreInterrupted,
 		})
 	}
 	return st

@@ -14,6 +14,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/daemon/worklost"
 )
 
 // StoreDir is the agent's snapshot store in its state directory.
@@ -32,6 +33,10 @@ type SnapshotStore interface {
 	Lookup(ctx context.Context, id string) (snapshot.Snapshot, error)
 	Newest() (snapshot.Snapshot, bool)
 	GCProblem() string
+	// Interrupted and InterruptedChanges: an interrupted restore the
+	// store found (and finished) as it opened.
+	Interrupted() (snapshot.InterruptedRestore, bool)
+	InterruptedChanges() []string
 	Close() error
 }
 
@@ -81,15 +86,53 @@ func (a *Agent) openSnapshots(o *snapshot.Options, open OpenSnapshots) {
 		a.fsnaps.snapshotTaken() // nil (a no-op) when the fleet does not take snapshots
 	})
 	a.capture.OnWorkLost(a.workLost)
+	a.reportInterrupted(st)
+}
+
+// reportInterrupted logs the interrupted restore the store found as it
+// opened (and finished, or could not), with the command that undoes it;
+// what it changed is the daemon's doing, not lost work.
+func (a *Agent) reportInterrupted(st SnapshotStore) {
+	changed := st.InterruptedChanges()
+	ir, ok := st.Interrupted()
+	if changed == nil || !ok {
+		return
+	}
+	a.capture.NoteRestored(changed)
+	ri := a.restoreInterrupted(ir)
+	msg := "a restore of the work tree was interrupted (a kill, a crash or a full disk); it was finished now"
+	if !ir.Finished {
+		msg = "a restore of the work tree was interrupted (a kill, a crash or a full disk) and is not finished: " + ir.Problem
+	}
+	a.log.Warn(msg, "snapshot", ir.Snapshot, "safety", ir.Safety, "files", ir.Files, "done", ir.Done, "undo", ri.Undo)
+}
+
+// restoreInterrupted is the store's interrupted restore as resume and
+// status show it, with the command that undoes it: its safety snapshot
+// restored, whole or on the paths the restore was limited to.
+func (a *Agent) restoreInterrupted(ir snapshot.InterruptedRestore) *capsule.RestoreInterrupted {
+	ri := &capsule.RestoreInterrupted{Snapshot: ir.Snapshot, Safety: ir.Safety, Began: ir.Began, Found: ir.Found,
+		Files: ir.Files, Done: ir.Done, Finished: ir.Finished, FinishSafety: ir.FinishSafety, Problem: ir.Problem}
+	switch {
+	case ir.Safety == "":
+	case len(ir.Paths) > 0:
+		ri.Undo = worklost.PathsCommand(ir.Safety, a.name, ir.Paths)
+	default:
+		ri.Undo = worklost.PathsCommand(ir.Safety, a.name, nil) + " --all"
+	}
+	return ri
 }
 
 // SnapshotProblem says why the agent shows degraded ["snapshots"]: the
-// store could not be opened, the last snapshot or the store's last garbage
-// collection failed; "" when nothing is wrong.
+// store could not be opened, the workdir's path leads elsewhere now, the
+// last snapshot or the store's last garbage collection failed; "" when
+// nothing is wrong.
 func (a *Agent) SnapshotProblem() string {
 	switch {
 	case a.snapErr != nil:
 		return "work snapshots are unavailable: " + a.snapErr.Error()
+	case a.snaps != nil && a.snaps.WorkdirProblem() != "":
+		return a.snaps.WorkdirProblem()
 	case a.capture.SnapshotError() != nil:
 		return "the last work snapshot failed: " + a.capture.SnapshotError().Error()
 	case a.snaps != nil:
@@ -100,11 +143,14 @@ func (a *Agent) SnapshotProblem() string {
 
 // fillSnapshot sets resume's snapshot key and names snapshots degraded.
 func (a *Agent) fillSnapshot(r *capsule.Resume) {
-	if (a.snapErr != nil || (a.snaps != nil && a.snaps.GCProblem() != "")) && !slices.Contains(r.Degraded, "snapshots") {
+	if (a.snapErr != nil || (a.snaps != nil && (a.snaps.GCProblem() != "" || a.snaps.WorkdirProblem() != ""))) && !slices.Contains(r.Degraded, "snapshots") {
 		r.Degraded = append(r.Degraded, "snapshots")
 	}
 	if a.snaps == nil {
 		return
+	}
+	if ir, ok := a.snaps.Interrupted(); ok {
+		r.RestoreInterrupted = a.restoreInterrupted(ir)
 	}
 	if s, ok := a.snaps.Newest(); ok {
 		r.Snapshot = &capsule.SnapshotRef{ID: s.ID, At: s.Time, Trigger: s.Trigger, Files: s.Files()}

@@ -14,13 +14,16 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/continuityd/continuityd/daemon/snapshot"
 )
 
 // start starts a worker process: its two sockets as descriptors 3 (the
 // calls) and 4 (the opens), the owner's credentials when the daemon is
 // root, its own process group (a terminal's Ctrl-C is the daemon's to
 // handle), killed with the daemon, an environment of PATH and LC_ALL
-// only, and its stderr into the daemon's log.
+// only (and a test's snapshot.HoldRestoreEnv), and its stderr into the
+// daemon's log.
 func (w *Worker) start(gen uint64) (*process, error) {
 	o := w.pool.o
 	stream, err := socketPair(unix.SOCK_STREAM, "calls")
@@ -37,6 +40,9 @@ func (w *Worker) start(gen uint64) (*process, error) {
 	defer packet[1].Close()
 	cmd := exec.Command(o.Program, o.Args...)
 	cmd.Env = []string{"PATH=" + o.Path, "LC_ALL=C"}
+	if hold := os.Getenv(snapshot.HoldRestoreEnv); hold != "" {
+		cmd.Env = append(cmd.Env, snapshot.HoldRestoreEnv+"="+hold) // a test's hook, for the stores it hosts
+	}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{stream[1], packet[1]}
 	cmd.Stderr = newLineLog(w.log)

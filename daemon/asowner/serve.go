@@ -219,6 +219,11 @@ func (s *server) do(ctx context.Context, op string, req request) (any, error) {
 		return st.Progress(), nil
 	case opGCProblem:
 		return problemAnswer{Problem: st.GCProblem()}, nil
+	case opWorkdir:
+		return problemAnswer{Problem: st.WorkdirProblem()}, nil
+	case opInterrupted:
+		r, ok := st.Interrupted()
+		return interruptedAnswer{Restore: r, OK: ok, Changes: st.InterruptedChanges()}, nil
 	case opFollow:
 		st.Follow()
 		return empty{}, nil

@@ -255,6 +255,46 @@ func (s *Store) GCProblem() string {
 	return cut(ans.Problem, maxMessage)
 }
 
+// WorkdirProblem is (*snapshot.Store).WorkdirProblem; a worker that
+// cannot be asked says nothing here (GCProblem says it).
+func (s *Store) WorkdirProblem() string {
+	if s.closed.Load() {
+		return ""
+	}
+	var ans problemAnswer
+	if err := s.quick(opWorkdir, request{}, &ans); err != nil {
+		return ""
+	}
+	return cut(ans.Problem, maxMessage)
+}
+
+// interrupted asks the worker for its store's interrupted restore, its
+// ids checked and its problem bounded.
+func (s *Store) interrupted() (interruptedAnswer, bool) {
+	var ans interruptedAnswer
+	if s.closed.Load() || s.quick(opInterrupted, request{}, &ans) != nil || !ans.OK {
+		return interruptedAnswer{}, false
+	}
+	r := &ans.Restore
+	if s.checkIDs(opInterrupted, r.Snapshot, r.Safety, r.FinishSafety) != nil || r.Files < 0 || r.Done < 0 {
+		return interruptedAnswer{}, false
+	}
+	r.Problem = cut(r.Problem, maxMessage)
+	return ans, true
+}
+
+// Interrupted is (*snapshot.Store).Interrupted.
+func (s *Store) Interrupted() (snapshot.InterruptedRestore, bool) {
+	ans, ok := s.interrupted()
+	return ans.Restore, ok
+}
+
+// InterruptedChanges is (*snapshot.Store).InterruptedChanges.
+func (s *Store) InterruptedChanges() []string {
+	ans, _ := s.interrupted()
+	return ans.Changes
+}
+
 // Follow is (*snapshot.Store).Follow.
 func (s *Store) Follow() {
 	s.mu.Lock()

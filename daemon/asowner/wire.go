@@ -39,6 +39,8 @@ const (
 	opHold          = "hold"
 	opRelease       = "release"
 	opMissing       = "missing"
+	opWorkdir       = "workdir_problem"
+	opInterrupted   = "interrupted"
 )
 
 // Bounds of what crosses the wire.
@@ -112,6 +114,11 @@ type (
 	missingAnswer struct {
 		Missing []string `json:"missing"`
 	}
+	interruptedAnswer struct {
+		Restore snapshot.InterruptedRestore `json:"restore"`
+		OK      bool                        `json:"ok"`
+		Changes []string                    `json:"changes"`
+	}
 	empty struct{}
 )
 
@@ -139,6 +146,7 @@ var refusalCodes = map[string]bool{
 	capsule.CodeNotFound:     true,
 	capsule.CodeInvalidField: true,
 	capsule.CodeSnapshotsOff: true,
+	capsule.CodeAgentMoved:   true, // the workdir's path leads elsewhere now
 }
 
 // toWire is how the worker sends err.

@@ -55,6 +55,8 @@ func (c *Capture) snapshotHealth() Component {
 	err := s.err
 	s.mu.Unlock()
 	switch {
+	case s.store.WorkdirProblem() != "":
+		h.State, h.Detail = StateDegraded, s.store.WorkdirProblem()
 	case err != nil:
 		h.State, h.Detail = StateDegraded, err.Error()
 	default:

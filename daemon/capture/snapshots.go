@@ -33,6 +33,9 @@ type Snapshots interface {
 	NoteChanged(paths []string)
 	NoteUnknown()
 	SetConversation(point func() snapshot.Conversation)
+	// WorkdirProblem says why the store refuses to act: the workdir's
+	// path leads elsewhere now ("" when it does not).
+	WorkdirProblem() string
 	// Tool is the git the store runs; the capture runs it on the agent's
 	// repository too (as the workdir's owner, Options.GitAs).
 	Tool() *gittool.Tool

@@ -233,6 +233,16 @@ func (c *Capture) Restoring(restore func() (snapshot.RestoreResult, error)) (sna
 	return res, err
 }
 
+// NoteRestored has the next check leave paths out: a restore by the daemon
+// changed them without Restoring (one interrupted, and finished as the
+// store opened). Call it after UseSnapshots.
+func (c *Capture) NoteRestored(paths []string) {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	c.lost.kept.Restored = append(c.lost.kept.Restored, paths...)
+	c.saveLosses()
+}
+
 // WorkLost is the uncommitted work that vanished and is still away, oldest
 // first, as resume shows it (paths redacted).
 func (c *Capture) WorkLost() []capsule.WorkLost {

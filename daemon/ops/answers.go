@@ -83,6 +83,9 @@ type AgentStatus struct {
 	Components []capture.Component `json:"components"`
 	// SnapshotProblem says why degraded names "snapshots".
 	SnapshotProblem string `json:"snapshot_problem,omitempty"`
+	// RestoreInterrupted is a restore of the work tree that was
+	// interrupted, and the command that undoes it.
+	RestoreInterrupted *capsule.RestoreInterrupted `json:"restore_interrupted,omitempty"`
 	// Damaged is set for an agent refused because its files are damaged:
 	// what was found and the way out. Such an agent is not served.
 	Damaged string `json:"damaged,omitempty"`

@@ -143,6 +143,10 @@ func encodeSavedState(st *savedState, buf []byte) ([]byte, error) {
 		w.Key("work_lost")
 		w.Value(r.WorkLost)
 	}
+	if r.RestoreInterrupted != nil {
+		w.Key("restore_interrupted")
+		w.Value(r.RestoreInterrupted)
+	}
 	// savedState's own fields, which hide the Resume's, come last; they
 	// are never set.
 	if st.Snapshot != nil {

@@ -21,7 +21,7 @@ import (
 
 // workdirMoved is the refusal when the workdir's path no longer leads to
 // the directory Open found, or nil.
-func (s *Store) workdirMoved(now fs.FileInfo, err error) error {
+func (s *Store) workdirMoved(now fs.FileInfo, err error) *capsule.Error {
 	if err == nil && os.SameFile(s.workID, now) {
 		return nil
 	}
@@ -50,7 +50,7 @@ func errText(err error) string {
 func (s *Store) WorkdirProblem() string {
 	fi, err := os.Stat(s.work)
 	if moved := s.workdirMoved(fi, err); moved != nil {
-		return moved.Error()
+		return moved.Message
 	}
 	return ""
 }
@@ -76,5 +76,8 @@ func (s *Store) openWork() (*beneath.Dir, error) {
 // path) is refused too.
 func (s *Store) stillWork() error {
 	fi, err := os.Stat(s.work)
-	return s.workdirMoved(fi, err)
+	if moved := s.workdirMoved(fi, err); moved != nil {
+		return moved
+	}
+	return nil
 }

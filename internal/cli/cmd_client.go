@@ -236,6 +236,9 @@ func cmdStatus(ctx context.Context, e *Env, args []string) int {
 		if a.SnapshotProblem != "" {
 			fmt.Fprintf(e.Stdout, "\nagent %s: degraded [\"snapshots\"]: %s\n", a.Name, a.SnapshotProblem)
 		}
+		if a.RestoreInterrupted != nil {
+			fmt.Fprintf(e.Stdout, "\nagent %s: %s", termsafe.Name(a.Name), termsafe.Text(a.RestoreInterrupted.Summary(time.Now())))
+		}
 	}
 	return ExitOK
 }
