@@ -5,13 +5,17 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/continuityd/continuityd/daemon/snapshot"
 )
@@ -247,6 +251,227 @@ func TestRestoreRefusedWhenTheWorkdirLinkMoved(t *testing.T) {
 	if code, out, _ := cli(t, env, "", "status"); code != 0 || !strings.Contains(out, "degraded [\"snapshots\"]: the workdir "+link+" now leads to "+b) ||
 		!strings.Contains(out, "snapshots    degraded: the workdir") {
 		t.Fatalf("continuityd status (exit %d):\n%s", code, out)
+	}
+	if code := p.terminate(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// swapEnv makes the test binary a child that swaps two names with
+// renameat2(RENAME_EXCHANGE), as an unprivileged attacker would time it:
+// whenever the first name's directory changes (a restore is writing or
+// removing there), a burst of swapBurst swaps that leaves both names as
+// they were (the next restore's safety snapshot then reads a whole tree),
+// and the events the burst itself caused are dropped. A name the restore
+// removed (the link, through a name that was the link then) is made
+// again. It runs until its stdin ends and then prints how many swaps it
+// made.
+const swapEnv = "CONTINUITYD_TEST_SWAP"
+
+const swapBurst = 4000 // even
+
+func init() { children[swapEnv] = runSwapper }
+
+func runSwapper() int {
+	args := strings.Split(os.Getenv(swapEnv), "\n")
+	a, b, target := args[0], args[1], args[2]
+	var n atomic.Int64
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		fmt.Println(n.Load())
+		os.Exit(0)
+	}()
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := unix.InotifyAddWatch(in, a, unix.IN_CREATE|unix.IN_DELETE|unix.IN_ATTRIB|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
+		return fail(err)
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := unix.Read(in, buf); err != nil {
+			return fail(err)
+		}
+		for range swapBurst {
+			err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+			if err == unix.ENOENT {
+				missing := a
+				if _, err := os.Lstat(b); err != nil {
+					missing = b
+				}
+				err = os.Symlink(target, missing)
+			}
+			if err != nil {
+				return fail(err)
+			}
+			n.Add(1)
+		}
+		if fi, err := os.Lstat(a); err == nil && !fi.IsDir() {
+			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+				return fail(err)
+			}
+		}
+		if err := unix.SetNonblock(in, true); err != nil {
+			return fail(err)
+		}
+		for {
+			if _, err := unix.Read(in, buf); err != nil {
+				break
+			}
+		}
+		if err := unix.SetNonblock(in, false); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// TestRootRestoreRacingSymlinkSwaps: the daemon runs as root, the agent's
+// workdir is uid 40001's, and that user swaps a directory of the workdir
+// with a symbolic link to a root-owned 0700 directory outside it while
+// the daemon restores (through its API) a snapshot that holds the
+// directory's files (written and given to the workdir's owner) and one
+// that lacks them (removed; the directory kept non-empty), for 10 s (the
+// package test races 3,000 files for 30 s, the store as root itself).
+// Nothing outside the workdir changes: the directory's files are all
+// there, root's, 0600, as they were. (Here the restores run in the
+// owner's worker, as the owner, behind the handles beneath the workdir.)
+func TestRootRestoreRacingSymlinkSwaps(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("races restores for 10 s")
+	}
+	top := usersTop(t, "cdrace", "work")
+	work, secret := filepath.Join(top, "work"), filepath.Join(top, "secret")
+	const files = 300
+	name := func(i int) string { return fmt.Sprintf("f%03d", i) }
+	if err := os.Mkdir(secret, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(secret, name(i)), []byte("root's "+name(i)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, work, "d/keep", "keep\n")
+	for i := range files {
+		writeFile(t, work, "d/"+name(i), "the user's "+name(i)+"\n")
+	}
+	if err := os.Symlink(secret, filepath.Join(work, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := filepath.WalkDir(work, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, daemonID, daemonID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	socket, config := filepath.Join(top, "d.sock"), filepath.Join(top, "continuityd.toml")
+	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n\n[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n",
+		filepath.Join(top, "state"), socket, work)
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, socket, nil, "run", "--config", config)
+	with := waitSnapshots(t, p, 1, time.Minute, "the start snapshot")[0]
+	for i := range files {
+		if err := os.Remove(filepath.Join(work, "d", name(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var without string
+	waitUntil(t, func() string { return "no snapshot without d/'s files; log:\n" + p.stderr.String() }, func() bool {
+		c := p.client()
+		defer c.CloseIdleConnections()
+		list, _ := get(t, c, "/v1/snapshots")["snapshots"].([]any)
+		for _, s := range list {
+			if s := s.(map[string]any); s["deleted"] == float64(files) {
+				without = s["id"].(string)
+				return true
+			}
+		}
+		return false
+	})
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(top, "swapper")
+	raw, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	swapper := exec.Command(bin, "-test.run=^$")
+	swapper.Env = append(os.Environ(), swapEnv+"="+filepath.Join(work, "d")+"\n"+filepath.Join(work, "link")+"\n"+secret)
+	swapper.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon}
+	var swaps, swapErr strings.Builder
+	swapper.Stdout, swapper.Stderr = &swaps, &swapErr
+	stop, err := swapper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := swapper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stopSwapper := func() {
+		if !stopped {
+			stopped = true
+			stop.Close()
+			if err := swapper.Wait(); err != nil {
+				t.Errorf("the swapper failed: %v\n%s", err, swapErr.String())
+			}
+		}
+	}
+	defer stopSwapper()
+
+	c := p.client()
+	defer c.CloseIdleConnections()
+	acted := map[string]int{}
+	restores := 0
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		for _, id := range []string{with, without} {
+			restores++
+			code, m := restore(t, c, id, map[string]any{"all": true})
+			if changes, _ := m["changes"].([]any); code == 200 && len(changes) > 0 {
+				acted[id]++
+			}
+		}
+	}
+	stopSwapper()
+	t.Logf("%d restores: %d wrote d/'s files, %d removed them; %s swaps", restores, acted[with], acted[without], strings.TrimSpace(swaps.String()))
+	if acted[with] == 0 || acted[without] == 0 {
+		t.Fatalf("the restores never got to write (%d) or remove (%d) d/'s files: the race was not run; log:\n%s", acted[with], acted[without], p.stderr.String())
+	}
+	var bad []string
+	if fi, err := os.Lstat(secret); err != nil || fi.Mode() != os.ModeDir|0o700 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		bad = append(bad, fmt.Sprintf("the directory outside: %v %v", fi, err))
+	}
+	if ents, _ := os.ReadDir(secret); len(ents) != files {
+		bad = append(bad, fmt.Sprintf("the directory outside holds %d files, had %d", len(ents), files))
+	}
+	for i := range files {
+		p := filepath.Join(secret, name(i))
+		fi, err := os.Lstat(p)
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		b, _ := os.ReadFile(p)
+		if st.Uid != 0 || st.Gid != 0 || fi.Mode() != 0o600 || string(b) != "root's "+name(i)+"\n" {
+			bad = append(bad, fmt.Sprintf("%s: now %v %d:%d %q", name(i), fi.Mode(), st.Uid, st.Gid, b))
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("a root restore racing symlink swaps changed %d things outside the workdir:\n%s", len(bad), strings.Join(bad[:min(len(bad), 20)], "\n"))
 	}
 	if code := p.terminate(t); code != 0 {
 		t.Fatalf("exit %d", code)

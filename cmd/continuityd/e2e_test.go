@@ -27,6 +27,11 @@ import (
 // through the front's hand-off as users' do.
 var binary string
 
+// children are the other roles the test binary plays as a child process,
+// by the environment variable that asks for each (registered by the
+// files that use them).
+var children = map[string]func() int{}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(mcpFloorEnv) != "" {
 		mcpFloorMain()
@@ -36,6 +41,11 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(askEnv) != "" {
 		askMain()
+	}
+	for env, run := range children {
+		if os.Getenv(env) != "" {
+			os.Exit(run())
+		}
 	}
 	dir, err := os.MkdirTemp("", "cdbin")
 	if err != nil {
