@@ -98,12 +98,61 @@ func TestRestoreKilledMidWayIsFinished(t *testing.T) {
 		t.Skip("kills and restarts the daemon three times")
 	}
 	w, work := snapshotWorkspace(t, "")
-	store := filepath.Join(w.state, "agents", "builder", "snapshots.git")
+	killedRestore(t, w, work, "", nil, []string{"before-first", "after-7", "after-last"})
+}
+
+// TestRootRestoreKilledInTheOwnersWorker is the same, once, with the
+// daemon as root over a workdir uid 40001 owns: the restore runs in the
+// owner's worker (which the kill ends too), and what the store found at
+// the restart reaches status, resume and the log through it.
+func TestRootRestoreKilledInTheOwnersWorker(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("kills and restarts the daemon")
+	}
+	top := usersTop(t, "cdkill", "work", "hold")
+	w := &workspace{dir: top, config: filepath.Join(top, "continuityd.toml"), socket: filepath.Join(top, "d.sock"), state: filepath.Join(top, "state")}
+	work := filepath.Join(top, "work")
+	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n\n[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n",
+		w.state, w.socket, work)
+	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	owned := func() {
+		if err := filepath.WalkDir(work, func(p string, _ os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, daemonID, daemonID)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killedRestore(t, w, work, filepath.Join(top, "hold"), owned, []string{"after-7"})
+}
+
+// killedRestore is the restore-kill test at points, with the workdir's
+// files given to their owner by owned (nil: nothing to do) after the test
+// writes them, and the test hook's pipe in holdDir ("": a temporary
+// directory).
+func killedRestore(t *testing.T, w *workspace, work, holdDir string, owned func(), points []string) {
+	t.Helper()
+	if owned == nil {
+		owned = func() {}
+	}
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket}
 	restoreTree(t, work, 1)
+	owned()
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	v1 := waitSnapshots(t, p, 1, time.Minute, "the start snapshot")[0]
+	store := filepath.Join(w.state, "agents", "builder", "snapshots.git")
+	if owners, _ := filepath.Glob(filepath.Join(w.state, "owners", "*", "builder-*", "snapshots.git")); len(owners) == 1 {
+		store = owners[0] // the owner's, in root mode
+	} else if holdDir != "" {
+		t.Fatalf("no store of the owner's (%v): the restores would not run in the owner's worker", owners)
+	}
 	restoreTree(t, work, 2)
+	owned()
 	waitUntil(t, func() string { return "no snapshot of version 2; log:\n" + p.stderr.String() }, func() bool {
 		ids := listedSnapshots(t, p)
 		return len(ids) > 1 && storeGit(t, store, "ls-tree", "-r", "--name-only", ids[0], "t/new") != ""
@@ -117,11 +166,20 @@ func TestRestoreKilledMidWayIsFinished(t *testing.T) {
 		want1[name] = storeGit(t, store, "cat-file", "blob", v1+":"+name) + "\n"
 	}
 
-	for _, point := range []string{"before-first", "after-7", "after-last"} {
+	for _, point := range points {
 		before := treeFiles(t, work) // version 2
-		fifo := filepath.Join(t.TempDir(), "hold")
+		dir := holdDir
+		if dir == "" {
+			dir = t.TempDir()
+		}
+		fifo := filepath.Join(dir, "hold-"+point)
 		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 			t.Fatal(err)
+		}
+		if holdDir != "" {
+			if err := os.Chown(fifo, daemonID, daemonID); err != nil {
+				t.Fatal(err)
+			}
 		}
 		p = startProc(t, w.socket, []string{snapshot.HoldRestoreEnv + "=" + point + " " + fifo}, "run", "--config", w.config)
 		client := exec.Command(binary, "snapshot", "restore", v1, "--all")
@@ -208,10 +266,35 @@ func TestRestoreKilledMidWayIsFinished(t *testing.T) {
 // TestRestoreRefusedWhenTheWorkdirLinkMoved: the agent's workdir is a
 // symbolic link; repointed to another directory after the daemon started,
 // a restore is refused, naming both directories and the way out, and
-// nothing in either directory changes; status shows why.
+// nothing in either directory changes; status shows why. Then the same
+// with the daemon as root over a workdir uid 40001 owns, where the
+// store, in the owner's worker, refuses and says so through it.
 func TestRestoreRefusedWhenTheWorkdirLinkMoved(t *testing.T) {
 	t.Parallel()
 	w := newWorkspace(t)
+	linkMoved(t, w, nil)
+	if os.Geteuid() == 0 {
+		top := usersTop(t, "cdlink", "a", "b")
+		owned := func(paths ...string) {
+			for _, p := range paths {
+				if err := os.Lchown(p, daemonID, daemonID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		linkMoved(t, &workspace{dir: top, config: filepath.Join(top, "continuityd.toml"), socket: filepath.Join(top, "d.sock"), state: filepath.Join(top, "state")}, owned)
+	}
+}
+
+// linkMoved is TestRestoreRefusedWhenTheWorkdirLinkMoved in w, with the
+// files it makes given to the workdir's owner by owned (nil: nothing to
+// do).
+func linkMoved(t *testing.T, w *workspace, owned func(paths ...string)) {
+	t.Helper()
+	rootMode := owned != nil
+	if owned == nil {
+		owned = func(...string) {}
+	}
 	a, b, link := filepath.Join(w.dir, "a"), filepath.Join(w.dir, "b"), filepath.Join(w.dir, "link")
 	writeFile(t, a, "f.txt", "a's file\n")
 	writeFile(t, b, "f.txt", "b's file\n")
@@ -219,12 +302,16 @@ func TestRestoreRefusedWhenTheWorkdirLinkMoved(t *testing.T) {
 	if err := os.Symlink(a, link); err != nil {
 		t.Fatal(err)
 	}
+	owned(a, b, link, filepath.Join(a, "f.txt"), filepath.Join(b, "f.txt"), filepath.Join(b, "b-only.txt"))
 	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", w.state, w.socket, link)
 	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	s := waitSnapshots(t, p, 1, time.Minute, "the start snapshot")[0]
+	if workers := workersOf(t, p.cmd.Process.Pid); rootMode && len(workers) != 1 {
+		t.Fatalf("as root, the daemon's workers: %v, want the owner's", workers)
+	}
 
 	if err := os.Remove(link); err != nil {
 		t.Fatal(err)
@@ -232,6 +319,7 @@ func TestRestoreRefusedWhenTheWorkdirLinkMoved(t *testing.T) {
 	if err := os.Symlink(b, link); err != nil {
 		t.Fatal(err)
 	}
+	owned(link)
 	beforeA, beforeB := dirDigest(t, a), dirDigest(t, b)
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket}
 	code, out, errOut := cli(t, env, "", "snapshot", "restore", s, "--all")
