@@ -15,6 +15,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/worklost"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // StoreDir is the agent's snapshot store in its state directory.
@@ -98,7 +99,13 @@ func (a *Agent) reportInterrupted(st SnapshotStore) {
 	if changed == nil || !ok {
 		return
 	}
-	a.capture.NoteRestored(changed)
+	paths := make([]string, 0, len(changed))
+	for _, p := range changed {
+		if name, err := termsafe.ParseExact(p); err == nil {
+			paths = append(paths, name)
+		}
+	}
+	a.capture.NoteRestored(paths)
 	ri := a.restoreInterrupted(ir)
 	msg := "a restore of the work tree was interrupted (a kill, a crash or a full disk); it was finished now"
 	if !ir.Finished {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // finishTimeout bounds the finish of an interrupted restore at Open: it
@@ -47,7 +49,7 @@ func (s *Store) finishInterrupted(ctx context.Context) {
 	r := head.report(done, found)
 	s.interruptedPaths = make([]string, 0, len(head.Changes))
 	for _, c := range head.Changes {
-		s.interruptedPaths = append(s.interruptedPaths, c.Path)
+		s.interruptedPaths = append(s.interruptedPaths, termsafe.Exact(c.Path))
 	}
 	if dev, ino, ok := fileID(s.workID); ok && head.Dev != 0 && (dev != head.Dev || ino != head.Ino) {
 		r.Problem = fmt.Sprintf("the workdir %s is not the directory the restore began in (%s), so it was not finished there: point the workdir back and restart the daemon, or remove %s to leave it unfinished",

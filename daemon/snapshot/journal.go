@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // A restore is journaled. Before it changes the first file it writes
@@ -65,7 +66,10 @@ type InterruptedRestore struct {
 	// Safety is the snapshot of the tree before the restore: restoring it
 	// (as Paths say) undoes the restore.
 	Safety string `json:"safety"`
-	// Paths are what the restore was limited to; none: the whole tree.
+	// Paths are what the restore was limited to (none: the whole tree),
+	// each in its exact form (termsafe.Exact: valid UTF-8, read back by
+	// termsafe.ParseExact), as `continuityd snapshot restore --path`
+	// takes it.
 	Paths []string  `json:"paths,omitempty"`
 	Began time.Time `json:"began"`
 	// Found is when the store found it interrupted: its next start, or
@@ -97,8 +101,9 @@ func (s *Store) Interrupted() (r InterruptedRestore, ok bool) {
 }
 
 // InterruptedChanges are the files the interrupted restore found at Open
-// was to change (the finish changed those still to do), for a caller that
-// must not take what they lost for lost work; nil when Open found none.
+// was to change (the finish changed those still to do), each in its exact
+// form (termsafe.Exact), for a caller that must not take what they lost
+// for lost work; nil when Open found none.
 func (s *Store) InterruptedChanges() []string {
 	return s.interruptedPaths
 }
@@ -146,9 +151,16 @@ func newJournalID() string {
 }
 
 // startJournal writes the journal's head, synced, in place before the
-// restore's first change.
+// restore's first change. Its paths are written in their exact form
+// (termsafe.Exact): JSON would turn bytes that are not UTF-8 into U+FFFD.
 func (s *Store) startJournal(head journalHead) (*journal, error) {
-	line, err := json.Marshal(head)
+	onDisk := head
+	onDisk.Paths = exactPaths(head.Paths)
+	onDisk.Changes = make([]journalChange, len(head.Changes))
+	for i, c := range head.Changes {
+		onDisk.Changes[i] = journalChange{Path: termsafe.Exact(c.Path), Remove: c.Remove}
+	}
+	line, err := json.Marshal(onDisk)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +225,16 @@ func readJournal(path string) (journalHead, int, error) {
 	if err := json.Unmarshal(sc.Bytes(), &head); err != nil || head.V != 1 || head.Snapshot == "" || head.ID == "" {
 		return head, 0, fmt.Errorf("its head does not read as a journal (%v)", err)
 	}
+	for i, p := range head.Paths {
+		if head.Paths[i], err = termsafe.ParseExact(p); err != nil {
+			return head, 0, err
+		}
+	}
+	for i, c := range head.Changes {
+		if head.Changes[i].Path, err = termsafe.ParseExact(c.Path); err != nil {
+			return head, 0, err
+		}
+	}
 	done := 0
 	for sc.Scan() {
 		var p journalProgress
@@ -226,8 +248,20 @@ func readJournal(path string) (journalHead, int, error) {
 
 // report is an interrupted restore from its journal.
 func (h journalHead) report(done int, found time.Time) InterruptedRestore {
-	return InterruptedRestore{Snapshot: h.Snapshot, Safety: h.Safety, Paths: h.Paths, Began: h.Began,
+	return InterruptedRestore{Snapshot: h.Snapshot, Safety: h.Safety, Paths: exactPaths(h.Paths), Began: h.Began,
 		Found: found, Files: len(h.Changes), Done: done}
+}
+
+// exactPaths are paths in their exact form (termsafe.Exact).
+func exactPaths(paths []string) []string {
+	if paths == nil {
+		return nil
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = termsafe.Exact(p)
+	}
+	return out
 }
 
 // setInterrupted reports r (nil: nothing) and keeps it for the next start.

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // restoreChildEnv makes the test binary a child that opens the store
@@ -51,6 +52,8 @@ func killTree(t *testing.T, wd string, version int) {
 		}
 		write(t, wd, fmt.Sprintf("t/d%d/f%02d.txt", i%4, i), fmt.Sprintf("version %d of file %d\n", version, i))
 	}
+	// A name of each version that JSON cannot carry as it is.
+	write(t, wd, fmt.Sprintf("t/odd/line\nbreak-\xff-%d.txt", version), "a name of bytes\n")
 }
 
 // A restore killed with SIGKILL before its first file, after some files,
@@ -105,7 +108,8 @@ func TestSIGKILLDuringRestore(t *testing.T) {
 			if !ok || !r.Finished || r.Problem != "" || r.Snapshot != v1.ID || r.Safety == "" || r.Files == 0 || r.FinishSafety == "" {
 				t.Fatalf("killed at %s: Interrupted() = %+v, %v", point, r, ok)
 			}
-			if changed := s.InterruptedChanges(); len(changed) != r.Files || !slices.Contains(changed, "t/late.txt") {
+			if changed := s.InterruptedChanges(); len(changed) != r.Files || !slices.Contains(changed, "t/late.txt") ||
+				!slices.Contains(changed, termsafe.Exact("t/odd/line\nbreak-\xff-2.txt")) {
 				t.Fatalf("killed at %s: InterruptedChanges() = %v", point, changed)
 			}
 			switch point {
