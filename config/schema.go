@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/continuityd/continuityd/internal/suggest"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
@@ -160,39 +161,10 @@ func unknownKeyMsg(path string, table bool) string {
 	if len(known) == 0 {
 		return what
 	}
-	typed := lastPart(path)
-	best, bestDist := "", len(typed)/3+1 // a third of the letters wrong is still a typo
-	for _, k := range known {
-		if d := editDistance(typed, k); d <= bestDist && (best == "" || d < editDistance(typed, best)) {
-			best = k
-		}
-	}
-	if best != "" && best != typed {
+	if best, ok := suggest.Closest(lastPart(path), known); ok {
 		return what + `; did you mean "` + best + `"?`
 	}
 	return what + "; known here: " + strings.Join(known, ", ")
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes (keys
-// are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // kindName says what a TOML value is, for "(got an array)".
