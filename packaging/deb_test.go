@@ -92,8 +92,8 @@ func TestDeb(t *testing.T) {
 		t.Errorf("the packaged binary refuses the packaged config: %v\n%s", err, out)
 	}
 	// The front hands `run` to the continuityd-daemon packed beside it: its
-	// own usage answers a flag it does not know.
-	if out, err := exec.Command(bin, "run", "--no-such-flag").CombinedOutput(); !strings.Contains(string(out), "usage: continuityd run") {
+	// own refusal answers a flag it does not know.
+	if out, err := exec.Command(bin, "run", "--no-such-flag").CombinedOutput(); !strings.Contains(string(out), "continuityd run: unknown flag --no-such-flag") {
 		t.Errorf("the packaged front does not reach the packaged continuityd-daemon: %v\n%s", err, out)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "etc/continuityd/continuityd.toml")); err != nil {

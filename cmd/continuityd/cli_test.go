@@ -74,7 +74,10 @@ func TestUsageAndVersionExitCodes(t *testing.T) {
 		t.Fatalf("bad flag: %d", code)
 	}
 	sock := filepath.Join(t.TempDir(), "nobody.sock")
-	if code, _, errs := cli(t, nil, "", "resume", "--socket", sock); code != exitUnreachable || !strings.Contains(errs, "unreachable") {
+	// One sentence: where, why and how to start it; none of the HTTP
+	// client's wrapping (Get "http://continuityd/…": dial unix …).
+	if code, _, errs := cli(t, nil, "", "resume", "--socket", sock); code != exitUnreachable ||
+		errs != "continuityd: the daemon is not reachable at "+sock+": no socket there (is the daemon running?); start it with `continuityd run` in your project (or `continuityd service start --user` for an installed service), or name its socket with --socket\n" {
 		t.Fatalf("no daemon: %d %s", code, errs)
 	}
 	if code, _, _ := cli(t, []string{"CONTINUITYD_SOCKET=" + sock}, "", "status"); code != exitUnreachable {

@@ -56,11 +56,11 @@ func TestHelpListsEveryCommand(t *testing.T) {
 func TestFrontFindsTheDaemonBinary(t *testing.T) {
 	alone := copyFront(t)
 	// On $PATH (the directory the tests built both into): the daemon's own
-	// usage error comes back, exit status and all.
+	// refusal of the flag comes back, exit status and all.
 	env := []string{"PATH=" + filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")}
 	code, _, stderr := runBinary(t, alone, env, "", "run", "--no-such-flag")
-	if code != exitUsage || !strings.Contains(stderr, "usage: continuityd run") {
-		t.Fatalf("run --no-such-flag, continuityd-daemon on $PATH: exit %d, want %d with run's usage:\n%s", code, exitUsage, stderr)
+	if code != exitUsage || !strings.Contains(stderr, "continuityd run: unknown flag --no-such-flag") {
+		t.Fatalf("run --no-such-flag, continuityd-daemon on $PATH: exit %d, want %d with run's refusal of the flag:\n%s", code, exitUsage, stderr)
 	}
 	// Nowhere.
 	env = []string{"PATH=" + t.TempDir()}
@@ -85,7 +85,7 @@ func TestFrontBehindASymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr := runBinary(t, link, []string{"PATH=" + t.TempDir()}, "", "run", "--no-such-flag")
-	if code != exitUsage || !strings.Contains(stderr, "usage: continuityd run") {
-		t.Fatalf("run --no-such-flag through a symlink: exit %d, want %d with run's usage:\n%s", code, exitUsage, stderr)
+	if code != exitUsage || !strings.Contains(stderr, "continuityd run: unknown flag --no-such-flag") {
+		t.Fatalf("run --no-such-flag through a symlink: exit %d, want %d with run's refusal of the flag:\n%s", code, exitUsage, stderr)
 	}
 }

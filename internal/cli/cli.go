@@ -15,6 +15,7 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/suggest"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -72,7 +73,25 @@ type Env struct {
 	// handOver is Program.DaemonSide: a command this program cannot run
 	// itself is handed to it by name.
 	handOver func(ctx context.Context, e *Env, name string, args []string) int
+	// describe, when set, is given each flag set instead of parsing
+	// arguments with it (Describe).
+	describe func(fs *flag.FlagSet, args string)
+	// help is set once a usage was printed for -h or --help: Main exits
+	// 0. A pointer, so that a copy of the Env (a service manager's run)
+	// shares it.
+	help *bool
 }
+
+// noteHelp records that the usage was asked for, and printed.
+func (e *Env) noteHelp() {
+	if e.help == nil {
+		e.help = new(bool)
+	}
+	*e.help = true
+}
+
+// helped reports whether a usage was printed for -h or --help.
+func (e *Env) helped() bool { return e.help != nil && *e.help }
 
 // Paths is where state and socket are when nothing names them.
 func (e *Env) Paths() (stateDir, socket string) {
@@ -91,60 +110,122 @@ type Command struct {
 	Name    string
 	Summary string
 	Run     RunFunc // nil for a daemon-side command: Program.DaemonSide runs it
+	// Subs are the words its first argument is one of (snapshot's
+	// actions, install's agents): "did you mean", the help test and the
+	// completion scripts take them from here.
+	Subs []string
+	// SubsAre says what Subs are in messages ("agent", "shell"); "" is
+	// "action".
+	SubsAre string
+	// Flags are a daemon-side command's flags, for the completion scripts:
+	// the front does not link those commands to ask them (Describe asks
+	// the others); daemoncmd's tests hold these to the commands' own.
+	Flags []string
 }
 
-// commands is the command table: the dispatch and the usage text.
+// commands is the command table: the dispatch, the usage text and the
+// completion scripts.
 func commands() []Command {
+	agents := []string{"claude-code", "codex", "mcp"}
 	return []Command{
-		{"run", "run the daemon in the foreground", nil},
-		{"install", "claude-code|codex|mcp [--scope user|project] [--dry-run]: the hooks, status line and MCP server into the agent's files", cmdInstall},
-		{"uninstall", "claude-code|codex|mcp [--scope user|project] [--dry-run]: take them out again, and nothing else", cmdUninstall},
-		{"resume", "where the agent was (markdown; --json)", cmdResume},
-		{"checkpoint", "save focus, working state, a decision, public status, commitments", cmdCheckpoint},
-		{"capsule", "show | seal | validate FILE | put FILE", cmdCapsule},
-		{"signal", "send a context signal: KIND [key=value ...]", cmdSignal},
-		{"hook", "agent hook payload on stdin (Claude Code, Codex); always exits 0", cmdHook},
-		{"statusline", "Claude Code statusline payload on stdin: forwards context usage, prints one line", cmdStatusline},
-		{"mcp", "MCP server on stdio, backed by the daemon", nil},
-		{"status", "the daemon's state (--json)", cmdStatus},
-		{"deadletter", "list | retry | discard writes an upstream refused for good", cmdDeadLetter},
-		{"fleet", "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", cmdFleet},
-		{"snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", cmdSnapshot},
-		{"recover", "an agent refused for damaged files: what was found; --accept-loss to go on", cmdRecover},
-		{"delx", "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", nil},
-		{"config", "check [FILE] | default", cmdConfig},
-		{"service", "install|uninstall|start|stop|restart|status [--user] [--config FILE]", nil},
-		{"version", "print the version", cmdVersion},
+		{Name: "run", Summary: "run the daemon in the foreground", Flags: []string{"config", "workdir"}},
+		{Name: "install", Summary: "claude-code|codex|mcp [--scope user|project] [--dry-run]: the hooks, status line and MCP server into the agent's files", Run: cmdInstall, Subs: agents, SubsAre: "agent"},
+		{Name: "uninstall", Summary: "claude-code|codex|mcp [--scope user|project] [--dry-run]: take them out again, and nothing else", Run: cmdUninstall, Subs: agents, SubsAre: "agent"},
+		{Name: "doctor", Summary: "check every part (binaries, daemon, hooks, git, state directory, upstreams), each with the command that fixes it (--json)", Run: cmdDoctor},
+		{Name: "resume", Summary: "where the agent was (markdown; --json)", Run: cmdResume},
+		{Name: "checkpoint", Summary: "save focus, working state, a decision, public status, commitments", Run: cmdCheckpoint},
+		{Name: "capsule", Summary: "show | seal | validate FILE | put FILE", Run: cmdCapsule, Subs: []string{"show", "seal", "validate", "put"}},
+		{Name: "signal", Summary: "send a context signal: KIND [key=value ...]", Run: cmdSignal},
+		{Name: "hook", Summary: "agent hook payload on stdin (Claude Code, Codex); always exits 0", Run: cmdHook},
+		{Name: "statusline", Summary: "Claude Code statusline payload on stdin: forwards context usage, prints one line", Run: cmdStatusline},
+		{Name: "mcp", Summary: "MCP server on stdio, backed by the daemon", Flags: []string{"socket", "config", "agent"}},
+		{Name: "status", Summary: "the daemon's state (--json)", Run: cmdStatus},
+		{Name: "deadletter", Summary: "list | retry | discard writes an upstream refused for good", Run: cmdDeadLetter, Subs: []string{"list", "retry", "discard"}},
+		{Name: "fleet", Summary: "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", Run: cmdFleet},
+		{Name: "snapshot", Summary: "list | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", Run: cmdSnapshot, Subs: []string{"list", "show", "diff", "restore"}},
+		{Name: "recover", Summary: "an agent refused for damaged files: what was found; --accept-loss to go on", Run: cmdRecover},
+		{Name: "delx", Summary: "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", Subs: []string{"register"},
+			Flags: []string{"socket", "config", "agent", "upstream", "agent-id", "key-file", "force"}},
+		{Name: "config", Summary: "check [FILE] | default", Run: cmdConfig, Subs: []string{"check", "default"}},
+		{Name: "service", Summary: "install|uninstall|start|stop|restart|status [--user] [--config FILE]", Subs: []string{"install", "uninstall", "start", "stop", "restart", "status"},
+			Flags: []string{"user", "config", "print"}},
+		{Name: "socket", Summary: "print the socket the client commands use: S=$(continuityd socket)", Run: cmdSocket},
+		{Name: "completion", Summary: "bash|zsh|fish: the shell's completion script", Run: cmdCompletion, Subs: []string{"bash", "zsh", "fish"}, SubsAre: "shell"},
+		{Name: "man", Summary: "print the man page, continuityd(1), in roff: continuityd man | man -l -"},
+		{Name: "version", Summary: "print the version (also --version)", Run: cmdVersion},
 	}
+}
+
+// Commands is the command table, for the tests that go through every
+// command.
+func Commands() []Command { return commands() }
+
+// lookup is the table's command name.
+func lookup(name string) (Command, bool) {
+	for _, c := range commands() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
 }
 
 // Main runs the command line and returns the exit status.
 func Main(p Program, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, DefaultPaths: config.DefaultPaths, Version: p.version(),
 		CapsuleSchema: p.CapsuleSchema, handOver: p.DaemonSide}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return ExitUsage
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "continuityd: which command? (continuityd --help lists them)")
+		return ExitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		if len(args) == 1 || args[0] != "help" {
+			usage(stdout)
+			return ExitOK
 		}
-		return ExitOK
+		args = []string{args[1], "--help"} // help COMMAND
+	case "--version", "-V":
+		args[0] = "version"
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	for _, c := range commands() {
-		switch {
-		case c.Name != args[0]:
-		case c.Run != nil:
-			return c.Run(ctx, e, args[1:])
-		case p.DaemonSide != nil:
-			return p.DaemonSide(ctx, e, c.Name, args[1:])
-		default:
-			fmt.Fprintf(stderr, "continuityd: %s runs in continuityd-daemon, which this program does not reach\n", c.Name)
-			return ExitFailed
-		}
+	c, ok := lookup(args[0])
+	if !ok {
+		return unknownCommand(e, args[0])
 	}
-	fmt.Fprintf(stderr, "continuityd: unknown command %q\n\n", args[0])
-	usage(stderr)
+	var code int
+	switch {
+	case c.Run != nil:
+		code = c.Run(ctx, e, args[1:])
+	case p.DaemonSide != nil:
+		code = p.DaemonSide(ctx, e, c.Name, args[1:])
+	default:
+		fmt.Fprintf(stderr, "continuityd: %s runs in continuityd-daemon, which this program does not reach\n", c.Name)
+		return ExitFailed
+	}
+	if e.helped() {
+		return ExitOK // the usage was asked for, and printed
+	}
+	return code
+}
+
+// unknownCommand says that name is no command, and which one the user may
+// have meant.
+func unknownCommand(e *Env, name string) int {
+	if strings.HasPrefix(name, "-") {
+		fmt.Fprintf(e.Stderr, "continuityd: unknown flag %s: a command's flags come after its name (continuityd --help lists the commands)\n", name)
+		return ExitUsage
+	}
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.Name)
+	}
+	msg := fmt.Sprintf("continuityd: unknown command %q", name)
+	if best, ok := suggest.Closest(name, names); ok {
+		msg += "; did you mean " + best + "?"
+	}
+	fmt.Fprintf(e.Stderr, "%s (continuityd --help lists the commands)\n", msg)
 	return ExitUsage
 }
 
@@ -164,7 +245,8 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-11s %s\n", c.Name, c.Summary)
 	}
-	fmt.Fprintln(w, "\nclient commands find the daemon by --socket, $CONTINUITYD_SOCKET, the socket in --config FILE, or the default socket.")
+	fmt.Fprintln(w, "\ncontinuityd COMMAND --help prints a command's usage and flags.")
+	fmt.Fprintln(w, "client commands find the daemon by --socket, $CONTINUITYD_SOCKET, the socket in --config FILE, or the default socket (continuityd socket prints it).")
 	fmt.Fprintln(w, "exit status: 0 done, 1 failed, 2 bad usage or config, 3 daemon unreachable.")
 }
 
@@ -174,9 +256,9 @@ type ClientFlags struct {
 }
 
 func (cf *ClientFlags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&cf.Socket, "socket", "", "the daemon's socket")
-	fs.StringVar(&cf.Config, "config", "", "find the socket in this config file")
-	fs.StringVar(&cf.Agent, "agent", "", "the agent (may be left out when the daemon serves one)")
+	fs.StringVar(&cf.Socket, "socket", "", "the daemon's socket at `PATH`")
+	fs.StringVar(&cf.Config, "config", "", "find the socket in this config `FILE`")
+	fs.StringVar(&cf.Agent, "agent", "", "the agent by `NAME` (may be left out when the daemon serves one, or in its place)")
 }
 
 // Client returns a client of the daemon at socketPath.
@@ -231,42 +313,12 @@ func LoadConfig(e *Env, path string) (*config.Config, error) {
 	return cfg, nil
 }
 
-// NewFlagSet returns a flag set that reports to stderr and does not exit.
-func NewFlagSet(e *Env, name, args string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(e.Stderr, "usage: continuityd %s %s\n", name, args)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// ParseFlags parses flags that may come before or after positional arguments,
-// and returns the positional ones.
-func ParseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
 // Fail reports an error and maps it to an exit status. Messages carry
 // names and text from elsewhere (the daemon, a workdir, a config file), so
 // they go through termsafe.
 func Fail(e *Env, err error) int {
 	var ae *client.APIError
+	var ue *client.UnreachableError
 	switch {
 	case errors.As(err, &ae):
 		if ae.Field != "" {
@@ -275,11 +327,16 @@ func Fail(e *Env, err error) int {
 			fmt.Fprintf(e.Stderr, "continuityd: %s: %s\n", termsafe.Line(ae.Code), termsafe.Text(ae.Message))
 		}
 		return ExitFailed
-	case errors.Is(err, client.ErrNoAnswer):
-		fmt.Fprintf(e.Stderr, "continuityd: %s\n(if the daemon stays stuck, its log may say why; restarting it loses nothing accepted)\n", termsafe.Text(err.Error()))
+	case errors.As(err, &ue) && ue.NoAnswer:
+		fmt.Fprintf(e.Stderr, "continuityd: the daemon at %s took the connection but gave no answer (%s); if it stays stuck, its log may say why, and restarting it loses nothing accepted\n",
+			termsafe.Name(ue.Socket), termsafe.Line(ue.Reason))
+		return ExitUnreachable
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.Stderr, "continuityd: the daemon is not reachable at %s: %s; start it with `continuityd run` in your project (or `continuityd service start --user` for an installed service), or name its socket with --socket\n",
+			termsafe.Name(ue.Socket), termsafe.Line(ue.Reason))
 		return ExitUnreachable
 	case errors.Is(err, client.ErrUnreachable):
-		fmt.Fprintf(e.Stderr, "continuityd: %s\n(is the daemon running? start it with `continuityd run`)\n", termsafe.Text(err.Error()))
+		fmt.Fprintf(e.Stderr, "continuityd: %s; start the daemon with `continuityd run`\n", termsafe.Line(err.Error()))
 		return ExitUnreachable
 	default:
 		var cerr config.Errors
@@ -294,6 +351,12 @@ func Fail(e *Env, err error) int {
 }
 
 func cmdVersion(_ context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "version", "")
+	if pos, err := ParseFlags(fs, args); err != nil {
+		return ExitUsage
+	} else if len(pos) > 0 {
+		return TooMany(e, "version", pos[0])
+	}
 	fmt.Fprintln(e.Stdout, "continuityd", e.Version)
 	return ExitOK
 }

@@ -54,6 +54,10 @@ var notOperations = map[string]string{
 	"uninstall":  "offline: the agents' own files",
 	"service":    "the service manager",
 	"version":    "offline",
+	"doctor":     "checks every part: the status and a hook's round trip, the files, git, the state directory",
+	"socket":     "offline: where the client commands look",
+	"completion": "offline",
+	"man":        "offline",
 }
 
 // Every operation's CLI command calls that operation, and every command is

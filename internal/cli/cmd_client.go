@@ -24,8 +24,10 @@ func cmdResume(ctx context.Context, e *Env, args []string) int {
 	cf.Register(fs)
 	asJSON := fs.Bool("json", false, "print the resume document as JSON")
 	peek := fs.Bool("peek", false, "do not reset since_last_visit")
-	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
+	if pos, err := ParseFlags(fs, args); err != nil {
 		return ExitUsage
+	} else if len(pos) > 0 {
+		return TooMany(e, "resume", pos[0])
 	}
 	c, err := cf.Client(e)
 	if err != nil {
@@ -67,15 +69,18 @@ func cmdCapsule(ctx context.Context, e *Env, args []string) int {
 		return ExitUsage
 	}
 	if len(pos) == 0 {
-		fs.Usage()
-		return ExitUsage
+		return Missing(e, "capsule", "the action: show, seal, validate FILE or put FILE")
 	}
 	sub, rest := pos[0], pos[1:]
 	wantArgs := map[string]int{"show": 0, "seal": 0, "validate": 1, "put": 1}
 	n, ok := wantArgs[sub]
-	if !ok || len(rest) != n {
-		fs.Usage()
-		return ExitUsage
+	switch {
+	case !ok:
+		return UnknownSub(e, "capsule", sub)
+	case len(rest) < n:
+		return Missing(e, "capsule "+sub, "the capsule's FILE (- for stdin)")
+	case len(rest) > n:
+		return TooMany(e, "capsule "+sub, rest[n])
 	}
 	if sub == "validate" {
 		// Offline: the same guard the daemon runs, no daemon needed; its
@@ -154,8 +159,7 @@ func cmdSignal(ctx context.Context, e *Env, args []string) int {
 		return ExitUsage
 	}
 	if len(pos) == 0 {
-		fs.Usage()
-		return ExitUsage
+		return Missing(e, "signal", "the signal's KIND (context, compaction, session, …)")
 	}
 	body := map[string]any{"kind": pos[0]}
 	for _, kv := range pos[1:] {
@@ -194,8 +198,10 @@ func cmdStatus(ctx context.Context, e *Env, args []string) int {
 	var cf ClientFlags
 	cf.Register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
+	if pos, err := ParseFlags(fs, args); err != nil {
 		return ExitUsage
+	} else if len(pos) > 0 {
+		return TooMany(e, "status", pos[0])
 	}
 	st, code, ok := callOrPrint(ctx, e, cf, ops.Status, ops.Args{}, *asJSON)
 	if !ok {

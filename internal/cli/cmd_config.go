@@ -9,15 +9,18 @@ import (
 
 // cmdConfig is `config check [FILE]` and `config default`.
 func cmdConfig(_ context.Context, e *Env, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(e.Stderr, "usage: continuityd config check [FILE] | config default")
+	fs := NewFlagSet(e, "config", "check [FILE] | default")
+	args, err := ParseFlags(fs, args)
+	if err != nil {
 		return ExitUsage
+	}
+	if len(args) == 0 {
+		return Missing(e, "config", "the action: check [FILE] or default")
 	}
 	switch args[0] {
 	case "default":
 		if len(args) != 1 {
-			fmt.Fprintln(e.Stderr, "usage: continuityd config default")
-			return ExitUsage
+			return TooMany(e, "config default", args[1])
 		}
 		e.Stdout.Write(config.DefaultTOML())
 		return ExitOK
@@ -30,8 +33,7 @@ func cmdConfig(_ context.Context, e *Env, args []string) int {
 		case 2:
 			cfg, err = config.Load(args[1])
 		default:
-			fmt.Fprintln(e.Stderr, "usage: continuityd config check [FILE]")
-			return ExitUsage
+			return TooMany(e, "config check", args[2])
 		}
 		if err != nil {
 			fmt.Fprintln(e.Stderr, err)
@@ -50,7 +52,6 @@ func cmdConfig(_ context.Context, e *Env, args []string) int {
 		fmt.Fprintf(e.Stdout, "%s is valid: %d agent(s), socket %s, state in %s\n", src, len(cfg.Agents), cfg.Daemon.Socket, cfg.Daemon.StateDir)
 		return ExitOK
 	default:
-		fmt.Fprintf(e.Stderr, "continuityd: unknown config subcommand %q; use check or default\n", args[0])
-		return ExitUsage
+		return UnknownSub(e, "config", args[0])
 	}
 }

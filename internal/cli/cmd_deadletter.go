@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -20,13 +21,18 @@ func cmdDeadLetter(ctx context.Context, e *Env, args []string) int {
 	fs := NewFlagSet(e, "deadletter", "list [--upstream U] | retry|discard --upstream U (SEQ | --all) [--agent A]")
 	var cf ClientFlags
 	cf.Register(fs)
-	up := fs.String("upstream", "", "the upstream")
+	up := fs.String("upstream", "", "the upstream by `NAME`")
 	all := fs.Bool("all", false, "every entry of the upstream")
 	asJSON := fs.Bool("json", false, "list as JSON")
 	pos, err := ParseFlags(fs, args)
-	if err != nil || len(pos) == 0 {
-		fs.Usage()
+	if err != nil {
 		return ExitUsage
+	}
+	if len(pos) == 0 {
+		return Missing(e, "deadletter", "the action: list, retry or discard")
+	}
+	if c, _ := lookup("deadletter"); !slices.Contains(c.Subs, pos[0]) {
+		return UnknownSub(e, "deadletter", pos[0])
 	}
 	c, err := cf.Client(e)
 	if err != nil {
@@ -36,8 +42,7 @@ func cmdDeadLetter(ctx context.Context, e *Env, args []string) int {
 	switch sub := pos[0]; sub {
 	case "list":
 		if len(pos) != 1 {
-			fs.Usage()
-			return ExitUsage
+			return TooMany(e, "deadletter list", pos[1])
 		}
 		return deadLetterList(ctx, e, c, *up, *asJSON)
 	case "retry", "discard":
@@ -51,8 +56,7 @@ func cmdDeadLetter(ctx context.Context, e *Env, args []string) int {
 		}
 		return code
 	default:
-		fs.Usage()
-		return ExitUsage
+		return UnknownSub(e, "deadletter", sub)
 	}
 }
 
@@ -122,7 +126,7 @@ func deadLetterSeq(e *Env, sub, up string, all bool, args []string) (seq uint64,
 			return 0, false
 		}
 	default:
-		fmt.Fprintf(e.Stderr, "continuityd deadletter %s: give one SEQ or --all\n", sub)
+		fmt.Fprintf(e.Stderr, "continuityd deadletter %s: give one SEQ (continuityd deadletter list shows them) or --all\n", sub)
 		return 0, false
 	}
 	return seq, true

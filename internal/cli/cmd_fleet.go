@@ -21,9 +21,11 @@ func cmdFleet(ctx context.Context, e *Env, args []string) int {
 	var cf ClientFlags
 	cf.Register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	up := fs.String("upstream", "", "the nats upstream (needed when the daemon has several)")
-	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
+	up := fs.String("upstream", "", "the nats upstream by `NAME` (needed when the daemon has several)")
+	if pos, err := ParseFlags(fs, args); err != nil {
 		return ExitUsage
+	} else if len(pos) > 0 {
+		return TooMany(e, "fleet", pos[0])
 	}
 	q := url.Values{}
 	if *up != "" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +42,7 @@ func agentName(agent string) string {
 
 func installCommand(e *Env, verb string, args []string) int {
 	fs := NewFlagSet(e, verb, strings.Join(agentfiles.Agents, "|")+" [--scope user|project] [--dry-run]")
-	scope := fs.String("scope", "user", "user: your own settings; project: the current directory's, to commit with it")
+	scope := fs.String("scope", "user", "`user|project`: your own settings, or the current directory's, to commit with it")
 	dry := fs.Bool("dry-run", false, "print what would change, as a diff, and write nothing")
 	pos, err := ParseFlags(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -50,10 +51,13 @@ func installCommand(e *Env, verb string, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 1 {
-		fmt.Fprintf(e.Stderr, "continuityd: %s needs the agent: %s\n", verb, strings.Join(agentfiles.Agents, ", "))
-		fs.Usage()
-		return ExitUsage
+	switch {
+	case len(pos) == 0:
+		return Missing(e, verb, "the agent: "+strings.Join(agentfiles.Agents, ", "))
+	case len(pos) > 1:
+		return TooMany(e, verb, pos[1])
+	case !slices.Contains(agentfiles.Agents, pos[0]):
+		return UnknownSub(e, verb, pos[0])
 	}
 	agent, install := pos[0], verb == "install"
 	home := e.Getenv("HOME")

@@ -43,11 +43,12 @@ func TestInstallCommand(t *testing.T) {
 		err  string
 	}{
 		{[]string{"install", "--help"}, ExitOK, "usage: continuityd install claude-code|codex|mcp [--scope user|project] [--dry-run]"},
-		{[]string{"install"}, ExitUsage, "install needs the agent: claude-code, codex, mcp"},
-		{[]string{"install", "cursor"}, ExitUsage, `unknown agent "cursor"`},
+		{[]string{"install"}, ExitUsage, "install: missing the agent: claude-code, codex, mcp"},
+		{[]string{"install", "cursor"}, ExitUsage, `unknown agent "cursor"; it takes claude-code, codex, mcp`},
+		{[]string{"install", "codx"}, ExitUsage, `unknown agent "codx"; did you mean codex?`},
 		{[]string{"uninstall", "codex", "--scope", "everywhere"}, ExitUsage, `unknown scope "everywhere"`},
 	} {
-		if code, _, errOut := runMain(tc.args...); code != tc.code || !strings.Contains(errOut, tc.err) {
+		if code, out, errOut := runMain(tc.args...); code != tc.code || !strings.Contains(out+errOut, tc.err) {
 			t.Errorf("%q: %d %q, want %d …%s…", tc.args, code, errOut, tc.code, tc.err)
 		}
 	}

@@ -22,9 +22,10 @@ func cmdRecover(ctx context.Context, e *Env, args []string) int {
 	var cf ClientFlags
 	cf.Register(fs)
 	accept := fs.Bool("accept-loss", false, "accept losing what the damaged file held: move it aside and go on")
-	if pos, err := ParseFlags(fs, args); err != nil || len(pos) > 0 {
-		fs.Usage()
+	if pos, err := ParseFlags(fs, args); err != nil {
 		return ExitUsage
+	} else if len(pos) > 0 {
+		return TooMany(e, "recover", pos[0])
 	}
 	cfg, name, code := ConfigAgent(e, cf, "recover", "qday")
 	if code != ExitOK {

@@ -39,7 +39,7 @@ func (p *pathList) Set(v string) error {
 // cmdSnapshot is `snapshot list|show ID|diff [ID [ID2]]|restore ID`: the
 // agent's work snapshots, and rewinding the workdir to one.
 func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
-	fs := NewFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] | restore ID [--path P]... [--all] [--dry-run] [--agent A] [--json] | restore --lost LOSTID [--dry-run] [--agent A] [--json]")
+	fs := NewFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run] [--agent A] [--json] | restore --lost LOSTID [--dry-run] [--agent A] [--json]")
 	var cf ClientFlags
 	cf.Register(fs)
 	var paths pathList
@@ -48,16 +48,19 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 	all := fs.Bool("all", false, "restore: the whole tree, every agent's files and everyone's (without it and --path: only the files this agent changed since the snapshot)")
 	dry := fs.Bool("dry-run", false, "restore: list what would change, change nothing")
 	asJSON := fs.Bool("json", false, "the daemon's JSON answer")
-	pos, err := ParseFlags(fs, args)
-	if err != nil || len(pos) == 0 {
-		fs.Usage()
+	stat := fs.Bool("stat", false, "diff: each changed file with its lines added and deleted, not the diff")
+	pos, filter, err := ParseFlagsSplit(fs, args)
+	if err != nil {
 		return ExitUsage
+	}
+	if len(pos) == 0 {
+		return Missing(e, "snapshot", "the action: list, show ID, diff [ID [ID2]] or restore ID")
 	}
 	sub, rest := pos[0], pos[1:]
 	nargs := map[string][2]int{"list": {0, 0}, "show": {1, 1}, "diff": {0, 2}, "restore": {1, 1}}
 	n, ok := nargs[sub]
 	if !ok {
-		fmt.Fprintf(e.Stderr, "continuityd snapshot: unknown action %q\n", sub)
+		return UnknownSub(e, "snapshot", sub)
 	}
 	if sub == "restore" && *lost != "" {
 		if len(paths) > 0 || *all {
@@ -66,12 +69,18 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 		}
 		n = [2]int{0, 0} // the loss names its snapshot
 	}
-	if !ok || len(rest) < n[0] || len(rest) > n[1] {
-		fs.Usage()
-		return ExitUsage
+	if sub != "diff" {
+		rest, filter = append(rest, filter...), nil // -- PATH... is diff's
+	}
+	if len(rest) < n[0] || len(rest) > n[1] {
+		return snapshotArgs(e, sub, rest, n[1])
 	}
 	if sub != "restore" && (len(paths) > 0 || *dry || *all || *lost != "") {
 		fmt.Fprintf(e.Stderr, "continuityd snapshot %s: --path, --all, --lost and --dry-run go with restore\n", sub)
+		return ExitUsage
+	}
+	if sub != "diff" && *stat {
+		fmt.Fprintf(e.Stderr, "continuityd snapshot %s: --stat and -- PATH... go with diff\n", sub)
 		return ExitUsage
 	}
 	if *all && len(paths) > 0 {
@@ -89,13 +98,26 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 	case "show":
 		return snapshotShow(ctx, e, c, rest[0], *asJSON)
 	case "diff":
-		return snapshotDiff(ctx, e, c, rest, *asJSON)
+		return snapshotDiff(ctx, e, c, rest, *stat, filter, *asJSON)
 	default:
 		if *lost != "" {
 			return restoreLost(ctx, e, c, *lost, guard.LostRestoreRequest{DryRun: *dry}, *asJSON)
 		}
 		return snapshotRestore(ctx, e, c, rest[0], guard.RestoreRequest{Paths: paths, All: *all, DryRun: *dry}, *asJSON)
 	}
+}
+
+// snapshotArgs says what is wrong with the count of sub's arguments: the
+// ID missing, or one too many (at most max).
+func snapshotArgs(e *Env, sub string, rest []string, max int) int {
+	if len(rest) > max {
+		return TooMany(e, "snapshot "+sub, rest[max])
+	}
+	what := "the snapshot ID (continuityd snapshot list lists them)"
+	if sub == "restore" {
+		what = "the snapshot ID (continuityd snapshot list lists them), or --lost ID for a loss resume names"
+	}
+	return Missing(e, "snapshot "+sub, what)
 }
 
 func snapshotList(ctx context.Context, e *Env, c *client.Client, asJSON bool) int {
@@ -166,7 +188,9 @@ func snapshotShow(ctx context.Context, e *Env, c *client.Client, id string, asJS
 
 // snapshotDiff prints the diff of ID against its parent, or, with two ids,
 // what changed from ID to ID2; with none, the newest against its parent.
-func snapshotDiff(ctx context.Context, e *Env, c *client.Client, ids []string, asJSON bool) int {
+// With stat it lists the changed files with their line counts; paths limit
+// it to those files and directories.
+func snapshotDiff(ctx context.Context, e *Env, c *client.Client, ids []string, stat bool, paths []string, asJSON bool) int {
 	a := ops.Args{ID: agent.Latest, Query: url.Values{}}
 	switch len(ids) {
 	case 1:
@@ -174,6 +198,12 @@ func snapshotDiff(ctx context.Context, e *Env, c *client.Client, ids []string, a
 	case 2:
 		a.ID = ids[1]
 		a.Query.Set("against", ids[0])
+	}
+	if stat {
+		a.Query.Set("stat", "1")
+	}
+	for _, p := range paths {
+		a.Query.Add("path", p)
 	}
 	if asJSON {
 		out, err := ops.SnapshotDiff.Do(ctx, c, a)

@@ -29,7 +29,7 @@ func cmdStatusline(ctx context.Context, e *Env, args []string) int {
 	fs := NewFlagSet(e, "statusline", "[--agent A] [--wrap 'your statusline command'] < payload.json")
 	var cf ClientFlags
 	cf.Register(fs)
-	wrap := fs.String("wrap", "", "a statusline command to run on the same payload; its line is printed first")
+	wrap := fs.String("wrap", "", "a statusline `COMMAND` to run on the same payload; its line is printed first")
 	if _, err := ParseFlags(fs, args); err != nil {
 		return ExitOK
 	}

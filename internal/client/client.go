@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -189,9 +191,50 @@ func (c *Client) unreachable(ctx, reqCtx context.Context, timeout time.Duration,
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case reqCtx.Err() != nil:
-		return fmt.Errorf("%w at %s: %w within %s: something accepts connections there but does not answer (a stuck daemon?)",
-			ErrUnreachable, c.Socket, ErrNoAnswer, timeout)
+		return &UnreachableError{Socket: c.Socket, NoAnswer: true,
+			Reason: fmt.Sprintf("no answer within %s: something accepts connections there but does not answer (a stuck daemon?)", timeout)}
 	default:
-		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Socket, err)
+		return &UnreachableError{Socket: c.Socket, Reason: dialReason(err)}
 	}
+}
+
+// UnreachableError is a daemon that could not be reached: where, and why
+// in words. It is ErrUnreachable, and ErrNoAnswer when NoAnswer.
+type UnreachableError struct {
+	Socket, Reason string
+	NoAnswer       bool // the connection was taken, and no answer came
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("%v at %s: %s", ErrUnreachable, e.Socket, e.Reason)
+}
+
+func (e *UnreachableError) Is(target error) bool {
+	return target == ErrUnreachable || e.NoAnswer && target == ErrNoAnswer
+}
+
+// dialReason says in words why a connection to the socket failed: what a
+// person can act on, not the HTTP client's "Get "http://continuityd/…":
+// dial unix …" that wraps it.
+func dialReason(err error) string {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no socket there (is the daemon running?)"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "nothing listens there (a daemon that stopped?)"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied (the socket is another user's, or its directory is closed to you)"
+	case errors.Is(err, syscall.ENOTDIR):
+		return "a part of the path is not a directory"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the connection closed before an answer came"
+	case errors.As(err, &errno):
+		return errno.Error()
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err.Error()
+	}
+	return err.Error()
 }

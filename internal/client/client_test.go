@@ -81,14 +81,22 @@ func TestDoAPIError(t *testing.T) {
 	}
 }
 
-// Nobody at the socket: ErrUnreachable, naming the socket.
+// Nobody at the socket: ErrUnreachable, naming the socket and why in
+// words, with none of the HTTP client's wrapping (Get "http://…": dial
+// unix …).
 func TestDoUnreachable(t *testing.T) {
 	dir := t.TempDir()
-	for name, sock := range map[string]string{"missing": filepath.Join(dir, "none.sock"), "not a socket": dir} {
-		c := New(sock)
+	for name, tc := range map[string]struct{ sock, why string }{
+		"missing":      {filepath.Join(dir, "none.sock"), "no socket there"},
+		"not a socket": {dir, "nothing listens there"},
+	} {
+		c, sock := New(tc.sock), tc.sock
 		_, err := c.Do(context.Background(), http.MethodGet, "/healthz", nil, nil)
-		if !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), sock) {
-			t.Errorf("%s: %v, want ErrUnreachable naming %s", name, err, sock)
+		if !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), sock+": "+tc.why) {
+			t.Errorf("%s: %v, want ErrUnreachable naming %s: %s", name, err, sock, tc.why)
+		}
+		if err != nil && (strings.Contains(err.Error(), "http://") || strings.Contains(err.Error(), "dial unix")) {
+			t.Errorf("%s: %v shows the HTTP client's wrapping", name, err)
 		}
 		var ae *APIError
 		if errors.As(err, &ae) {
@@ -106,8 +114,8 @@ func TestDoUnreachable(t *testing.T) {
 	ln.Close()
 	c := New(sock + "2")
 	defer c.Close()
-	if _, err := c.Do(context.Background(), http.MethodGet, "/healthz", nil, nil); !errors.Is(err, ErrUnreachable) {
-		t.Errorf("a dead socket: %v, want ErrUnreachable", err)
+	if _, err := c.Do(context.Background(), http.MethodGet, "/healthz", nil, nil); !errors.Is(err, ErrUnreachable) || !strings.HasSuffix(err.Error(), ": nothing listens there (a daemon that stopped?)") {
+		t.Errorf("a dead socket: %v, want ErrUnreachable: nothing listens there", err)
 	}
 }
 

@@ -23,20 +23,22 @@ const delxUsage = "register [--agent A] [--upstream NAME] [--config FILE] [--age
 // keep the identity it returns in the agent's state directory, where the
 // daemon reads it at every call.
 func cmdDelx(ctx context.Context, e *cli.Env, args []string) int {
-	if len(args) == 0 || args[0] != "register" {
-		fmt.Fprintf(e.Stderr, "usage: continuityd delx %s\n", delxUsage)
-		return cli.ExitUsage
-	}
 	fs := cli.NewFlagSet(e, "delx", delxUsage)
 	var cf cli.ClientFlags
 	cf.Register(fs)
-	upName := fs.String("upstream", "", "the delx upstream (may be left out when the agent ships to one)")
-	agentID := fs.String("agent-id", "", "the agent_id to ask Delx for (default: the agent's name)")
-	keyFile := fs.String("key-file", "", "read the registration key from this file (mode 0600) instead of $"+registrationKeyEnv)
+	upName := fs.String("upstream", "", "the delx upstream by `NAME` (may be left out when the agent ships to one)")
+	agentID := fs.String("agent-id", "", "the agent_id to ask Delx for, an `ID` (without it: the agent's name)")
+	keyFile := fs.String("key-file", "", "read the registration key from this `FILE` (mode 0600) instead of $"+registrationKeyEnv)
 	force := fs.Bool("force", false, "register again: Delx issues a new identity and the one kept is replaced")
-	if pos, err := cli.ParseFlags(fs, args[1:]); err != nil || len(pos) > 0 {
-		fs.Usage()
+	switch pos, err := cli.ParseFlags(fs, args); {
+	case err != nil:
 		return cli.ExitUsage
+	case len(pos) == 0:
+		return cli.Missing(e, "delx", "the action: register")
+	case pos[0] != "register":
+		return cli.UnknownSub(e, "delx", pos[0])
+	case len(pos) > 1:
+		return cli.TooMany(e, "delx register", pos[1])
 	}
 	usageErr := func(err error) int {
 		fmt.Fprintf(e.Stderr, "continuityd delx register: %v\n", err)

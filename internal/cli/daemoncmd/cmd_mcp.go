@@ -23,8 +23,10 @@ func cmdMCP(ctx context.Context, e *cli.Env, args []string) int {
 	fs := cli.NewFlagSet(e, "mcp", "[--agent A]")
 	var cf cli.ClientFlags
 	cf.Register(fs)
-	if pos, err := cli.ParseFlags(fs, args); err != nil || len(pos) > 0 {
+	if pos, err := cli.ParseFlags(fs, args); err != nil {
 		return cli.ExitUsage
+	} else if len(pos) > 0 {
+		return cli.TooMany(e, "mcp", pos[0])
 	}
 	c, err := cf.Client(e)
 	if err != nil {

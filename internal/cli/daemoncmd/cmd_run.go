@@ -14,6 +14,7 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon"
 	"github.com/continuityd/continuityd/internal/cli"
+	"github.com/continuityd/continuityd/internal/termsafe"
 	"github.com/continuityd/continuityd/internal/timerslack"
 )
 
@@ -33,10 +34,12 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 		return code
 	}
 	fs := cli.NewFlagSet(e, "run", "[--config FILE | --workdir DIR]")
-	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
-	workdir := fs.String("workdir", "", "the embedded default's workdir (default: the current directory)")
-	if _, err := cli.ParseFlags(fs, args); err != nil {
+	cfgPath := fs.String("config", "", "the config `FILE` (without it: the embedded default)")
+	workdir := fs.String("workdir", "", "the embedded default's workdir, a `DIR` (without it: the current directory)")
+	if pos, err := cli.ParseFlags(fs, args); err != nil {
 		return cli.ExitUsage
+	} else if len(pos) > 0 {
+		return cli.TooMany(e, "run", pos[0])
 	}
 	// SIGHUP reloads the config file (the daemon also reloads when the file
 	// changes). It is caught from here on: one that comes while the daemon
@@ -70,7 +73,9 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	}
 	d, err := daemon.New(cfg, opts)
 	if err != nil {
-		log.Error("cannot start", "err", err)
+		// A sentence for the person who ran it, not a log record: the
+		// log's format is for the daemon's log.
+		fmt.Fprintf(e.Stderr, "continuityd: the daemon cannot start: %s\n", termsafe.Text(err.Error()))
 		return cli.ExitFailed
 	}
 	hupCtx, stopHUP := context.WithCancel(ctx)
@@ -91,7 +96,7 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 		}
 	}()
 	if err := d.Run(ctx); err != nil {
-		log.Error("cannot run", "err", err)
+		fmt.Fprintf(e.Stderr, "continuityd: the daemon cannot run: %s\n", termsafe.Text(err.Error()))
 		return cli.ExitFailed
 	}
 	log.Info("stopped cleanly")

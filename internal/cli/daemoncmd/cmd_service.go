@@ -54,19 +54,21 @@ func parseServiceArgs(e *cli.Env, args []string) (serviceArgs, bool) {
 	var sa serviceArgs
 	fs := cli.NewFlagSet(e, "service", serviceUsage)
 	fs.BoolVar(&sa.user, "user", false, "a per-user service (systemd --user, a launchd LaunchAgent) instead of a system service")
-	fs.StringVar(&sa.config, "config", "", "install: the config file the service runs with (default: the embedded default)")
+	fs.StringVar(&sa.config, "config", "", "install: the config `FILE` the service runs with (without it: the embedded default)")
 	fs.BoolVar(&sa.print, "print", false, "install: print the unit (or plist) that would be installed, and install nothing")
 	pos, err := cli.ParseFlags(fs, args)
 	if err != nil {
 		return sa, false
 	}
-	if len(pos) != 1 || !slices.Contains(serviceActions, pos[0]) {
-		if len(pos) == 0 {
-			fmt.Fprintln(e.Stderr, "continuityd service: which action?")
-		} else {
-			fmt.Fprintf(e.Stderr, "continuityd service: unknown action %q\n", strings.Join(pos, " "))
-		}
-		fs.Usage()
+	switch {
+	case len(pos) == 0:
+		cli.Missing(e, "service", "the action: "+strings.Join(serviceActions, ", "))
+		return sa, false
+	case !slices.Contains(serviceActions, pos[0]):
+		cli.UnknownSub(e, "service", pos[0])
+		return sa, false
+	case len(pos) > 1:
+		cli.TooMany(e, "service "+pos[0], pos[1])
 		return sa, false
 	}
 	sa.action = pos[0]

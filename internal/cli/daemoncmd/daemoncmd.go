@@ -1,6 +1,6 @@
 // Package daemoncmd holds the daemon-side commands of the command line:
 // those that link the daemon and what only it needs (metrics, NATS, the
-// service managers, the MCP SDK). Only cmd/continuityd-daemon links it, so
+// service managers, the MCP SDK, the packaging's files). Only cmd/continuityd-daemon links it, so
 // the continuityd front, which an agent starts at every hook, pays for none
 // of their package initialisation; internal/cli declares their names and
 // summaries with the rest of the table.
@@ -25,6 +25,7 @@ func commands() map[string]cli.RunFunc {
 		"mcp":     cmdMCP,
 		"delx":    cmdDelx,
 		"service": cmdService,
+		"man":     cmdMan,
 	}
 }
 

@@ -16,3 +16,17 @@ func TestRunsEveryDaemonSideCommand(t *testing.T) {
 		t.Errorf("daemoncmd runs %q; the table's daemon-side commands are %q", got, want)
 	}
 }
+
+// The table's flags of each daemon-side command, which the front's
+// completion scripts offer, are the command's own.
+func TestTableFlagsAreTheCommands(t *testing.T) {
+	for _, c := range cli.Commands() {
+		if c.Run != nil {
+			continue
+		}
+		got, _ := cli.Describe(commands()[c.Name])
+		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(c.Flags))) {
+			t.Errorf("%s: the table lists the flags %q, the command has %q", c.Name, c.Flags, got)
+		}
+	}
+}

@@ -1,0 +1,11 @@
+package cli
+
+import "context"
+
+func cmdDoctor(_ context.Context, e *Env, args []string) int {
+	fs := NewFlagSet(e, "doctor", "[--json]")
+	if _, err := ParseFlags(fs, args); err != nil {
+		return ExitUsage
+	}
+	return ExitOK
+}
