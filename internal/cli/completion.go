@@ -160,7 +160,8 @@ function __continuityd_command
     return 1
 end
 function __continuityd_using -a name
-    test (__continuityd_command) = $name
+    set -l command (__continuityd_command)
+    and test "$command" = $name
 end
 complete -c continuityd -n 'not __continuityd_command' -l help -d 'print the usage'
 complete -c continuityd -n 'not __continuityd_command' -l version -d 'print the version'
