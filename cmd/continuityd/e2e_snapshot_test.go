@@ -304,6 +304,15 @@ func TestSnapshotRestoreLeavesTheRepositoryAlone(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "+a2") {
 		t.Errorf("snapshot diff (exit %d): %s", code, out)
 	}
+	// --stat lists the files with their counts; -- PATH... keeps to those.
+	code, out, _ = cli(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "", "snapshot", "diff", s1, "--stat")
+	if code != 0 || !strings.Contains(out, " a.go | 2 +-") || !strings.Contains(out, " b.go | 2 +-") || !strings.Contains(out, "2 files changed") || strings.Contains(out, "@@") {
+		t.Errorf("snapshot diff --stat (exit %d): %s", code, out)
+	}
+	code, out, _ = cli(t, []string{"CONTINUITYD_SOCKET=" + w.socket}, "", "snapshot", "diff", s1, "--", "b.go")
+	if code != 0 || !strings.Contains(out, "+b2") || strings.Contains(out, "a.go") {
+		t.Errorf("snapshot diff -- b.go (exit %d): %s", code, out)
+	}
 	if code := p.terminate(t); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

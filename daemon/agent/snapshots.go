@@ -30,6 +30,7 @@ type SnapshotStore interface {
 	fleetsnap.Store
 	List(ctx context.Context) ([]snapshot.Snapshot, error)
 	Diff(ctx context.Context, id, against string, maxBytes int) (string, bool, error)
+	DiffView(ctx context.Context, id, against string, maxBytes int, v snapshot.View) (string, bool, error)
 	Restore(ctx context.Context, id string, paths []string, dryRun bool) (snapshot.RestoreResult, error)
 	Lookup(ctx context.Context, id string) (snapshot.Snapshot, error)
 	Newest() (snapshot.Snapshot, bool)
@@ -235,6 +236,12 @@ type DiffAnswer struct {
 // id against its parent (or against), at most maxBytes (0: the default).
 // An empty id, or "latest", is the newest snapshot.
 func (a *Agent) SnapshotDiff(ctx context.Context, id, against string, maxBytes int) (DiffAnswer, error) {
+	return a.SnapshotDiffView(ctx, id, against, maxBytes, snapshot.View{})
+}
+
+// SnapshotDiffView is SnapshotDiff showing what v asks for: the files
+// under its paths, as the diff or as their line counts.
+func (a *Agent) SnapshotDiffView(ctx context.Context, id, against string, maxBytes int, v snapshot.View) (DiffAnswer, error) {
 	st, err := a.snapStore()
 	if err != nil {
 		return DiffAnswer{}, err
@@ -248,7 +255,7 @@ func (a *Agent) SnapshotDiff(ctx context.Context, id, against string, maxBytes i
 	}
 	var diff string
 	var cut bool
-	err = a.orFromFleet(ctx, st, id, func() (err error) { diff, cut, err = st.Diff(ctx, id, against, maxBytes); return err })
+	err = a.orFromFleet(ctx, st, id, func() (err error) { diff, cut, err = st.DiffView(ctx, id, against, maxBytes, v); return err })
 	if err != nil {
 		return DiffAnswer{}, snapErr(err)
 	}

@@ -36,8 +36,8 @@ func (a *API) handleSnapshot(w http.ResponseWriter, r *http.Request, ag *agent.A
 	}
 	q := r.URL.Query()
 	if !diff {
-		if q.Has("against") || q.Has("max_bytes") {
-			writeError(w, capsule.Refuse(capsule.CodeInvalidQuery, "diff", "against and max_bytes go with diff=1"))
+		if q.Has("against") || q.Has("max_bytes") || q.Has("stat") || q.Has("path") {
+			writeError(w, capsule.Refuse(capsule.CodeInvalidQuery, "diff", "against, max_bytes, stat and path go with diff=1"))
 			return
 		}
 		d, err := ag.SnapshotShow(r.Context(), id)
@@ -63,7 +63,12 @@ func (a *API) handleSnapshot(w http.ResponseWriter, r *http.Request, ag *agent.A
 		}
 		maxBytes = n
 	}
-	ans, err := ag.SnapshotDiff(r.Context(), id, q.Get("against"), maxBytes)
+	stat, qerr := boolQuery(r, "stat")
+	if qerr != nil {
+		writeError(w, qerr)
+		return
+	}
+	ans, err := ag.SnapshotDiffView(r.Context(), id, q.Get("against"), maxBytes, snapshot.View{Paths: q["path"], Stat: stat})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -205,7 +205,7 @@ func (s *server) do(ctx context.Context, op string, req request) (any, error) {
 	case opShow:
 		return st.Show(ctx, req.ID)
 	case opDiff:
-		d, cut, err := st.Diff(ctx, req.ID, req.Against, req.MaxBytes)
+		d, cut, err := st.DiffView(ctx, req.ID, req.Against, req.MaxBytes, snapshot.View{Paths: req.Paths, Stat: req.Stat})
 		return diffAnswer{Diff: d, Cut: cut}, err
 	case opBetween:
 		c, err := st.Between(ctx, req.From, req.To)

@@ -181,8 +181,13 @@ func (s *Store) Show(ctx context.Context, id string) (snapshot.Detail, error) {
 
 // Diff is (*snapshot.Store).Diff.
 func (s *Store) Diff(ctx context.Context, id, against string, maxBytes int) (string, bool, error) {
+	return s.DiffView(ctx, id, against, maxBytes, snapshot.View{})
+}
+
+// DiffView is (*snapshot.Store).DiffView.
+func (s *Store) DiffView(ctx context.Context, id, against string, maxBytes int, v snapshot.View) (string, bool, error) {
 	var ans diffAnswer
-	if err := s.call(ctx, opDiff, request{ID: id, Against: against, MaxBytes: maxBytes}, &ans); err != nil {
+	if err := s.call(ctx, opDiff, request{ID: id, Against: against, MaxBytes: maxBytes, Paths: v.Paths, Stat: v.Stat}, &ans); err != nil {
 		return "", false, err
 	}
 	limit := maxBytes

@@ -88,6 +88,13 @@ func TestStoreInTheWorker(t *testing.T) {
 	if err != nil || cut || !strings.Contains(diff, "-one") || !strings.Contains(diff, "+two") {
 		t.Fatalf("diff: %q %v %v", diff, cut, err)
 	}
+	// The view crosses: --stat of the paths asked for.
+	if stat, _, err := st.DiffView(ctx, second.ID, "", 0, snapshot.View{Stat: true, Paths: []string{"src"}}); err != nil || !strings.Contains(stat, "src/a.txt | 2 +-") {
+		t.Fatalf("diff --stat -- src: %q %v", stat, err)
+	}
+	if none, _, err := st.DiffView(ctx, second.ID, "", 0, snapshot.View{Paths: []string{"elsewhere"}}); err != nil || none != "" {
+		t.Fatalf("diff -- elsewhere: %q %v", none, err)
+	}
 	if l, err := st.Lookup(ctx, first.ID[:8]); err != nil || l.ID != first.ID {
 		t.Errorf("lookup: %+v %v", l, err)
 	}

@@ -70,6 +70,7 @@ type request struct {
 	Paths        []string               `json:"paths,omitempty"`
 	IDs          []string               `json:"ids,omitempty"`
 	DryRun       bool                   `json:"dry_run,omitempty"`
+	Stat         bool                   `json:"stat,omitempty"` // a diff's --stat
 	MaxBytes     int                    `json:"max_bytes,omitempty"`
 	Hold         uint64                 `json:"hold,omitempty"`
 	// ReceiveObject's object and size (its content is the body's rest).

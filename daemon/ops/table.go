@@ -127,6 +127,8 @@ var (
 			{Name: "diff", In: "query", Type: "boolean", Summary: "1: the diff"},
 			{Name: "against", In: "query", Type: "string", Summary: "the snapshot to compare with; default its parent"},
 			{Name: "max_bytes", In: "query", Type: "integer", Summary: "the bound of the diff, 1..1048576 (default and ceiling 1 MiB)", Min: 1, Max: 1 << 20},
+			{Name: "stat", In: "query", Type: "boolean", Summary: "1: each changed file with its lines added and deleted (git's --stat), not the diff"},
+			{Name: "path", In: "query", Type: "string", Summary: "only this file or directory, relative to the workdir; repeat for more"},
 		},
 		Errors: append([]string{capsule.CodeInvalidQuery}, snapshotErrors...),
 		MCP:    "snapshot_diff", CLI: []string{"snapshot diff"},

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,6 +200,48 @@ func parseRawNumstat(out []byte, max int) ([]FileChange, bool, error) {
 // most maxBytes long (0: DefaultDiffBytes), cut at a line end; cut says
 // it was cut. Binary files are named, not shown.
 func (s *Store) Diff(ctx context.Context, id, against string, maxBytes int) (string, bool, error) {
+	return s.DiffView(ctx, id, against, maxBytes, View{})
+}
+
+// View is what of a diff is shown: the files under Paths (files or
+// directories relative to the workdir; none: every file), as the diff or,
+// with Stat, as each file's count of lines added and deleted.
+type View struct {
+	Paths []string
+	Stat  bool
+}
+
+// pathspecs are v's paths as git's pathspecs, after the checks a path
+// relative to the workdir passes. The store's git takes every pathspec
+// literally (GIT_LITERAL_PATHSPECS): no glob, no magic a name could hold.
+func (v View) pathspecs() ([]string, error) {
+	var out []string
+	for _, p := range v.Paths {
+		refuse := func(why string) error {
+			return capsule.Refuse(capsule.CodeInvalidQuery, "path", "%q is %s; give a path relative to the workdir", p, why)
+		}
+		switch c := path.Clean(filepath.ToSlash(p)); {
+		case p == "" || strings.ContainsAny(p, "\x00\n\r"):
+			return nil, refuse("empty, or holds a NUL or a line break")
+		case path.IsAbs(c) || filepath.IsAbs(p):
+			return nil, refuse("an absolute path")
+		case c == ".." || strings.HasPrefix(c, "../"):
+			return nil, refuse("outside the workdir")
+		case c == ".":
+			return nil, nil // the whole tree
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// DiffView is Diff showing only what v asks for.
+func (s *Store) DiffView(ctx context.Context, id, against string, maxBytes int, v View) (string, bool, error) {
+	specs, err := v.pathspecs()
+	if err != nil {
+		return "", false, err
+	}
 	if s.closed.Load() {
 		return "", false, ErrClosed
 	}
@@ -225,10 +269,16 @@ func (s *Store) Diff(ctx context.Context, id, against string, maxBytes int) (str
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := &capWriter{max: maxBytes, cancel: cancel}
-	_, err = s.git.run(ctx, call{
-		args:   []string{"diff-tree", "-p", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", from, snap.tree},
-		stdout: w,
-	})
+	show := []string{"-p"}
+	if v.Stat {
+		// Names whole (git shortens them to fit its width otherwise).
+		show = []string{"--stat=400,360", "--stat-graph-width=40"}
+	}
+	args := append(append([]string{"diff-tree"}, show...), "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", from, snap.tree)
+	if len(specs) > 0 {
+		args = append(append(args, "--"), specs...)
+	}
+	_, err = s.git.run(ctx, call{args: args, stdout: w})
 	if err != nil && !w.cut {
 		return "", false, fmt.Errorf("snapshot store: %w", err)
 	}
