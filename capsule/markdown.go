@@ -159,15 +159,7 @@ func (r *Resume) sinceLastVisitText(now time.Time) string {
 		fmt.Fprintf(&slv, "- %d %s\n", s.Writes, Plural(s.Writes, "write", "writes"))
 	}
 	if s.PathCount > 0 {
-		paths := lastN(s.Paths, 10)
-		shown := make([]string, len(paths))
-		for i, p := range paths {
-			shown[i] = termsafe.Name(p)
-			if n := s.PathCounts[p]; n > 1 {
-				shown[i] += fmt.Sprintf(" (×%d)", n)
-			}
-		}
-		fmt.Fprintf(&slv, "- %d %s changed: %s\n", s.PathCount, Plural(s.PathCount, "path", "paths"), strings.Join(shown, ", "))
+		slv.WriteString(s.pathsText())
 	}
 	slv.WriteString(r.byOthersText())
 	for _, c := range s.Commits {
@@ -279,4 +271,39 @@ func age(now, t time.Time) string {
 	default:
 		return fmt.Sprintf("%d days ago", int(d.Hours()/24))
 	}
+}
+
+// pathsText is the line of changed paths. Its count says what it counts:
+// paths when each changed once, else changes and the paths they touched
+// ("9 changes to 3 paths: a.go (×3), …"); the list shows the ten most
+// recent and says how many more there are.
+func (s *SinceLastVisit) pathsText() string {
+	distinct, listed := len(s.Paths), 0
+	for _, p := range s.Paths {
+		listed += max(s.PathCounts[p], 1)
+	}
+	var head string
+	switch {
+	case distinct == 0:
+		return fmt.Sprintf("- %d %s\n", s.PathCount, Plural(s.PathCount, "path change", "path changes"))
+	case s.PathCount == distinct:
+		head = fmt.Sprintf("%d %s changed", distinct, Plural(distinct, "path", "paths"))
+	case listed >= s.PathCount:
+		head = fmt.Sprintf("%d changes to %d %s", s.PathCount, distinct, Plural(distinct, "path", "paths"))
+	default: // the list keeps the most recent paths only
+		head = fmt.Sprintf("%d changes to at least %d paths", s.PathCount, distinct+1)
+	}
+	paths := lastN(s.Paths, 10)
+	shown := make([]string, len(paths))
+	for i, p := range paths {
+		shown[i] = termsafe.Name(p)
+		if n := s.PathCounts[p]; n > 1 {
+			shown[i] += fmt.Sprintf(" (×%d)", n)
+		}
+	}
+	more := ""
+	if n := distinct - len(paths); n > 0 {
+		more = fmt.Sprintf(", and %d more", n)
+	}
+	return fmt.Sprintf("- %s: %s%s\n", head, strings.Join(shown, ", "), more)
 }
