@@ -167,11 +167,15 @@ type SignalNote struct {
 
 // ContextState is the latest known state of the agent's context window.
 type ContextState struct {
-	UsedFraction *float64   `json:"used_fraction"`
-	Compactions  int        `json:"compactions"`
-	SessionID    string     `json:"session_id,omitempty"`
-	Session      string     `json:"session,omitempty"` // last session event: start, end, stop
-	UpdatedAt    *time.Time `json:"updated_at"`
+	UsedFraction *float64 `json:"used_fraction"`
+	// Via is where UsedFraction came from (the context signal's via:
+	// transcript, statusline, hook, cli): a status line that shows the
+	// daemon's figure says whose it is.
+	Via         string     `json:"via,omitempty"`
+	Compactions int        `json:"compactions"`
+	SessionID   string     `json:"session_id,omitempty"`
+	Session     string     `json:"session,omitempty"` // last session event: start, end, stop
+	UpdatedAt   *time.Time `json:"updated_at"`
 }
 
 // Refusal is an automatic input (a handoff file, say) or a part of what

@@ -334,7 +334,7 @@ func (g *Guard) checkRemoteContext(c capsule.ContextState) *capsule.Error {
 	if c.Compactions < 0 {
 		return capsule.Refuse(code, "context.compactions", "must not be negative")
 	}
-	for _, f := range []struct{ path, v string }{{"context.session_id", c.SessionID}, {"context.session", c.Session}} {
+	for _, f := range []struct{ path, v string }{{"context.session_id", c.SessionID}, {"context.session", c.Session}, {"context.via", c.Via}} {
 		if e := checkText(f.v, MaxSignalString, code, f.path); e != nil {
 			return e
 		}

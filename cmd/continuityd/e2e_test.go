@@ -621,9 +621,10 @@ func TestStatuslineCommand(t *testing.T) {
 	if f := ctxState["used_fraction"].(float64); f < 0.21 || f > 0.23 {
 		t.Fatalf("forwarded usage %v, want 0.22", f)
 	}
-	// A payload without usage (the first render) prints and forwards nothing.
+	// A payload without usage (the first render) forwards nothing, and
+	// shows the daemon's figure of the session, saying whose it is.
 	first := fixture("statusline-captured-first-render-v2.1.226-windows.json")
-	if code, out, _ := cli(t, env, first, "statusline"); code != 0 || !strings.HasPrefix(out, "ctx ?") {
+	if code, out, _ := cli(t, env, first, "statusline"); code != 0 || !strings.HasPrefix(out, "ctx 22% (statusline) · ") {
 		t.Fatalf("first render: %d %q", code, out)
 	}
 }

@@ -370,7 +370,13 @@ func (r *transcriptReader) readChunk(ctx context.Context) bool {
 	if usage != nil && usage.Window > 0 && math.Abs(usage.Fraction-r.lastFrac) >= 0.01 {
 		r.lastFrac = usage.Fraction
 		fr, tok, win := usage.Fraction, usage.Tokens, usage.Window
-		r.f.signal(ctx, &capsule.Signal{Kind: capsule.SignalContext, UsedFraction: &fr, Tokens: &tok, Window: &win, Via: "transcript", TranscriptPath: r.tail.Path})
+		sig := &capsule.Signal{Kind: capsule.SignalContext, UsedFraction: &fr, Tokens: &tok, Window: &win, Via: "transcript", TranscriptPath: r.tail.Path}
+		if r.tracker != nil {
+			// Whose figure it is: a status line of another session
+			// does not show it as its own.
+			sig.SessionID = r.tracker.State().SessionID
+		}
+		r.f.signal(ctx, sig)
 	}
 	r.f.saveOffset(r.tail)
 	return len(lines) > 0

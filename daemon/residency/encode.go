@@ -451,6 +451,7 @@ func writeContext(w *jsonappend.Writer, c *capsule.ContextState) {
 	} else {
 		w.Value(*c.UsedFraction) // encoding/json's float notation
 	}
+	w.OmitEmptyString("via", c.Via)
 	w.IntField("compactions", c.Compactions)
 	w.OmitEmptyString("session_id", c.SessionID)
 	w.OmitEmptyString("session", c.Session)

@@ -21,7 +21,7 @@ func (s *Store) Signal(ctx context.Context, sig *capsule.Signal) (uint64, error)
 		c := &t.d.Context
 		switch sg.Kind {
 		case capsule.SignalContext:
-			c.UsedFraction = sg.UsedFraction
+			c.UsedFraction, c.Via = sg.UsedFraction, sg.Via
 		case capsule.SignalCompaction:
 			// A compaction may be reported before and after; count it once.
 			if sg.Phase == "pre" || t.d.LastCompaction != "pre" {
@@ -29,12 +29,17 @@ func (s *Store) Signal(ctx context.Context, sig *capsule.Signal) (uint64, error)
 			}
 			t.d.LastCompaction = sg.Phase
 			if sg.Phase == "post" {
-				c.UsedFraction = nil // unknown until the next usage report
+				c.UsedFraction, c.Via = nil, "" // unknown until the next usage report
 			}
 		case capsule.SignalSession:
 			c.Session = sg.Event
 		}
 		if sg.SessionID != "" {
+			if c.SessionID != "" && sg.SessionID != c.SessionID && sg.Kind != capsule.SignalContext {
+				// Another session: its context is its own, unknown until
+				// it is reported, not the last session's.
+				c.UsedFraction, c.Via = nil, ""
+			}
 			c.SessionID = sg.SessionID
 		}
 		c.UpdatedAt = &now

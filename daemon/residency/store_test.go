@@ -344,3 +344,31 @@ func TestSignalIsALastWrite(t *testing.T) {
 		t.Fatalf("seq %d, last write %v: a numbered write without a last write", r.Seq, r.LastWriteAt)
 	}
 }
+
+// TestContextIsItsSessions: the context figure says where it came from,
+// survives a reopen, and a signal from another session clears it (that
+// session's context is unknown until reported) while one from the same
+// session keeps it.
+func TestContextIsItsSessions(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir, "local")
+	if _, err := s.Signal(ctx, &capsule.Signal{Kind: "context", UsedFraction: ptrF(0.46), Via: "transcript", SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Signal(ctx, &capsule.Signal{Kind: "activity", SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, "local")
+	defer s.Close()
+	if c := s.Resume().Context; c.UsedFraction == nil || *c.UsedFraction != 0.46 || c.Via != "transcript" {
+		t.Fatalf("after the same session's signal and a reopen: %+v, want 0.46 via transcript", c)
+	}
+	if _, err := s.Signal(ctx, &capsule.Signal{Kind: "session", Event: "start", SessionID: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Resume().Context; c.UsedFraction != nil || c.Via != "" || c.SessionID != "s2" {
+		t.Fatalf("a new session kept the last one's figure: %+v", c)
+	}
+}

@@ -80,6 +80,9 @@ func statusText(ctx context.Context, e *Env, cf ClientFlags, raw []byte) string 
 	if err != nil {
 		return ctxPart // an answer that does not decode: the line shows what the payload says
 	}
+	if p.Usage == nil {
+		ctxPart = daemonContext(p, r.Context)
+	}
 	// The statusline renders often; only a change worth a durable write is
 	// forwarded (a point of usage, or a new session).
 	if p.Usage != nil && (r.Context.UsedFraction == nil || math.Abs(*r.Context.UsedFraction-p.Usage.Fraction) >= 0.01 || r.Context.SessionID != p.SessionID) {
@@ -112,6 +115,22 @@ func statusText(ctx context.Context, e *Env, cf ClientFlags, raw []byte) string 
 		health = "degraded: " + strings.Join(r.Degraded, ",")
 	}
 	return fmt.Sprintf("%s · %s · %s", ctxPart, saved, health)
+}
+
+// daemonContext is the context part from the daemon's own figure, for a
+// payload that carries none (no context_window: the first render, an
+// older Claude Code, another agent's status line), named by where it came
+// from: "ctx 46% (transcript)". Another session's figure is not this
+// one's: "ctx ?" then.
+func daemonContext(p *statusline.Payload, c capsule.ContextState) string {
+	if c.UsedFraction == nil || p.SessionID != "" && c.SessionID != "" && p.SessionID != c.SessionID {
+		return "ctx ?"
+	}
+	via := c.Via
+	if via == "" {
+		via = "daemon"
+	}
+	return fmt.Sprintf("ctx %.0f%% (%s)", *c.UsedFraction*100, via)
 }
 
 func shortAge(d time.Duration) string {
