@@ -73,7 +73,7 @@ func TestCompletionScripts(t *testing.T) {
 		"continuityd snapshot re":      "restore",
 		"continuityd status --j":       "--json",
 		"continuityd install co":       "codex",
-		"continuityd doctor --":        "--json --help",
+		"continuityd doctor --":        "--agent --config --json --socket --help",
 		"continuityd completion ":      "bash zsh fish",
 		"continuityd service --u":      "--user",
 		"continuityd checkpoint --dro": "--drop",
