@@ -338,7 +338,8 @@ func checkCommitmentOps(ops *capsule.CommitmentOps) *capsule.Error {
 		}
 		if !isEvidence(cc.Evidence) {
 			return capsule.Refuse(capsule.CodeEvidenceRequired, p+".evidence",
-				"closing a commitment needs evidence post:UUID of a live message written after it was opened")
+				"closing a commitment needs evidence post:UUID of a live Q-Day message written after it was opened; "+
+					"without one, drop it with a reason instead (commitments.drop; continuityd checkpoint --drop ID=REASON)")
 		}
 	}
 	for i, dc := range ops.Drop {

@@ -133,8 +133,13 @@ func TestClientCommandsEndToEnd(t *testing.T) {
 
 	if code, out, errs := run("", "checkpoint", "--focus", "Migrate the billing module to the new client",
 		"--next", "Swap the callsites in checkout", "--last-result", "Adapters written, unit tests green",
-		"--waiting-for", "the staging secret", "--open", "ship the parser fix"); code != 0 || out != "checkpoint saved (seq 1)\n" {
+		"--waiting-for", "the staging secret", "--open", "ship the parser fix"); code != 0 || out != "checkpoint saved (seq 1)\nopened c_1: ship the parser fix\n" {
 		t.Fatalf("checkpoint: %d %q %q", code, out, errs)
+	}
+	// A commitment closed without evidence: the refusal says how a local
+	// user closes it, by dropping it with a reason.
+	if code, _, errs := run("", "checkpoint", "--close", "c_1=done"); code != exitFailed || !strings.Contains(errs, "EVIDENCE_REQUIRED") || !strings.Contains(errs, "--drop ID=REASON") {
+		t.Fatalf("close without evidence: %d %q", code, errs)
 	}
 	if code, _, errs := run("", "checkpoint", "--decide", "retry", "--because", "too short"); code != exitFailed || !strings.Contains(errs, "MOTIVE_REQUIRED (decide.because)") {
 		t.Fatalf("refused checkpoint: %d %q", code, errs)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -127,5 +128,22 @@ func TestMissingArgumentNamed(t *testing.T) {
 		if code != exitUsage || !strings.HasPrefix(errs, c.want) || strings.Count(errs, "\n") != 1 || out != "" {
 			t.Errorf("continuityd %s: exit %d, stdout %q, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, out, errs, c.want)
 		}
+	}
+}
+
+// `continuityd socket` prints the socket the client commands would use,
+// found as they find it: --socket, then $CONTINUITYD_SOCKET, then the
+// default place (which TestReadmeTour checks with and without
+// XDG_RUNTIME_DIR).
+func TestSocketCommand(t *testing.T) {
+	if code, out, _ := cli(t, []string{"CONTINUITYD_SOCKET=/from/env.sock"}, "", "socket"); code != exitOK || out != "/from/env.sock\n" {
+		t.Errorf("socket with $CONTINUITYD_SOCKET: %d %q", code, out)
+	}
+	if code, out, _ := cli(t, []string{"CONTINUITYD_SOCKET=/from/env.sock"}, "", "socket", "--socket", "/from/flag.sock"); code != exitOK || out != "/from/flag.sock\n" {
+		t.Errorf("socket --socket: %d %q", code, out)
+	}
+	if code, out, _ := cli(t, []string{"CONTINUITYD_SOCKET=", "HOME=/home/u", "XDG_RUNTIME_DIR=/run/user/7", "XDG_STATE_HOME="}, "", "socket"); code != exitOK ||
+		(os.Geteuid() != 0 && out != "/run/user/7/continuityd/continuityd.sock\n") || (os.Geteuid() == 0 && out != "/run/continuityd/continuityd.sock\n") {
+		t.Errorf("socket by default: %d %q", code, out)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"github.com/continuityd/continuityd/capsule"
@@ -212,13 +213,17 @@ func postCheckpoint(ctx context.Context, e *Env, cf *ClientFlags, body []byte, s
 	if err != nil {
 		return Fail(e, err)
 	}
-	return printCheckpointAnswer(e, ans)
+	return printCheckpointAnswer(e, body, ans)
 }
 
-// printCheckpointAnswer prints the seq the write was saved as and, with
-// --sync, what each upstream did with it.
-func printCheckpointAnswer(e *Env, ans *agent.CheckpointAnswer) int {
+// printCheckpointAnswer prints the seq the write was saved as, the id of
+// each commitment it opened (what --close and --drop name it by) and,
+// with --sync, what each upstream did with it.
+func printCheckpointAnswer(e *Env, body []byte, ans *agent.CheckpointAnswer) int {
 	fmt.Fprintf(e.Stdout, "checkpoint saved (seq %d)\n", ans.Seq)
+	for _, c := range openedBy(body, ans.State) {
+		fmt.Fprintf(e.Stdout, "opened %s: %s\n", termsafe.Name(c.ID), termsafe.Line(c.Title))
+	}
 	for _, s := range ans.Sync {
 		line := fmt.Sprintf("  %s: delivered", s.Name)
 		if !s.Delivered {
@@ -240,4 +245,31 @@ func readInput(e *Env, name string) ([]byte, error) {
 		return io.ReadAll(io.LimitReader(e.Stdin, 1<<20))
 	}
 	return os.ReadFile(name)
+}
+
+// openedBy are the commitments the checkpoint body opened, found in the
+// state the daemon answered with: for each title opened, the newest open
+// commitment of that title.
+func openedBy(body, state []byte) []capsule.Commitment {
+	var cp struct {
+		Commitments *struct {
+			Open []capsule.OpenCommitment `json:"open"`
+		} `json:"commitments"`
+	}
+	var st struct {
+		Commitments []capsule.Commitment `json:"commitments"`
+	}
+	if json.Unmarshal(body, &cp) != nil || cp.Commitments == nil || json.Unmarshal(state, &st) != nil {
+		return nil
+	}
+	var out []capsule.Commitment
+	for _, o := range cp.Commitments.Open {
+		for i := len(st.Commitments) - 1; i >= 0; i-- {
+			if c := st.Commitments[i]; c.Title == o.Title && c.Status == capsule.CommitmentOpen {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
