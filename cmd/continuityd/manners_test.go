@@ -147,3 +147,16 @@ func TestSocketCommand(t *testing.T) {
 		t.Errorf("socket by default: %d %q", code, out)
 	}
 }
+
+// A daemon that cannot start says why in a sentence on stderr, not in
+// the log's record format: here a second daemon on the first's state
+// directory.
+func TestRunStartupFailureIsASentence(t *testing.T) {
+	w := newWorkspace(t)
+	startProc(t, w.socket, nil, "run", "--config", w.config)
+	code, out, errs := cli(t, nil, "", "run", "--config", w.config)
+	if code != exitFailed || out != "" || strings.Count(errs, "\n") != 1 || strings.Contains(errs, "level=") ||
+		!strings.HasPrefix(errs, "continuityd: the daemon cannot run: another continuityd is running on state directory "+w.state) {
+		t.Fatalf("a second daemon: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
