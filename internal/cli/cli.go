@@ -175,7 +175,9 @@ func Main(p Program, args []string, stdin io.Reader, stdout, stderr io.Writer) i
 	e := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, DefaultPaths: config.DefaultPaths, Version: p.version(),
 		CapsuleSchema: p.CapsuleSchema, handOver: p.DaemonSide}
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "continuityd: which command? (continuityd --help lists them)")
+		fmt.Fprintln(stderr, "continuityd: which command?")
+		fmt.Fprintln(stderr)
+		usage(stderr)
 		return ExitUsage
 	}
 	switch args[0] {
@@ -328,8 +330,8 @@ func Fail(e *Env, err error) int {
 		}
 		return ExitFailed
 	case errors.As(err, &ue) && ue.NoAnswer:
-		fmt.Fprintf(e.Stderr, "continuityd: the daemon at %s took the connection but gave no answer (%s); if it stays stuck, its log may say why, and restarting it loses nothing accepted\n",
-			termsafe.Name(ue.Socket), termsafe.Line(ue.Reason))
+		fmt.Fprintf(e.Stderr, "continuityd: the daemon at %s took the connection but gave no answer within %s (a stuck daemon, or something else listening there); if it stays stuck, its log may say why, and restarting it loses nothing accepted\n",
+			termsafe.Name(ue.Socket), ue.Within)
 		return ExitUnreachable
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.Stderr, "continuityd: the daemon is not reachable at %s: %s; start it with `continuityd run` in your project (or `continuityd service start --user` for an installed service), or name its socket with --socket\n",

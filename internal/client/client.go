@@ -191,7 +191,7 @@ func (c *Client) unreachable(ctx, reqCtx context.Context, timeout time.Duration,
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case reqCtx.Err() != nil:
-		return &UnreachableError{Socket: c.Socket, NoAnswer: true,
+		return &UnreachableError{Socket: c.Socket, NoAnswer: true, Within: timeout,
 			Reason: fmt.Sprintf("no answer within %s: something accepts connections there but does not answer (a stuck daemon?)", timeout)}
 	default:
 		return &UnreachableError{Socket: c.Socket, Reason: dialReason(err)}
@@ -202,7 +202,8 @@ func (c *Client) unreachable(ctx, reqCtx context.Context, timeout time.Duration,
 // in words. It is ErrUnreachable, and ErrNoAnswer when NoAnswer.
 type UnreachableError struct {
 	Socket, Reason string
-	NoAnswer       bool // the connection was taken, and no answer came
+	NoAnswer       bool          // the connection was taken, and no answer came
+	Within         time.Duration // how long an answer was waited for (NoAnswer)
 }
 
 func (e *UnreachableError) Error() string {
