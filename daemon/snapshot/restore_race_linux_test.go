@@ -177,17 +177,30 @@ func TestRestoreRacingSymlinkSwaps(t *testing.T) {
 	}
 	bin := filepath.Join(top, "swapper")
 	copyFile(t, self, bin, 0o755)
-	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = append(os.Environ(), swapEnv+"="+filepath.Join(work, "d")+"\n"+filepath.Join(work, "link")+"\n"+secret)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: raceOwner, Gid: raceOwner}}
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	stop, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	var (
+		cmd         *exec.Cmd
+		stop        io.WriteCloser
+		out, errOut strings.Builder
+	)
+	// A process forked elsewhere in this binary (a store's git) while the
+	// copy was open for writing holds it open until that process execs:
+	// starting the copy then fails with "text file busy" for a moment.
+	for deadline := time.Now().Add(time.Minute); ; {
+		cmd = exec.Command(bin, "-test.run=^$")
+		cmd.Env = append(os.Environ(), swapEnv+"="+filepath.Join(work, "d")+"\n"+filepath.Join(work, "link")+"\n"+secret)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: raceOwner, Gid: raceOwner}}
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if stop, err = cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Start()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ETXTBSY) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	stopped := false
 	stopSwapper := func() {
