@@ -3,8 +3,11 @@ package watch
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io/fs"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/continuityd/continuityd/internal/safefile"
 )
@@ -180,49 +183,96 @@ func (rs *ruleSet) check(rel string, isDir bool) (matched, ignored bool) {
 // kilobytes.
 const maxIgnoreFile = 1 << 20
 
+// maxGitFile bounds a .git file or a commondir read: a path.
+const maxGitFile = 64 << 10
+
 // loadRules reads dir/.gitignore, preceded by dir/.git/info/exclude when dir
-// is a repository root (gitDir). It returns nil when neither has a usable
-// pattern. A cloned tree may carry its .gitignore as a link (to /dev/zero,
-// say): like git since 2.32, a .gitignore that is a link is not followed,
-// and either file must be a regular one within maxIgnoreFile, so a FIFO
-// never stalls the watcher and a device never fills its memory.
-func loadRules(dir string, gitDir bool) *ruleSet {
-	rs, _ := loadRulesFrom(dir, gitDir)
+// is a repository root (gitDir), through op (nil: this process opens them).
+// It returns nil when neither has a usable pattern. A cloned tree may carry
+// its .gitignore as a link (to /dev/zero, say): like git since 2.32, a
+// .gitignore that is a link is not followed, and either file must be a
+// regular one within maxIgnoreFile, so a FIFO never stalls the watcher and
+// a device never fills its memory.
+//
+// A file that cannot be read (one the tree's owner may not read, as a
+// root-run tool leaves behind) is passed over: git, run by that owner,
+// warns "unable to access" and applies the other files' patterns, and
+// the owner's snapshots, taken with the owner's rights, see the tree as
+// that git does.
+func loadRules(op safefile.Opener, dir string, gitDir bool) *ruleSet {
+	rs, _, _ := loadRulesFrom(op, dir, gitDir)
 	return rs
 }
 
 // loadRules is loadRules for a directory of the tree: a .git/info/exclude
 // with patterns makes the Watcher's summaries incomplete (a snapshot of
-// the tree does not read it).
+// the tree does not read it), and a file that exists but cannot be read
+// is logged once, as git warns of it.
 func (w *Watcher) loadRules(dir string, gitDir bool) *ruleSet {
-	rs, foreign := loadRulesFrom(dir, gitDir)
+	rs, foreign, unread := loadRulesFrom(w.o.Opener, dir, gitDir)
 	if foreign {
 		w.foreignRules = true
+	}
+	for _, u := range unread {
+		w.unreadRules(u)
 	}
 	return rs
 }
 
+// maxUnreadLogged bounds the ignore files a Watcher names in its log as
+// unreadable: past it, no more are named.
+const maxUnreadLogged = 64
+
+// unreadRules logs an ignore file that could not be read, once per path.
+// Its content is never read, so nothing of it is logged.
+func (w *Watcher) unreadRules(u unreadFile) {
+	if w.unreadLogged[u.path] || len(w.unreadLogged) >= maxUnreadLogged {
+		return
+	}
+	if w.unreadLogged == nil {
+		w.unreadLogged = map[string]bool{}
+	}
+	w.unreadLogged[u.path] = true
+	w.log.Warn("watch: an ignore file cannot be read; its patterns do not apply, as git run by the tree's owner passes over it too",
+		"path", u.path, "err", u.err)
+}
+
+// unreadFile is an ignore file that exists and could not be read.
+type unreadFile struct {
+	path string
+	err  error
+}
+
 // loadRulesFrom is loadRules; foreign says whether .git/info/exclude held
-// patterns.
-func loadRulesFrom(dir string, gitDir bool) (rs *ruleSet, foreign bool) {
+// patterns, and unread are the files that could not be read for another
+// reason than their absence (git's own warning's cases).
+func loadRulesFrom(op safefile.Opener, dir string, gitDir bool) (rs *ruleSet, foreign bool, unread []unreadFile) {
+	if op == nil {
+		op = safefile.Here
+	}
+	read := func(path string, follow bool) []byte {
+		b, err := safefile.ReadFileWith(op, path, follow, maxIgnoreFile)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			unread = append(unread, unreadFile{path, err})
+		}
+		return b
+	}
 	var data []byte
 	if gitDir {
-		if b, err := safefile.ReadFileFollow(dir+"/.git/info/exclude", maxIgnoreFile); err == nil {
+		if b := read(dir+"/.git/info/exclude", true); b != nil {
 			data = append(b, '\n')
 			foreign = len(parseRules(b).pats) > 0
 		}
 	}
-	if b, err := safefile.ReadFile(dir+"/.gitignore", maxIgnoreFile); err == nil {
-		data = append(data, b...)
-	}
+	data = append(data, read(dir+"/.gitignore", false)...)
 	if len(data) == 0 {
-		return nil, foreign
+		return nil, foreign, unread
 	}
 	rs = parseRules(data)
 	if len(rs.pats) == 0 {
-		return nil, foreign
+		return nil, foreign, unread
 	}
-	return rs, foreign
+	return rs, foreign, unread
 }
 
 // Matcher evaluates gitignore rules the way git does for a tree: the rules

@@ -24,7 +24,7 @@ func TestUntrustedIgnoreFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(ok, ".gitignore"), []byte("*.log\n"), 0o600)
 	for _, dir := range []string{fifo, zero} { // the FIFO first: a read of /dev/zero never ends
 		done := make(chan *ruleSet, 1)
-		go func() { done <- loadRules(dir, false) }()
+		go func() { done <- loadRules(nil, dir, false) }()
 		select {
 		case rs := <-done:
 			if rs != nil {
@@ -34,7 +34,7 @@ func TestUntrustedIgnoreFiles(t *testing.T) {
 			t.Fatalf("%s: reading .gitignore blocked", dir)
 		}
 	}
-	if loadRules(ok, false) == nil {
+	if loadRules(nil, ok, false) == nil {
 		t.Error("a regular .gitignore was not read")
 	}
 }

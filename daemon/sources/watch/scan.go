@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/continuityd/continuityd/internal/safefile"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -446,7 +447,7 @@ func (w *Watcher) gitFor(repo, dotgit string, isDir bool, parent *dirInfo, mode 
 		w.gitDir(dotgit, repo, parent, mode)
 		return nil
 	}
-	gitdir, common, err := resolveGitFile(dotgit)
+	gitdir, common, err := resolveGitFile(w.o.Opener, dotgit)
 	if err != nil {
 		w.log.Debug("watch: unreadable .git file", "path", dotgit, "err", err)
 		return nil
@@ -504,10 +505,12 @@ func (w *Watcher) teardownExternal(d *dirInfo) {
 	d.external = nil
 }
 
-// resolveGitFile reads a ".git" file ("gitdir: <path>") and returns the
-// gitdir and the common dir (they differ for a linked worktree).
-func resolveGitFile(dotgit string) (gitdir, common string, err error) {
-	b, err := os.ReadFile(dotgit)
+// resolveGitFile reads a ".git" file ("gitdir: <path>") through op and
+// returns the gitdir and the common dir (they differ for a linked
+// worktree). A gitdir whose commondir op may not read (a repository the
+// tree's owner cannot read) is an error: it is not watched.
+func resolveGitFile(op safefile.Opener, dotgit string) (gitdir, common string, err error) {
+	b, err := safefile.ReadFileWith(op, dotgit, true, maxGitFile)
 	if err != nil {
 		return "", "", err
 	}
@@ -525,7 +528,11 @@ func resolveGitFile(dotgit string) (gitdir, common string, err error) {
 		gitdir = r
 	}
 	common = gitdir
-	if b, err := os.ReadFile(gitdir + "/commondir"); err == nil {
+	b, err = safefile.ReadFileWith(op, gitdir+"/commondir", true, maxGitFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", "", err
+	}
+	if err == nil {
 		c := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gitdir, c)
@@ -549,7 +556,7 @@ func (w *Watcher) findOuter() {
 	for dir := filepath.Dir(w.root); ; dir = filepath.Dir(dir) {
 		fi, gitErr := os.Lstat(filepath.Join(dir, ".git"))
 		isRepo := gitErr == nil
-		if rs := loadRules(dir, isRepo && fi.IsDir()); rs != nil {
+		if rs := loadRules(w.o.Opener, dir, isRepo && fi.IsDir()); rs != nil {
 			rel, err := filepath.Rel(dir, w.root)
 			if err == nil {
 				rules = append(rules, outerRules{prefix: filepath.ToSlash(rel) + "/", rules: rs})

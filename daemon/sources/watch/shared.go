@@ -3,8 +3,11 @@ package watch
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // Shared runs one Watcher for every subscriber on a work directory: the
@@ -143,10 +146,21 @@ func (s *Shared) start(o Options) (*sharedRun, error) {
 	return r, nil
 }
 
-// sameOptions reports whether a Watcher run with a serves b as well.
+// sameOptions reports whether a Watcher run with a serves b as well: the
+// same tree, read with the same rights (Opener).
 func sameOptions(a, b Options) bool {
 	return a.Root == b.Root && slices.Equal(a.Ignore, b.Ignore) && slices.Equal(a.IgnoreDirs, b.IgnoreDirs) &&
-		a.Quiet == b.Quiet && a.MaxWait == b.MaxWait && a.MaxPaths == b.MaxPaths
+		a.Quiet == b.Quiet && a.MaxWait == b.MaxWait && a.MaxPaths == b.MaxPaths && sameOpener(a.Opener, b.Opener)
+}
+
+// sameOpener compares two Openers without panicking on one whose type is
+// not comparable (taken for another).
+func sameOpener(a, b safefile.Opener) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // subscribers are the run's subscribers now.

@@ -39,6 +39,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // Defaults for Options.
@@ -108,6 +110,20 @@ type Options struct {
 	// goroutine of its own (never concurrently with itself); a slow call
 	// delays later calls, not the watching. Optional.
 	OnGitEvent func(dir string)
+	// Opener opens the files whose content the Watcher reads (each
+	// .gitignore, .git/info/exclude, a .git file and the commondir it
+	// leads to) with the rights of the tree's owner; nil: this process
+	// opens them (safefile.Here). A daemon running as root over another
+	// user's tree passes that owner's, so a file the owner cannot read is
+	// never read for them. Shared shares a Watcher only among subscribers
+	// passing an equal Opener.
+	//
+	// Listing directories and placing inotify watches stay in this
+	// process: inotify reads no content, and the names it reports only
+	// tell the owner's own snapshot store, which opens them with the
+	// owner's rights, where to look. The Opener is asked only when an
+	// ignore or git file is read, never per event.
+	Opener safefile.Opener
 }
 
 // Summary is the activity of one burst.
@@ -223,6 +239,8 @@ type Watcher struct {
 	// first and why (unwatchedDir).
 	unwatched      int
 	firstUnwatched string
+	// unreadLogged are the ignore files logged as unreadable (unreadRules).
+	unreadLogged map[string]bool
 	// blind is set once the Watcher cannot vouch for the tree any more
 	// (a directory it could not watch) and foreignRules while rules git
 	// reading only the tree would not apply may hide a directory:
@@ -295,6 +313,9 @@ func New(o Options) (*Watcher, error) {
 	}
 	if o.MaxPaths <= 0 {
 		o.MaxPaths = DefaultMaxPaths
+	}
+	if o.Opener == nil {
+		o.Opener = safefile.Here
 	}
 	w := &Watcher{
 		o:          o,
