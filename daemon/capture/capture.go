@@ -175,6 +175,7 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	stopped := make(chan struct{})
 	sub, err := shared.Subscribe(watch.Options{
 		Root: wd, Ignore: ignore, IgnoreDirs: c.o.Watch.IgnoreDirs, Quiet: c.o.Watch.Quiet,
+		Opener: c.o.Opener, // its ignore and git files are read with the owner's rights
 	}, watch.Subscriber{
 		Summary:  func(s watch.Summary) { c.activity(ctx, s) },
 		GitEvent: func(dir string) { c.gitCheck(ctx, dir) },

@@ -53,7 +53,8 @@ type Options struct {
 	SnapshotOnExplicitCheckpoint bool
 
 	// Opener opens the files of the workdir and the transcripts' home
-	// (handoff files, transcripts, the repository's .git files); nil:
+	// (handoff files, transcripts, the repository's .git files, the
+	// ignore files the workdir's watcher reads); nil:
 	// this process opens them (safefile.Here). A daemon running as root
 	// over another user's workdir opens them as that user.
 	Opener safefile.Opener
