@@ -345,7 +345,7 @@ func (r *Repo) mayRun() error {
 	if r.git.Version.HonoursNoLazyFetch() {
 		return nil
 	}
-	gitDir, common, ok := gittool.Discover(r.dir)
+	gitDir, common, ok := gittool.Discover(r.git.Opener(), r.dir)
 	if !ok {
 		return nil // no repository: git says so itself
 	}

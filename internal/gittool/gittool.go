@@ -81,6 +81,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/internal/lazyregexp"
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // NoProgram is the value of every program-naming key that has no "off"
@@ -234,6 +235,7 @@ type Tool struct {
 	Path    string  // absolute
 	Version Version // as it said
 	as      *Credential
+	op      safefile.Opener
 }
 
 // Find looks name up on the daemon's PATH ("" is "git") and asks it its
@@ -274,6 +276,24 @@ func (t *Tool) As(c *Credential) *Tool {
 		u.as = nil
 	}
 	return &u
+}
+
+// ReadsWith returns the tool reading a repository's files itself (its
+// configuration, for Refuses) through op (nil: this process opens them):
+// the same rights As gives git, so what git could not read as that user
+// is not read for it either.
+func (t *Tool) ReadsWith(op safefile.Opener) *Tool {
+	u := *t
+	u.op = op
+	return &u
+}
+
+// Opener is what the tool reads a repository's files through.
+func (t *Tool) Opener() safefile.Opener {
+	if t.op == nil {
+		return safefile.Here
+	}
+	return t.op
 }
 
 // Credential is who the tool runs git as; nil is the daemon's own user.

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // ErrRefused is wrapped by Refuses's error: git is not run on that
@@ -20,12 +21,13 @@ var ErrRefused = errors.New("git is not run on this repository")
 // partial clone, which fetches the objects it lacks from its promisor
 // remote as soon as a command reads one, when this git is too old to be
 // kept from it (HonoursNoLazyFetch). The repository's configuration is
-// read here, as text, without running anything from it.
+// read here, as text, without running anything from it, through the
+// tool's Opener (ReadsWith): with the rights git runs with.
 func (t *Tool) Refuses(gitDir, commonDir string) error {
 	if t.Version.HonoursNoLazyFetch() {
 		return nil
 	}
-	why, err := PartialClone(gitDir, commonDir)
+	why, err := PartialClone(t.Opener(), gitDir, commonDir)
 	if err != nil {
 		return fmt.Errorf("%w: git %s cannot be kept from fetching a partial clone's missing objects, and %v; upgrade git (2.45, or 2.39.4, 2.40.2, 2.41.1, 2.42.2, 2.43.4, 2.44.1 or later on those lines)",
 			ErrRefused, t.Version, err)
@@ -49,15 +51,20 @@ const maxIncludeDepth = 10
 // in commonDir/config, a worktree's config.worktree, or any file they
 // include (every include.path and includeIf.*.path is followed, whatever
 // its condition: a superset of what git reads). An error (a file that
-// cannot be read or parsed) means it cannot be told.
-func PartialClone(gitDir, commonDir string) (string, error) {
+// cannot be read or parsed) means it cannot be told. Every file is read
+// through op (nil: this process opens them), as a regular file: a FIFO
+// or a device named by an include is an error, never waited on.
+func PartialClone(op safefile.Opener, gitDir, commonDir string) (string, error) {
+	if op == nil {
+		op = safefile.Here
+	}
 	files := []string{filepath.Join(commonDir, "config"), filepath.Join(commonDir, "config.worktree")}
 	if gitDir != commonDir {
 		files = append(files, filepath.Join(gitDir, "config.worktree"))
 	}
 	var why string
 	for _, f := range files {
-		err := scanConfig(f, 0, func(file, section, sub, key, value string, hasValue bool) {
+		err := scanConfig(op, f, 0, func(file, section, sub, key, value string, hasValue bool) {
 			switch {
 			case why != "":
 			case section == "extensions" && sub == "" && key == "partialclone":
@@ -92,11 +99,11 @@ func truthy(value string, hasValue bool) bool {
 // scanConfig calls fn with each setting of the git configuration file at
 // path (section and key lower-cased, as git compares them), following its
 // includes; fn is told the file each setting is in.
-func scanConfig(path string, depth int, fn func(file, section, sub, key, value string, hasValue bool)) error {
+func scanConfig(op safefile.Opener, path string, depth int, fn func(file, section, sub, key, value string, hasValue bool)) error {
 	if depth > maxIncludeDepth {
 		return fmt.Errorf("the configuration includes nest deeper than %d at %s", maxIncludeDepth, path)
 	}
-	f, err := os.Open(path)
+	f, _, err := op.Open(path, safefile.OpenOptions{Follow: true})
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %w", path, err)
 	}
@@ -131,7 +138,7 @@ func scanConfig(path string, depth int, fn func(file, section, sub, key, value s
 		case !filepath.IsAbs(inc):
 			inc = filepath.Join(filepath.Dir(path), inc)
 		}
-		if err := scanConfig(inc, depth+1, fn); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := scanConfig(op, inc, depth+1, fn); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err // git skips an include that does not exist, as this does
 		}
 	}
@@ -334,15 +341,20 @@ func (p *configParser) value() (string, error) {
 // one ("gitdir: …"), or the directory itself when it is a bare one; a
 // candidate without HEAD, objects and refs is passed over. It returns the
 // git directory and the common one (config, objects; another for a linked
-// worktree), and ok false when there is none. Nothing is run.
-func Discover(dir string) (gitDir, commonDir string, ok bool) {
+// worktree), and ok false when there is none. Nothing is run; what it
+// looks at is opened through op (nil: by this process), so a repository
+// op may not read is none.
+func Discover(op safefile.Opener, dir string) (gitDir, commonDir string, ok bool) {
+	if op == nil {
+		op = safefile.Here
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", "", false
 	}
 	for d := abs; ; d = filepath.Dir(d) {
 		for _, cand := range []string{filepath.Join(d, ".git"), d} {
-			if g, c, ok := gitDirAt(cand, cand != d); ok {
+			if g, c, ok := gitDirAt(op, cand, cand != d); ok {
 				return g, c, true
 			}
 		}
@@ -354,8 +366,8 @@ func Discover(dir string) (gitDir, commonDir string, ok bool) {
 
 // gitDirAt says whether p is a git directory (or, when file is allowed, a
 // ".git" file naming one), and its common directory.
-func gitDirAt(p string, file bool) (gitDir, commonDir string, ok bool) {
-	fi, err := os.Stat(p)
+func gitDirAt(op safefile.Opener, p string, file bool) (gitDir, commonDir string, ok bool) {
+	fi, err := stat(op, p)
 	if err != nil {
 		return "", "", false
 	}
@@ -363,7 +375,7 @@ func gitDirAt(p string, file bool) (gitDir, commonDir string, ok bool) {
 		if !file {
 			return "", "", false
 		}
-		b, err := os.ReadFile(p)
+		b, err := safefile.ReadFileWith(op, p, true, maxGitFile)
 		if err != nil {
 			return "", "", false
 		}
@@ -378,20 +390,34 @@ func gitDirAt(p string, file bool) (gitDir, commonDir string, ok bool) {
 		p = filepath.Clean(target)
 	}
 	commonDir = p
-	if b, err := os.ReadFile(filepath.Join(p, "commondir")); err == nil {
+	if b, err := safefile.ReadFileWith(op, filepath.Join(p, "commondir"), true, maxGitFile); err == nil {
 		c := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(p, c)
 		}
 		commonDir = filepath.Clean(c)
 	}
-	if _, err := os.Stat(filepath.Join(p, "HEAD")); err != nil {
+	if _, err := stat(op, filepath.Join(p, "HEAD")); err != nil {
 		return "", "", false
 	}
 	for _, sub := range []string{"objects", "refs"} {
-		if fi, err := os.Stat(filepath.Join(commonDir, sub)); err != nil || !fi.IsDir() {
+		if fi, err := stat(op, filepath.Join(commonDir, sub)); err != nil || !fi.IsDir() {
 			return "", "", false
 		}
 	}
 	return p, commonDir, true
+}
+
+// maxGitFile bounds a ".git" file or a commondir read by Discover: a path.
+const maxGitFile = 64 << 10
+
+// stat is what p is, opened through op (links followed): a regular file
+// or a directory; anything else, or what op may not open, is an error.
+func stat(op safefile.Opener, p string) (fs.FileInfo, error) {
+	f, fi, err := op.Open(p, safefile.OpenOptions{Follow: true, Dir: true})
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return fi, nil
 }

@@ -2,10 +2,15 @@ package gittool
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/continuityd/continuityd/internal/safefile"
 )
 
 // TestPartialClone reads what makes a repository a partial clone from its
@@ -47,7 +52,7 @@ func TestPartialClone(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			why, err := PartialClone(dir, dir)
+			why, err := PartialClone(nil, dir, dir)
 			switch {
 			case c.err != "":
 				if err == nil || !strings.Contains(err.Error(), c.err) {
@@ -69,10 +74,10 @@ func TestPartialCloneWorktree(t *testing.T) {
 	common, wt := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(common, "config"), []byte("[core]\n"), 0o644)
 	os.WriteFile(filepath.Join(wt, "config.worktree"), []byte("[remote \"w\"]\npromisor = true\n"), 0o644)
-	if why, err := PartialClone(wt, common); err != nil || !strings.Contains(why, "config.worktree") {
+	if why, err := PartialClone(nil, wt, common); err != nil || !strings.Contains(why, "config.worktree") {
 		t.Fatalf("why %q err %v", why, err)
 	}
-	if why, err := PartialClone(t.TempDir(), t.TempDir()); err != nil || why != "" {
+	if why, err := PartialClone(nil, t.TempDir(), t.TempDir()); err != nil || why != "" {
 		t.Fatalf("no config at all: why %q err %v", why, err)
 	}
 }
@@ -134,7 +139,7 @@ func TestDiscover(t *testing.T) {
 		{filepath.Join(top, "wt"), filepath.Join(main, ".git", "worktrees", "wt"), filepath.Join(main, ".git")},
 		{filepath.Join(top, "bare.git"), filepath.Join(top, "bare.git"), filepath.Join(top, "bare.git")},
 	} {
-		g, cd, ok := Discover(c.dir)
+		g, cd, ok := Discover(nil, c.dir)
 		if !ok || g != c.gitDir || cd != c.common {
 			t.Errorf("Discover(%s) = %s, %s, %v; want %s, %s", c.dir, g, cd, ok, c.gitDir, c.common)
 		}
@@ -142,7 +147,73 @@ func TestDiscover(t *testing.T) {
 			t.Errorf("git finds %s from %s, Discover %s", want, c.dir, g)
 		}
 	}
-	if g, _, ok := Discover(top); ok {
+	if g, _, ok := Discover(nil, top); ok {
 		t.Errorf("Discover outside any repository = %s", g)
+	}
+}
+
+// recordingOpener opens as this process does, notes every path it is
+// asked for, and refuses those in deny (EACCES) as the open of a user who
+// may not read them would.
+type recordingOpener struct {
+	deny  map[string]bool
+	asked []string
+}
+
+func (o *recordingOpener) Open(path string, opt safefile.OpenOptions) (*os.File, fs.FileInfo, error) {
+	o.asked = append(o.asked, path)
+	if o.deny[path] {
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: syscall.EACCES}
+	}
+	return safefile.Here.Open(path, opt)
+}
+
+func (o *recordingOpener) OpenIn(dir, name string) (*os.File, fs.FileInfo, error) {
+	return o.Open(filepath.Join(dir, name), safefile.OpenOptions{})
+}
+
+// TestRefusesReadsThroughItsOpener: the configuration Refuses reads, and
+// the files it includes, are opened through the tool's Opener; a file it
+// may not read means the repository cannot be told apart from a partial
+// clone, so git is not run on it. Discover looks through the Opener too:
+// a repository it may not read is none.
+func TestRefusesReadsThroughItsOpener(t *testing.T) {
+	dir := t.TempDir()
+	config, inc := filepath.Join(dir, "config"), filepath.Join(dir, "inc.cfg")
+	os.WriteFile(config, []byte("[include]\n\tpath = inc.cfg\n"), 0o644)
+	os.WriteFile(inc, []byte("[core]\n\tbare = false\n"), 0o644)
+	old := &Tool{Path: "git", Version: Version{2, 39, 3}}
+	op := &recordingOpener{}
+	if err := old.ReadsWith(op).Refuses(dir, dir); err != nil {
+		t.Fatalf("not a partial clone: %v", err)
+	}
+	for _, want := range []string{config, inc} {
+		if !slices.Contains(op.asked, want) {
+			t.Errorf("the Opener was not asked for %s: %q", want, op.asked)
+		}
+	}
+	deny := &recordingOpener{deny: map[string]bool{inc: true}}
+	err := old.ReadsWith(deny).Refuses(dir, dir)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "permission denied") || !strings.Contains(err.Error(), inc) {
+		t.Errorf("an include the Opener refuses: %v, want a refusal naming it", err)
+	}
+	if old.Opener() != safefile.Here {
+		t.Error("ReadsWith changed the tool it was called on")
+	}
+
+	repo := t.TempDir()
+	for _, d := range []string{".git/objects", ".git/refs", "sub"} {
+		os.MkdirAll(filepath.Join(repo, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(repo, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	if _, _, ok := Discover(&recordingOpener{}, filepath.Join(repo, "sub")); !ok {
+		t.Fatal("Discover found no repository")
+	}
+	op = &recordingOpener{deny: map[string]bool{filepath.Join(repo, ".git", "HEAD"): true}}
+	if g, _, ok := Discover(op, filepath.Join(repo, "sub")); ok {
+		t.Errorf("Discover found %s through an Opener that may not read its HEAD", g)
+	}
+	if !slices.Contains(op.asked, filepath.Join(repo, ".git")) {
+		t.Errorf("Discover did not look through its Opener: %q", op.asked)
 	}
 }
