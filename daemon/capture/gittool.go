@@ -23,7 +23,9 @@ func (c *Capture) gitCredential() *gittool.Credential { return c.o.GitAs }
 
 // gitTool is the git the capture runs on the agent's repository: the
 // snapshot store's when there is one, else the one found on PATH; nil
-// when there is none.
+// when there is none. It runs git as gitCredential and reads the
+// repository's configuration itself (Refuses) through Options.Opener:
+// both with the owner's rights.
 func (c *Capture) gitTool() *gittool.Tool {
 	c.gitOnce.Do(func() {
 		var t *gittool.Tool
@@ -38,7 +40,7 @@ func (c *Capture) gitTool() *gittool.Tool {
 			}
 		}
 		if t != nil {
-			c.git = t.As(c.gitCredential())
+			c.git = t.As(c.gitCredential()).ReadsWith(c.o.Opener)
 		}
 	})
 	return c.git

@@ -148,12 +148,16 @@ func (s state) branch() string { return strings.TrimPrefix(s.symref, "refs/heads
 func Open(dir string, git *gittool.Tool) (*Repo, error) { return OpenWith(dir, git, nil) }
 
 // OpenWith is Open reading the repository's files through op (nil: this
-// process opens them, safefile.Here). A daemon running as root over
-// another user's repository reads them as that user.
+// process opens them, safefile.Here), its configuration too (git's
+// Refuses). A daemon running as root over another user's repository
+// reads them as that user.
 func OpenWith(dir string, git *gittool.Tool, op safefile.Opener) (*Repo, error) {
 	fsys := files{op: op}
 	if fsys.op == nil {
 		fsys.op = safefile.Here
+	}
+	if git != nil {
+		git = git.ReadsWith(fsys.op)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
