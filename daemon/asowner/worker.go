@@ -73,7 +73,7 @@ func (p *Pool) For(owner Owner) *Worker {
 	if !ok {
 		w = &Worker{pool: p, owner: owner, log: p.o.Logger.With("worker_uid", owner.UID)}
 		if p.closed {
-			w.closed = true
+			w.closed = errPoolClosed
 		}
 		p.workers[owner.UID] = w
 	}
@@ -91,9 +91,32 @@ func (p *Pool) Close() {
 	}
 	p.mu.Unlock()
 	for _, w := range workers {
-		w.close()
+		w.stop(errPoolClosed)
 	}
 	p.wg.Wait()
+}
+
+// Retain ends the workers of the owners keep does not name, and forgets
+// them: a reload that removed an owner's last agent leaves no process
+// running as that owner until the daemon ends. Each is told to end
+// (killed after closeWait) and reaped before Retain returns. A later For
+// for that owner starts a new worker; a call still made through one
+// ended here fails, saying why.
+func (p *Pool) Retain(keep map[uint32]bool) {
+	p.mu.Lock()
+	var idle []*Worker
+	for uid, w := range p.workers {
+		if !keep[uid] {
+			idle = append(idle, w)
+			delete(p.workers, uid)
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range idle {
+		if pid := w.stop(fmt.Errorf("%s was stopped: no agent acts as that owner any more", w.name())); pid != 0 {
+			w.log.Info("stopped the owner's worker: no agent acts as that owner any more", "pid", pid)
+		}
+	}
 }
 
 // closeWait is how long a worker told to end gets to close its stores
@@ -113,7 +136,7 @@ type Worker struct {
 	fails    int      // workers in a row that died young
 	retryAt  time.Time
 	lastExit string // how the last one ended, for the restart's log line
-	closed   bool
+	closed   error  // why no process starts any more (nil: one does)
 }
 
 // name is how errors name the worker.
@@ -155,8 +178,8 @@ var errPoolClosed = errors.New("the daemon is stopping: no worker is started")
 func (w *Worker) process() (*process, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
-		return nil, errPoolClosed
+	if w.closed != nil {
+		return nil, w.closed
 	}
 	if p := w.cur; p != nil {
 		select {
@@ -198,7 +221,7 @@ func (p *process) wait() {
 	p.client.CloseIdleConnections()
 	w := p.w
 	w.mu.Lock()
-	closing := w.closed
+	closing := w.closed != nil
 	how := "exit status 0"
 	if err != nil {
 		how = err.Error()
@@ -218,15 +241,22 @@ func (p *process) wait() {
 	}
 }
 
-// close ends the worker: its sockets are closed, so it closes its stores
-// and exits; one that does not within closeWait is killed.
-func (w *Worker) close() {
+// stop ends the worker for good (why is every later call's error): its
+// sockets are closed, so it closes its stores and exits; one that does
+// not within closeWait is killed. It returns the pid of the process it
+// ended (0: none ran).
+func (w *Worker) stop(why error) int {
 	w.mu.Lock()
-	w.closed = true
+	w.closed = why
 	p := w.cur
 	w.mu.Unlock()
 	if p == nil {
-		return
+		return 0
+	}
+	select {
+	case <-p.exited:
+		return 0 // ended already, and reaped
+	default:
 	}
 	p.conn.Close()
 	p.opens.close()
@@ -237,6 +267,7 @@ func (w *Worker) close() {
 		p.cmd.Process.Kill()
 		<-p.exited
 	}
+	return p.cmd.Process.Pid
 }
 
 // newClient is the HTTP/2 client over conn, the one connection to the
