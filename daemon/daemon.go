@@ -119,6 +119,9 @@ type snapshot struct {
 	// to another workdir (a place.MovedError). They are not served until
 	// an operator acts and the daemon reloads; the others run.
 	damaged map[string]error
+	// owners are the uids of the owners' workers the agents act as
+	// (owners.go), by agent name.
+	owners map[string]uint32
 }
 
 // New checks what can be checked before anything is opened: the guard's

@@ -15,15 +15,16 @@ import (
 // store lives in that owner's worker, under STATE/owners/UID, and its
 // handoff files, transcripts and repository are read, and git run on it,
 // with the owner's rights. Otherwise ao stays as it is: everything in
-// process, as a user's daemon always runs.
-func (d *Daemon) asOwner(ao *agent.Options, cfg *config.Config, ac config.Agent) {
+// process, as a user's daemon always runs. It returns the owner's uid
+// when the agent acts as the owner (need).
+func (d *Daemon) asOwner(ao *agent.Options, cfg *config.Config, ac config.Agent) (uid uint32, need bool) {
 	owner, need, err := asowner.For(ac.Workdir)
 	if err != nil {
 		d.log.Debug("the workdir's owner is not known; the agent's own checks say why", "agent", ac.Name, "workdir", ac.Workdir, "err", err)
-		return
+		return 0, false
 	}
 	if !need {
-		return
+		return 0, false
 	}
 	w := d.owners.For(owner)
 	ao.Capture.Opener = w.Opener()
@@ -42,4 +43,17 @@ func (d *Daemon) asOwner(ao *agent.Options, cfg *config.Config, ac config.Agent)
 		}
 		return st, nil
 	}
+	return owner.UID, true
+}
+
+// stopIdleWorkers ends the workers of the owners no agent of the running
+// configuration acts as any more (a reload removed their last agent, or
+// moved it to a workdir of another owner): their processes do not wait
+// for the daemon's end.
+func (d *Daemon) stopIdleWorkers() {
+	keep := map[uint32]bool{}
+	for _, uid := range d.snap().owners {
+		keep[uid] = true
+	}
+	d.owners.Retain(keep)
 }

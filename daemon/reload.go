@@ -100,6 +100,9 @@ func (d *Daemon) reload(ctx context.Context) error {
 		cfg.Daemon = old.cfg.Daemon
 	}
 	d.ledgers.setMaxShell(cfg.Watch.ShellMax.Duration)
+	// The owners' workers no agent acts as any more end last, once the
+	// watchers held below, which may read through them, are released.
+	defer d.stopIdleWorkers()
 	// The workdirs' watchers outlive the agents reopened on them.
 	release := d.watches.hold()
 	defer release()
@@ -160,7 +163,8 @@ func (d *Daemon) noteReload(outcome string, err error) {
 // replacements open the same files. New agents are opened, not started.
 // An agent that cannot be opened is left out and reported in the error.
 func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
-	next := &snapshot{cfg: cfg, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}}
+	next := &snapshot{cfg: cfg, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{},
+		owners: map[string]uint32{}}
 	var errs []error
 	next.guard = old.guard
 	if old.guard == nil || !slices.Equal(old.cfg.Guard.AllowedLinkDomains, cfg.Guard.AllowedLinkDomains) {
@@ -209,6 +213,9 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 	for _, ac := range cfg.Agents {
 		if keep[ac.Name] {
 			next.agents[ac.Name], next.names = old.agents[ac.Name], append(next.names, ac.Name)
+			if uid, ok := old.owners[ac.Name]; ok {
+				next.owners[ac.Name] = uid
+			}
 			continue
 		}
 		missing := false
@@ -225,7 +232,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		ao.Capture.RestoreGate = d.gates.For(ac.Workdir)
 		ao.Capture.Watches = d.watches.For(ac.Workdir)
 		ao.Capture.TranscriptClaims = d.transcripts.For(ac.Workdir)
-		d.asOwner(&ao, cfg, ac)
+		uid, asOwner := d.asOwner(&ao, cfg, ac)
 		a, err := agent.Open(ao)
 		var damage *residency.DamageError
 		var moved *place.MovedError
@@ -238,6 +245,9 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 			continue
 		}
 		next.agents[ac.Name], next.names = a, append(next.names, ac.Name)
+		if asOwner {
+			next.owners[ac.Name] = uid
+		}
 		d.ledgers.listen(ac.Workdir, ac.Name, a.TellConflict)
 	}
 	return next, errors.Join(errs...)
