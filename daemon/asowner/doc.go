@@ -24,7 +24,8 @@
 //     open a file for reading (safefile's careful open: no FIFO waited
 //     on, no device read, links followed only where asked) and the worker
 //     hands the descriptor back (SCM_RIGHTS): the handoff files,
-//     transcripts and a repository's .git files are read through it
+//     transcripts, a repository's .git files and configuration, and the
+//     ignore files the workdir's watcher reads are read through it
 //     (Worker.Opener), so a file the owner cannot read is never read for
 //     them.
 //
@@ -39,7 +40,8 @@
 // A worker that dies fails the calls in flight with an error saying so;
 // the next call starts a new one (after a backoff when it keeps dying,
 // and the log says so) and each Store opens its store again in it.
-// Workers end with the daemon (Pool.Close), and each is waited for.
+// Workers end with the daemon (Pool.Close), or once no agent acts as
+// their owner any more (Pool.Retain, at a reload), and each is waited for.
 //
 // When the daemon runs as the workdir's owner (the usual user daemon),
 // none of this runs: For reports that no worker is needed and the daemon
