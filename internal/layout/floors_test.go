@@ -26,7 +26,7 @@ var floors = []struct {
 	{[]string{"config"}, false},
 	{[]string{"upstream"}, false},
 	{[]string{"upstream/*"}, false},
-	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/place", "daemon/snapshot", "daemon/asowner", "daemon/fleetsnap", "daemon/residency/storage", "daemon/attribution", "daemon/worklost"}, true},
+	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/place", "daemon/snapshot", "daemon/asowner", "daemon/fleetsnap", "daemon/residency/storage", "daemon/attribution", "daemon/attribution/ledgers", "daemon/worklost", "daemon/apitoken"}, true},
 	{[]string{"daemon/residency"}, false},
 	{[]string{"daemon/outbox"}, false},
 	{[]string{"daemon/capture"}, false},

@@ -1,6 +1,8 @@
 package layout
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -63,5 +65,55 @@ func TestWiringViolations(t *testing.T) {
 	want := []string{"daemon/agent imports upstream/nats", "daemon/api imports upstream/nats/sub"}
 	if !slices.Equal(got, want) {
 		t.Errorf("wiringViolations = %q, want %q", got, want)
+	}
+}
+
+// daemonWiring are the production files of the daemon's top package, each
+// with why it is wiring: starting, reloading and stopping the parts, the
+// options each part takes from the configuration, the metrics. A
+// subsystem, with state and a loop of its own, lives in a package of its
+// own (or in the package that owns its concern), so that the daemon reads
+// as the assembly of the parts and each concern has one home.
+var daemonWiring = map[string]string{
+	"daemon.go":       "Run: the state directory, the agents, the listeners and the loops started in order; shutdown",
+	"reload.go":       "Reload: the running configuration rebuilt, agents and upstreams carried over or swapped; the upstreams built",
+	"runtime.go":      "the API's Runtime: the running configuration's agents, guard and status",
+	"agentoptions.go": "each part's options built from the checked configuration",
+	"metrics.go":      "the metrics registered, and the gauges read from the running agents",
+	"budget.go":       "the open-file limit shared between the daemon's own files and its doors",
+	"nofile_unix.go":  "the open-file limit raised and read, for the budget",
+	"nofile_other.go": "the open-file limit where it is not known",
+	"restmem.go":      "start-up's garbage returned once start-up is done",
+	"owners.go":       "a root daemon's agents given their owner's worker",
+	"fleet.go":        "the fleet upstream built (the one place outside cmd/ that names it), its conflicts relayed, the fleet listed",
+	"perworkdir.go":   "what the agents on one workdir share, made once and handed to each",
+	"watches.go":      "the workdirs' shared watchers, held over a reload, counted for the metrics",
+	"apitoken.go":     "the loopback listener's token",
+	"spool.go":        "the spool's ingestion",
+	"attributions.go": "the attribution ledgers",
+}
+
+// TestDaemonHoldsOnlyWiring: every production file of package daemon is
+// in daemonWiring, and every file named there exists.
+func TestDaemonHoldsOnlyWiring(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(root, "daemon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		seen[name] = true
+		if _, ok := daemonWiring[name]; !ok {
+			t.Errorf("daemon/%s is not among the wiring's files: a subsystem goes into a package of its own; wiring is named in daemonWiring with why", name)
+		}
+	}
+	for name := range daemonWiring {
+		if !seen[name] {
+			t.Errorf("daemonWiring names daemon/%s, which does not exist", name)
+		}
 	}
 }
