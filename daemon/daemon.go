@@ -33,6 +33,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/daemon/asowner"
+	"github.com/continuityd/continuityd/daemon/attribution/ledgers"
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/internal/safesocket"
@@ -84,7 +85,7 @@ type Daemon struct {
 
 	spoolKick chan struct{} // asks spoolLoop for another ingest
 
-	ledgers workdirLedgers // who changed what, one ledger per workdir
+	ledgers ledgers.Set    // who changed what, one ledger per workdir
 	gates   workdirGates   // a restore by one agent is no lost work for the others on its workdir
 	watches workdirWatches // one watcher per workdir, however many agents work in it
 
@@ -138,7 +139,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		reloads: make(chan reloadRequest), notServing: make(chan struct{}), spoolKick: make(chan struct{}, 1)}
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
-	d.ledgers.conflicts = d.metrics.conflicts
+	d.ledgers.Conflicts = d.metrics.conflicts
 	d.watches = newWorkdirWatches(d.log)
 	d.owners = asowner.NewPool(asowner.Options{Logger: d.log})
 	return d, nil
@@ -177,7 +178,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 		d.owners.Close() // after the agents, whose stores they host
-		d.ledgers.save() // what the agents' last events told it
+		d.ledgers.Save() // what the agents' last events told it
 	}()
 	if err := statefiles.Prepare(st.cfg.Daemon.StateDir, statefiles.ModesFor(st.cfg.Daemon.SocketPerm())); err != nil {
 		return fmt.Errorf("state directory %s: %w", st.cfg.Daemon.StateDir, err)
@@ -187,8 +188,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer unlock()
-	d.ledgers.keepIn(st.cfg.Daemon.StateDir, d.log)
-	d.ledgers.setMaxShell(st.cfg.Watch.ShellMax.Duration)
+	d.ledgers.KeepIn(st.cfg.Daemon.StateDir, d.log)
+	d.ledgers.SetMaxShell(st.cfg.Watch.ShellMax.Duration)
 	if d.opts.FollowCwd {
 		if err := d.settlePlaces(st.cfg); err != nil {
 			return err
@@ -271,7 +272,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.ledgers.saveLoop(reqCtx)
+		d.ledgers.SaveLoop(reqCtx)
 	}()
 	if d.opts.Ready != nil {
 		d.opts.Ready()

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"path/filepath"
 	"sync"
 
 	"github.com/continuityd/continuityd/daemon/capture"
@@ -56,3 +57,7 @@ type workdirGates = perWorkdir[capture.RestoreGate]
 // two of one kind) never follow the same one and one's tool calls are
 // never credited to the other (capture.TranscriptClaims).
 type workdirTranscripts = perWorkdir[capture.TranscriptClaims]
+
+// workdirKey is a workdir as the agents on it are matched: two spellings
+// of one path are one workdir.
+func workdirKey(workdir string) string { return filepath.Clean(workdir) }

@@ -99,7 +99,7 @@ func (d *Daemon) reload(ctx context.Context) error {
 		d.log.Warn("changes to [daemon] take effect at the next restart; the rest is applied now")
 		cfg.Daemon = old.cfg.Daemon
 	}
-	d.ledgers.setMaxShell(cfg.Watch.ShellMax.Duration)
+	d.ledgers.SetMaxShell(cfg.Watch.ShellMax.Duration)
 	// The owners' workers no agent acts as any more end last, once the
 	// watchers held below, which may read through them, are released.
 	defer d.stopIdleWorkers()
@@ -204,7 +204,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 	}
 	for _, name := range old.names {
 		if !keep[name] {
-			d.ledgers.listen(old.agents[name].Config().Workdir, name, nil)
+			d.ledgers.Listen(old.agents[name].Config().Workdir, name, nil)
 			if err := old.agents[name].Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("agent %s: stop: %w", name, err))
 			}
@@ -227,7 +227,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		}
 		ao := agentOptions(cfg, ac, next.ups, d.ledgers.For(ac.Workdir), next.guard, d.log, d.metrics)
 		if ac.Workdir != "" {
-			ao.Capture.OnConflict = d.ledgers.teller(ac.Workdir)
+			ao.Capture.OnConflict = d.ledgers.Teller(ac.Workdir)
 		}
 		ao.Capture.RestoreGate = d.gates.For(ac.Workdir)
 		ao.Capture.Watches = d.watches.For(ac.Workdir)
@@ -248,7 +248,7 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if asOwner {
 			next.owners[ac.Name] = uid
 		}
-		d.ledgers.listen(ac.Workdir, ac.Name, a.TellConflict)
+		d.ledgers.Listen(ac.Workdir, ac.Name, a.TellConflict)
 	}
 	return next, errors.Join(errs...)
 }

@@ -15,5 +15,6 @@
 //
 // Nothing here reads the disk after NewResolver, and every answer depends
 // only on the events given (time comes in with them), so the rules are
-// tested without a daemon.
+// tested without a daemon. The daemon's ledgers, one per workdir kept across
+// runs, are subpackage ledgers.
 package attribution

@@ -90,7 +90,6 @@ var daemonWiring = map[string]string{
 	"watches.go":      "the workdirs' shared watchers, held over a reload, counted for the metrics",
 	"apitoken.go":     "the loopback listener's token",
 	"spool.go":        "the spool's ingestion",
-	"attributions.go": "the attribution ledgers",
 }
 
 // TestDaemonHoldsOnlyWiring: every production file of package daemon is

@@ -1,4 +1,4 @@
-package daemon
+package ledgers
 
 import (
 	"fmt"
@@ -20,13 +20,13 @@ import (
 // ledger holds (up to attribution.DefaultMaxPaths). ledger-KiB is the
 // size of the file written whole.
 //
-//	go test -run '^$' -bench LedgerSave ./daemon/
+//	go test -run '^$' -bench LedgerSave ./daemon/attribution/ledgers/
 func BenchmarkLedgerSave(b *testing.B) {
 	for _, paths := range []int{100, 2000, 20000} {
 		b.Run(fmt.Sprint("paths=", paths), func(b *testing.B) {
 			dir := b.TempDir()
-			l := workdirLedgers{}
-			l.keepIn(dir, slog.New(slog.DiscardHandler))
+			l := Set{}
+			l.KeepIn(dir, slog.New(slog.DiscardHandler))
 			lg := l.For("/srv/work")
 			at := time.Now()
 			for i := 0; i < paths; i += 500 {
@@ -38,7 +38,7 @@ func BenchmarkLedgerSave(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			l.save()
+			l.Save()
 			raw, err := os.OpenFile(filepath.Join(dir, "raw"), os.O_RDWR|os.O_CREATE, 0o600)
 			if err != nil {
 				b.Fatal(err)
@@ -56,7 +56,7 @@ func BenchmarkLedgerSave(b *testing.B) {
 					b.Fatal(err)
 				}
 				t := time.Now()
-				l.save()
+				l.Save()
 				ours += time.Since(t)
 				change := fmt.Appendf(nil, `{"at":%q,"paths":%q,"kind":"outside"}`+"\n", at.Format(time.RFC3339Nano), burst)
 				t = time.Now()

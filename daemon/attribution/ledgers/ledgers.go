@@ -1,4 +1,11 @@
-package daemon
+// Package ledgers keeps the daemon's attribution ledgers (package
+// attribution), one per workdir: shared by every agent working in it,
+// telling each agent a conflict names, and kept across runs in the state
+// directory as a file written whole and a journal of what changed since,
+// by a save loop that writes at most once an interval (the daemon writes
+// them a last time once its agents stopped). The rules of whose work a change is are package attribution's;
+// this package is where they live on disk and whom they are told to.
+package ledgers
 
 import (
 	"bytes"
@@ -16,40 +23,41 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/pacer"
 )
 
-// workdirLedgers holds one attribution ledger per workdir: every agent of
+// Set holds one attribution ledger per workdir: every agent of
 // the daemon that shares a workdir shares its ledger, so a change is
 // credited once and each agent sees the others' claims. A ledger lives as
 // long as the daemon (a reload that keeps the workdir keeps what it
 // learnt). It also knows who to tell of a conflict: each agent on the
-// workdir registers where its conflicts go (listen).
-type workdirLedgers struct {
+// workdir registers where its conflicts go (Listen). The zero Set holds
+// its ledgers in memory only (see KeepIn).
+type Set struct {
+	// Conflicts counts the conflicts found (the daemon's metric; nil: not
+	// counted). Set it before the first For.
+	Conflicts interface{ Inc() }
+
 	mu        sync.Mutex
 	m         map[string]*attribution.Ledger
 	listeners map[string]map[string]func(attribution.Conflict) // workdir → agent → its feed
-	// conflicts counts the conflicts found (a metric; nil in tests).
-	conflicts prometheus.Counter
 	// maxShell bounds a shell window without its end ([watch] shell_max;
 	// 0: the ledger's default).
 	maxShell time.Duration
-	// dir keeps each ledger across runs (keepIn; "" : in memory only),
+	// dir keeps each ledger across runs (KeepIn; "" : in memory only),
 	// saved is the ledger generation last written per workdir.
 	dir   string
 	log   *slog.Logger
 	saved map[string]uint64
-	// changed (buffered 1, made by keepIn) tells saveLoop that a ledger
+	// changed (buffered 1, made by KeepIn) tells SaveLoop that a ledger
 	// changed; saveEvery is how often at most it saves (0:
 	// saveLedgersEvery; tests set it).
 	changed   chan struct{}
 	saveEvery time.Duration
 	files     map[string]*atomicfile.Slot // workdir → its ledger's file, once saved
-	// saveMu is held by save: the save loop's and the shutdown's never
+	// saveMu is held by Save: the save loop's and the shutdown's never
 	// interleave. journals (under saveMu) is each workdir's journal since
 	// its ledger was last written whole in this run; none: the next write
 	// is whole. genBase (under mu) is added to a ledger's Generation in
@@ -60,7 +68,7 @@ type workdirLedgers struct {
 	genBase  map[string]uint64
 }
 
-// ledgerJournal is what save knows of a workdir's journal: the bytes
+// ledgerJournal is what Save knows of a workdir's journal: the bytes
 // appended since the ledger was written whole, and that write's size.
 type ledgerJournal struct {
 	appended, whole int64
@@ -91,7 +99,7 @@ type journalRecord struct {
 func workdirKey(workdir string) string { return filepath.Clean(workdir) }
 
 // For is the ledger of workdir ("" : none, the agent has no workdir).
-func (l *workdirLedgers) For(workdir string) *attribution.Ledger {
+func (l *Set) For(workdir string) *attribution.Ledger {
 	if workdir == "" {
 		return nil
 	}
@@ -109,10 +117,10 @@ func (l *workdirLedgers) For(workdir string) *attribution.Ledger {
 	return lg
 }
 
-// listen registers where agent's conflicts on workdir go (its wait feed),
+// Listen registers where agent's conflicts on workdir go (its wait feed),
 // in place of what it registered before (a reopened agent); tell nil
 // forgets it (a stopped one).
-func (l *workdirLedgers) listen(workdir, agent string, tell func(attribution.Conflict)) {
+func (l *Set) Listen(workdir, agent string, tell func(attribution.Conflict)) {
 	if workdir == "" {
 		return
 	}
@@ -132,14 +140,14 @@ func (l *workdirLedgers) listen(workdir, agent string, tell func(attribution.Con
 	l.listeners[key][agent] = tell
 }
 
-// teller is what an agent's capture on workdir calls with the conflicts
+// Teller is what an agent's capture on workdir calls with the conflicts
 // it finds: every agent the conflict names is told, once, whichever
 // agent's event revealed it.
-func (l *workdirLedgers) teller(workdir string) func(attribution.Conflict) {
+func (l *Set) Teller(workdir string) func(attribution.Conflict) {
 	key := workdirKey(workdir)
 	return func(c attribution.Conflict) {
-		if l.conflicts != nil {
-			l.conflicts.Inc()
+		if l.Conflicts != nil {
+			l.Conflicts.Inc()
 		}
 		l.mu.Lock()
 		var tell []func(attribution.Conflict)
@@ -175,20 +183,20 @@ type keptLedger struct {
 	State   attribution.State `json:"state"`
 }
 
-// keepIn makes the ledgers last across runs, in stateDir/attribution: a
+// KeepIn makes the ledgers last across runs, in stateDir/attribution: a
 // restart keeps who changed what (by_others, conflicts, and a restore of
 // an agent's own paths from a snapshot taken before it). Called before
 // the first For.
-func (l *workdirLedgers) keepIn(stateDir string, log *slog.Logger) {
+func (l *Set) KeepIn(stateDir string, log *slog.Logger) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.dir, l.log = filepath.Join(stateDir, ledgersDir), log
 	l.changed = make(chan struct{}, 1)
 }
 
-// setMaxShell bounds the shell windows of every ledger, made or to come
+// SetMaxShell bounds the shell windows of every ledger, made or to come
 // ([watch] shell_max, at start and at each reload).
-func (l *workdirLedgers) setMaxShell(d time.Duration) {
+func (l *Set) SetMaxShell(d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.maxShell = d
@@ -197,9 +205,9 @@ func (l *workdirLedgers) setMaxShell(d time.Duration) {
 	}
 }
 
-// options are what each ledger is made with: its changes kick saveLoop.
+// options are what each ledger is made with: its changes kick SaveLoop.
 // Changed is called with the ledger's lock held: it never blocks.
-func (l *workdirLedgers) options() attribution.Options {
+func (l *Set) options() attribution.Options {
 	changed := l.changed
 	return attribution.Options{MaxShell: l.maxShell, Changed: func() {
 		select {
@@ -211,7 +219,7 @@ func (l *workdirLedgers) options() attribution.Options {
 
 // file is where workdir's ledger is kept (one file per workdir, named by
 // a hash of its path).
-func (l *workdirLedgers) file(key string) string {
+func (l *Set) file(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return filepath.Join(l.dir, hex.EncodeToString(sum[:8])+".json")
 }
@@ -220,7 +228,7 @@ func (l *workdirLedgers) file(key string) string {
 // A file that cannot be believed is set aside, loudly: only who changed
 // what before now is lost, and a restore of an older snapshot then says
 // so (WHOSE_UNKNOWN) instead of guessing. Called with l.mu held.
-func (l *workdirLedgers) load(key string) *attribution.Ledger {
+func (l *Set) load(key string) *attribution.Ledger {
 	fresh := func() *attribution.Ledger {
 		o := l.options()
 		o.Since = time.Now()
@@ -261,7 +269,7 @@ func (l *workdirLedgers) load(key string) *attribution.Ledger {
 // journalAside renames a journal a new ledger must not read (a new
 // ledger's generations start again: its records would be taken for the
 // new one's) to NAME.journal.WHAT-TIME, with a warning, if there is one.
-func (l *workdirLedgers) journalAside(key, journal, what, why string) {
+func (l *Set) journalAside(key, journal, what, why string) {
 	if _, err := os.Lstat(journal); err != nil {
 		return
 	}
@@ -276,7 +284,7 @@ func (l *workdirLedgers) journalAside(key, journal, what, why string) {
 // loudly: the last one was cut short by a crash (its changes belong to
 // nobody), one before it means the journal is damaged, and it is set
 // aside (as NAME.journal.damaged-TIME) with what followed it.
-func (l *workdirLedgers) decodeKept(raw []byte, workdir, journal string) (*attribution.Ledger, uint64, error) {
+func (l *Set) decodeKept(raw []byte, workdir, journal string) (*attribution.Ledger, uint64, error) {
 	var k keptLedger
 	if err := json.Unmarshal(raw, &k); err != nil {
 		return nil, 0, err
@@ -315,9 +323,9 @@ func (l *workdirLedgers) decodeKept(raw []byte, workdir, journal string) (*attri
 	return lg, gen, err
 }
 
-// save writes every ledger that changed since it was last written: what
+// Save writes every ledger that changed since it was last written: what
 // changed, appended to its journal, or the whole ledger (see journalExt).
-func (l *workdirLedgers) save() {
+func (l *Set) Save() {
 	l.saveMu.Lock()
 	defer l.saveMu.Unlock()
 	l.mu.Lock()
@@ -363,7 +371,7 @@ func (l *workdirLedgers) save() {
 // saveOne writes workdir key's ledger (generations kept as base plus the
 // ledger's own), and returns the ledger's generation it wrote. Called
 // with saveMu held.
-func (l *workdirLedgers) saveOne(key string, lg *attribution.Ledger, base uint64, file *atomicfile.Slot) (uint64, error) {
+func (l *Set) saveOne(key string, lg *attribution.Ledger, base uint64, file *atomicfile.Slot) (uint64, error) {
 	journal := l.file(key) + journalExt
 	if jn := l.journals[key]; jn != nil && jn.appended <= max(minJournal, jn.whole) {
 		d, gen := lg.TakeDelta()
@@ -424,9 +432,9 @@ func appendSynced(path string, b []byte) error {
 	return err
 }
 
-// saveLoop writes the changed ledgers, at most once per saveLedgersEvery
+// SaveLoop writes the changed ledgers, at most once per saveLedgersEvery
 // (a change after a quiet interval at once), until ctx ends; the last
 // write is the caller's (after the agents stopped).
-func (l *workdirLedgers) saveLoop(ctx context.Context) {
-	pacer.Run(ctx, l.changed, cmp.Or(l.saveEvery, saveLedgersEvery), l.save)
+func (l *Set) SaveLoop(ctx context.Context) {
+	pacer.Run(ctx, l.changed, cmp.Or(l.saveEvery, saveLedgersEvery), l.Save)
 }

@@ -1,4 +1,4 @@
-package daemon
+package ledgers
 
 import (
 	"context"
@@ -10,14 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 
+// TestMain checks that no test leaves a goroutine behind (a save loop
+// whose context ended has returned).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
 // Agents on one workdir share its ledger; another workdir has its own, and
 // an agent without a workdir has none.
 func TestWorkdirLedgersOnePerWorkdir(t *testing.T) {
-	var l workdirLedgers
+	var l Set
 	a, b, c := l.For("/srv/work"), l.For("/srv/work/"), l.For("/srv/other")
 	if a == nil || a != b {
 		t.Fatalf("two agents on /srv/work got ledgers %p and %p, want one", a, b)
@@ -34,19 +40,19 @@ func TestWorkdirLedgersOnePerWorkdir(t *testing.T) {
 // names on that workdir, once each, and counted; an agent that stopped
 // listening is not told.
 func TestWorkdirLedgersTellConflictToBoth(t *testing.T) {
-	var l workdirLedgers
+	var l Set
 	told := map[string]int{}
 	for _, name := range []string{"builder", "reviewer", "bystander"} {
-		l.listen("/srv/work", name, func(c attribution.Conflict) { told[name]++ })
+		l.Listen("/srv/work", name, func(c attribution.Conflict) { told[name]++ })
 	}
-	l.listen("/srv/other", "builder", func(attribution.Conflict) { told["elsewhere"]++ })
+	l.Listen("/srv/other", "builder", func(attribution.Conflict) { told["elsewhere"]++ })
 	c := attribution.Conflict{Path: "src/a.go", Agents: []string{"builder", "reviewer"}}
-	l.teller("/srv/work/")(c)
+	l.Teller("/srv/work/")(c)
 	if told["builder"] != 1 || told["reviewer"] != 1 || told["bystander"] != 0 || told["elsewhere"] != 0 {
 		t.Fatalf("told %v, want builder and reviewer once each", told)
 	}
-	l.listen("/srv/work", "reviewer", nil)
-	l.teller("/srv/work")(c)
+	l.Listen("/srv/work", "reviewer", nil)
+	l.Teller("/srv/work")(c)
 	if told["builder"] != 2 || told["reviewer"] != 1 {
 		t.Fatalf("after reviewer stopped listening: told %v", told)
 	}
@@ -58,8 +64,8 @@ func TestWorkdirLedgersTellConflictToBoth(t *testing.T) {
 func TestWorkdirLedgersKeptAcrossRuns(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
-	var run1 workdirLedgers
-	run1.keepIn(dir, log)
+	var run1 Set
+	run1.KeepIn(dir, log)
 	lg := run1.For("/srv/work")
 	since := lg.Since()
 	if _, err := lg.Tool(attribution.ToolEvent{Agent: "builder", Kind: attribution.KindEdit, Paths: []string{"a.go"}, At: time.Now()}); err != nil {
@@ -68,10 +74,10 @@ func TestWorkdirLedgersKeptAcrossRuns(t *testing.T) {
 	if _, err := lg.Burst(attribution.Burst{Paths: []string{"a.go"}, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	run1.save()
+	run1.Save()
 
-	var run2 workdirLedgers
-	run2.keepIn(dir, log)
+	var run2 Set
+	run2.KeepIn(dir, log)
 	got := run2.For("/srv/work")
 	if !got.Since().Equal(since) || len(got.ChangedBy("builder", since.Add(-time.Second))) != 1 {
 		t.Fatalf("the next run's ledger: since %v (want %v), builder changed %v (want a.go)", got.Since(), since, got.ChangedBy("builder", since.Add(-time.Second)))
@@ -95,29 +101,29 @@ func TestWorkdirLedgersKeptAcrossRuns(t *testing.T) {
 	}
 }
 
-// A ledger's change is saved by saveLoop when it happens, not at the next
+// A ledger's change is saved by SaveLoop when it happens, not at the next
 // tick of a clock (the interval here is an hour): the file holds it while
-// the loop runs. A ledger read back from its file tells saveLoop of its
+// the loop runs. A ledger read back from its file tells SaveLoop of its
 // changes too.
 func TestWorkdirLedgersSavedOnChange(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
-	changedBy := func(l *workdirLedgers, agent string) func() bool {
+	changedBy := func(l *Set, agent string) func() bool {
 		return func() bool {
-			var next workdirLedgers // what the next run would read
-			next.keepIn(dir, log)
+			var next Set // what the next run would read
+			next.KeepIn(dir, log)
 			lg := next.For("/srv/work")
 			return len(lg.ChangedBy(agent, lg.Since().Add(-time.Second))) == 1
 		}
 	}
 	for run, agent := range []string{"builder", "reviewer"} {
-		l := workdirLedgers{saveEvery: time.Hour}
-		l.keepIn(dir, log)
+		l := Set{saveEvery: time.Hour}
+		l.KeepIn(dir, log)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			l.saveLoop(ctx)
+			l.SaveLoop(ctx)
 		}()
 		lg := l.For("/srv/work")
 		if _, err := lg.Tool(attribution.ToolEvent{Agent: agent, Kind: attribution.KindEdit, Paths: []string{agent + ".go"}, At: time.Now()}); err != nil {
@@ -143,8 +149,8 @@ func TestLedgerJournal(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
 	const workdir = "/srv/work"
-	var run1 workdirLedgers
-	run1.keepIn(dir, log)
+	var run1 Set
+	run1.KeepIn(dir, log)
 	lg := run1.For(workdir)
 	file := run1.file(workdirKey(workdir))
 	journal := file + journalExt
@@ -167,8 +173,8 @@ func TestLedgerJournal(t *testing.T) {
 		return fi.Size()
 	}
 	read := func() string {
-		var next workdirLedgers
-		next.keepIn(dir, log)
+		var next Set
+		next.KeepIn(dir, log)
 		raw, _ := json.Marshal(next.For(workdir).State())
 		return string(raw)
 	}
@@ -178,11 +184,11 @@ func TestLedgerJournal(t *testing.T) {
 	}
 
 	edit(0)
-	run1.save()
+	run1.Save()
 	whole := size(file)
 	edit(1)
 	lg.Visit("builder", now.Add(90*time.Second))
-	run1.save()
+	run1.Save()
 	if size(file) != whole || size(journal) <= 0 {
 		t.Fatalf("the second write: file %d bytes (was %d), journal %d: want the file alone and the change in the journal", size(file), whole, size(journal))
 	}
@@ -196,7 +202,7 @@ func TestLedgerJournal(t *testing.T) {
 			t.Fatalf("the journal grew to %d bytes (the file %d) and was never folded in", size(journal), size(file))
 		}
 		edit(i)
-		run1.save()
+		run1.Save()
 	}
 	if size(file) <= whole {
 		t.Fatalf("folded in: the file is %d bytes, was %d", size(file), whole)
@@ -208,18 +214,18 @@ func TestLedgerJournal(t *testing.T) {
 	// A journal a crash left whole after the file was written: its records
 	// are older than the file, and change nothing.
 	edit(9000)
-	run1.save()
+	run1.Save()
 	stale, err := os.ReadFile(journal)
 	if err != nil || len(stale) == 0 {
 		t.Fatalf("no journal record: %v", err)
 	}
-	var run2 workdirLedgers
-	run2.keepIn(dir, log)
+	var run2 Set
+	run2.KeepIn(dir, log)
 	lg2 := run2.For(workdir)
 	if _, err := lg2.Burst(attribution.Burst{Paths: []string{"late.go"}, At: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	run2.save() // the run's first write: whole, the journal emptied
+	run2.Save() // the run's first write: whole, the journal emptied
 	want2, _ := json.Marshal(lg2.State())
 	if err := os.WriteFile(journal, stale, 0o600); err != nil {
 		t.Fatal(err)
@@ -233,7 +239,7 @@ func TestLedgerJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Truncate(journal, 0)
-	run2.save()
+	run2.Save()
 	want3, _ := json.Marshal(lg2.State())
 	f, err := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -265,8 +271,8 @@ func TestLedgerJournal(t *testing.T) {
 	if err := os.WriteFile(journal, stale, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var run3 workdirLedgers
-	run3.keepIn(dir, log)
+	var run3 Set
+	run3.KeepIn(dir, log)
 	if got := run3.For(workdir).ChangesSince(time.Time{}); len(got) != 0 {
 		t.Fatalf("a journal without its file was read: %v", got)
 	}
