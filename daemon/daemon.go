@@ -36,6 +36,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/attribution/ledgers"
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/daemon/sources/spool"
 	"github.com/continuityd/continuityd/internal/safesocket"
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
@@ -83,7 +84,7 @@ type Daemon struct {
 	// none, or it was refused at a reload: nothing is served there then).
 	apiToken atomic.Pointer[string]
 
-	spoolKick chan struct{} // asks spoolLoop for another ingest
+	spool *spool.Ingester // the hook events spooled while the daemon was down
 
 	ledgers ledgers.Set    // who changed what, one ledger per workdir
 	gates   workdirGates   // a restore by one agent is no lost work for the others on its workdir
@@ -136,10 +137,11 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics(),
-		reloads: make(chan reloadRequest), notServing: make(chan struct{}), spoolKick: make(chan struct{}, 1)}
+		reloads: make(chan reloadRequest), notServing: make(chan struct{})}
 	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	d.ledgers.Conflicts = d.metrics.conflicts
+	d.spool = spool.New(cfg.Daemon.StateDir, d.storeSpooled, d.log)
 	d.watches = newWorkdirWatches(d.log)
 	d.owners = asowner.NewPool(asowner.Options{Logger: d.log})
 	return d, nil
@@ -262,7 +264,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.spoolLoop(reqCtx, func() { close(ingested) })
+		d.spool.Loop(reqCtx, func() { close(ingested) })
 	}()
 	wg.Add(1)
 	go func() {

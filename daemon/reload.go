@@ -134,7 +134,7 @@ func (d *Daemon) reload(ctx context.Context) error {
 	if len(added) > 0 {
 		// Events hooks spooled for an agent that was refused are stored
 		// now, whether or not the rest of the reload went well.
-		d.kickSpool()
+		d.spool.Kick()
 	}
 	if err != nil {
 		d.metrics.reloads.WithLabelValues("partial").Inc()

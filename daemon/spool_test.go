@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/sources/spool"
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
@@ -37,7 +38,7 @@ func (l *lockedBuffer) String() string {
 // the socket off at start).
 func TestSpoolIsStoredAfterTheSocketAnswers(t *testing.T) {
 	cfg := testConfig(t)
-	const events = spoolPassFiles + spoolPassFiles/5
+	const events = spool.PassFiles + spool.PassFiles/5
 	at := time.Now().UTC()
 	for i := range events {
 		ev := statefiles.SpooledEvent{Agent: "builder", At: at.Add(time.Duration(i)), Signal: capsule.Signal{Kind: "compaction", Phase: "pre", Trigger: "auto"}}

@@ -89,7 +89,7 @@ var daemonWiring = map[string]string{
 	"perworkdir.go":   "what the agents on one workdir share, made once and handed to each",
 	"watches.go":      "the workdirs' shared watchers, held over a reload, counted for the metrics",
 	"apitoken.go":     "the loopback listener's token",
-	"spool.go":        "the spool's ingestion",
+	"spool.go":        "the spool's events handed to the agent they name, from the users it admits",
 }
 
 // TestDaemonHoldsOnlyWiring: every production file of package daemon is
