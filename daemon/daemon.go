@@ -32,6 +32,7 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
+	"github.com/continuityd/continuityd/daemon/apitoken"
 	"github.com/continuityd/continuityd/daemon/asowner"
 	"github.com/continuityd/continuityd/daemon/attribution/ledgers"
 	"github.com/continuityd/continuityd/daemon/place"
@@ -354,7 +355,7 @@ func (d *Daemon) listen(cfg *config.Config) ([]net.Listener, error) {
 		"loopback_connections", loopbackConns)
 	listeners := []net.Listener{api.SocketListener(ln, socketLimits, d.log)}
 	if cfg.Daemon.Listen != "" {
-		tok, err := loadOrCreateToken(cfg.Daemon.StateDir)
+		tok, err := apitoken.LoadOrCreate(cfg.Daemon.StateDir)
 		if err != nil {
 			ln.Close()
 			return nil, err

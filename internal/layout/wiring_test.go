@@ -88,7 +88,7 @@ var daemonWiring = map[string]string{
 	"fleet.go":        "the fleet upstream built (the one place outside cmd/ that names it), its conflicts relayed, the fleet listed",
 	"perworkdir.go":   "what the agents on one workdir share, made once and handed to each",
 	"watches.go":      "the workdirs' shared watchers, held over a reload, counted for the metrics",
-	"apitoken.go":     "the loopback listener's token",
+	"apitoken.go":     "the loopback listener's token held, read again at each reload",
 	"spool.go":        "the spool's events handed to the agent they name, from the users it admits",
 }
 

@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon
+package apitoken
 
 import (
 	"errors"
@@ -15,21 +15,21 @@ import (
 
 func TestAPITokenFile(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, apiTokenName)
-	tok, err := loadOrCreateToken(dir)
+	path := filepath.Join(dir, FileName)
+	tok, err := LoadOrCreate(dir)
 	if err != nil || len(tok) != 64 {
 		t.Fatalf("new token: %q %v", tok, err)
 	}
 	if fi, _ := os.Lstat(path); fi.Mode() != 0o600 {
 		t.Fatalf("new token file mode %v", fi.Mode())
 	}
-	if again, err := loadOrCreateToken(dir); err != nil || again != tok {
+	if again, err := LoadOrCreate(dir); err != nil || again != tok {
 		t.Fatalf("the same token again: %q %v", again, err)
 	}
 
 	refused := func(what string, want error, says ...string) {
 		t.Helper()
-		_, err := loadOrCreateToken(dir)
+		_, err := LoadOrCreate(dir)
 		if !errors.Is(err, want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: got %v, want %v naming %s", what, err, want, path)
 			return
@@ -63,7 +63,7 @@ func TestAPITokenFile(t *testing.T) {
 	// A dangling link planted at the name is not written through.
 	target := filepath.Join(dir, "planted")
 	os.Symlink(target, path)
-	if _, err := loadOrCreateToken(dir); err == nil {
+	if _, err := LoadOrCreate(dir); err == nil {
 		t.Error("a dangling link accepted")
 	}
 	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
