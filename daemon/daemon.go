@@ -1,7 +1,11 @@
-// Package daemon is continuityd's runtime: it opens each agent's residency,
-// starts the shippers that carry accepted writes to the upstreams, and
-// serves the local API on the Unix socket (and, when configured, a loopback
-// TCP listener that requires a token).
+// Package daemon is continuityd's wiring: it builds each part from the
+// checked configuration and runs them together. It opens each agent's
+// residency, starts the shippers that carry accepted writes to the
+// upstreams, and serves the local API on the Unix socket (and, when
+// configured, a loopback TCP listener that requires a token); it reloads
+// and stops them. Each part with state and a loop of its own (the spool,
+// the attribution ledgers, the watchers, the token's file) is a package of
+// its own: here are only start, reload, options, metrics and shutdown.
 //
 // Writes flow one way: sources (the local API, hooks, the workdir watcher,
 // handoff files, transcripts: package capture) → residency (durable) →
