@@ -47,6 +47,9 @@ func TestDeb(t *testing.T) {
 		"./usr/lib/sysusers.d/continuityd.conf",
 		"./etc/continuityd/continuityd.toml",
 		"./usr/share/man/man1/continuityd.1.gz",
+		"./usr/share/bash-completion/completions/continuityd",
+		"./usr/share/zsh/vendor-completions/_continuityd",
+		"./usr/share/fish/vendor_completions.d/continuityd.fish",
 		"./usr/share/doc/continuityd/copyright",
 		"./usr/share/doc/continuityd/changelog.Debian.gz",
 	} {

@@ -23,12 +23,27 @@ func cmdCompletion(_ context.Context, e *Env, args []string) int {
 	case len(pos) > 1:
 		return TooMany(e, "completion", pos[1])
 	}
-	gen := map[string]func(io.Writer, []completionEntry){"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}[pos[0]]
-	if gen == nil {
+	if !CompletionScript(e.Stdout, pos[0]) {
 		return UnknownSub(e, "completion", pos[0])
 	}
-	gen(e.Stdout, completionEntries())
 	return ExitOK
+}
+
+// CompletionShells are the shells CompletionScript writes for, in the order
+// the packages install them.
+var CompletionShells = []string{"bash", "zsh", "fish"}
+
+// CompletionScript writes shell's completion script to w, and reports
+// whether the shell is one it knows. The packages carry the same scripts
+// (packaging/gen), so a packaged install completes without a user sourcing
+// anything.
+func CompletionScript(w io.Writer, shell string) bool {
+	gen := map[string]func(io.Writer, []completionEntry){"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}[shell]
+	if gen == nil {
+		return false
+	}
+	gen(w, completionEntries())
+	return true
 }
 
 // completionEntry is what a script completes of one command.
