@@ -1,14 +1,14 @@
 package guard
 
-import "github.com/continuityd/continuityd/capsule"
+import (
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/ops"
+)
 
 // DeadLetterRequest names the dead letters POST /v1/deadletter/retry and
-// /v1/deadletter/discard act on: one (Seq) of Upstream's, or all of them
-// (Seq 0).
-type DeadLetterRequest struct {
-	Upstream string `json:"upstream"`
-	Seq      uint64 `json:"seq,omitempty"`
-}
+// /v1/deadletter/discard act on (internal/ops declares it with the
+// operations).
+type DeadLetterRequest = ops.DeadLetterRequest
 
 // DecodeDeadLetterRequest decodes such a body as strictly as every other
 // body: one JSON object, no duplicate key, upstream a non-empty string, seq

@@ -4,20 +4,13 @@ import (
 	"bytes"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
-// RestoreRequest is the body of POST /v1/snapshots/{id}/restore: the paths
-// to bring back, or all of the tree (All), or, with neither, the paths the
-// agent itself changed since the snapshot; and whether only to list what
-// would change. In the body each path is in its exact form
-// (termsafe.Exact: a name that is not UTF-8 as "\377.txt"); decoded,
-// Paths are the names themselves.
-type RestoreRequest struct {
-	Paths  []string `json:"paths,omitempty"`
-	All    bool     `json:"all,omitempty"`
-	DryRun bool     `json:"dry_run,omitempty"`
-}
+// RestoreRequest is the body of POST /v1/snapshots/{id}/restore
+// (internal/ops declares it with the operation).
+type RestoreRequest = ops.RestoreRequest
 
 // DecodeRestoreRequest decodes such a body as strictly as every other body
 // (an empty body is an empty request): one JSON object, no duplicate key,
@@ -78,11 +71,9 @@ func DecodeRestoreRequest(body []byte) (*RestoreRequest, error) {
 }
 
 // LostRestoreRequest is the body of POST
-// /v1/continuity/work_lost/{id}/restore: whether only to list what would
-// change. The loss names the snapshot and the paths.
-type LostRestoreRequest struct {
-	DryRun bool `json:"dry_run,omitempty"`
-}
+// /v1/continuity/work_lost/{id}/restore (internal/ops declares it with the
+// operation).
+type LostRestoreRequest = ops.LostRestoreRequest
 
 // DecodeLostRestoreRequest decodes such a body as strictly as every other
 // body (an empty body is an empty request): dry_run a boolean, nothing

@@ -2,30 +2,14 @@ package guard
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
-// SealRequest is the body of POST /v1/capsule/seal: the fields the caller
-// sets on the capsule the daemon builds from the residency. A field left
-// out (or null) keeps what the residency gives.
-// The json tags name the fields as the body has them (the decoding is
-// DecodeSealRequest's; the tags are for what describes the body, such as
-// the OpenAPI document).
-type SealRequest struct {
-	Goal      *string  `json:"goal,omitempty"`
-	Done      *string  `json:"done,omitempty"`
-	Next      *string  `json:"next,omitempty"`
-	Blockers  *string  `json:"blockers,omitempty"`
-	DoNot     *string  `json:"do_not,omitempty"`
-	Refuted   *string  `json:"refuted,omitempty"`
-	HandoffTo *string  `json:"handoff_to,omitempty"`
-	Receipts  []string `json:"receipts,omitempty"`
-	// TTLDays is the JSON text as it came; CheckCapsule checks it with the
-	// rest of the built capsule.
-	TTLDays json.RawMessage `json:"ttl_days,omitempty"`
-}
+// SealRequest is the body of POST /v1/capsule/seal (internal/ops declares
+// it with the operation).
+type SealRequest = ops.SealRequest
 
 // DecodeSealRequest decodes such a body as strictly as every other body
 // (an empty body is an empty request): one JSON object, no duplicate key,
@@ -101,22 +85,4 @@ func decodeSealRequest(body []byte) (*SealRequest, *capsule.Error) {
 		}
 	}
 	return req, nil
-}
-
-// Apply sets the request's fields on c, the capsule built to be sealed.
-func (r *SealRequest) Apply(c *capsule.Capsule) {
-	for dst, v := range map[*string]*string{
-		&c.Goal: r.Goal, &c.Done: r.Done, &c.Next: r.Next, &c.Blockers: r.Blockers,
-		&c.DoNot: r.DoNot, &c.Refuted: r.Refuted, &c.HandoffTo: r.HandoffTo,
-	} {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	if r.Receipts != nil {
-		c.Receipts = r.Receipts
-	}
-	if r.TTLDays != nil {
-		c.TTLDays = r.TTLDays
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // Work snapshots across machines: with a nats upstream's `snapshots =
@@ -21,7 +22,7 @@ import (
 // for (the API's answer and the client allow for it).
 const (
 	shipTimeout       = 5 * time.Minute
-	FleetFetchTimeout = 2 * time.Minute
+	FleetFetchTimeout = ops.FleetFetchTimeout
 )
 
 // fleetSnaps is the agent's link to the fleet's snapshot bucket.

@@ -1,69 +1,40 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/capture"
-	"github.com/continuityd/continuityd/daemon/events"
 	"github.com/continuityd/continuityd/daemon/outbox"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // The agent's operations. Each takes the request body as it came (the
-// guard decodes it strictly) and returns the answer both doors send: the
-// HTTP API encodes it as JSON, the MCP tools as structured content.
+// guard decodes it strictly) and returns the answer the API sends, of the
+// types internal/ops declares with the operations.
 
 // Wait bounds, from the Q-Day seed.
 const (
-	WaitDefault = 20
-	WaitMax     = 90
+	WaitDefault = ops.WaitDefault
+	WaitMax     = ops.WaitMax
 	// syncTimeout bounds a checkpoint with sync: how long it waits for its
 	// upstreams before answering with what it knows.
 	syncTimeout = 10 * time.Second
 )
 
-// CheckpointAnswer is the answer to a checkpoint: its sequence number, the
-// saved state, and with sync what each upstream did.
-type CheckpointAnswer struct {
-	Seq   uint64           `json:"seq"`
-	State json.RawMessage  `json:"state"` // capsule.Resume, as the store encoded it
-	Sync  []SyncedUpstream `json:"sync,omitempty"`
-}
-
-// SyncedUpstream is what one upstream did with a synced checkpoint.
-type SyncedUpstream struct {
-	Name      string  `json:"name"`
-	Delivered bool    `json:"delivered"`
-	Refused   bool    `json:"refused,omitempty"` // refused for good: in the upstream's dead letter
-	State     string  `json:"state"`
-	Error     *string `json:"error"`
-}
-
-// JSONAround is the answer's encoding, as encoding/json would give it
-// (with a trailing newline), less the state: head, then State, then tail.
-// The state is most of the answer, and the store made it: it is written as
-// it is, neither scanned nor copied again.
-func (ans *CheckpointAnswer) JSONAround() (head, tail []byte, err error) {
-	head = append(append([]byte(`{"seq":`), strconv.FormatUint(ans.Seq, 10)...), `,"state":`...)
-	if len(ans.Sync) > 0 {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(ans.Sync); err != nil {
-			return nil, nil, err
-		}
-		tail = append([]byte(`,"sync":`), bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
-	}
-	return head, append(tail, "}\n"...), nil
-}
+// The answers of the agent's operations.
+type (
+	CheckpointAnswer = ops.CheckpointAnswer
+	SyncedUpstream   = ops.SyncedUpstream
+	WaitAnswer       = ops.WaitAnswer
+	CapsuleAnswer    = ops.CapsuleAnswer
+	SignalAnswer     = ops.SignalAnswer
+)
 
 // Checkpoint stores the agent's own checkpoint (the Q-Day body, checked by
 // g) durably and, with sync, waits (bounded) for the upstreams to take it.
@@ -113,18 +84,6 @@ func (a *Agent) waitSynced(ctx context.Context, seq uint64) []SyncedUpstream {
 	return out
 }
 
-// WaitAnswer is the answer to a long poll.
-type WaitAnswer struct {
-	Woke   string         `json:"woke"` // event or timeout
-	Events []events.Event `json:"events"`
-	Cursor uint64         `json:"cursor"`
-	// Missed counts the events after the cursor passed in that the feed
-	// no longer holds (too old, or upstream events that gave way to the
-	// agent's own): a gap the caller can see.
-	Missed uint64 `json:"missed"`
-	Scope  string `json:"directions_scope"`
-}
-
 // Wait waits up to seconds (1..WaitMax; 0 means WaitDefault) for the
 // agent's next event; with the cursor of a previous answer (after) it
 // returns what happened since, at once if anything did.
@@ -142,9 +101,12 @@ func (a *Agent) Wait(ctx context.Context, seconds int, after *uint64) (WaitAnswe
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second)
 	defer cancel()
 	evs, cursor, missed := a.feed.Wait(ctx, from)
-	ans := WaitAnswer{Woke: "event", Events: evs, Cursor: cursor, Missed: missed, Scope: "agent_events"}
+	ans := WaitAnswer{Woke: "event", Events: make([]ops.Event, len(evs)), Cursor: cursor, Missed: missed, Scope: "agent_events"}
+	for i, e := range evs {
+		ans.Events[i] = ops.Event{ID: e.ID, At: e.At, Kind: e.Kind, Seq: e.Seq, Origin: e.Origin, Summary: e.Summary, Data: e.Data}
+	}
 	if len(evs) == 0 {
-		ans.Woke, ans.Events = "timeout", []events.Event{}
+		ans.Woke = "timeout"
 	}
 	return ans, nil
 }
@@ -152,13 +114,6 @@ func (a *Agent) Wait(ctx context.Context, seconds int, after *uint64) (WaitAnswe
 // WaitSecondsError is the refusal of a wait length out of bounds.
 func WaitSecondsError() *capsule.Error {
 	return capsule.Refuse(capsule.CodeInvalidQuery, "max_seconds", "max_seconds must be an integer from 1 to %d", WaitMax)
-}
-
-// CapsuleAnswer is the answer to capsule writes: the sequence number and
-// the stored record.
-type CapsuleAnswer struct {
-	Seq     uint64                 `json:"seq"`
-	Capsule *capsule.CapsuleRecord `json:"capsule"`
 }
 
 // Capsule is the agent's latest capsule, or NO_CAPSULE.
@@ -202,13 +157,6 @@ func (a *Agent) Seal(ctx context.Context, g *guard.Guard, body []byte) (*Capsule
 		return nil, err
 	}
 	return &CapsuleAnswer{Seq: seq, Capsule: a.store.Capsule()}, nil
-}
-
-// SignalAnswer is the answer to a signal: its sequence number and the
-// agent's context as it now stands.
-type SignalAnswer struct {
-	Seq     uint64               `json:"seq"`
-	Context capsule.ContextState `json:"context"`
 }
 
 // Signal stores a context signal (hooks, the statusline, MCP, the API).

@@ -8,41 +8,23 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // Scopes of a restore (RestoreAnswer.Scope).
 const (
-	// ScopeMine: no paths and not all: the paths this agent changed since
-	// the snapshot, as the workdir's attribution ledger credits them.
-	ScopeMine = "mine"
-	// ScopePaths: the paths the request named.
-	ScopePaths = "paths"
-	// ScopeAll: the whole tree (all), as a restore was before agents
-	// shared workdirs.
-	ScopeAll = "all"
+	ScopeMine  = ops.ScopeMine
+	ScopePaths = ops.ScopePaths
+	ScopeAll   = ops.ScopeAll
 )
 
 // RestoreAnswer is what POST /v1/snapshots/{id}/restore did (or, in a dry
-// run, would do).
-type RestoreAnswer struct {
-	snapshot.RestoreResult
-	// Scope is what the restore covered: "mine" (the default: this
-	// agent's own paths), "paths", "all", or "lost" (one work_lost entry,
-	// RestoreLost).
-	Scope string `json:"scope"`
-	// LeftAlone are, for a restore of this agent's own paths, the files
-	// that differ from the snapshot and that it left as they are, each
-	// with whose change it is: "agent:NAME" (another agent) or "outside"
-	// (nobody's tool: a person, an editor, another program).
-	LeftAlone []LeftAlone `json:"left_alone,omitempty"`
-}
-
-// LeftAlone is a file a restore of the agent's own paths did not touch,
-// and whose change it is (attribution.Label).
-type LeftAlone struct {
-	Path string `json:"path"`
-	By   string `json:"by"`
-}
+// run, would do); LeftAlone is a file a restore of the agent's own paths
+// did not touch, and whose change it is (attribution.Label).
+type (
+	RestoreAnswer = ops.RestoreAnswer
+	LeftAlone     = ops.LeftAlone
+)
 
 // restoreMine restores, from snapshot id, only the paths this agent
 // changed since it was taken, and names the others that differ from it

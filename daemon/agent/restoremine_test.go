@@ -15,13 +15,14 @@ import (
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/daemon/capture"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 
 // restoreAgent starts agent "builder" with snapshots over workdir (a real
 // git repository holding files), watched, sharing ledger; it returns the
 // agent and its start snapshot.
-func restoreAgent(t *testing.T, workdir string, ledger *attribution.Ledger, watch bool) (*testAgent, snapshot.Snapshot) {
+func restoreAgent(t *testing.T, workdir string, ledger *attribution.Ledger, watch bool) (*testAgent, ops.Snapshot) {
 	t.Helper()
 	o := testOptions(t, t.TempDir())
 	o.Config.Workdir = workdir
@@ -29,7 +30,7 @@ func restoreAgent(t *testing.T, workdir string, ledger *attribution.Ledger, watc
 	o.Capture.Attribution = ledger
 	o.Capture.Watch = capture.WatchOptions{Enabled: watch, Quiet: 100 * time.Millisecond}
 	a := startAgent(t, o)
-	var list []snapshot.Snapshot
+	var list []ops.Snapshot
 	testwait.Until(t, func() string { return fmt.Sprintf("no start snapshot: %+v", list) }, func() bool {
 		var err error
 		list, err = a.SnapshotList(context.Background())

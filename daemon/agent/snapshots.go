@@ -15,6 +15,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/fleetsnap"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/worklost"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -190,47 +191,52 @@ func (a *Agent) snapStore() (SnapshotStore, error) {
 
 // SnapshotList answers GET /v1/snapshots: the agent's snapshots, newest
 // first.
-func (a *Agent) SnapshotList(ctx context.Context) ([]snapshot.Snapshot, error) {
+func (a *Agent) SnapshotList(ctx context.Context) ([]ops.Snapshot, error) {
 	st, err := a.snapStore()
 	if err != nil {
 		return nil, err
 	}
 	l, err := st.List(ctx)
-	if l == nil && err == nil {
-		l = []snapshot.Snapshot{}
+	out := make([]ops.Snapshot, len(l))
+	for i, s := range l {
+		out[i] = wireSnapshot(s)
 	}
-	return l, snapErr(err)
+	return out, snapErr(err)
+}
+
+// wireSnapshot is a snapshot as the API answers it, without what only the
+// store needs of it.
+func wireSnapshot(s snapshot.Snapshot) ops.Snapshot {
+	return ops.Snapshot{ID: s.ID, Time: s.Time, Trigger: s.Trigger, Seq: s.Seq, Parent: s.Parent,
+		Added: s.Added, Modified: s.Modified, Deleted: s.Deleted, Skipped: s.Skipped,
+		Conversation: (*ops.Conversation)(s.Conversation)}
 }
 
 // Latest names the newest snapshot where an id is asked for.
-const Latest = "latest"
+const Latest = ops.Latest
 
 // SnapshotShow answers GET /v1/snapshots/{id}: one snapshot with its files
 // (id "latest": the newest).
-func (a *Agent) SnapshotShow(ctx context.Context, id string) (snapshot.Detail, error) {
+func (a *Agent) SnapshotShow(ctx context.Context, id string) (ops.Detail, error) {
 	st, err := a.snapStore()
 	if err != nil {
-		return snapshot.Detail{}, err
+		return ops.Detail{}, err
 	}
 	if id == Latest {
 		n, ok := st.Newest()
 		if !ok {
-			return snapshot.Detail{}, capsule.Refuse(capsule.CodeNotFound, "id", "agent %s has no snapshot yet", a.name)
+			return ops.Detail{}, capsule.Refuse(capsule.CodeNotFound, "id", "agent %s has no snapshot yet", a.name)
 		}
 		id = n.ID
 	}
 	var d snapshot.Detail
 	err = a.orFromFleet(ctx, st, id, func() (err error) { d, err = st.Show(ctx, id); return err })
-	return d, snapErr(err)
+	return ops.Detail{Snapshot: wireSnapshot(d.Snapshot), Files: d.Files, FilesCut: d.FilesCut, ParentGone: d.ParentGone,
+		SkippedFiles: d.SkippedFiles, SkippedMore: d.SkippedMore, Withheld: d.Withheld}, snapErr(err)
 }
 
 // DiffAnswer is a snapshot's unified diff.
-type DiffAnswer struct {
-	ID      string `json:"id"`
-	Against string `json:"against,omitempty"` // "" : its parent
-	Diff    string `json:"diff"`
-	Cut     bool   `json:"cut"` // the diff was longer than the bound
-}
+type DiffAnswer = ops.DiffAnswer
 
 // SnapshotDiff answers GET /v1/snapshots/{id}?diff=1: the unified diff of
 // id against its parent (or against), at most maxBytes (0: the default).

@@ -12,6 +12,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/capture"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 
@@ -33,7 +34,7 @@ func TestSnapshotOperations(t *testing.T) {
 	o.Snapshots = &snapshot.Options{}
 	a := startAgent(t, o)
 	ctx := context.Background()
-	var list []snapshot.Snapshot
+	var list []ops.Snapshot
 	testwait.Until(t, func() string { return fmt.Sprintf("snapshots %+v", list) }, func() bool {
 		var err error
 		list, err = a.SnapshotList(ctx)

@@ -22,8 +22,8 @@ import (
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/residency"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/agent"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // handleDeadLetters is GET /v1/deadletter[?upstream=NAME]: the writes

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // FleetAnswer is the answer to GET /v1/fleet, declared with the table of

@@ -21,7 +21,7 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // stdioSessions counts the live MCP sessions on stdio that `continuityd

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/continuityd/continuityd/daemon/api"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
 

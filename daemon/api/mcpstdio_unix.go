@@ -19,7 +19,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/openapi"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // OpenAPIDocument is the OpenAPI 3.1 description of the local API, as

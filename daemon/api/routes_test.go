@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/api"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // The routes are the table's: an operation without a handler, or a handler

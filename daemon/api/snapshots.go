@@ -7,8 +7,8 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/agent"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 

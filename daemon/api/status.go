@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // Status, ReloadStatus and AgentStatus are the answer to GET /v1/status,

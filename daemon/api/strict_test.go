@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // strictCases are, for each operation of the table that takes a body, a

@@ -1,13 +1,10 @@
 package capture
 
-// Component is how one of the capture's parts is doing, for status: the
-// workdir watch, the transcript follower, the work snapshots.
-type Component struct {
-	Name string `json:"name"` // watch, transcripts, snapshots, work_lost, commits
-	// State is ok, degraded (Detail says why) or off (not configured).
-	State  string `json:"state"`
-	Detail string `json:"detail,omitempty"`
-}
+import "github.com/continuityd/continuityd/internal/ops"
+
+// Component is how one of the capture's parts is doing, for status
+// (internal/ops declares it, as GET /v1/status answers it).
+type Component = ops.Component
 
 // Component states.
 const (

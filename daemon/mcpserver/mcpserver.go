@@ -21,8 +21,8 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/daemon/agent"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // Backend is what the tools call: one method per tool's operation, with

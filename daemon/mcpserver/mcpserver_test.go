@@ -15,9 +15,9 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	agentpkg "github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/mcptest"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // call is one Backend call as the fake saw it.

@@ -5,28 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 var bucketDead = []byte("deadletter") // upstream \x00 seq → DeadLetter
 
 // DeadLetter is a write an upstream refused for good (a 4xx other than
-// 408/429). It is kept, shown in resume and status, and can be retried or
-// discarded by an operator; it is never dropped on its own.
-type DeadLetter struct {
-	Upstream string        `json:"upstream"`
-	Write    capsule.Write `json:"write"`
-	Error    string        `json:"error"`
-	At       time.Time     `json:"at"`
-	// Retry is set by an operator's retry: the outbox sends it again before
-	// its pending writes.
-	Retry    bool `json:"retry"`
-	Attempts int  `json:"attempts"`
-}
+// 408/429): internal/ops declares it, as GET /v1/deadletter lists it.
+type DeadLetter = ops.DeadLetter
 
 // ErrNoDeadLetter is returned for a dead letter that does not exist.
 var ErrNoDeadLetter = errors.New("no such dead letter")

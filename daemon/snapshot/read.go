@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // Bounds of what Show and Diff return.
@@ -34,14 +35,9 @@ func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
 	return all, nil
 }
 
-// FileChange is one file a snapshot changed against its parent.
-type FileChange struct {
-	Path         string `json:"path"`
-	Status       string `json:"status"` // "added", "modified" or "deleted"
-	LinesAdded   int    `json:"lines_added"`
-	LinesDeleted int    `json:"lines_deleted"`
-	Binary       bool   `json:"binary,omitempty"` // no line counts
-}
+// FileChange is one file a snapshot changed against its parent
+// (internal/ops declares it, as the API answers it).
+type FileChange = ops.FileChange
 
 // Detail is one snapshot with its files.
 type Detail struct {
@@ -64,9 +60,9 @@ type Detail struct {
 
 // Status names of FileChange.
 const (
-	StatusAdded    = "added"
-	StatusModified = "modified"
-	StatusDeleted  = "deleted"
+	StatusAdded    = ops.StatusAdded
+	StatusModified = ops.StatusModified
+	StatusDeleted  = ops.StatusDeleted
 )
 
 func statusName(b byte) string {

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // What a store receives from another machine is untrusted: every object
@@ -190,13 +192,9 @@ func (s *Store) checkConnected(ctx context.Context, commit string) error {
 
 // ---- withheld files ----------------------------------------------------
 
-// Withheld is a file a snapshot's copy for the fleet left out, and why
-// (a credential file, say): the machine that receives it has no content
-// for it, and a restore there leaves the file as it is.
-type Withheld struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
+// Withheld is a file a snapshot's copy for the fleet left out, and why (a
+// credential file, say): internal/ops declares it, as the API answers it.
+type Withheld = ops.Withheld
 
 // withheldTag starts each withheld file's line in a snapshot commit's
 // message: `withheld path="…" reason="…"`.

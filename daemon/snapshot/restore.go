@@ -14,32 +14,16 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
-// RestoreResult says what a restore changed (or, in a dry run, would).
-type RestoreResult struct {
-	Snapshot string `json:"snapshot"` // the snapshot restored from
-	DryRun   bool   `json:"dry_run"`
-	// Safety is the snapshot of the tree as it was before the restore (a
-	// new one, or the newest when the tree had not changed since):
-	// restoring it undoes this restore. Empty in a dry run.
-	Safety    string `json:"safety,omitempty"`
-	SafetyNew bool   `json:"safety_new,omitempty"`
-	// Changes are the files the restore writes or removes: "added" (comes
-	// back), "modified" (content, mode or type changes), "deleted" (is
-	// removed: it is not in the snapshot).
-	Changes []FileChange `json:"changes"`
-	// Refused are files the restore leaves alone, with the reason: a file
-	// or directory that no snapshot holds is in the way, or a nested
-	// repository.
-	Refused []Refusal `json:"refused,omitempty"`
-}
-
-// Refusal is a file a restore left alone.
-type Refusal struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
+// RestoreResult says what a restore changed (or, in a dry run, would);
+// Refusal is a file it left alone. internal/ops declares them, as the API
+// answers them.
+type (
+	RestoreResult = ops.RestoreResult
+	Refusal       = ops.Refusal
+)
 
 // Restore brings the files of snapshot id back into the workdir: all of
 // them, or only those under paths (relative to the workdir). It first

@@ -19,14 +19,12 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
-// Skipped is a file a snapshot left out.
-type Skipped struct {
-	Path   string `json:"path"`   // relative to the workdir, with "/"
-	Size   int64  `json:"size"`   // bytes, when known
-	Reason string `json:"reason"` // ReasonTooLarge, ReasonUnreadable, ReasonRepository, ReasonGitName, ReasonPathTooLong
-}
+// Skipped is a file a snapshot left out (internal/ops declares it, as the
+// API answers it).
+type Skipped = ops.Skipped
 
 // Skip reasons.
 const (

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/socktest"
 )
 

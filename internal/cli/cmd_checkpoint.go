@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/agent"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 	"io"
 	"net/url"

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 

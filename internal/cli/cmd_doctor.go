@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 

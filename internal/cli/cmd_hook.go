@@ -11,9 +11,9 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/hook"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/statusline"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )

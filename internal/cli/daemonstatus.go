@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/safesocket"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )

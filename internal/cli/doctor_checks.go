@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/agentconf"
 	"github.com/continuityd/continuityd/internal/agentfiles"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/gittool"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // fixBinaries is how both binaries get on PATH.

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // handMCPStdio hands the MCP client's stdin and stdout to the daemon

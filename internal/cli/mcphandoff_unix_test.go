@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/continuityd/continuityd/daemon/ops"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // fakeDaemon listens on a real Unix socket and answers one GET /mcp/stdio

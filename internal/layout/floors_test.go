@@ -31,7 +31,6 @@ var floors = []struct {
 	{[]string{"daemon/outbox"}, false},
 	{[]string{"daemon/capture"}, false},
 	{[]string{"daemon/agent"}, false},
-	{[]string{"daemon/ops"}, false},
 	// The command line's light part, which the continuityd front links
 	// (the hook): on this floor it cannot reach the daemon, the MCP server
 	// or the upstreams' clients.
@@ -120,8 +119,8 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"internal/termsafe": 0, "capsule": 1, "capsule/guard": 2, "capsule/schema": 2, "internal/client": 2, "config": 3, "upstream": 4,
-		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/residency/storage": 6, "daemon/ops": 11, "internal/cli": 12, "daemon/api": 14, "daemon": 15,
-		"packaging": 16, "internal/cli/daemoncmd": 17, "cmd/continuityd": 18, "packaging/gen": 18, "daemon/nosuch": -1,
+		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/residency/storage": 6, "internal/ops": 2, "internal/cli": 11, "daemon/api": 13, "daemon": 14,
+		"packaging": 15, "internal/cli/daemoncmd": 16, "cmd/continuityd": 17, "packaging/gen": 17, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {
 			t.Errorf("floorOf(%s) = %d, want %d", rel, got, want)

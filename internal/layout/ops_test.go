@@ -15,7 +15,7 @@ import (
 var apiPaths = []string{"/v1/", "/healthz", "/metrics", "/mcp"}
 
 // TestAPIPathsOnlyInTheTable: the local API's paths are spelled in one
-// place, the table of operations (daemon/ops). A route, a tool's call or a
+// place, the table of operations (internal/ops). A route, a tool's call or a
 // CLI command's call made anywhere else would be an operation outside the
 // table. (upstream/ clients speak to other services, whose paths may look
 // alike: Q-Day's /v1/continuity.)
@@ -28,7 +28,7 @@ func TestAPIPathsOnlyInTheTable(t *testing.T) {
 			}
 			rel, _ := filepath.Rel(root, path)
 			if d.IsDir() {
-				if rel == filepath.Join("daemon", "ops") || d.Name() == "testdata" {
+				if rel == filepath.Join("internal", "ops") || d.Name() == "testdata" {
 					return filepath.SkipDir
 				}
 				return nil
@@ -51,7 +51,7 @@ func TestAPIPathsOnlyInTheTable(t *testing.T) {
 				}
 				for _, p := range apiPaths {
 					if strings.HasPrefix(s, p) {
-						t.Errorf("%s: the API path %q outside the table of operations (daemon/ops): call or route it through the table", fset.Position(lit.Pos()), s)
+						t.Errorf("%s: the API path %q outside the table of operations (internal/ops): call or route it through the table", fset.Position(lit.Pos()), s)
 					}
 				}
 				return true

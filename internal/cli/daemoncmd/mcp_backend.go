@@ -8,8 +8,8 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/daemon/ops"
 	"github.com/continuityd/continuityd/internal/client"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // mcpClientBackend is the Backend of `continuityd mcp` on stdio: each tool is

@@ -7,8 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/continuityd/continuityd/internal/client"
+	"time"
 )
 
 // Args are what a call sends besides the operation: the path's {id}, the
@@ -67,9 +66,17 @@ func (e Endpoint[Req, Ans]) Decode(out []byte) (*Ans, error) {
 	return &ans, nil
 }
 
+// Doer sends one request to the daemon and returns its answer: a 2xx
+// answer's body, or an error (internal/client's Client, over the socket or
+// in process). wait is what the call waits by design, beyond an ordinary
+// answer.
+type Doer interface {
+	DoWaiting(ctx context.Context, wait time.Duration, method, path string, query url.Values, body []byte) ([]byte, error)
+}
+
 // Do calls the operation through c and returns its answer as it came (for
 // --json, and for the stdio MCP tools, which pass it on).
-func (e Endpoint[Req, Ans]) Do(ctx context.Context, c *client.Client, a Args) ([]byte, error) {
+func (e Endpoint[Req, Ans]) Do(ctx context.Context, c Doer, a Args) ([]byte, error) {
 	method, path, q, err := e.Route(a)
 	if err != nil {
 		return nil, err
@@ -79,7 +86,7 @@ func (e Endpoint[Req, Ans]) Do(ctx context.Context, c *client.Client, a Args) ([
 
 // Call calls the operation through c and decodes its answer; raw is the
 // answer as it came.
-func (e Endpoint[Req, Ans]) Call(ctx context.Context, c *client.Client, a Args) (ans *Ans, raw []byte, err error) {
+func (e Endpoint[Req, Ans]) Call(ctx context.Context, c Doer, a Args) (ans *Ans, raw []byte, err error) {
 	raw, err = e.Do(ctx, c, a)
 	if err != nil {
 		return nil, raw, err

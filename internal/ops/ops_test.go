@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/agent"
 )
 
 // Every endpoint declared in the package is in the table, once: one
@@ -186,8 +185,8 @@ func TestDecodeRefusesAForeignAnswer(t *testing.T) {
 // answer's bound, with nothing said, on a loaded machine).
 func TestSnapshotCallsWaitForAFleetFetch(t *testing.T) {
 	for _, e := range []Op{SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op()} {
-		if got := e.Waits(url.Values{}); got < agent.FleetFetchTimeout {
-			t.Errorf("%s waits %v, less than a fleet fetch may take (%v)", e.Name, got, agent.FleetFetchTimeout)
+		if got := e.Waits(url.Values{}); got < FleetFetchTimeout {
+			t.Errorf("%s waits %v, less than a fleet fetch may take (%v)", e.Name, got, FleetFetchTimeout)
 		}
 	}
 }

@@ -4,17 +4,29 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/capture"
-	"github.com/continuityd/continuityd/daemon/residency"
-	"github.com/continuityd/continuityd/daemon/snapshot"
 )
 
-// The answers of the operations whose answer is not one of the agent's own
-// types: the daemon encodes them and the CLI decodes them, the same types.
+// The answers of the operations on the daemon as a whole and on an agent's
+// dead letters: the daemon encodes them and the CLI decodes them, the same
+// types.
 
 // DeadLetterList is the answer to GET /v1/deadletter.
 type DeadLetterList struct {
-	Entries []residency.DeadLetter `json:"entries"`
+	Entries []DeadLetter `json:"entries"`
+}
+
+// DeadLetter is a write an upstream refused for good (a 4xx other than
+// 408/429). It is kept, shown in resume and status, and can be retried or
+// discarded by an operator; it is never dropped on its own.
+type DeadLetter struct {
+	Upstream string        `json:"upstream"`
+	Write    capsule.Write `json:"write"`
+	Error    string        `json:"error"`
+	At       time.Time     `json:"at"`
+	// Retry is set by an operator's retry: the outbox sends it again before
+	// its pending writes.
+	Retry    bool `json:"retry"`
+	Attempts int  `json:"attempts"`
 }
 
 // DeadLettersRetried is the answer to POST /v1/deadletter/retry: how many
@@ -27,12 +39,6 @@ type DeadLettersRetried struct {
 // many dead letters were dropped.
 type DeadLettersDiscarded struct {
 	Discarded int `json:"discarded"`
-}
-
-// SnapshotList is the answer to GET /v1/snapshots and the snapshot_list
-// tool: the agent's work snapshots, newest first.
-type SnapshotList struct {
-	Snapshots []snapshot.Snapshot `json:"snapshots"`
 }
 
 // HealthAnswer is the answer to GET /healthz.
@@ -80,7 +86,7 @@ type AgentStatus struct {
 	Refused     []capsule.Refusal       `json:"refused"`
 	// Components says how the workdir watch, the transcript follower and
 	// the work snapshots are doing: ok, degraded (with why) or off.
-	Components []capture.Component `json:"components"`
+	Components []Component `json:"components"`
 	// SnapshotProblem says why degraded names "snapshots".
 	SnapshotProblem string `json:"snapshot_problem,omitempty"`
 	// RestoreInterrupted is a restore of the work tree that was
@@ -93,6 +99,16 @@ type AgentStatus struct {
 	// upstream; RestoredFrom says where its state came from when it was.
 	FleetConflict []capsule.FleetConflict `json:"fleet_conflict,omitempty"`
 	RestoredFrom  *capsule.RestoredFrom   `json:"restored_from,omitempty"`
+}
+
+// Component is how one of an agent's automatic parts is doing, for
+// status: the workdir watch, the transcript follower, the work snapshots,
+// the work-lost checks, the commits' receipts.
+type Component struct {
+	Name string `json:"name"` // watch, transcripts, snapshots, work_lost, commits
+	// State is ok, degraded (Detail says why) or off (not configured).
+	State  string `json:"state"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // FleetAnswer is the answer to GET /v1/fleet and `continuityd fleet --json`:

@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/daemon/agent"
-	"github.com/continuityd/continuityd/daemon/snapshot"
 )
 
 // The operations of the local API, each declared once. Table lists them
@@ -25,7 +22,7 @@ var (
 		Errors: []string{capsule.CodeInvalidQuery},
 		MCP:    "resume", CLI: []string{"resume"},
 	})
-	Checkpoint = endpoint[capsule.Checkpoint, agent.CheckpointAnswer](Op{
+	Checkpoint = endpoint[capsule.Checkpoint, CheckpointAnswer](Op{
 		Name: "checkpoint", Method: http.MethodPost, Path: "/v1/continuity/checkpoint", Agent: true,
 		Summary: "store the agent's checkpoint durably (fsynced before 200); with sync, report what each upstream did",
 		Params: []Param{
@@ -43,7 +40,7 @@ var (
 			return 0
 		},
 	})
-	Wait = endpoint[None, agent.WaitAnswer](Op{
+	Wait = endpoint[None, WaitAnswer](Op{
 		Name: "wait", Path: "/v1/continuity/wait", Agent: true,
 		Summary: "long poll for the agent's next events; pass the answer's cursor back as after to miss nothing",
 		Params: []Param{
@@ -56,7 +53,7 @@ var (
 			if n, err := strconv.Atoi(q.Get("max_seconds")); err == nil && n > 0 {
 				return time.Duration(min(n, 3600)) * time.Second
 			}
-			return agent.WaitDefault * time.Second
+			return WaitDefault * time.Second
 		},
 	})
 	CapsuleGet = endpoint[None, capsule.CapsuleRecord](Op{
@@ -65,19 +62,19 @@ var (
 		Errors:  []string{capsule.CodeNoCapsule},
 		MCP:     "capsule_read", CLI: []string{"capsule show"},
 	})
-	CapsulePut = endpoint[capsule.Capsule, agent.CapsuleAnswer](Op{
+	CapsulePut = endpoint[capsule.Capsule, CapsuleAnswer](Op{
 		Name: "capsule_put", Method: http.MethodPut, Path: "/v1/capsule", Agent: true,
 		Summary: "store a Continuity Capsule v1 (the published schema, then the secret guard)",
 		Errors:  append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
 		MCP:     "capsule_write", CLI: []string{"capsule put"},
 	})
-	Seal = endpoint[guard.SealRequest, agent.CapsuleAnswer](Op{
+	Seal = endpoint[SealRequest, CapsuleAnswer](Op{
 		Name: "capsule_seal", Method: http.MethodPost, Path: "/v1/capsule/seal", Agent: true,
 		Summary: "build a capsule from the saved state (the body's fields override) and store it sealed",
 		Errors:  append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
 		MCP:     "capsule_seal", CLI: []string{"capsule seal"},
 	})
-	Signal = endpoint[capsule.Signal, agent.SignalAnswer](Op{
+	Signal = endpoint[capsule.Signal, SignalAnswer](Op{
 		Name: "signal", Method: http.MethodPost, Path: "/v1/signals", Agent: true,
 		Summary: "store a context signal: context used, compaction, session start and end, activity",
 		Errors:  append([]string{capsule.CodeInvalidSignal}, writeErrors...),
@@ -92,13 +89,13 @@ var (
 		Errors: []string{capsule.CodeNotFound, capsule.CodeInternal},
 		CLI:    []string{"deadletter list"},
 	})
-	DeadLetterRetry = endpoint[guard.DeadLetterRequest, DeadLettersRetried](Op{
+	DeadLetterRetry = endpoint[DeadLetterRequest, DeadLettersRetried](Op{
 		Name: "deadletter_retry", Method: http.MethodPost, Path: "/v1/deadletter/retry", Agent: true,
 		Summary: "send one dead letter (seq), or all of an upstream's (seq 0), again",
 		Errors:  writeErrors,
 		CLI:     []string{"deadletter retry"},
 	})
-	DeadLetterDiscard = endpoint[guard.DeadLetterRequest, DeadLettersDiscarded](Op{
+	DeadLetterDiscard = endpoint[DeadLetterRequest, DeadLettersDiscarded](Op{
 		Name: "deadletter_discard", Method: http.MethodPost, Path: "/v1/deadletter/discard", Agent: true,
 		Summary: "drop one dead letter (seq), or all of an upstream's (seq 0)",
 		Errors:  writeErrors,
@@ -110,7 +107,7 @@ var (
 		Errors:  snapshotErrors,
 		MCP:     "snapshot_list", CLI: []string{"snapshot list"},
 	})
-	SnapshotShow = endpoint[None, snapshot.Detail](Op{
+	SnapshotShow = endpoint[None, Detail](Op{
 		Name: "snapshot_show", Path: "/v1/snapshots/{id}", Agent: true,
 		Summary: "one work snapshot with its files and line counts",
 		Params: []Param{snapshotID,
@@ -120,7 +117,7 @@ var (
 		CLI:    []string{"snapshot show"},
 		waits:  fleetFetchWait,
 	})
-	SnapshotDiff = endpoint[None, agent.DiffAnswer](Op{
+	SnapshotDiff = endpoint[None, DiffAnswer](Op{
 		Name: "snapshot_diff", Path: "/v1/snapshots/{id}", Agent: true, When: "diff=1",
 		Summary: "a work snapshot's unified diff against its parent or another snapshot, at most 1 MiB",
 		Params: []Param{snapshotID,
@@ -134,7 +131,7 @@ var (
 		MCP:    "snapshot_diff", CLI: []string{"snapshot diff"},
 		waits: fleetFetchWait,
 	})
-	SnapshotRestore = endpoint[guard.RestoreRequest, agent.RestoreAnswer](Op{
+	SnapshotRestore = endpoint[RestoreRequest, RestoreAnswer](Op{
 		Name: "snapshot_restore", Method: http.MethodPost, Path: "/v1/snapshots/{id}/restore", Agent: true,
 		Summary: "rewind to a snapshot the paths this agent changed since (naming the others' it leaves), or the paths given, or all the tree, after snapshotting it as it is; dry_run lists what would change",
 		Params:  []Param{snapshotID},
@@ -142,7 +139,7 @@ var (
 		CLI:     []string{"snapshot restore"},
 		waits:   fleetFetchWait,
 	})
-	WorkLostRestore = endpoint[guard.LostRestoreRequest, agent.RestoreAnswer](Op{
+	WorkLostRestore = endpoint[LostRestoreRequest, RestoreAnswer](Op{
 		Name: "work_lost_restore", Method: http.MethodPost, Path: "/v1/continuity/work_lost/{id}/restore", Agent: true,
 		Summary: "bring back one loss of resume's work_lost (or a recent one it no longer lists) by its id, from the snapshot that held it, after snapshotting the tree as it is; dry_run lists what would change",
 		Params:  []Param{{Name: "id", In: "path", Type: "string", Summary: "the loss's id (work_lost[].id)"}},
@@ -225,7 +222,7 @@ const MCPStdioTaken = 'k'
 // fleetFetchWait is what a call on one snapshot may wait: a snapshot only
 // the fleet has is fetched first (a 256 MiB blob took over the ordinary
 // answer's 30 s on a loaded machine, and the answer was cut).
-func fleetFetchWait(url.Values) time.Duration { return agent.FleetFetchTimeout }
+func fleetFetchWait(url.Values) time.Duration { return FleetFetchTimeout }
 
 // syncWait is what a checkpoint with sync waits for its upstreams at most
 // (agent's syncTimeout).

@@ -1,15 +1,17 @@
-// Package ops is the local API's one table of operations. Each entry names
-// an operation (its method and path, its request and answer types, its query
-// parameters, the error codes it may answer, a one-line summary) and the
-// doors it has: the HTTP route, the MCP tool, the CLI command. daemon/api
-// registers its routes from the table (a handler per operation name),
-// daemon/mcpserver lists its tools from it, and the CLI and the stdio MCP
-// backend call the daemon through its typed endpoints, decoding answers
-// into the very types the daemon encodes. Adding an operation is one entry
-// here and one handler in daemon/api.
+// Package ops is the local API's one table of operations, with every
+// request and answer of its operations. Each entry names an operation (its
+// method and path, its request and answer types, its query parameters, the
+// error codes it may answer, a one-line summary) and the doors it has: the
+// HTTP route, the MCP tool, the CLI command. daemon/api registers its
+// routes from the table (a handler per operation name), daemon/mcpserver
+// lists its tools from it, and the CLI calls the daemon through its typed
+// endpoints, decoding answers into the very types the daemon encodes.
+// Adding an operation is one entry here and one handler in daemon/api.
 //
-// It sits just above daemon/agent, whose operations' answers it names, and
-// below daemon/mcpserver and daemon/api, which are made from it.
+// It imports only the capsule package and the standard library, so the
+// light client (cmd/continuityd, which an agent starts at every hook)
+// links the API's types without linking the daemon; the daemon's packages
+// answer with these types, under their own names (type aliases).
 package ops
 
 import (
