@@ -143,7 +143,7 @@ func commands() []Command {
 		{Name: "deadletter", Summary: "list | retry | discard writes an upstream refused for good", Run: cmdDeadLetter, Subs: []string{"list", "retry", "discard"}},
 		{Name: "fleet", Summary: "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", Run: cmdFleet},
 		{Name: "snapshot", Summary: "list | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", Run: cmdSnapshot, Subs: []string{"list", "show", "diff", "restore"}},
-		{Name: "recover", Summary: "an agent refused for damaged files: what was found; --accept-loss to go on", Run: cmdRecover},
+		{Name: "recover", Summary: "an agent refused for damaged files: what was found; --accept-loss to go on", Flags: []string{"socket", "config", "agent", "accept-loss"}},
 		{Name: "delx", Summary: "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", Subs: []string{"register"},
 			Flags: []string{"socket", "config", "agent", "upstream", "agent-id", "key-file", "force"}},
 		{Name: "config", Summary: "check [FILE] | default", Run: cmdConfig, Subs: []string{"check", "default"}},

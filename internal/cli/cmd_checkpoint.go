@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/daemon/agent"
-	"github.com/continuityd/continuityd/internal/ops"
-	"github.com/continuityd/continuityd/internal/termsafe"
 	"io"
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/ops"
+	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
 // listFlag is a repeatable string flag.
@@ -219,7 +219,7 @@ func postCheckpoint(ctx context.Context, e *Env, cf *ClientFlags, body []byte, s
 // printCheckpointAnswer prints the seq the write was saved as, the id of
 // each commitment it opened (what --close and --drop name it by) and,
 // with --sync, what each upstream did with it.
-func printCheckpointAnswer(e *Env, body []byte, ans *agent.CheckpointAnswer) int {
+func printCheckpointAnswer(e *Env, body []byte, ans *ops.CheckpointAnswer) int {
 	fmt.Fprintf(e.Stdout, "checkpoint saved (seq %d)\n", ans.Seq)
 	for _, c := range openedBy(body, ans.State) {
 		fmt.Fprintf(e.Stdout, "opened %s: %s\n", termsafe.Name(c.ID), termsafe.Line(c.Title))

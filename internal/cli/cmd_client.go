@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
@@ -117,7 +116,7 @@ func cmdCapsule(ctx context.Context, e *Env, args []string) int {
 		return Fail(e, err)
 	}
 	defer c.Close()
-	var ans *agent.CapsuleAnswer
+	var ans *ops.CapsuleAnswer
 	switch sub {
 	case "show":
 		rec, _, err := ops.CapsuleGet.Call(ctx, c, ops.Args{})

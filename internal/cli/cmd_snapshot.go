@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/daemon/agent"
-	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
@@ -101,9 +98,9 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 		return snapshotDiff(ctx, e, c, rest, *stat, filter, *asJSON)
 	default:
 		if *lost != "" {
-			return restoreLost(ctx, e, c, *lost, guard.LostRestoreRequest{DryRun: *dry}, *asJSON)
+			return restoreLost(ctx, e, c, *lost, ops.LostRestoreRequest{DryRun: *dry}, *asJSON)
 		}
-		return snapshotRestore(ctx, e, c, rest[0], guard.RestoreRequest{Paths: paths, All: *all, DryRun: *dry}, *asJSON)
+		return snapshotRestore(ctx, e, c, rest[0], ops.RestoreRequest{Paths: paths, All: *all, DryRun: *dry}, *asJSON)
 	}
 }
 
@@ -191,7 +188,7 @@ func snapshotShow(ctx context.Context, e *Env, c *client.Client, id string, asJS
 // With stat it lists the changed files with their line counts; paths limit
 // it to those files and directories.
 func snapshotDiff(ctx context.Context, e *Env, c *client.Client, ids []string, stat bool, paths []string, asJSON bool) int {
-	a := ops.Args{ID: agent.Latest, Query: url.Values{}}
+	a := ops.Args{ID: ops.Latest, Query: url.Values{}}
 	switch len(ids) {
 	case 1:
 		a.ID = ids[0]
@@ -220,7 +217,7 @@ func snapshotDiff(ctx context.Context, e *Env, c *client.Client, ids []string, s
 	return ExitOK
 }
 
-func snapshotRestore(ctx context.Context, e *Env, c *client.Client, id string, req guard.RestoreRequest, asJSON bool) int {
+func snapshotRestore(ctx context.Context, e *Env, c *client.Client, id string, req ops.RestoreRequest, asJSON bool) int {
 	body, err := ops.SnapshotRestore.Encode(&req)
 	if err != nil {
 		return Fail(e, err)
@@ -238,7 +235,7 @@ func snapshotRestore(ctx context.Context, e *Env, c *client.Client, id string, r
 }
 
 // restoreLost brings back the loss id (work_lost[].id).
-func restoreLost(ctx context.Context, e *Env, c *client.Client, id string, req guard.LostRestoreRequest, asJSON bool) int {
+func restoreLost(ctx context.Context, e *Env, c *client.Client, id string, req ops.LostRestoreRequest, asJSON bool) int {
 	body, err := ops.WorkLostRestore.Encode(&req)
 	if err != nil {
 		return Fail(e, err)
@@ -257,8 +254,8 @@ func restoreLost(ctx context.Context, e *Env, c *client.Client, id string, req g
 
 // printRestore prints what a restore changed, each name as termsafe.Name
 // prints it (the names come in their exact form).
-func printRestore(e *Env, r *agent.RestoreAnswer) int {
-	verb := map[string]string{snapshot.StatusAdded: "restore", snapshot.StatusModified: "restore", snapshot.StatusDeleted: "remove"}
+func printRestore(e *Env, r *ops.RestoreAnswer) int {
+	verb := map[string]string{ops.StatusAdded: "restore", ops.StatusModified: "restore", ops.StatusDeleted: "remove"}
 	if len(r.Changes) == 0 {
 		fmt.Fprintln(e.Stdout, "nothing to change: the files already match the snapshot")
 	}
@@ -271,7 +268,7 @@ func printRestore(e *Env, r *agent.RestoreAnswer) int {
 	for _, l := range r.LeftAlone {
 		fmt.Fprintf(e.Stdout, "left alone %s: changed by %s\n", termsafe.ShowExact(l.Path), termsafe.Name(l.By))
 	}
-	if r.Scope == agent.ScopeMine {
+	if r.Scope == ops.ScopeMine {
 		fmt.Fprintln(e.Stdout, "(only the files this agent changed since the snapshot; --all restores the whole tree)")
 	}
 	switch {

@@ -44,7 +44,7 @@ func cmdDelx(ctx context.Context, e *cli.Env, args []string) int {
 		fmt.Fprintf(e.Stderr, "continuityd delx register: %v\n", err)
 		return cli.ExitUsage
 	}
-	cfg, name, code := cli.ConfigAgent(e, cf, "delx register", "delx")
+	cfg, name, code := configAgent(e, cf, "delx register", "delx")
 	if code != cli.ExitOK {
 		return code
 	}
@@ -58,7 +58,7 @@ func cmdDelx(ctx context.Context, e *cli.Env, args []string) int {
 		return code
 	}
 	if _, ok := ac.Identity[up]; ok {
-		return usageErr(fmt.Errorf("agent %s has its Delx identity for upstream %s in %s ([agent.identity.%s]), which wins over a registered one; remove that table to register here", name, up, cli.ConfigName(cfg), up))
+		return usageErr(fmt.Errorf("agent %s has its Delx identity for upstream %s in %s ([agent.identity.%s]), which wins over a registered one; remove that table to register here", name, up, configName(cfg), up))
 	}
 	path := delx.IdentityPath(cfg.AgentDir(name), up)
 	if old, err := delx.ReadIdentityFile(path); err == nil && !*force {
@@ -119,12 +119,12 @@ func delxUpstream(cfg *config.Config, ac config.Agent, name string) (string, con
 	}
 	switch {
 	case name != "" && !slices.Contains(mine, name):
-		return "", config.Upstream{}, fmt.Errorf("agent %s ships to no delx upstream %q in %s (its delx upstreams: %s)", ac.Name, name, cli.ConfigName(cfg), listOrNone(mine))
+		return "", config.Upstream{}, fmt.Errorf("agent %s ships to no delx upstream %q in %s (its delx upstreams: %s)", ac.Name, name, configName(cfg), listOrNone(mine))
 	case name != "":
 	case len(mine) == 1:
 		name = mine[0]
 	case len(mine) == 0:
-		return "", config.Upstream{}, fmt.Errorf("agent %s ships to no delx upstream in %s: add an [upstream.NAME] of kind \"delx\" to its upstreams", ac.Name, cli.ConfigName(cfg))
+		return "", config.Upstream{}, fmt.Errorf("agent %s ships to no delx upstream in %s: add an [upstream.NAME] of kind \"delx\" to its upstreams", ac.Name, configName(cfg))
 	default:
 		return "", config.Upstream{}, fmt.Errorf("agent %s ships to %d delx upstreams (%s): name one with --upstream", ac.Name, len(mine), strings.Join(mine, ", "))
 	}
@@ -172,7 +172,7 @@ func kickDaemon(ctx context.Context, e *cli.Env, cf cli.ClientFlags, cfg *config
 			if err != nil {
 				return "", err
 			}
-			if err := cli.SignalReload(pid); err != nil {
+			if err := signalReload(pid); err != nil {
 				return fmt.Sprintf("%s (asking the daemon, pid %d, to retry at once failed: %v)", later, pid, err), nil
 			}
 			return fmt.Sprintf("asked the daemon (pid %d) to retry its deliveries with it now", pid), nil

@@ -26,6 +26,7 @@ func commands() map[string]cli.RunFunc {
 		"delx":    cmdDelx,
 		"service": cmdService,
 		"man":     cmdMan,
+		"recover": cmdRecover,
 	}
 }
 

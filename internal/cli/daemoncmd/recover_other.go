@@ -1,11 +1,11 @@
 //go:build !unix
 
-package cli
+package daemoncmd
 
 import "errors"
 
-// SignalReload is not available where there is no SIGHUP; the operator
+// signalReload is not available where there is no SIGHUP; the operator
 // restarts the service.
-func SignalReload(int) error {
+func signalReload(int) error {
 	return errors.New("no reload signal on this system; restart the service")
 }
