@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -77,4 +79,73 @@ func TestFrontLinksNoDaemonPackage(t *testing.T) {
 			t.Errorf("continuityd-daemon does not link %s: the check above cannot see it", d)
 		}
 	}
+}
+
+// depawareFile lists every package the front links, one a line: the
+// module's, its dependencies' and the standard library's, less the
+// standard library's internal and vendored packages (those follow the Go
+// release, not this code). A change that links a new package shows as a
+// line added to it, in review; `go test -run TestFrontDependencies
+// ./cmd/continuityd/ -update` rewrites it.
+const depawareFile = "depaware.txt"
+
+// frontDeps is what depawareFile lists for the front as it is built now.
+func frontDeps(t *testing.T) []byte {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{else}}std {{.ImportPath}}{{end}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if std, ok := strings.CutPrefix(l, "std "); ok {
+			if strings.HasPrefix(std, "internal/") || strings.Contains(std, "/internal/") || strings.HasSuffix(std, "/internal") || strings.HasPrefix(std, "vendor/") {
+				continue
+			}
+			l = std
+		}
+		lines = append(lines, l)
+	}
+	slices.Sort(lines)
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+// The front's dependencies are the checked-in list's: a new one is a
+// visible change of depaware.txt, not a silent one of the hook's cost.
+// (The list is the Linux build's: another system's build links its own.)
+func TestFrontDependencies(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("depaware.txt lists the Linux build's packages")
+	}
+	got := frontDeps(t)
+	if *update {
+		if err := os.WriteFile(depawareFile, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(depawareFile)
+	if err != nil {
+		t.Fatalf("%v (go test -run TestFrontDependencies ./cmd/continuityd/ -update writes it)", err)
+	}
+	if diff := lineDiff(string(want), string(got)); diff != "" {
+		t.Errorf("cmd/continuityd links other packages than %s lists (+ linked now, - no longer); if that is meant, rewrite it with go test -run TestFrontDependencies ./cmd/continuityd/ -update:\n%s", depawareFile, diff)
+	}
+}
+
+// lineDiff lists the lines only in want (-) and only in got (+).
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out []string
+	for _, l := range w {
+		if l != "" && !slices.Contains(g, l) {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range g {
+		if l != "" && !slices.Contains(w, l) {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
