@@ -11,13 +11,13 @@ import (
 // checkpoint, any subset of its parts. It is decoded strictly and checked by
 // a Guard before the residency store sees it.
 type Checkpoint struct {
-	Focus           *string        `json:"focus,omitempty"`
-	WorkingState    *WorkingState  `json:"working_state,omitempty"`
-	Decide          *Decision      `json:"decide,omitempty"`
-	PublicStatus    *PublicStatus  `json:"public_status,omitempty"`
-	Commitments     *CommitmentOps `json:"commitments,omitempty"`
-	Stop            *Stop          `json:"stop,omitempty"`
-	ResumeResidency bool           `json:"resume_residency,omitempty"`
+	Focus           *string        `json:"focus,omitempty" jsonschema:"what the agent is working on (at most 4000 characters)"`
+	WorkingState    *WorkingState  `json:"working_state,omitempty" jsonschema:"the private note: fields left out keep their value"`
+	Decide          *Decision      `json:"decide,omitempty" jsonschema:"one decision per checkpoint, with its reason"`
+	PublicStatus    *PublicStatus  `json:"public_status,omitempty" jsonschema:"PUBLIC: shown in the Q-Day office; no secrets, no email addresses, links only to allowed domains"`
+	Commitments     *CommitmentOps `json:"commitments,omitempty" jsonschema:"commitments to open, close (with evidence) and drop (with a reason)"`
+	Stop            *Stop          `json:"stop,omitempty" jsonschema:"records a stop of the residency; every other field is ignored"`
+	ResumeResidency bool           `json:"resume_residency,omitempty" jsonschema:"lifts a stop: only on a new operator instruction"`
 }
 
 // IsEmpty reports whether the checkpoint carries nothing at all.
@@ -82,20 +82,20 @@ func (n NullableString) Ptr() *string {
 // what was passed over.
 type Decision struct {
 	Chosen     string `json:"chosen"`
-	Because    string `json:"because"`
+	Because    string `json:"because" jsonschema:"why, in at least 24 characters"`
 	PassedOver string `json:"passed_over,omitempty"`
 }
 
 // PublicStatus is the PUBLIC line the Q-Day office shows for the agent.
 type PublicStatus struct {
-	Phase      string `json:"phase"`
-	NextAction string `json:"next_action"`
+	Phase      string `json:"phase" jsonschema:"acting, waiting or resting"`
+	NextAction string `json:"next_action" jsonschema:"at most 280 characters"`
 	Reason     string `json:"reason,omitempty"`
 	// Until is an ISO time (a JSON string) or epoch milliseconds (a JSON
 	// integer), kept as the JSON text it arrived as.
-	Until      json.RawMessage `json:"until,omitempty"`
+	Until      json.RawMessage `json:"until,omitempty" jsonschema:"an ISO time, or epoch milliseconds"`
 	Tool       string          `json:"tool,omitempty"`
-	Route      string          `json:"route,omitempty"`
+	Route      string          `json:"route,omitempty" jsonschema:"a path template, no query"`
 	Experiment string          `json:"experiment,omitempty"`
 }
 
@@ -113,20 +113,20 @@ func (o *CommitmentOps) IsEmpty() bool {
 
 // OpenCommitment opens a commitment with a title of at least 3 characters.
 type OpenCommitment struct {
-	Title string `json:"title"`
+	Title string `json:"title" jsonschema:"at least 3 characters"`
 }
 
 // CloseCommitment closes an open commitment with evidence "post:UUID".
 type CloseCommitment struct {
 	ID       string `json:"id"`
-	Evidence string `json:"evidence"`
+	Evidence string `json:"evidence" jsonschema:"post:UUID of a message the agent wrote"`
 }
 
 // DropCommitment abandons an open commitment with a reason of at least 8
 // characters; the record stays visible.
 type DropCommitment struct {
 	ID     string `json:"id"`
-	Reason string `json:"reason"`
+	Reason string `json:"reason" jsonschema:"at least 8 characters"`
 }
 
 // Stop records a stop of the residency. A checkpoint carrying it ignores

@@ -21,8 +21,8 @@ const (
 // Paths, or the start or end of a shell command (paired by ID). Only names,
 // paths and times: never a file's content or a command.
 type SignalTool struct {
-	Name string `json:"name"` // tool_name: Edit, Write, MultiEdit, NotebookEdit, apply_patch, Bash…
-	Kind string `json:"kind"` // ToolEdit, ToolShellStart or ToolShellEnd
+	Name string `json:"name"`                                                       // tool_name: Edit, Write, MultiEdit, NotebookEdit, apply_patch, Bash…
+	Kind string `json:"kind" jsonschema:"context, compaction, session or activity"` // ToolEdit, ToolShellStart or ToolShellEnd
 	ID   string `json:"id,omitempty"`
 	// Paths are as the payload names them: absolute, or relative to Cwd.
 	Paths []string `json:"paths,omitempty"`

@@ -92,7 +92,8 @@ func New(o Options) *API {
 // operation, is a bug caught at start-up (and by the tests).
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	if err := a.route(mux, a.doors()); err != nil {
+	inner := a.recoverPanics(mux)
+	if err := a.route(mux, a.doors(inner)); err != nil {
 		panic(err)
 	}
 	methods := ops.Methods()
@@ -107,7 +108,7 @@ func (a *API) Handler() http.Handler {
 		}
 		notFound(w, r)
 	})
-	return a.instrument(a.recoverPanics(mux), methods)
+	return a.instrument(inner, methods)
 }
 
 // notFound is the answer for a path the API does not serve.
@@ -125,9 +126,10 @@ type door struct {
 
 // doors are the handlers of the table's operations, by name. The three
 // methods of /mcp share one handler (one set of sessions); /mcp/stdio
-// counts its sessions beside them.
-func (a *API) doors() map[string]door {
-	mcp := a.mcpHandler().ServeHTTP
+// counts its sessions beside them. The MCP sessions' tools call api, the
+// routes these doors make, in process.
+func (a *API) doors(api http.Handler) map[string]door {
+	mcp := a.mcpHandler(api).ServeHTTP
 	return map[string]door{
 		ops.Resume.Op().Name:            {agent: a.handleResume},
 		ops.Checkpoint.Op().Name:        {agent: a.handleCheckpoint},
@@ -151,7 +153,7 @@ func (a *API) doors() map[string]door {
 		ops.MCPPost.Op().Name:           {plain: mcp},
 		ops.MCPStream.Op().Name:         {plain: mcp},
 		ops.MCPClose.Op().Name:          {plain: mcp},
-		ops.MCPStdio.Op().Name:          {plain: a.mcpStdioHandler()},
+		ops.MCPStdio.Op().Name:          {plain: a.mcpStdioHandler(api)},
 	}
 }
 

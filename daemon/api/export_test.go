@@ -20,7 +20,7 @@ func PeerAs(uid uint32) func(context.Context, net.Conn) context.Context {
 // left out and a handler of extra (no operation's) added.
 func RouteProblems(drop, extra string) error {
 	a := New(Options{})
-	doors := a.doors()
+	doors := a.doors(http.NotFoundHandler())
 	delete(doors, drop)
 	if extra != "" {
 		doors[extra] = door{plain: func(http.ResponseWriter, *http.Request) {}}

@@ -17,11 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/internal/ops"
+	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
@@ -32,11 +31,22 @@ const mcpMaxBody = mcpserver.MaxMessageBytes
 // wait_for_event's longest poll.
 const mcpLongestCall = agent.WaitMax * time.Second
 
+// mcpServer is the MCP server of a session r opens (on /mcp, or on stdio
+// handed over): its tools' calls are served by api in process, as from
+// the socket's peer that opened it (none: the loopback listener's token
+// holder), and ?agent= is their default agent.
+func (a *API) mcpServer(api http.Handler, r *http.Request) *mcp.Server {
+	c := client.NewVia(inProcess{h: api, peer: peerOf(r.Context())}, "the daemon (in process)")
+	c.Timeout = mcpLongestCall
+	return mcpserver.New(mcpserver.Options{Client: c, Agent: r.URL.Query().Get("agent"),
+		Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
+}
+
 // mcpHandler serves MCP (Streamable HTTP) at /mcp with the same tools as
-// `continuityd mcp`. The tools call the agents' operations in process
-// (inProcess below): the same Go functions the HTTP handlers call, so the
-// same checks and codes. ?agent= picks the default agent for the session's
-// tools.
+// `continuityd mcp`. A tool's call is its operation's request, served by
+// api, the API's own handler, in process, as from the session's caller
+// (mcpServer): the same checks and codes as over HTTP. ?agent= picks the
+// default agent for the session's tools.
 //
 // Sessions expire: one with no request for daemon.mcp_session_idle is
 // closed by the SDK (its client gets 404 and starts a new one), and at most
@@ -47,7 +57,7 @@ const mcpLongestCall = agent.WaitMax * time.Second
 // tool call in progress (a long wait_for_event) is not idle; only when
 // every session has one is a new one refused with 503 MCP_SESSIONS_FULL.
 // Errors of the transport itself are in the API's JSON shape too.
-func (a *API) mcpHandler() http.Handler {
+func (a *API) mcpHandler(api http.Handler) http.Handler {
 	maxSessions, idle := a.o.MCPMaxSessions, a.o.MCPSessionIdle
 	if maxSessions <= 0 {
 		maxSessions = config.DefaultMCPMaxSessions
@@ -56,8 +66,7 @@ func (a *API) mcpHandler() http.Handler {
 		idle = config.DefaultMCPSessionIdle
 	}
 	newServer := func(r *http.Request) *mcp.Server {
-		return mcpserver.New(mcpserver.Options{Backend: inProcess{rt: a.o.Runtime, peer: peerOf(r.Context())}, Agent: r.URL.Query().Get("agent"),
-			Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
+		return a.mcpServer(api, r)
 	}
 	// The SDK asks for a server on every request, but only connects the one
 	// it gets for a new session; the others are consulted for their
@@ -495,117 +504,4 @@ func (e *mcpErrorWriter) finish() {
 	h := e.Header()
 	h.Del("X-Content-Type-Options")
 	writeError(e.ResponseWriter, capsule.Refuse(code, "", "MCP: %s", msg))
-}
-
-// inProcess is the Backend of /mcp's tools: each tool is the agent's
-// operation, called in process. peer is who opened the session over the
-// socket (nil: the loopback listener's token holder): it decides which
-// agents the session's tools may use.
-type inProcess struct {
-	rt   Runtime
-	peer *peer
-}
-
-func (b inProcess) agent(name string) (*agent.Agent, *guard.Guard, error) {
-	ag, g, err := b.rt.Agent(name, "")
-	if err != nil {
-		return nil, nil, agentRefusal(b.rt, b.peer, err)
-	}
-	if err := b.peer.mayUse(ag.Config()); err != nil {
-		return nil, nil, err
-	}
-	return ag, g, nil
-}
-
-func (b inProcess) Resume(ctx context.Context, name string, peek bool) (*capsule.Resume, error) {
-	ag, _, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	r, visit := ag.Resume(ctx, agent.ResumeOptions{})
-	// The tool's answer is written by the MCP transport after this returns:
-	// a client that has gone by now (its request cancelled) resets nothing.
-	if !peek && ctx.Err() == nil {
-		ag.Visited(visit)
-	}
-	return &r, nil
-}
-
-func (b inProcess) Checkpoint(ctx context.Context, name string, body []byte, sync bool) (*agent.CheckpointAnswer, error) {
-	ag, g, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	return ag.Checkpoint(ctx, g, body, sync)
-}
-
-func (b inProcess) Wait(ctx context.Context, name string, seconds int, after *uint64) (*agent.WaitAnswer, error) {
-	ag, _, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	ans, err := ag.Wait(ctx, seconds, after)
-	if err != nil {
-		return nil, err
-	}
-	return &ans, nil
-}
-
-func (b inProcess) Capsule(ctx context.Context, name string) (*capsule.CapsuleRecord, error) {
-	ag, _, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	return ag.Capsule()
-}
-
-func (b inProcess) PutCapsule(ctx context.Context, name string, body []byte) (*agent.CapsuleAnswer, error) {
-	ag, g, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	return ag.PutCapsule(ctx, g, body)
-}
-
-func (b inProcess) Seal(ctx context.Context, name string, body []byte) (*agent.CapsuleAnswer, error) {
-	ag, g, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	return ag.Seal(ctx, g, body)
-}
-
-func (b inProcess) Signal(ctx context.Context, name string, body []byte) (*agent.SignalAnswer, error) {
-	ag, g, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	if b.peer != nil && b.peer.err == nil {
-		ctx = agent.WithCaller(ctx, b.peer.cred.UID)
-	}
-	return ag.Signal(ctx, g, body)
-}
-
-func (b inProcess) SnapshotList(ctx context.Context, name string) (*ops.SnapshotList, error) {
-	ag, _, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	l, err := ag.SnapshotList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &ops.SnapshotList{Snapshots: l}, nil
-}
-
-func (b inProcess) SnapshotDiff(ctx context.Context, name, id, against string) (*agent.DiffAnswer, error) {
-	ag, _, err := b.agent(name)
-	if err != nil {
-		return nil, err
-	}
-	ans, err := ag.SnapshotDiff(ctx, id, against, 0)
-	if err != nil {
-		return nil, err
-	}
-	return &ans, nil
 }

@@ -10,7 +10,7 @@ import (
 
 // mcpStdioHandler: descriptors cannot be passed here; `continuityd mcp`
 // serves its client itself.
-func (a *API) mcpStdioHandler() http.HandlerFunc {
+func (a *API) mcpStdioHandler(http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := mcpStdioRefusal(r); err != nil {
 			writeError(w, err)

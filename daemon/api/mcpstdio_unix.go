@@ -20,14 +20,13 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
 	"github.com/continuityd/continuityd/internal/ops"
-	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
 // mcpStdioHandler serves GET /mcp/stdio: MCP on the stdin and stdout of
 // `continuityd mcp`, which hands them over the Unix socket so that no
 // process of its own stands between the client and the daemon. The
-// session's tools are /mcp's (in process, the socket peer's agents, ?agent=
-// their default). The connection is answered 101 and taken from net/http;
+// session's tools are /mcp's (served by api in process, as from the socket's
+// peer; ?agent= their default). The connection is answered 101 and taken from net/http;
 // it then carries one message of one byte with the two descriptors
 // (SCM_RIGHTS), and the daemon's ops.MCPStdioTaken once it serves them. The
 // session ends at the client's EOF, when the connection closes (the front
@@ -37,7 +36,7 @@ import (
 // What the handler cannot take it refuses, before the 101 in the API's
 // error shape; after it, by closing the connection before MCPStdioTaken,
 // having read nothing of the client's input.
-func (a *API) mcpStdioHandler() http.HandlerFunc {
+func (a *API) mcpStdioHandler(api http.Handler) http.HandlerFunc {
 	sessions := a.stdio
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := mcpStdioRefusal(r); err != nil {
@@ -87,13 +86,13 @@ func (a *API) mcpStdioHandler() http.HandlerFunc {
 			noteRefusal(w, capsule.CodeInvalidMCPRequest, 0)
 			return
 		}
-		a.serveStdio(r, uc, in, out, release)
+		a.serveStdio(api, r, uc, in, out, release)
 	}
 }
 
 // serveStdio runs the MCP session on in and out until it ends (see
 // mcpStdioHandler), then releases its count and closes both.
-func (a *API) serveStdio(r *http.Request, uc *net.UnixConn, in, out *os.File, release func()) {
+func (a *API) serveStdio(api http.Handler, r *http.Request, uc *net.UnixConn, in, out *os.File, release func()) {
 	defer in.Close()
 	defer out.Close()
 	ctx, cancel := context.WithCancel(r.Context())
@@ -113,8 +112,7 @@ func (a *API) serveStdio(r *http.Request, uc *net.UnixConn, in, out *os.File, re
 		uc.Read(b[:])
 		cancel()
 	}()
-	srv := mcpserver.New(mcpserver.Options{Backend: inProcess{rt: a.o.Runtime, peer: peerOf(r.Context())},
-		Agent: r.URL.Query().Get("agent"), Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
+	srv := a.mcpServer(api, r)
 	err := srv.Run(ctx, &mcpserver.LineTransport{In: in, Out: out})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		a.log.Debug("MCP on stdio: the session ended", "err", err)

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"slices"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/mcpserver"
 	"github.com/continuityd/continuityd/internal/openapi"
 	"github.com/continuityd/continuityd/internal/ops"
 )
@@ -19,10 +20,12 @@ import (
 // GET /v1/openapi.json serves it and docs/openapi.json keeps it. It does
 // not depend on the running daemon (info.version is the API's, v1).
 func OpenAPIDocument() ([]byte, error) {
-	capsuleSchema := new(jsonschema.Schema)
-	if err := json.Unmarshal(capsule.SchemaJSON, capsuleSchema); err != nil {
+	list, err := operations()
+	if err != nil {
 		return nil, err
 	}
+	types := mcpserver.TypeSchemas()
+	types[reflect.TypeFor[config.Duration]()] = &jsonschema.Schema{Type: "string"}
 	return openapi.Document(openapi.Info{
 		Title:   "continuityd local API",
 		Version: "1",
@@ -30,42 +33,22 @@ func OpenAPIDocument() ([]byte, error) {
 			"which needs Authorization: Bearer <api.token from the state directory>). " +
 			"Request bodies are strict JSON: an unknown field, a duplicate key or a wrong type is refused. " +
 			"MCP (Streamable HTTP, the table's mcp operations) is described by the MCP specification, not here.",
-		ErrorBody:  errorBody{},
-		BearerAuth: "the loopback listener's token (api.token in the state directory); the Unix socket needs none",
-		TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-			reflect.TypeFor[capsule.NullableString](): {Types: []string{"null", "string"}},
-			reflect.TypeFor[config.Duration]():        {Type: "string"},
-		},
-	}, operations(capsuleSchema))
+		ErrorBody:   errorBody{},
+		BearerAuth:  "the loopback listener's token (api.token in the state directory); the Unix socket needs none",
+		TypeSchemas: types,
+	}, list)
 }
 
 // The refusals any operation may answer: the loopback listener's token,
 // Host and Origin checks, and a handler's bug.
 var anyRefusals = []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusInternalServerError}
 
-// docDetail is what the document says of an operation beyond the table:
-// a body described by a published schema, and a body that may be left out
-// whole (the fields a body may leave out are those tagged omitempty).
-type docDetail struct {
-	request         *jsonschema.Schema
-	requestOptional bool
-}
-
-func docDetails(capsuleSchema *jsonschema.Schema) map[string]docDetail {
-	return map[string]docDetail{
-		ops.CapsulePut.Op().Name:      {request: capsuleSchema},
-		ops.Seal.Op().Name:            {requestOptional: true},
-		ops.SnapshotRestore.Op().Name: {requestOptional: true},
-		ops.WorkLostRestore.Op().Name: {requestOptional: true},
-	}
-}
-
 // operations are the table's operations (package ops) as the document
-// describes them; /mcp (and /mcp/stdio, an upgrade) is the MCP
-// specification's to describe. A second
-// answer of a route (Op.When) joins its route's answers.
-func operations(capsuleSchema *jsonschema.Schema) []openapi.Operation {
-	details := docDetails(capsuleSchema)
+// describes them, each body as the MCP tools describe it too
+// (mcpserver.RequestSchema); /mcp (and /mcp/stdio, an upgrade) is the MCP
+// specification's to describe. A second answer of a route (Op.When) joins
+// its route's answers.
+func operations() ([]openapi.Operation, error) {
 	var out []openapi.Operation
 	route := map[string]int{}
 	for _, o := range ops.Table() {
@@ -79,7 +62,14 @@ func operations(capsuleSchema *jsonschema.Schema) []openapi.Operation {
 			continue
 		}
 		op := openapi.Operation{ID: o.Name, Method: o.Method, Path: o.Path, Summary: o.Summary,
-			Query: docParams(o), Request: o.Request, Answer: o.Answer, Errors: docStatuses(o)}
+			Query: docParams(o), Answer: o.Answer, Errors: docStatuses(o), RequestOptional: o.BodyOptional}
+		if o.Request != nil {
+			s, err := mcpserver.RequestSchema(o)
+			if err != nil {
+				return nil, fmt.Errorf("operation %s's request: %w", o.Name, err)
+			}
+			op.Request = s
+		}
 		if o.Answer == nil && o.AnswerMedia != "" {
 			media, _, _ := strings.Cut(o.AnswerMedia, ";")
 			op.Answer = &jsonschema.Schema{Type: "string"}
@@ -89,16 +79,10 @@ func operations(capsuleSchema *jsonschema.Schema) []openapi.Operation {
 				op.AnswerType = media
 			}
 		}
-		if d, ok := details[o.Name]; ok {
-			if d.request != nil {
-				op.Request = d.request
-			}
-			op.RequestOptional = d.requestOptional
-		}
 		route[o.Pattern()] = len(out)
 		out = append(out, op)
 	}
-	return out
+	return out, nil
 }
 
 // docParams are an operation's query parameters (path parameters are

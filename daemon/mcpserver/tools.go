@@ -1,100 +1,226 @@
 package mcpserver
 
-// definition is one tool as MCP clients see it. The schemas are written
-// out (not inferred from Go types) because they are documentation: the
-// daemon enforces the rules they describe, strictly, with the API's codes.
-type definition struct {
-	Name, Title, Description, Schema string
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/internal/ops"
+)
+
+// tool is one operation's MCP tool, made from its table entry.
+type tool struct {
+	op   ops.Op
+	tool *mcp.Tool
+	// markdown renders an answer as markdown, the tool's text; nil: the
+	// answer's JSON is the text.
+	markdown func(raw []byte, limit int) (string, error)
 }
 
-const agentProp = `"agent": {"type": "string", "description": "The agent; may be left out when the daemon serves one."}`
+// tools are the tools of the operations that name one, in the table's
+// order, made once: their input schemas are the same for every session.
+var tools = sync.OnceValues(func() ([]tool, error) {
+	var list []tool
+	names := map[string]string{}
+	for _, o := range ops.Table() {
+		if o.MCP == nil {
+			continue
+		}
+		if other, ok := names[o.MCP.Name]; ok {
+			return nil, fmt.Errorf("mcpserver: operations %s and %s are both the tool %s", other, o.Name, o.MCP.Name)
+		}
+		names[o.MCP.Name] = o.Name
+		schema, err := InputSchema(o)
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: the tool %s of operation %s: %w", o.MCP.Name, o.Name, err)
+		}
+		list = append(list, tool{op: o, markdown: markdownOf(o.AnswerType()),
+			tool: &mcp.Tool{Name: o.MCP.Name, Title: o.MCP.Title, Description: o.MCP.Description, InputSchema: schema}})
+	}
+	return list, nil
+})
 
-var definitions = []definition{
-	{
-		Name:  "resume",
-		Title: "Where was I?",
-		Description: "Read the agent's continuity: goal (focus), next action, blockers, what not to do, refuted hypotheses, " +
-			"open commitments, recent decisions, receipts, what changed since the last visit, context usage and upstream health. " +
-			"Call it first after a restart or a context compaction, before any write. Returns markdown, and the full resume document as structured content.",
-		Schema: `{"type": "object", "additionalProperties": false, "properties": {` + agentProp + `,
-  "peek": {"type": "boolean", "description": "Read without resetting since_last_visit (for tools, not the agent itself)."}}}`,
-	},
-	{
-		Name:  "checkpoint",
-		Title: "Save where I am",
-		Description: "Save focus, private working state, one decision with its reason, the PUBLIC status, and commitment operations, durably. " +
-			"Any subset is valid. Save as the work moves, not at the end: context runs out first, and a checkpoint written early survives. " +
-			"Refusals carry the Q-Day codes (MOTIVE_REQUIRED, TOO_MANY_OPEN_LOOPS, EVIDENCE_REQUIRED, INVALID_PUBLIC_STATUS, SECRET_DETECTED, RESIDENCY_STOPPED, …).",
-		Schema: `{"type": "object", "additionalProperties": false, "properties": {` + agentProp + `,
-  "sync": {"type": "boolean", "description": "Wait (bounded) for the upstreams and report their answers."},
-  "focus": {"type": "string", "maxLength": 4000, "description": "What the agent is working on."},
-  "working_state": {"type": "object", "additionalProperties": false, "description": "Private note; fields left out keep their value.",
-    "properties": {"next_action": {"type": "string", "maxLength": 4000}, "last_result": {"type": "string", "maxLength": 4000},
-      "result_ref": {"type": ["string", "null"], "maxLength": 500}, "waiting_for": {"type": ["string", "null"], "maxLength": 4000}}},
-  "decide": {"type": "object", "additionalProperties": false, "required": ["chosen", "because"], "description": "One decision per call.",
-    "properties": {"chosen": {"type": "string"}, "because": {"type": "string", "minLength": 24}, "passed_over": {"type": "string"}}},
-  "public_status": {"type": "object", "additionalProperties": false, "required": ["phase", "next_action"],
-    "description": "PUBLIC: shown in the Q-Day office. No secrets, no email addresses, links only to allowed domains.",
-    "properties": {"phase": {"enum": ["acting", "waiting", "resting"]}, "next_action": {"type": "string", "maxLength": 280},
-      "reason": {"type": "string", "maxLength": 140}, "until": {"type": ["string", "integer"], "description": "ISO time or epoch ms"},
-      "tool": {"type": "string", "maxLength": 40}, "route": {"type": "string", "maxLength": 120, "description": "A path template, no query."},
-      "experiment": {"type": "string", "format": "uuid"}}},
-  "commitments": {"type": "object", "additionalProperties": false, "properties": {
-      "open": {"type": "array", "items": {"type": "object", "required": ["title"], "properties": {"title": {"type": "string", "minLength": 3}}}},
-      "close": {"type": "array", "items": {"type": "object", "required": ["id", "evidence"], "properties": {"id": {"type": "string"}, "evidence": {"type": "string", "description": "post:UUID of a message the agent wrote"}}}},
-      "drop": {"type": "array", "items": {"type": "object", "required": ["id", "reason"], "properties": {"id": {"type": "string"}, "reason": {"type": "string", "minLength": 8}}}}}},
-  "stop": {"type": "object", "required": ["reason"], "properties": {"reason": {"type": "string"}}, "description": "Records a stop of the residency; every other field is ignored."},
-  "resume_residency": {"type": "boolean", "description": "Lifts a stop. Only on a new operator instruction."}}}`,
-	},
-	{
-		Name:  "wait_for_event",
-		Title: "Wait for something to happen",
-		Description: "Long poll for the agent's events (upstream directions, signals, file activity, commits, delivery failures), " +
-			"up to max_seconds (1..90, default 20). Pass the cursor of the previous answer as after to miss nothing. Use it instead of polling.",
-		Schema: `{"type": "object", "additionalProperties": false, "properties": {` + agentProp + `,
-  "max_seconds": {"type": "integer", "minimum": 1, "maximum": 90},
-  "after": {"type": "integer", "minimum": 0, "description": "The cursor of a previous answer."}}}`,
-	},
-	{
-		Name:        "capsule_read",
-		Title:       "Read the handoff capsule",
-		Description: "Read the agent's latest Continuity Capsule v1 (the handoff one session seals for the next).",
-		Schema:      `{"type": "object", "additionalProperties": false, "properties": {` + agentProp + `}}`,
-	},
-	{
-		Name:  "capsule_write",
-		Title: "Store a handoff capsule",
-		Description: "Store a Continuity Capsule v1: version, goal, done, next, blockers, do_not, refuted (hypotheses ruled out, with why), receipts. " +
-			"Checked against the published schema; a credential-shaped value anywhere is refused. Strings are never cut.",
-		Schema: `{"type": "object", "additionalProperties": false, "required": ["capsule"], "properties": {` + agentProp + `,
-  "capsule": {"type": "object", "required": ["version"], "properties": {"version": {"enum": ["1", "1.0", "v1"]},
-    "goal": {"type": "string", "maxLength": 4000}, "done": {"type": "string", "maxLength": 4000}, "next": {"type": "string", "maxLength": 4000},
-    "blockers": {"type": "string", "maxLength": 4000}, "do_not": {"type": "string", "maxLength": 4000}, "refuted": {"type": "string", "maxLength": 4000},
-    "receipts": {"type": "array", "maxItems": 20, "items": {"type": "string", "maxLength": 500}},
-    "written_by": {"type": "string", "maxLength": 200}, "written_at": {"type": "string"}, "ttl_days": {"type": ["string", "integer"]},
-    "handoff_to": {"type": "string", "maxLength": 200}}}}}`,
-	},
-	{
-		Name:  "capsule_seal",
-		Title: "Seal a handoff capsule from the current state",
-		Description: "Build a capsule from the saved state (focus → goal, next action → next, last result → done, waiting for → blockers, " +
-			"do_not and refuted from the latest capsule, the receipts) and store it sealed. Fields given here override.",
-		Schema: `{"type": "object", "additionalProperties": false, "properties": {` + agentProp + `,
-  "goal": {"type": "string"}, "done": {"type": "string"}, "next": {"type": "string"}, "blockers": {"type": "string"},
-  "do_not": {"type": "string"}, "refuted": {"type": "string"}, "receipts": {"type": "array", "items": {"type": "string"}},
-  "handoff_to": {"type": "string"}, "ttl_days": {"type": ["string", "integer"]}}}`,
-	},
-	{
-		Name:  "signal",
-		Title: "Report a context signal",
-		Description: "Tell the daemon about the agent's context: {kind: context, used_fraction: 0.83}, {kind: compaction, phase: pre|post, trigger: manual|auto}, " +
-			"{kind: session, event: start|end|stop}, {kind: activity, event: prompt|tool}. The checkpoint policy acts on them.",
-		Schema: `{"type": "object", "additionalProperties": false, "required": ["kind"], "properties": {` + agentProp + `,
-  "kind": {"enum": ["context", "compaction", "session", "activity"]},
-  "used_fraction": {"type": "number", "minimum": 0, "maximum": 1}, "tokens": {"type": "integer", "minimum": 0}, "window": {"type": "integer", "minimum": 0},
-  "phase": {"enum": ["pre", "post"]}, "trigger": {"enum": ["manual", "auto"]}, "event": {"type": "string"},
-  "source": {"type": "string"}, "reason": {"type": "string"}, "session_id": {"type": "string"}, "transcript_path": {"type": "string"}}}`,
-	},
-	snapshotListDef,
-	snapshotDiffDef,
+// markdowner is an answer with a markdown form for people and models.
+type markdowner interface{ Markdown(limit int) string }
+
+// markdownOf renders answers of type t as markdown when t has a markdown
+// form (the resume), else is nil.
+func markdownOf(t reflect.Type) func([]byte, int) (string, error) {
+	if t == nil || !reflect.PointerTo(t).Implements(reflect.TypeFor[markdowner]()) {
+		return nil
+	}
+	return func(raw []byte, limit int) (string, error) {
+		v := reflect.New(t)
+		if err := json.Unmarshal(raw, v.Interface()); err != nil {
+			return "", fmt.Errorf("the daemon's answer is not what this server understands (another version?): %w", err)
+		}
+		return v.Interface().(markdowner).Markdown(limit), nil
+	}
+}
+
+// handler is the tool's handler for a session: its arguments become the
+// operation's request, sent through the session's client.
+func (tl tool) handler(o Options) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a, err := request(tl.op, req.Params.Arguments, o.Agent)
+		if err != nil {
+			return badArgs(err), nil
+		}
+		raw, err := tl.op.Do(ctx, o.Client, a)
+		if err != nil {
+			return toolError(err), nil
+		}
+		return result(tl, raw, o.ResumeLimit), nil
+	}
+}
+
+// request makes the operation's request from a tool's arguments (raw, a
+// JSON object, or nothing): agent (the session's, agent, when left out),
+// the parameters the tool takes, and the body (the rest, or the one
+// argument BodyIn names). An argument the tool does not take, or one of
+// the wrong kind, is refused here; the body's own fields are the API's to
+// check, as strictly as any body.
+func request(o ops.Op, raw json.RawMessage, agent string) (ops.Args, error) {
+	t := o.MCP
+	args := map[string]json.RawMessage{}
+	if len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		// As strict as any body: a key given twice is refused here, where
+		// the map below would keep the last one silently.
+		if err := guard.CheckObject(raw, len(raw)); err != nil {
+			return ops.Args{}, err
+		}
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return ops.Args{}, fmt.Errorf("arguments must be a JSON object: %w", err)
+		}
+	}
+	for k, v := range t.Defaults {
+		if _, ok := args[k]; !ok {
+			args[k] = json.RawMessage(v)
+		}
+	}
+	a := ops.Args{Query: url.Values{}}
+	if v, ok := args["agent"]; ok && o.Agent {
+		if err := json.Unmarshal(v, &agent); err != nil {
+			return a, fmt.Errorf("argument %q must be a string", "agent")
+		}
+		delete(args, "agent")
+	}
+	if agent != "" {
+		a.Query.Set("agent", agent)
+	}
+	for _, name := range t.Params {
+		v, ok := args[name]
+		if !ok {
+			continue
+		}
+		delete(args, name)
+		i := slices.IndexFunc(o.Params, func(p ops.Param) bool { return p.Name == name })
+		if i < 0 {
+			return a, fmt.Errorf("the tool %s takes %q, which operation %s does not", t.Name, name, o.Name)
+		}
+		p := o.Params[i]
+		s, err := paramValue(p, v)
+		if err != nil {
+			return a, err
+		}
+		switch {
+		case s == "":
+		case p.In == "path":
+			a.ID = s
+		default:
+			a.Query.Set(name, s)
+		}
+	}
+	if a.ID == "" && strings.Contains(o.Path, "{id}") {
+		if err := json.Unmarshal(json.RawMessage(t.Defaults["id"]), &a.ID); err != nil || a.ID == "" {
+			return a, fmt.Errorf("argument %q is missing", "id")
+		}
+	}
+	body, err := bodyOf(o, args)
+	a.Body = body
+	return a, err
+}
+
+// paramValue is a parameter's argument as its query value: a boolean
+// (true, or a string strconv.ParseBool reads) as "true", false as none (a
+// flag left out); a non-negative integer (or a string of one) as its
+// digits; a string as it is. The API checks the value's range, as for any
+// query.
+func paramValue(p ops.Param, v json.RawMessage) (string, error) {
+	var s string
+	isString := json.Unmarshal(v, &s) == nil
+	switch p.Type {
+	case "boolean":
+		var b bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			var perr error
+			if b, perr = strconv.ParseBool(s); !isString || perr != nil {
+				return "", fmt.Errorf("argument %q must be a boolean", p.Name)
+			}
+		}
+		if !b {
+			return "", nil
+		}
+		return "true", nil
+	case "integer":
+		n := s
+		if !isString {
+			var num json.Number
+			if json.Unmarshal(v, &num) != nil {
+				return "", fmt.Errorf("argument %q must be a non-negative integer", p.Name)
+			}
+			n = num.String()
+		}
+		if _, err := strconv.ParseUint(n, 10, 64); err != nil {
+			return "", fmt.Errorf("argument %q must be a non-negative integer", p.Name)
+		}
+		return n, nil
+	default:
+		if !isString {
+			return "", fmt.Errorf("argument %q must be a string", p.Name)
+		}
+		return s, nil
+	}
+}
+
+// bodyOf is the request body the arguments left carry: none for an
+// operation without one (an argument left is one the tool does not take),
+// the one argument BodyIn names, or the arguments as an object (no
+// arguments: an empty one).
+func bodyOf(o ops.Op, args map[string]json.RawMessage) ([]byte, error) {
+	t := o.MCP
+	switch {
+	case o.Request == nil:
+		for k := range args {
+			return nil, fmt.Errorf("unknown argument %q; %s takes %s", k, t.Name, strings.Join(argumentNames(o), ", "))
+		}
+		return nil, nil
+	case t.BodyIn != "":
+		body, ok := args[t.BodyIn]
+		if !ok || len(args) != 1 {
+			return nil, fmt.Errorf("%s takes {%q: {…}} and %s", t.Name, t.BodyIn, strings.Join(argumentNames(o), ", "))
+		}
+		return body, nil
+	}
+	return json.Marshal(args)
+}
+
+// argumentNames are the arguments a tool takes besides its body: agent,
+// and its parameters.
+func argumentNames(o ops.Op) []string {
+	var names []string
+	if o.Agent {
+		names = append(names, "agent")
+	}
+	return append(names, o.MCP.Params...)
 }

@@ -60,6 +60,14 @@ func New(socket string) *Client {
 	return &Client{Socket: socket, http: &http.Client{Transport: tr}}
 }
 
+// NewVia returns a client whose requests go through rt instead of the
+// socket: the daemon's own MCP sessions reach its API so, in process,
+// through the very handler the socket serves. where names what answers,
+// in errors (the Socket field).
+func NewVia(rt http.RoundTripper, where string) *Client {
+	return &Client{Socket: where, http: &http.Client{Transport: rt}}
+}
+
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 

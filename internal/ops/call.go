@@ -18,12 +18,11 @@ type Args struct {
 	Body  []byte
 }
 
-// Route is the request a call of e with a makes: its method, its path with
+// Route is the request a call of o with a makes: its method, its path with
 // {id} filled in, its query (with When's parameter for a second answer of a
 // route). A query parameter the operation does not take, or a missing id,
 // is a mistake of the caller's code, not of the user's input.
-func (e Endpoint[Req, Ans]) Route(a Args) (method, path string, q url.Values, err error) {
-	o := e.op
+func (o Op) Route(a Args) (method, path string, q url.Values, err error) {
 	q = url.Values{}
 	for k, v := range a.Query {
 		if !slices.ContainsFunc(o.Params, func(p Param) bool { return p.Name == k && p.In == "query" }) {
@@ -47,6 +46,11 @@ func (e Endpoint[Req, Ans]) Route(a Args) (method, path string, q url.Values, er
 		return "", "", nil, fmt.Errorf("ops: %s takes no body", o.Name)
 	}
 	return o.Method, path, q, nil
+}
+
+// Route is the request a call of e with a makes (Op.Route).
+func (e Endpoint[Req, Ans]) Route(a Args) (method, path string, q url.Values, err error) {
+	return e.op.Route(a)
 }
 
 // Encode is req as the operation's body.
@@ -75,13 +79,19 @@ type Doer interface {
 }
 
 // Do calls the operation through c and returns its answer as it came (for
-// --json, and for the stdio MCP tools, which pass it on).
-func (e Endpoint[Req, Ans]) Do(ctx context.Context, c Doer, a Args) ([]byte, error) {
-	method, path, q, err := e.Route(a)
+// --json, and for the MCP tools, which pass it on).
+func (o Op) Do(ctx context.Context, c Doer, a Args) ([]byte, error) {
+	method, path, q, err := o.Route(a)
 	if err != nil {
 		return nil, err
 	}
-	return c.DoWaiting(ctx, e.op.Waits(q), method, path, q, a.Body)
+	return c.DoWaiting(ctx, o.Waits(q), method, path, q, a.Body)
+}
+
+// Do calls the operation through c and returns its answer as it came
+// (Op.Do).
+func (e Endpoint[Req, Ans]) Do(ctx context.Context, c Doer, a Args) ([]byte, error) {
+	return e.op.Do(ctx, c, a)
 }
 
 // Call calls the operation through c and decodes its answer; raw is the

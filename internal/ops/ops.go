@@ -70,8 +70,11 @@ type Op struct {
 	// (name=value) that selects it, e.g. diff=1 on GET /v1/snapshots/{id}.
 	// Such an entry has no handler of its own: the route's handler answers.
 	When string
-	// MCP is the name of its MCP tool ("" : none).
-	MCP string
+	// BodyOptional says an empty body is an empty request (the body's
+	// fields may all be left out, and so may the body).
+	BodyOptional bool
+	// MCP is its MCP tool; nil: none.
+	MCP *Tool
 	// CLI are the command lines that call it (`continuityd capsule show`
 	// is "capsule show"); none for an operation only tools and people
 	// with curl use.
@@ -79,6 +82,27 @@ type Op struct {
 	// waits is what the call waits by design beyond an ordinary answer (a
 	// long poll, a synced checkpoint): the client allows for it.
 	waits func(q url.Values) time.Duration
+}
+
+// Tool is an operation's MCP tool: its name, what MCP clients are told of
+// it, and how its arguments become the operation's request. Its arguments
+// are agent (on an operation on one agent), the operation's parameters
+// Params names, and the request body: the body's fields as arguments of
+// their own or, with BodyIn set, the whole body as that one argument.
+// daemon/mcpserver makes the tool's input schema from these: the
+// parameters' entries and the request's Go type, the type the OpenAPI
+// document describes the body with.
+type Tool struct {
+	Name, Title, Description string
+	// Params are the names of the operation's parameters (query or path)
+	// the tool takes as arguments, besides agent.
+	Params []string
+	// BodyIn names the one argument that is the request body; "": the
+	// body's fields are the tool's arguments.
+	BodyIn string
+	// Defaults are arguments, as JSON, that a call leaving them out is
+	// given (a signal's via, the newest snapshot's id).
+	Defaults map[string]string
 }
 
 // Waits is how long a call of the operation with query q waits by design,

@@ -103,11 +103,19 @@ func TestTableIsWellFormed(t *testing.T) {
 		if o.Answer != nil && o.AnswerMedia != "application/json" {
 			t.Errorf("%s: answer %T as %q", o.Name, o.Answer, o.AnswerMedia)
 		}
-		if o.MCP != "" {
-			if other, ok := tools[o.MCP]; ok {
-				t.Errorf("%s and %s are both the tool %s", o.Name, other, o.MCP)
+		if o.MCP != nil {
+			if other, ok := tools[o.MCP.Name]; ok {
+				t.Errorf("%s and %s are both the tool %s", o.Name, other, o.MCP.Name)
 			}
-			tools[o.MCP] = o.Name
+			tools[o.MCP.Name] = o.Name
+			for _, name := range o.MCP.Params {
+				if !seen[name] || name == "agent" {
+					t.Errorf("%s: its tool takes %q, which is not one of its parameters (agent comes with every tool on one agent)", o.Name, name)
+				}
+			}
+			if o.MCP.Name == "" || o.MCP.Title == "" || o.MCP.Description == "" || (o.MCP.BodyIn != "" && o.Request == nil) {
+				t.Errorf("%s: its tool needs a name, a title and a description, and a body to put in %q", o.Name, o.MCP.BodyIn)
+			}
 		}
 		for _, c := range o.CLI {
 			if other, ok := commands[c]; ok {

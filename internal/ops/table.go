@@ -20,7 +20,12 @@ var (
 			{Name: "local", In: "query", Type: "boolean", Summary: "answer at once from the daemon's state, with the upstreams' views as last fetched"},
 		},
 		Errors: []string{capsule.CodeInvalidQuery},
-		MCP:    "resume", CLI: []string{"resume"},
+		MCP: &Tool{Name: "resume", Title: "Where was I?",
+			Description: "Read the agent's continuity: goal (focus), next action, blockers, what not to do, refuted hypotheses, " +
+				"open commitments, recent decisions, receipts, what changed since the last visit, context usage and upstream health. " +
+				"Call it first after a restart or a context compaction, before any write. Returns markdown, and the full resume document as structured content.",
+			Params: []string{"peek"}},
+		CLI: []string{"resume"},
 	})
 	Checkpoint = endpoint[capsule.Checkpoint, CheckpointAnswer](Op{
 		Name: "checkpoint", Method: http.MethodPost, Path: "/v1/continuity/checkpoint", Agent: true,
@@ -32,7 +37,13 @@ var (
 			capsule.CodeMotiveRequired, capsule.CodeTooManyOpenLoops, capsule.CodeEvidenceRequired, capsule.CodeResidencyStopped,
 			capsule.CodeSecretDetected, capsule.CodeInvalidFocus, capsule.CodeInvalidDecision, capsule.CodeInvalidCommitment,
 			capsule.CodeUnknownCommitment, capsule.CodeInvalidStop, capsule.CodeEmptyCheckpoint}, writeErrors...),
-		MCP: "checkpoint", CLI: []string{"checkpoint"},
+		MCP: &Tool{Name: "checkpoint", Title: "Save where I am",
+			Description: "Save focus, private working state, one decision with its reason, the PUBLIC status, and commitment operations, durably. " +
+				"Any subset is valid. Save as the work moves, not at the end: context runs out first, and a checkpoint written early survives. " +
+				"public_status is shown in the Q-Day office: no secrets, no email addresses, links only to allowed domains. " +
+				"Refusals carry the Q-Day codes (MOTIVE_REQUIRED, TOO_MANY_OPEN_LOOPS, EVIDENCE_REQUIRED, INVALID_PUBLIC_STATUS, SECRET_DETECTED, RESIDENCY_STOPPED, …).",
+			Params: []string{"sync"}},
+		CLI: []string{"checkpoint"},
 		waits: func(q url.Values) time.Duration {
 			if q.Get("sync") != "" {
 				return syncWait
@@ -48,7 +59,10 @@ var (
 			{Name: "after", In: "query", Type: "integer", Summary: "the cursor of a previous answer"},
 		},
 		Errors: []string{capsule.CodeInvalidQuery},
-		MCP:    "wait_for_event",
+		MCP: &Tool{Name: "wait_for_event", Title: "Wait for something to happen",
+			Description: "Long poll for the agent's events (upstream directions, signals, file activity, commits, delivery failures), " +
+				"up to max_seconds (1..90, default 20). Pass the cursor of the previous answer as after to miss nothing. Use it instead of polling.",
+			Params: []string{"max_seconds", "after"}},
 		waits: func(q url.Values) time.Duration {
 			if n, err := strconv.Atoi(q.Get("max_seconds")); err == nil && n > 0 {
 				return time.Duration(min(n, 3600)) * time.Second
@@ -60,25 +74,39 @@ var (
 		Name: "capsule_get", Path: "/v1/capsule", Agent: true,
 		Summary: "the agent's latest Continuity Capsule v1",
 		Errors:  []string{capsule.CodeNoCapsule},
-		MCP:     "capsule_read", CLI: []string{"capsule show"},
+		MCP: &Tool{Name: "capsule_read", Title: "Read the handoff capsule",
+			Description: "Read the agent's latest Continuity Capsule v1 (the handoff one session seals for the next)."},
+		CLI: []string{"capsule show"},
 	})
 	CapsulePut = endpoint[capsule.Capsule, CapsuleAnswer](Op{
 		Name: "capsule_put", Method: http.MethodPut, Path: "/v1/capsule", Agent: true,
 		Summary: "store a Continuity Capsule v1 (the published schema, then the secret guard)",
 		Errors:  append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
-		MCP:     "capsule_write", CLI: []string{"capsule put"},
+		MCP: &Tool{Name: "capsule_write", Title: "Store a handoff capsule",
+			Description: "Store a Continuity Capsule v1: version, goal, done, next, blockers, do_not, refuted (hypotheses ruled out, with why), receipts. " +
+				"Checked against the published schema; a credential-shaped value anywhere is refused. Strings are never cut.",
+			BodyIn: "capsule"},
+		CLI: []string{"capsule put"},
 	})
 	Seal = endpoint[SealRequest, CapsuleAnswer](Op{
 		Name: "capsule_seal", Method: http.MethodPost, Path: "/v1/capsule/seal", Agent: true,
-		Summary: "build a capsule from the saved state (the body's fields override) and store it sealed",
-		Errors:  append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
-		MCP:     "capsule_seal", CLI: []string{"capsule seal"},
+		Summary:      "build a capsule from the saved state (the body's fields override) and store it sealed",
+		Errors:       append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
+		BodyOptional: true,
+		MCP: &Tool{Name: "capsule_seal", Title: "Seal a handoff capsule from the current state",
+			Description: "Build a capsule from the saved state (focus → goal, next action → next, last result → done, waiting for → blockers, " +
+				"do_not and refuted from the latest capsule, the receipts) and store it sealed. Fields given here override."},
+		CLI: []string{"capsule seal"},
 	})
 	Signal = endpoint[capsule.Signal, SignalAnswer](Op{
 		Name: "signal", Method: http.MethodPost, Path: "/v1/signals", Agent: true,
 		Summary: "store a context signal: context used, compaction, session start and end, activity",
 		Errors:  append([]string{capsule.CodeInvalidSignal}, writeErrors...),
-		MCP:     "signal", CLI: []string{"signal"},
+		MCP: &Tool{Name: "signal", Title: "Report a context signal",
+			Description: "Tell the daemon about the agent's context: {kind: context, used_fraction: 0.83}, {kind: compaction, phase: pre|post, trigger: manual|auto}, " +
+				"{kind: session, event: start|end|stop}, {kind: activity, event: prompt|tool}. The checkpoint policy acts on them.",
+			Defaults: map[string]string{"via": `"mcp"`}},
+		CLI: []string{"signal"},
 	})
 	DeadLetters = endpoint[None, DeadLetterList](Op{
 		Name: "deadletter_list", Path: "/v1/deadletter", Agent: true,
@@ -105,7 +133,12 @@ var (
 		Name: "snapshot_list", Path: "/v1/snapshots", Agent: true,
 		Summary: "the agent's work snapshots, newest first",
 		Errors:  snapshotErrors,
-		MCP:     "snapshot_list", CLI: []string{"snapshot list"},
+		// The snapshot tools read only: a restore changes the workdir, so
+		// it is left to a person (the CLI, the API).
+		MCP: &Tool{Name: "snapshot_list", Title: "List work snapshots",
+			Description: "List the agent's work snapshots, newest first: id, time, trigger, residency seq, files added/modified/deleted. " +
+				"The daemon snapshots the workdir on automatic checkpoints into its own store, never the agent's repository."},
+		CLI: []string{"snapshot list"},
 	})
 	SnapshotShow = endpoint[None, Detail](Op{
 		Name: "snapshot_show", Path: "/v1/snapshots/{id}", Agent: true,
@@ -128,24 +161,29 @@ var (
 			{Name: "path", In: "query", Type: "string", Summary: "only this file or directory, relative to the workdir; repeat for more"},
 		},
 		Errors: append([]string{capsule.CodeInvalidQuery}, snapshotErrors...),
-		MCP:    "snapshot_diff", CLI: []string{"snapshot diff"},
+		MCP: &Tool{Name: "snapshot_diff", Title: "Diff a work snapshot",
+			Description: "The unified diff of a work snapshot (default: the newest) against its parent, or against another snapshot; bounded to 1 MiB.",
+			Params:      []string{"id", "against"}, Defaults: map[string]string{"id": `"latest"`}},
+		CLI:   []string{"snapshot diff"},
 		waits: fleetFetchWait,
 	})
 	SnapshotRestore = endpoint[RestoreRequest, RestoreAnswer](Op{
 		Name: "snapshot_restore", Method: http.MethodPost, Path: "/v1/snapshots/{id}/restore", Agent: true,
-		Summary: "rewind to a snapshot the paths this agent changed since (naming the others' it leaves), or the paths given, or all the tree, after snapshotting it as it is; dry_run lists what would change",
-		Params:  []Param{snapshotID},
-		Errors:  append([]string{capsule.CodeWhoseUnknown}, snapshotErrors...),
-		CLI:     []string{"snapshot restore"},
-		waits:   fleetFetchWait,
+		Summary:      "rewind to a snapshot the paths this agent changed since (naming the others' it leaves), or the paths given, or all the tree, after snapshotting it as it is; dry_run lists what would change",
+		Params:       []Param{snapshotID},
+		Errors:       append([]string{capsule.CodeWhoseUnknown}, snapshotErrors...),
+		BodyOptional: true,
+		CLI:          []string{"snapshot restore"},
+		waits:        fleetFetchWait,
 	})
 	WorkLostRestore = endpoint[LostRestoreRequest, RestoreAnswer](Op{
 		Name: "work_lost_restore", Method: http.MethodPost, Path: "/v1/continuity/work_lost/{id}/restore", Agent: true,
-		Summary: "bring back one loss of resume's work_lost (or a recent one it no longer lists) by its id, from the snapshot that held it, after snapshotting the tree as it is; dry_run lists what would change",
-		Params:  []Param{{Name: "id", In: "path", Type: "string", Summary: "the loss's id (work_lost[].id)"}},
-		Errors:  snapshotErrors,
-		CLI:     []string{"snapshot restore --lost"},
-		waits:   fleetFetchWait,
+		Summary:      "bring back one loss of resume's work_lost (or a recent one it no longer lists) by its id, from the snapshot that held it, after snapshotting the tree as it is; dry_run lists what would change",
+		Params:       []Param{{Name: "id", In: "path", Type: "string", Summary: "the loss's id (work_lost[].id)"}},
+		Errors:       snapshotErrors,
+		BodyOptional: true,
+		CLI:          []string{"snapshot restore --lost"},
+		waits:        fleetFetchWait,
 	})
 	Status = endpoint[None, StatusAnswer](Op{
 		Name: "status", Path: "/v1/status",

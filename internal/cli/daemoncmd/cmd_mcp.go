@@ -14,8 +14,8 @@ import (
 )
 
 // cmdMCP serves continuityd's MCP tools on stdio for an MCP client that
-// starts it (Claude Code's mcpServers, Codex's mcp_servers), backed by the
-// daemon over its socket. It needs no network and keeps no state itself.
+// starts it (Claude Code's mcpServers, Codex's mcp_servers): each tool's
+// call is its operation's request to the daemon over its socket. It needs no network and keeps no state itself.
 // `continuityd mcp` (the front) first hands its stdio to the daemon, which
 // then serves the session in process (cli.HandToDaemon); this is what runs
 // when it cannot.
@@ -43,7 +43,9 @@ func cmdMCP(ctx context.Context, e *cli.Env, args []string) int {
 	}
 	in, restore := pollableStdin(e.Stdin)
 	defer restore()
-	srv := mcpserver.New(mcpserver.Options{Backend: newMCPClientBackend(c), Version: e.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
+	// The tools' calls go over the socket; the session's default agent is
+	// --agent's, which the client sends with every call that names none.
+	srv := mcpserver.New(mcpserver.Options{Client: c, Version: e.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
 	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{e.Stdout}, MaxLineLength: mcpserver.MaxMessageBytes}
 	if err := srv.Run(ctx, t); err != nil && ctx.Err() == nil && err != io.EOF {
 		fmt.Fprintf(e.Stderr, "continuityd mcp: %v\n", err)
