@@ -5,7 +5,22 @@ import (
 	"context"
 	"io"
 	"net/http"
+
+	"github.com/continuityd/continuityd/internal/client"
 )
+
+// InProcess is a client of api (the routes a Handler gives) that serves
+// each call in this process, as from the caller whose request context is
+// caller: a Unix socket peer (PeerContext put its credentials there) is
+// checked for each agent exactly as over the socket; a context with no
+// peer is the loopback listener's token holder, who may use every agent,
+// so give it only a request requireToken let through. The daemon's own
+// MCP sessions reach the operations so, and any other door served by the
+// daemon (a page) should too: one way in, typed by package ops
+// (ops.Endpoint.Call), with the API's checks, codes and answers.
+func InProcess(api http.Handler, caller context.Context) *client.Client {
+	return client.NewVia(inProcess{h: api, peer: peerOf(caller)}, "the daemon (in process)")
+}
 
 // inProcess carries the requests of the daemon's own MCP sessions' tools
 // to h, the API's routes, in this process: each as if it had come over the

@@ -20,7 +20,6 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/internal/client"
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
 
@@ -36,7 +35,7 @@ const mcpLongestCall = agent.WaitMax * time.Second
 // the socket's peer that opened it (none: the loopback listener's token
 // holder), and ?agent= is their default agent.
 func (a *API) mcpServer(api http.Handler, r *http.Request) *mcp.Server {
-	c := client.NewVia(inProcess{h: api, peer: peerOf(r.Context())}, "the daemon (in process)")
+	c := InProcess(api, r.Context())
 	c.Timeout = mcpLongestCall
 	return mcpserver.New(mcpserver.Options{Client: c, Agent: r.URL.Query().Get("agent"),
 		Version: a.o.Version, ResumeLimit: statefiles.ResumeMarkdownLimit})
