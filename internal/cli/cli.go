@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -127,22 +128,22 @@ type Command struct {
 // completion scripts.
 func commands() []Command {
 	agents := []string{"claude-code", "codex", "mcp"}
-	return []Command{
+	hand := []Command{
 		{Name: "run", Summary: "run the daemon in the foreground", Flags: []string{"config", "workdir"}},
 		{Name: "install", Summary: "claude-code|codex|mcp [--scope user|project] [--dry-run]: the hooks, status line and MCP server into the agent's files", Run: cmdInstall, Subs: agents, SubsAre: "agent"},
 		{Name: "uninstall", Summary: "claude-code|codex|mcp [--scope user|project] [--dry-run]: take them out again, and nothing else", Run: cmdUninstall, Subs: agents, SubsAre: "agent"},
 		{Name: "doctor", Summary: "check every part (binaries, daemon, hooks, git, state directory, upstreams), each with the command that fixes it (--json)", Run: cmdDoctor},
 		{Name: "resume", Summary: "where the agent was (markdown; --json)", Run: cmdResume},
 		{Name: "checkpoint", Summary: "save focus, working state, a decision, public status, commitments", Run: cmdCheckpoint},
-		{Name: "capsule", Summary: "show | seal | validate FILE | put FILE", Run: cmdCapsule, Subs: []string{"show", "seal", "validate", "put"}},
+		{Name: "capsule", Summary: "show | seal | validate FILE | put FILE", Run: cmdCapsule, Subs: opSubs("capsule", "validate")},
 		{Name: "signal", Summary: "send a context signal: KIND [key=value ...]", Run: cmdSignal},
 		{Name: "hook", Summary: "agent hook payload on stdin (Claude Code, Codex); always exits 0", Run: cmdHook},
 		{Name: "statusline", Summary: "Claude Code statusline payload on stdin: forwards context usage, prints one line", Run: cmdStatusline},
 		{Name: "mcp", Summary: "MCP server on stdio, backed by the daemon", Flags: []string{"socket", "config", "agent"}},
 		{Name: "status", Summary: "the daemon's state (--json)", Run: cmdStatus},
-		{Name: "deadletter", Summary: "list | retry | discard writes an upstream refused for good", Run: cmdDeadLetter, Subs: []string{"list", "retry", "discard"}},
+		{Name: "deadletter", Summary: "list | retry | discard writes an upstream refused for good", Run: cmdDeadLetter, Subs: opSubs("deadletter")},
 		{Name: "fleet", Summary: "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", Run: cmdFleet},
-		{Name: "snapshot", Summary: "list | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", Run: cmdSnapshot, Subs: []string{"list", "show", "diff", "restore"}},
+		{Name: "snapshot", Summary: "list | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", Run: cmdSnapshot, Subs: opSubs("snapshot")},
 		{Name: "recover", Summary: "an agent refused for damaged files: what was found; --accept-loss to go on", Flags: []string{"socket", "config", "agent", "accept-loss"}},
 		{Name: "delx", Summary: "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", Subs: []string{"register"},
 			Flags: []string{"socket", "config", "agent", "upstream", "agent-id", "key-file", "force"}},
@@ -154,6 +155,10 @@ func commands() []Command {
 		{Name: "man", Summary: "print the man page, continuityd(1), in roff: continuityd man | man -l -"},
 		{Name: "version", Summary: "print the version (also --version)", Run: cmdVersion},
 	}
+	// The commands the table of operations makes follow doctor, as in
+	// the interface's list.
+	i := slices.IndexFunc(hand, func(c Command) bool { return c.Name == "doctor" }) + 1
+	return slices.Insert(hand, i, opCommands(hand)...)
 }
 
 // Commands is the command table, for the tests that go through every

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -64,10 +65,28 @@ func (e Endpoint[Req, Ans]) Encode(req *Req) ([]byte, error) {
 func (e Endpoint[Req, Ans]) Decode(out []byte) (*Ans, error) {
 	var ans Ans
 	if err := json.Unmarshal(out, &ans); err != nil {
-		return nil, fmt.Errorf("the daemon's answer to %s %s is not what this client understands (another version?): %w",
-			e.op.Method, e.op.Path, err)
+		return nil, e.op.foreign(err)
 	}
 	return &ans, nil
+}
+
+// Decode reads an answer of the operation into a value of its answer
+// type (Endpoint.Decode, for a caller that holds the table's entry only).
+func (o Op) Decode(out []byte) (any, error) {
+	t := o.AnswerType()
+	if t == nil {
+		return nil, fmt.Errorf("ops: %s answers no JSON", o.Name)
+	}
+	v := reflect.New(t)
+	if err := json.Unmarshal(out, v.Interface()); err != nil {
+		return nil, o.foreign(err)
+	}
+	return v.Elem().Interface(), nil
+}
+
+// foreign is the error for an answer of o this client does not understand.
+func (o Op) foreign(err error) error {
+	return fmt.Errorf("the daemon's answer to %s %s is not what this client understands (another version?): %w", o.Method, o.Path, err)
 }
 
 // Doer sends one request to the daemon and returns its answer: a 2xx
