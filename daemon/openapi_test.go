@@ -140,6 +140,17 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		return snapID != ""
 	})
 
+	// The log is the snapshots, newest first, each the agent's.
+	var log struct {
+		Entries []struct {
+			Snapshot, Trigger, Who string
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(run(openapiCall{op: "log", method: "GET", path: "/v1/log", status: 200}), &log); err != nil ||
+		len(log.Entries) == 0 || log.Entries[0].Snapshot != snapID || log.Entries[0].Trigger == "" || log.Entries[0].Who == "" {
+		t.Errorf("the log is not the snapshots (newest %s): %+v %v", snapID, log, err)
+	}
+
 	run(
 		openapiCall{op: "checkpoint", method: "POST", path: "/v1/continuity/checkpoint",
 			body: `{"focus":"the parser","working_state":{"next_action":"fix it","result_ref":null},"commitments":{"open":[{"title":"ship the fix"}]}}`, status: 200},
@@ -166,6 +177,7 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		openapiCall{op: "deadletter_discard", method: "POST", path: "/v1/deadletter/discard", body: `{"upstream":"local","seq":0}`, status: 200},
 		openapiCall{op: "deadletter_discard", method: "POST", path: "/v1/deadletter/discard", body: `{"upstream":"local","seq":99}`, status: 404},
 		openapiCall{op: "snapshot_list", method: "GET", path: "/v1/snapshots?agent=nobody", status: 404},
+		openapiCall{op: "log", method: "GET", path: "/v1/log?agent=nobody", status: 404},
 		openapiCall{op: "snapshot_show", method: "GET", path: "/v1/snapshots/" + snapID, status: 200},
 		openapiCall{op: "snapshot_show", method: "GET", path: "/v1/snapshots/" + snapID + "?diff=1", status: 200},
 		openapiCall{op: "snapshot_show", method: "GET", path: "/v1/snapshots/deadbeef", status: 404},

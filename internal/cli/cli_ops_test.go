@@ -36,6 +36,7 @@ var cliArgs = map[string][]string{
 	"snapshot restore --lost": {"snapshot", "restore", "--lost", "wl-0123456789ab", "--dry-run"},
 	"status":                  {"status"},
 	"fleet":                   {"fleet"},
+	"log":                     {"log"},
 }
 
 // notOperations are the commands that are no door of one operation, and

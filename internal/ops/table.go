@@ -185,6 +185,12 @@ var (
 		CLI:          []string{"snapshot restore --lost"},
 		waits:        fleetFetchWait,
 	})
+	Log = endpoint[None, LogAnswer](Op{
+		Name: "log", Path: "/v1/log", Agent: true,
+		Summary: "the agent's work, one line per snapshot, newest first: time, trigger, files added/modified/deleted, whose, session/message (--json)",
+		Errors:  snapshotErrors,
+		CLI:     []string{"log"},
+	})
 	Status = endpoint[None, StatusAnswer](Op{
 		Name: "status", Path: "/v1/status",
 		Summary: "the daemon's state: its agents (those this peer may use), their upstreams and components",
@@ -274,6 +280,7 @@ func Table() []Op {
 		Signal.Op(),
 		DeadLetters.Op(), DeadLetterRetry.Op(), DeadLetterDiscard.Op(),
 		Snapshots.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(), WorkLostRestore.Op(),
+		Log.Op(),
 		Status.Op(), Health.Op(), Metrics.Op(),
 		Fleet.Op(), OpenAPI.Op(),
 		MCPPost.Op(), MCPStream.Op(), MCPClose.Op(), MCPStdio.Op(),
