@@ -30,9 +30,8 @@ var methodBounded = []string{"daemon/snapshot"}
 // way take them apart, each with its size today: it may shrink, never
 // grow, and leaves the list once it is within the bound.
 var overToday = map[string]int{
-	"daemon/snapshot/take.go":      1116,
-	"daemon/sources/watch/scan.go": 848,
-	"daemon/snapshot.Store":        143,
+	"daemon/snapshot/take.go": 1116,
+	"daemon/snapshot.Store":   143,
 }
 
 // productionFiles lists the module's production Go files (tests and
