@@ -93,11 +93,11 @@ func TestConversationRecorded(t *testing.T) {
 	// A snapshot as an older daemon wrote it, with no conversation.
 	oldLine := strings.SplitN(read(t, "testdata", "subject.golden"), "\n", 2)[0]
 	oldLine = strings.Replace(oldLine, "n=7", "n=4", 1)
-	oldID, err := s.git.text(ctx, "commit-tree", third.tree, "-m", oldLine)
+	oldID, err := s.git.Text(ctx, "commit-tree", third.tree, "-m", oldLine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.git.text(ctx, "update-ref", refName(4), oldID, ""); err != nil {
+	if _, err := s.git.Text(ctx, "update-ref", refName(4), oldID, ""); err != nil {
 		t.Fatal(err)
 	}
 

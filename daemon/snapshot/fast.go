@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
 
@@ -243,7 +244,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 			return st, err
 		}
 		if tree = id; empty {
-			tree = oidOf(emptyTree)
+			tree = oidOf(repo.EmptyTree)
 		}
 	}
 	st.tree = tree.String()
@@ -396,7 +397,7 @@ func (s *Store) syncIndex(ctx context.Context) error {
 	if s.indexBehind == "" {
 		return nil
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"read-tree", "--reset", s.indexBehind}}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"read-tree", "--reset", s.indexBehind}}); err != nil {
 		return fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	s.indexBehind = ""

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
 
@@ -79,7 +80,7 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 		return res, err
 	}
 	defer func() { pack.abort() }() // the pack of the moment
-	index, err := newIndexWriter(s.git.index)
+	index, err := newIndexWriter(s.git.Index())
 	if err != nil {
 		return res, err
 	}
@@ -187,7 +188,7 @@ func (s *Store) listUntracked(ctx context.Context) *untrackedList {
 	l := &untrackedList{r: bufio.NewReaderSize(pr, 64<<10), pipe: pr, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
-		_, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-o", "--exclude-standard"}, inWork: true, stdout: pw})
+		_, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-files", "-z", "-o", "--exclude-standard"}, InWork: true, Stdout: pw})
 		pw.CloseWithError(err)
 	}()
 	return l

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // firstTree writes the cases a first snapshot must decide as git add -A
@@ -89,7 +91,7 @@ func TestFirstEqualsGitAdd(t *testing.T) {
 			if x, y := indexDebug(t, ours), indexDebug(t, git); x != y {
 				t.Fatalf("the private index written in process differs from git's:\n%s\n---- git's:\n%s", x, y)
 			}
-			if out, err := ours.git.run(context.Background(), call{args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
+			if out, err := ours.git.Run(context.Background(), repo.Call{Args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
 				t.Fatalf("fsck: %v\n%s", err, out)
 			}
 			// The full adds after it (nothing told what changed).
@@ -130,7 +132,7 @@ func sameSnapshot(t *testing.T, what string, ours, git *Store, a, b Snapshot) {
 // --debug` shows it: every entry with its stat data.
 func indexDebug(t *testing.T, s *Store) string {
 	t.Helper()
-	out, err := s.git.run(context.Background(), call{args: []string{"ls-files", "--stage", "--debug"}})
+	out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"ls-files", "--stage", "--debug"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestFirstFallsBackToGitAdd(t *testing.T) {
 	if !strings.Contains(log.String(), "staged by git add instead") || !strings.Contains(log.String(), "sub/big.bin") {
 		t.Fatalf("the first snapshot did not fall back to git add, naming the file; log:\n%s", log.String())
 	}
-	out, err := s.git.run(context.Background(), call{args: []string{"ls-tree", "-r", "-l", "--full-tree", snap.ID}})
+	out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"ls-tree", "-r", "-l", "--full-tree", snap.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func TestFirstFallsBackToGitAdd(t *testing.T) {
 		t.Fatalf("the snapshot holds\n%s", out)
 	}
 	left, _ := filepath.Glob(filepath.Join(s.opt.Dir, "objects", "pack", "tmp_*"))
-	if _, err := os.Stat(s.git.index + ".lock"); err == nil || len(left) > 0 {
+	if _, err := os.Stat(s.git.Index() + ".lock"); err == nil || len(left) > 0 {
 		t.Fatalf("the abandoned attempt left %v and index.lock (%v)", left, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // rawEntry is one entry of a tree object written byte by byte.
@@ -22,7 +23,7 @@ type rawEntry struct {
 // --literally): a forged snapshot as another machine could send it.
 func writeObject(t *testing.T, s *Store, typ string, data []byte) string {
 	t.Helper()
-	out, err := s.git.run(context.Background(), call{args: []string{"hash-object", "-t", typ, "-w", "--literally", "--stdin"}, stdin: bytes.NewReader(data)})
+	out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"hash-object", "-t", typ, "-w", "--literally", "--stdin"}, Stdin: bytes.NewReader(data)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func forgedSnapshot(t *testing.T, s *Store, tree string) string {
 		// Import refuses a snapshot that does not reach all its objects; a
 		// store from before imports were checked whole may hold one all the
 		// same, and the restore must refuse it too.
-		if _, err := s.git.run(context.Background(), call{args: []string{"update-ref", importPrefix + commit, commit}}); err != nil {
+		if _, err := s.git.Run(context.Background(), repo.Call{Args: []string{"update-ref", importPrefix + commit, commit}}); err != nil {
 			t.Fatal(err)
 		}
 	}

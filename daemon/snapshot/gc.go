@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // GCResult says what a GC did.
@@ -190,7 +192,7 @@ func (s *Store) objectBytes(ctx context.Context) (int64, error) {
 // garbage git counts beside them) and of its packs, as git count-objects
 // -v says (in KiB).
 func (s *Store) objectSizes(ctx context.Context) (loose, packed int64, err error) {
-	out, err := s.git.run(ctx, call{args: []string{"count-objects", "-v"}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"count-objects", "-v"}})
 	if err != nil {
 		return 0, 0, fmt.Errorf("snapshot store %s: %w", s.opt.Dir, err)
 	}
@@ -403,7 +405,7 @@ func (s *Store) drop(ctx context.Context, snaps []Snapshot) error {
 	for _, snap := range snaps {
 		fmt.Fprintf(&b, "delete %s %s\n", refName(snap.n), snap.ID)
 	}
-	_, err := s.git.run(ctx, call{args: []string{"update-ref", "--stdin"}, stdin: strings.NewReader(b.String())})
+	_, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "--stdin"}, Stdin: strings.NewReader(b.String())})
 	s.forgetList()
 	if err != nil {
 		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
@@ -453,10 +455,10 @@ func (s *Store) compact(ctx context.Context, cut time.Time) error {
 // unreachable objects older than expire.
 func (s *Store) repack(ctx context.Context, expire time.Time) error {
 	at := fmt.Sprintf("--unpack-unreachable=@%d", expire.Unix())
-	if _, err := s.git.run(ctx, call{args: []string{"repack", "-d", "-l", "-A", "-q", at}}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"repack", "-d", "-l", "-A", "-q", at}}); err != nil {
 		return err
 	}
-	_, err := s.git.run(ctx, call{args: []string{"prune", fmt.Sprintf("--expire=@%d", expire.Unix())}})
+	_, err := s.git.Run(ctx, repo.Call{Args: []string{"prune", fmt.Sprintf("--expire=@%d", expire.Unix())}})
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/gitpipe"
 )
 
@@ -35,9 +36,9 @@ type pipes struct {
 
 // startPipe starts git with args in the work tree, talking over pipes.
 func (s *Store) startPipe(env []string, args ...string) (*gitpipe.Pipe, error) {
-	p, err := gitpipe.Start(s.git.command(context.Background(), call{args: args, env: env, inWork: true}))
+	p, err := gitpipe.Start(s.git.Command(context.Background(), repo.Call{Args: args, Env: env, InWork: true}))
 	if err != nil {
-		return nil, fmt.Errorf("snapshot store: git %s: %w", summarize(args), err)
+		return nil, fmt.Errorf("snapshot store: git %s: %w", repo.Summarize(args), err)
 	}
 	return p, nil
 }

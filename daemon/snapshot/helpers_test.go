@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"go.uber.org/goleak"
 )
 
@@ -128,7 +129,7 @@ type entry struct {
 func treeOf(t testing.TB, s *Store, id string) map[string]entry {
 	t.Helper()
 	ctx := context.Background()
-	out, err := s.git.run(ctx, call{args: []string{"ls-tree", "-r", "-z", "--full-tree", id}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-z", "--full-tree", id}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func treeOf(t testing.TB, s *Store, id string) map[string]entry {
 		f := strings.Fields(head)
 		e := entry{mode: f[0]}
 		if f[1] == "blob" {
-			b, err := s.git.run(ctx, call{args: []string{"cat-file", "blob", f[2]}})
+			b, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "blob", f[2]}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +173,7 @@ func treeDiff(a, b map[string]entry, an, bn string) []string {
 // allObjects returns every object's content in the store, reachable or not.
 func allObjects(t testing.TB, s *Store) []byte {
 	t.Helper()
-	out, err := s.git.run(context.Background(), call{args: []string{"cat-file", "--batch-all-objects", "--batch", "--unordered"}})
+	out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"cat-file", "--batch-all-objects", "--batch", "--unordered"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/holdgit"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
@@ -153,7 +154,7 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: after SIGKILL mid-snapshot the store lists %v, want %v", name, got, want)
 		}
-		if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--connectivity-only", "--no-dangling"}}); err != nil {
+		if out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"fsck", "--connectivity-only", "--no-dangling"}}); err != nil {
 			t.Fatalf("%s: fsck after SIGKILL: %v\n%s", name, err, out)
 		}
 		s.Close()
@@ -166,7 +167,7 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 	if !isNew || snap.Parent != want[0] {
 		t.Fatalf("the snapshot after the kills = %+v", snap)
 	}
-	got, err := s.git.run(context.Background(), call{args: []string{"cat-file", "blob", snap.ID + ":big/d02/f099.txt"}})
+	got, err := s.git.Run(context.Background(), repo.Call{Args: []string{"cat-file", "blob", snap.ID + ":big/d02/f099.txt"}})
 	if err != nil || string(got) != randomText(8<<10, 299) {
 		t.Fatal("the snapshot after the kills holds wrong content")
 	}
@@ -176,10 +177,10 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 	if !isNew || !snap.Took.Incremental || snap.Modified != 1 {
 		t.Fatalf("the snapshot from what changed after the kills = %+v", snap)
 	}
-	if got, err := s.git.run(context.Background(), call{args: []string{"cat-file", "blob", snap.ID + ":fast.txt"}}); err != nil || string(got) != "after the kills\n" {
+	if got, err := s.git.Run(context.Background(), repo.Call{Args: []string{"cat-file", "blob", snap.ID + ":fast.txt"}}); err != nil || string(got) != "after the kills\n" {
 		t.Fatalf("the snapshot from what changed after the kills holds %q (%v)", got, err)
 	}
-	if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--no-dangling"}}); err != nil {
+	if out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"fsck", "--no-dangling"}}); err != nil {
 		t.Fatalf("fsck at the end: %v\n%s", err, out)
 	}
 }
@@ -245,7 +246,7 @@ func TestSIGKILLDuringFirstSnapshot(t *testing.T) {
 		if list, err := s.List(context.Background()); err != nil || len(list) != 0 {
 			t.Fatalf("%s: after SIGKILL the store lists %+v (%v), want nothing", point, list, err)
 		}
-		if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
+		if out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
 			t.Fatalf("%s: fsck after SIGKILL: %v\n%s", point, err, out)
 		}
 		snap, _ := take(t, s, "start", 1)
@@ -255,7 +256,7 @@ func TestSIGKILLDuringFirstSnapshot(t *testing.T) {
 		if got := treeOf(t, s, snap.ID)["d2/f19.txt"].content; got != randomText(2<<10, 59) || snap.Added != 60 {
 			t.Fatalf("%s: the first snapshot after the kill holds %d files, d2/f19.txt %q", point, snap.Added, got)
 		}
-		if out, err := s.git.run(context.Background(), call{args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
+		if out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
 			t.Fatalf("%s: fsck at the end: %v\n%s", point, err, out)
 		}
 		s.Close()

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // The objects a Take writes in process are git's own: the same ids as
@@ -20,11 +22,11 @@ func TestLooseObjectsAreGits(t *testing.T) {
 	ctx := context.Background()
 	gitOut := func(stdin string, args ...string) string {
 		t.Helper()
-		c := call{args: args, env: []string{"GIT_AUTHOR_DATE=@1764496800 +0000", "GIT_COMMITTER_DATE=@1764496800 +0000"}}
+		c := repo.Call{Args: args, Env: []string{"GIT_AUTHOR_DATE=@1764496800 +0000", "GIT_COMMITTER_DATE=@1764496800 +0000"}}
 		if stdin != "" {
-			c.stdin = strings.NewReader(stdin)
+			c.Stdin = strings.NewReader(stdin)
 		}
-		out, err := s.git.run(ctx, c)
+		out, err := s.git.Run(ctx, c)
 		if err != nil {
 			t.Fatalf("git %v: %v", args, err)
 		}

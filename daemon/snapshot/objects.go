@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
@@ -46,7 +47,7 @@ func (s *Store) Objects(ctx context.Context, id string) (Snapshot, []Object, err
 	if err != nil {
 		return Snapshot{}, nil, err
 	}
-	out, err := s.git.run(ctx, call{args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.tree}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.tree}})
 	if err != nil {
 		return Snapshot{}, nil, fmt.Errorf("snapshot store: %w", err)
 	}
@@ -85,8 +86,8 @@ func (s *Store) ReadObjects(ctx context.Context, ids []string, fn func(o Object,
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.git.run(ctx, call{args: []string{"cat-file", "--batch"},
-			stdin: strings.NewReader(strings.Join(ids, "\n") + "\n"), stdout: pw})
+		_, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "--batch"},
+			Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n"), Stdout: pw})
 		pw.CloseWithError(cmp(err, io.EOF))
 		done <- err
 	}()
@@ -163,8 +164,8 @@ func (s *Store) Missing(ctx context.Context, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	out, err := s.git.run(ctx, call{args: []string{"cat-file", "--batch-check=%(objectname)"},
-		stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "--batch-check=%(objectname)"},
+		Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)
 	}
@@ -210,7 +211,7 @@ func (s *Store) WriteObject(ctx context.Context, o Object, data []byte) error {
 		return ErrClosed
 	}
 	// hash-object checks a commit's and a tree's format before writing.
-	if _, err := s.git.run(ctx, call{args: []string{"hash-object", "-t", o.Type, "-w", "--stdin"}, stdin: bytes.NewReader(data)}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"hash-object", "-t", o.Type, "-w", "--stdin"}, Stdin: bytes.NewReader(data)}); err != nil {
 		return fmt.Errorf("snapshot store: writing object %s: %w", o.ID, err)
 	}
 	return nil
@@ -235,7 +236,7 @@ func (s *Store) Import(ctx context.Context, id, commit string) (Snapshot, error)
 	if s.closed.Load() {
 		return Snapshot{}, ErrClosed
 	}
-	out, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", commit}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", commit}})
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot store: importing %s: the commit %s cannot be read (%w): %w", short(id), short(commit), err, ErrDamaged)
 	}
@@ -248,7 +249,7 @@ func (s *Store) Import(ctx context.Context, id, commit string) (Snapshot, error)
 	if err := s.checkConnected(ctx, commit); err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot store: importing %s: %w", short(id), err)
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"update-ref", importPrefix + id, commit}}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", importPrefix + id, commit}}); err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot store: %w", err)
 	}
 	return snap, nil

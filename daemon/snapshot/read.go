@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/internal/ops"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // Bounds of what Show and Diff return.
@@ -93,7 +93,7 @@ func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 		return Detail{}, err
 	}
 	d := Detail{Snapshot: snap, SkippedFiles: []Skipped{}, Files: []FileChange{}}
-	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", snap.commitID()}})
+	msg, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", snap.commitID()}})
 	if err != nil {
 		return Detail{}, fmt.Errorf("snapshot store: %w", err)
 	}
@@ -121,7 +121,7 @@ func (s *Store) fileChanges(ctx context.Context, from, to string, max int, paths
 	if len(paths) > 0 {
 		args = append(append(args, "--"), paths...)
 	}
-	out, err := s.git.run(ctx, call{args: args})
+	out, err := s.git.Run(ctx, repo.Call{Args: args})
 	if err != nil {
 		return nil, false, fmt.Errorf("snapshot store: %w", err)
 	}
@@ -151,7 +151,7 @@ func (s *Store) countLines(ctx context.Context, from, to string, paths []string,
 // empty tree for a first snapshot; ok is false when the parent is gone.
 func parentTree(snap Snapshot, all []Snapshot) (string, bool) {
 	if snap.Parent == "" {
-		return emptyTree, true
+		return repo.EmptyTree, true
 	}
 	for _, p := range all {
 		if p.ID == snap.Parent {
@@ -274,7 +274,7 @@ func (s *Store) DiffView(ctx context.Context, id, against string, maxBytes int, 
 	if len(specs) > 0 {
 		args = append(append(args, "--"), specs...)
 	}
-	_, err = s.git.run(ctx, call{args: args, stdout: w})
+	_, err = s.git.Run(ctx, repo.Call{Args: args, Stdout: w})
 	if err != nil && !w.cut {
 		return "", false, fmt.Errorf("snapshot store: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/ops"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // What a store receives from another machine is untrusted: every object
@@ -183,7 +183,7 @@ func commitTreeAndSubject(raw []byte) (tree, subject string, ok bool) {
 // checkConnected refuses (ErrDamaged) a commit that does not reach every
 // object it names: git gc would fail on it for ever.
 func (s *Store) checkConnected(ctx context.Context, commit string) error {
-	_, err := s.git.run(ctx, call{args: []string{"rev-list", "--objects", "--quiet", "--missing=error", commit}, stdout: io.Discard})
+	_, err := s.git.Run(ctx, repo.Call{Args: []string{"rev-list", "--objects", "--quiet", "--missing=error", commit}, Stdout: io.Discard})
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (s *Store) leaveWithheld(ctx context.Context, target Snapshot, paths []stri
 	if target.commit == "" || target.commit == target.ID {
 		return changes, nil, nil
 	}
-	raw, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", target.commit}})
+	raw, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", target.commit}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot store: %w", err)
 	}
@@ -287,7 +287,7 @@ func (s *Store) dropImported(ctx context.Context) (int, error) {
 	for _, snap := range imp[s.opt.KeepCount:] {
 		fmt.Fprintf(&b, "delete %s%s\n", importPrefix, snap.ID)
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"update-ref", "--stdin"}, stdin: strings.NewReader(b.String())}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "--stdin"}, Stdin: strings.NewReader(b.String())}); err != nil {
 		return 0, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 	}
 	return len(imp) - s.opt.KeepCount, nil
@@ -306,7 +306,7 @@ func (s *Store) dropBrokenImports(ctx context.Context) (int, error) {
 		if !errors.Is(err, ErrDamaged) {
 			continue
 		}
-		if _, err := s.git.run(ctx, call{args: []string{"update-ref", "-d", importPrefix + snap.ID}}); err != nil {
+		if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "-d", importPrefix + snap.ID}}); err != nil {
 			return n, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 		}
 		s.log.Warn("snapshot store: dropped an imported snapshot that is not whole (git gc failed on it)", "snapshot", snap.ID, "err", err)

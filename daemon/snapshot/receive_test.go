@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // copySnapshot brings snapshot id of from into to as another machine's
@@ -78,18 +79,18 @@ func TestGCHealsABrokenImport(t *testing.T) {
 	s := newStore(t, w, Options{})
 	write(t, w, "own.txt", "mine\n")
 	take(t, s, "quiet", 1)
-	tree, err := s.git.run(ctx, call{args: []string{"mktree", "--missing"},
-		stdin: strings.NewReader("100644 blob 0123456789012345678901234567890123456789\tlost.txt\n")})
+	tree, err := s.git.Run(ctx, repo.Call{Args: []string{"mktree", "--missing"},
+		Stdin: strings.NewReader("100644 blob 0123456789012345678901234567890123456789\tlost.txt\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, err := s.git.run(ctx, call{args: []string{"commit-tree", strings.TrimSpace(string(tree))},
-		stdin: strings.NewReader("continuityd-snapshot v=1 n=7 trigger=quiet seq=1 time=2026-11-30T10:00:00Z parent=- added=1 modified=0 deleted=0 skipped=0\n")})
+	commit, err := s.git.Run(ctx, repo.Call{Args: []string{"commit-tree", strings.TrimSpace(string(tree))},
+		Stdin: strings.NewReader("continuityd-snapshot v=1 n=7 trigger=quiet seq=1 time=2026-11-30T10:00:00Z parent=- added=1 modified=0 deleted=0 skipped=0\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := strings.TrimSpace(string(commit))
-	if _, err := s.git.run(ctx, call{args: []string{"update-ref", importPrefix + id, id}}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", importPrefix + id, id}}); err != nil {
 		t.Fatal(err)
 	}
 	// The import path refuses it now.
@@ -141,7 +142,7 @@ func TestReceiveObjectChecksSizeAndHash(t *testing.T) {
 	if err := s.ReceiveObject(ctx, Object{ID: id, Type: "blob"}, 6, strings.NewReader("hello\n")); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.git.run(ctx, call{args: []string{"cat-file", "blob", id}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "blob", id}})
 	if err != nil || string(out) != "hello\n" {
 		t.Fatalf("the received blob reads back as %q, %v", out, err)
 	}

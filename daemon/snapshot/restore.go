@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/ops"
 )
@@ -163,7 +164,7 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	var modes map[string]fs.FileMode
 	var blobs *blobStream
 	if len(writes) > 0 {
-		msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", target.commitID()}})
+		msg, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", target.commitID()}})
 		if err != nil {
 			return res, fmt.Errorf("restore: nothing was changed: %w", err)
 		}

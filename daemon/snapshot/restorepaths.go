@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -41,7 +42,7 @@ func (s *Store) checkKnown(ctx context.Context, clean []string, changes []change
 		// Without -r a path below a directory is still found (ls-tree
 		// descends the directories a path names); a directory is listed
 		// as itself.
-		out, err := s.git.run(ctx, call{args: append([]string{"ls-tree", "-z", "--name-only", "--full-tree", tree, "--"}, want...)})
+		out, err := s.git.Run(ctx, repo.Call{Args: append([]string{"ls-tree", "-z", "--name-only", "--full-tree", tree, "--"}, want...)})
 		if err != nil {
 			return fmt.Errorf("snapshot store: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/gitpipe"
 )
 
@@ -38,7 +39,7 @@ type blobStream struct {
 func (s *Store) streamBlobs(ctx context.Context, ids []string) (*blobStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	b := &blobStream{cancel: cancel, fed: make(chan error, 1), ids: ids, errb: &gitpipe.Tail{Max: 4 << 10}}
-	b.cmd = s.git.command(ctx, call{args: []string{"cat-file", "--batch"}})
+	b.cmd = s.git.Command(ctx, repo.Call{Args: []string{"cat-file", "--batch"}})
 	b.cmd.Stderr = b.errb
 	in, err := b.cmd.StdinPipe()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/gittool"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
@@ -32,8 +33,7 @@ const (
 
 // Files of the store besides git's own.
 const (
-	oversizedFile = "oversized.exclude" // core.excludesFile: the files skipped for their size
-	refPrefix     = "refs/snapshots/"
+	refPrefix = "refs/snapshots/"
 )
 
 // Options configure a Store.
@@ -118,7 +118,7 @@ type Timings struct {
 // time; List, Show and Diff run concurrently with them and each other.
 type Store struct {
 	opt    Options
-	git    *gitRunner
+	git    *repo.Git
 	log    *slog.Logger
 	now    func() time.Time
 	work   string // Workdir, absolute and clean
@@ -190,6 +190,11 @@ type Store struct {
 	takesSinceG int         // snapshots made since the last GC (the collector reads it)
 }
 
+// ErrGitUnavailable is wrapped by Open's error when git is missing or too
+// old: the daemon keeps running and marks the agent degraded ["snapshots"]
+// with the error's text as the reason.
+var ErrGitUnavailable = repo.ErrGitUnavailable
+
 // ErrClosed is returned by calls on a closed Store.
 var ErrClosed = errors.New("snapshot store closed")
 
@@ -232,7 +237,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 			return nil, fmt.Errorf("snapshot store: ignore_dirs entry %d (%q) must be a plain directory name", i, d)
 		}
 	}
-	tool, err := checkGit(ctx, opt.Git)
+	tool, err := repo.CheckGit(ctx, opt.Git)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +247,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	s := &Store{
 		opt:              opt,
-		git:              newGitRunner(tool, opt.Dir, opt.Workdir),
+		git:              repo.NewGit(tool, opt.Dir, opt.Workdir),
 		log:              opt.Logger,
 		now:              opt.Now,
 		work:             opt.Workdir,
@@ -299,7 +304,7 @@ func (s *Store) init(ctx context.Context) error {
 		}
 		// --template= copies no sample hooks; init reads no template
 		// directory from any configuration (none is read at all).
-		if _, err := s.git.run(ctx, call{args: []string{"init", "-q", "--bare", "--template=", dir}, noRepo: true}); err != nil {
+		if _, err := s.git.Run(ctx, repo.Call{Args: []string{"init", "-q", "--bare", "--template=", dir}, NoRepo: true}); err != nil {
 			return fmt.Errorf("snapshot store: making %s: %w", dir, err)
 		}
 	} else if err != nil {
@@ -323,8 +328,8 @@ func (s *Store) init(ctx context.Context) error {
 	if err := writeIfChanged(filepath.Join(dir, "info", "exclude"), s.baseExclude); err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, oversizedFile)); errors.Is(err, fs.ErrNotExist) {
-		if err := atomicfile.WriteFile(filepath.Join(dir, oversizedFile), nil, 0o600); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, repo.OversizedFile)); errors.Is(err, fs.ErrNotExist) {
+		if err := atomicfile.WriteFile(filepath.Join(dir, repo.OversizedFile), nil, 0o600); err != nil {
 			return fmt.Errorf("snapshot store: %w", err)
 		}
 	}
@@ -446,7 +451,7 @@ func (s *Store) Dir() string { return s.opt.Dir }
 
 // Tool is the git the store runs, for a caller that reads the agent's
 // own repository beside it (worklost).
-func (s *Store) Tool() *gittool.Tool { return s.git.tool }
+func (s *Store) Tool() *gittool.Tool { return s.git.Tool() }
 
 // Newest is the newest snapshot; ok is false before the first.
 func (s *Store) Newest() (snap Snapshot, ok bool) {
@@ -561,7 +566,7 @@ func parseSubject(id, tree, subject string) (Snapshot, bool) {
 // modesOf returns the mode lines (modeLines) of snapshot id's message, as
 // they were written.
 func (s *Store) modesOf(ctx context.Context, id string) (string, error) {
-	msg, err := s.git.run(ctx, call{args: []string{"cat-file", "commit", id}})
+	msg, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", id}})
 	if err != nil {
 		return "", err
 	}
@@ -690,7 +695,7 @@ func (s *Store) listTaken(id, tree, message string, before refsStamp, stamped bo
 // refsUnder reads the snapshots the refs under prefix reach; a ref whose
 // commit is not a snapshot is skipped (and said, when warn is set).
 func (s *Store) refsUnder(ctx context.Context, prefix string, warn bool) ([]Snapshot, error) {
-	out, err := s.git.run(ctx, call{args: []string{"for-each-ref",
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"for-each-ref",
 		"--format=%(refname)%00%(objectname)%00%(tree)%00%(contents:subject)", prefix}})
 	if err != nil {
 		return nil, err

@@ -15,11 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/internal/ops"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // Skipped is a file a snapshot left out (internal/ops declares it, as the
@@ -149,7 +148,7 @@ const gitlinkMode = "160000"
 // previous restore wrote, see restoredFile).
 func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (staged, error) {
 	var st staged
-	if s.git.failed.Swap(false) {
+	if s.git.Failed() {
 		s.clearStaleLocks() // a git run failed since the last Take
 	}
 
@@ -251,17 +250,17 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 	t = time.Now()
 	s.setStep(StepTree)
 	for attempt := 0; ; attempt++ {
-		if st.tree, err = s.git.text(ctx, "write-tree"); err != nil {
+		if st.tree, err = s.git.Text(ctx, "write-tree"); err != nil {
 			return st, fmt.Errorf("snapshot of %s: %w", s.work, err)
 		}
-		parent := emptyTree
+		parent := repo.EmptyTree
 		if s.newest.n > 0 {
 			parent = s.newest.tree
 		}
 		st.counts = diffCounts{}
 		switch {
 		case st.tree == parent:
-		case parent == emptyTree && before == 0:
+		case parent == repo.EmptyTree && before == 0:
 			st.counts.added = s.indexEntries()
 		default:
 			if st.counts, err = s.diffCount(ctx, parent, st.tree); err != nil {
@@ -373,7 +372,7 @@ const maxStreamedFiles = 16 << 10
 // indexEntries is how many entries the private index holds (its header
 // says), 0 when there is none.
 func (s *Store) indexEntries() int {
-	f, err := os.Open(s.git.index)
+	f, err := os.Open(s.git.Index())
 	if err != nil {
 		return 0
 	}
@@ -405,9 +404,9 @@ func (s *Store) addAll(ctx context.Context, stream bool) ([]Skipped, error) {
 		// third less time for a first snapshot of 10,000 files here, and
 		// one file for the collector to repack instead of thousands. It
 		// is set for this run only: for the diffs, files stay text.
-		c := call{args: []string{"-c", threshold, "add", "-A", "--ignore-errors"}, inWork: true, warnings: &warn}
-		_, err := s.git.run(ctx, c)
-		var ge *GitError
+		c := repo.Call{Args: []string{"-c", threshold, "add", "-A", "--ignore-errors"}, InWork: true, Warnings: &warn}
+		_, err := s.git.Run(ctx, c)
+		var ge *repo.GitError
 		var exit *exec.ExitError
 		if errors.As(err, &ge) && errors.As(ge.Err, &exit) && ctx.Err() == nil &&
 			(exit.ExitCode() < 0 || strings.Contains(ge.Stderr, "failed to read")) {
@@ -467,7 +466,7 @@ func (s *Store) modeLines(ctx context.Context, tree string, modes map[string]fs.
 	if len(modes) == 0 {
 		return "", nil
 	}
-	out, err := s.git.run(ctx, call{args: []string{"ls-tree", "-r", "-t", "-z", "--name-only", "--full-tree", tree}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--name-only", "--full-tree", tree}})
 	if err != nil {
 		return "", fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
@@ -541,8 +540,8 @@ func (s *Store) forceAdd(ctx context.Context, paths []string) error {
 	if list.Len() == 0 {
 		return nil
 	}
-	_, err := s.git.run(ctx, call{args: []string{"add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"},
-		stdin: &list, inWork: true})
+	_, err := s.git.Run(ctx, repo.Call{Args: []string{"add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		Stdin: &list, InWork: true})
 	if err != nil {
 		if _, ok := unreadableFiles(err); !ok {
 			return fmt.Errorf("snapshot of %s: %w", s.work, err)
@@ -595,7 +594,7 @@ func (s *Store) diffCount(ctx context.Context, from, to string) (diffCounts, err
 // dropIgnored removes from the private index the tracked files the ignore
 // rules now cover, but those of keep, and reports whether there were any.
 func (s *Store) dropIgnored(ctx context.Context, keep []string) (bool, error) {
-	out, err := s.git.run(ctx, call{args: []string{"ls-files", "-z", "-c", "-i", "--exclude-standard"}, inWork: true})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-files", "-z", "-c", "-i", "--exclude-standard"}, InWork: true})
 	if err != nil {
 		return false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
@@ -615,8 +614,8 @@ func (s *Store) dropIgnored(ctx context.Context, keep []string) (bool, error) {
 	if len(out) == 0 {
 		return false, nil
 	}
-	if _, err := s.git.run(ctx, call{args: []string{"update-index", "-z", "--force-remove", "--stdin"},
-		stdin: bytes.NewReader(out), inWork: true}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-index", "-z", "--force-remove", "--stdin"},
+		Stdin: bytes.NewReader(out), InWork: true}); err != nil {
 		return false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	return true, nil
@@ -680,7 +679,7 @@ func (s *Store) excludeOversized(ctx context.Context, over map[string]int64, fas
 		// A directory that became a repository: the files tracked in it
 		// leave the index (git add -A would keep them, and update-index
 		// takes files, not directories).
-		out, err := s.git.run(ctx, call{args: append([]string{"ls-files", "-z", "-c", "--"}, repos...), inWork: true})
+		out, err := s.git.Run(ctx, repo.Call{Args: append([]string{"ls-files", "-z", "-c", "--"}, repos...), InWork: true})
 		if err != nil {
 			return fmt.Errorf("snapshot of %s: %w", s.work, err)
 		}
@@ -696,14 +695,14 @@ func (s *Store) excludeOversized(ctx context.Context, over map[string]int64, fas
 				b.WriteString("/" + escapeGlob(p) + "\n")
 			}
 		}
-		if err := writeIfChanged(filepath.Join(s.opt.Dir, oversizedFile), []byte(b.String())); err != nil {
+		if err := writeIfChanged(filepath.Join(s.opt.Dir, repo.OversizedFile), []byte(b.String())); err != nil {
 			return fmt.Errorf("snapshot store: %w", err)
 		}
 	}
 	if fresh.Len() > 0 && !fast {
 		// Tracked before it grew: git add -A would read it again.
-		if _, err := s.git.run(ctx, call{args: []string{"update-index", "-z", "--force-remove", "--stdin"},
-			stdin: &fresh, inWork: true}); err != nil {
+		if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-index", "-z", "--force-remove", "--stdin"},
+			Stdin: &fresh, InWork: true}); err != nil {
 			return fmt.Errorf("snapshot of %s: %w", s.work, err)
 		}
 	}
@@ -722,8 +721,8 @@ func (s *Store) ignoredOf(ctx context.Context, paths []string) ([]string, error)
 	args := []string{"-c", "core.excludesFile=/dev/null", "check-ignore", "-z", "--no-index", "--stdin"}
 	// check-ignore refuses literal pathspec magic; it matches paths, not
 	// patterns, anyway.
-	out, err := s.git.run(ctx, call{args: args, stdin: &in, inWork: true, env: []string{"GIT_LITERAL_PATHSPECS=0"}})
-	var ge *GitError
+	out, err := s.git.Run(ctx, repo.Call{Args: args, Stdin: &in, InWork: true, Env: []string{"GIT_LITERAL_PATHSPECS=0"}})
+	var ge *repo.GitError
 	if errors.As(err, &ge) && len(out) == 0 && ge.Stderr == "" {
 		return nil, nil // exit 1: none ignored
 	}
@@ -742,7 +741,7 @@ func (s *Store) ignoredOf(ctx context.Context, paths []string) ([]string, error)
 // unreadableFiles reads the files git add --ignore-errors could not add
 // from its error; ok is false when git failed for another reason.
 func unreadableFiles(err error) ([]Skipped, bool) {
-	var ge *GitError
+	var ge *repo.GitError
 	if !errors.As(err, &ge) {
 		return nil, false
 	}
@@ -863,7 +862,7 @@ func (s *Store) diffTreeEach(ctx context.Context, from, to string, paths []strin
 		args = append(append(args, "--"), paths...)
 	}
 	w := &rawReader{each: each}
-	_, err := s.git.run(ctx, call{args: args, stdout: w})
+	_, err := s.git.Run(ctx, repo.Call{Args: args, Stdout: w})
 	if err == nil {
 		err = w.done()
 	}
@@ -913,202 +912,4 @@ func (r *rawReader) done() error {
 		r.err = errors.New("the diff ended in the middle of a change")
 	}
 	return r.err
-}
-
-// walked is what the walk of the workdir found.
-type walked struct {
-	bytes int64                  // the sizes of the regular files under the limit
-	over  map[string]int64       // files over the size limit; nested repositories as repoSize
-	modes map[string]fs.FileMode // files and directories a restore would otherwise give more permissions
-	odd   []Skipped              // what git would leave out without a word
-	files []seenFile             // the files and links found, when asked (walkChanged)
-}
-
-// merge adds one directory's findings.
-func (w *walked) merge(o walked) {
-	w.bytes += o.bytes
-	maps.Copy(w.over, o.over)
-	maps.Copy(w.modes, o.modes)
-	w.odd = append(w.odd, o.odd...)
-	w.files = append(w.files, o.files...)
-}
-
-// walk finds the regular files over the size limit, the nested
-// repositories (as repoSize), the files and directories whose permissions
-// git does not keep (keptMode), and what git would leave out silently
-// (names it takes for .git, paths too long, directories it cannot read),
-// without following symbolic links and without entering .git, the ignored
-// directory names and the excluded paths (the store, the state
-// directory). A few goroutines share the directories: the walk is one
-// lstat per file, and lstat calls overlap well.
-func (s *Store) walk() (walked, error) {
-	res := walked{over: map[string]int64{}, modes: map[string]fs.FileMode{}}
-	root, err := os.Open(s.work)
-	if err != nil {
-		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
-	}
-	ents, err := root.ReadDir(-1)
-	root.Close()
-	if err != nil {
-		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
-	}
-	queue, top := s.classify("", ents, false)
-	res.merge(top)
-	return res, s.walkDirs(queue, &res, false)
-}
-
-// classify looks at the entries ents of directory dir ("" for the
-// workdir) for the walk: the subdirectories to walk and what the files
-// tell; with collect, the files and links themselves too.
-func (s *Store) classify(dir string, ents []fs.DirEntry, collect bool) (subdirs []string, w walked) {
-	{
-		w = walked{over: map[string]int64{}, modes: map[string]fs.FileMode{}}
-		files := 0
-		defer func() { s.stepFiles.Add(int64(files)) }()
-		for _, e := range ents {
-			name := e.Name()
-			if name == ".git" {
-				continue
-			}
-			child := name
-			if dir != "" {
-				child = dir + "/" + name
-			}
-			if isDotGit(name) {
-				w.odd = append(w.odd, Skipped{Path: child, Reason: ReasonGitName})
-				continue
-			}
-			if len(s.work)+1+len(child) > maxPathBytes {
-				w.odd = append(w.odd, Skipped{Path: child, Reason: ReasonPathTooLong})
-				continue
-			}
-			switch t := e.Type(); {
-			case t.IsDir():
-				if _, skip := slices.BinarySearch(s.ignoreDirs, name); skip {
-					continue
-				}
-				if len(s.excludeAbs) > 0 && slices.Contains(s.excludeAbs, filepath.Join(s.work, filepath.FromSlash(child))) {
-					continue
-				}
-				if fi, err := e.Info(); err == nil && !keptMode(fi.Mode()) {
-					w.modes[child] = fi.Mode().Perm()
-				}
-				subdirs = append(subdirs, child)
-			case t.IsRegular():
-				files++
-				fi, err := e.Info()
-				if err != nil {
-					continue // gone: git will not see it either
-				}
-				if s.opt.MaxFileBytes >= 0 && fi.Size() > s.opt.MaxFileBytes {
-					w.over[child] = fi.Size()
-					continue
-				}
-				w.bytes += fi.Size()
-				if !keptMode(fi.Mode()) {
-					w.modes[child] = fi.Mode().Perm()
-				}
-				if collect {
-					w.files = append(w.files, seenFile{path: child, mode: fi.Mode()})
-				}
-			case t&fs.ModeSymlink != 0:
-				files++ // stored as a link
-				if collect {
-					w.files = append(w.files, seenFile{path: child, mode: fs.ModeSymlink})
-				}
-			}
-		}
-		return subdirs, w
-	}
-}
-
-// walkDirs walks the directories of queue (and below) with a few
-// goroutines, merging what it finds into res (with collect, the files).
-// With nothing queued (a burst of changed files) it starts none: each
-// would wake a thread for nothing.
-func (s *Store) walkDirs(queue []string, res *walked, collect bool) error {
-	var (
-		mu      sync.Mutex
-		cond    = sync.NewCond(&mu)
-		pending = len(queue) // directories queued or being read
-	)
-	worker := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for {
-			for len(queue) == 0 && pending > 0 {
-				cond.Wait()
-			}
-			if pending == 0 {
-				return
-			}
-			dir := queue[len(queue)-1]
-			queue = queue[:len(queue)-1]
-			mu.Unlock()
-			var subdirs []string
-			var w walked
-			f, err := os.Open(filepath.Join(s.work, filepath.FromSlash(dir)))
-			var ents []fs.DirEntry
-			if err == nil {
-				ents, err = f.ReadDir(-1)
-				f.Close()
-			}
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				// gone since it was listed: git will not see it either
-			case err != nil:
-				// git would warn and go on: named, with the reason.
-				w.odd = []Skipped{{Path: dir + "/", Reason: ReasonUnreadable}}
-			case slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }):
-				// A nested repository, submodule or linked worktree:
-				// left out whole, or git add would run git status
-				// in it, under its own configuration.
-				w.over = map[string]int64{dir: repoSize}
-			default:
-				subdirs, w = s.classify(dir, ents, collect)
-			}
-			mu.Lock()
-			res.merge(w)
-			queue = append(queue, subdirs...)
-			pending += len(subdirs) - 1
-			cond.Broadcast()
-		}
-	}
-	var wg sync.WaitGroup
-	if len(queue) > 0 { // a directory found may hold more: all of them
-		for range walkers {
-			wg.Go(worker)
-		}
-	}
-	wg.Wait()
-	// The walkers finish in any order: what the snapshot names does not.
-	slices.SortFunc(res.odd, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
-	return nil
-}
-
-// keptMode reports whether git keeps a file's or directory's permissions
-// closely enough: a restore writes 0644 or 0755 (for a directory, or a
-// file its owner may run), so permissions with a bit of those missing
-// (0600, 0640, 0700, …) are recorded with the snapshot and put back.
-func keptMode(m fs.FileMode) bool {
-	git := fs.FileMode(0o644)
-	if m.IsDir() || m&0o100 != 0 {
-		git = 0o755
-	}
-	return m.Perm()&git == git
-}
-
-// repoSize marks a nested repository in the walk's results.
-const repoSize = -1
-
-// walkers is how many goroutines share the size walk.
-const walkers = 4
-
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // Bounds of a path a restore writes, those of Linux: a name over NAME_MAX
@@ -36,7 +37,7 @@ func (s *Store) checkTree(ctx context.Context, snap Snapshot) error {
 		return capsule.Refuse(capsule.CodeInvalidField, "id",
 			"snapshot %s cannot be restored, nothing was changed: %s", short(snap.ID), fmt.Sprintf(format, args...))
 	}
-	out, err := s.git.run(ctx, call{args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.tree}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.tree}})
 	if err != nil {
 		return refuse("its tree cannot be read (an object is missing or damaged): %v", err)
 	}
@@ -99,7 +100,7 @@ func (s *Store) checkTree(ctx context.Context, snap Snapshot) error {
 		in.WriteString(b.id + "\n")
 	}
 	// One answer line per line asked, in order.
-	info, err := s.git.run(ctx, call{args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, stdin: &in})
+	info, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, Stdin: &in})
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}

@@ -26,6 +26,9 @@ var floors = []struct {
 	{[]string{"config"}, false},
 	{[]string{"upstream"}, false},
 	{[]string{"upstream/*"}, false},
+	// The snapshot store's parts, below the store that composes them
+	// (daemon/snapshot): the store on disk first.
+	{[]string{"daemon/snapshot/repo"}, false},
 	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/place", "daemon/snapshot", "daemon/asowner", "daemon/fleetsnap", "daemon/residency/storage", "daemon/attribution", "daemon/attribution/ledgers", "daemon/worklost", "daemon/apitoken"}, true},
 	{[]string{"daemon/residency"}, false},
 	{[]string{"daemon/outbox"}, false},
@@ -119,8 +122,8 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"internal/termsafe": 0, "capsule": 1, "capsule/guard": 2, "capsule/schema": 2, "internal/client": 2, "config": 3, "upstream": 4,
-		"upstream/qday": 5, "daemon/sources/watch": 6, "daemon/residency": 7, "daemon/residency/storage": 6, "internal/ops": 2, "internal/cli": 11, "daemon/api": 13, "daemon": 14,
-		"packaging": 15, "internal/cli/daemoncmd": 16, "cmd/continuityd": 17, "packaging/gen": 17, "daemon/nosuch": -1,
+		"upstream/qday": 5, "daemon/sources/watch": 7, "daemon/residency": 8, "daemon/residency/storage": 7, "daemon/ops": 12, "internal/cli": 13, "daemon/api": 15, "daemon": 16,
+		"packaging": 17, "internal/cli/daemoncmd": 18, "cmd/continuityd": 19, "packaging/gen": 19, "daemon/snapshot/repo": 6, "daemon/snapshot": 7, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {
 			t.Errorf("floorOf(%s) = %d, want %d", rel, got, want)

@@ -1,4 +1,4 @@
-package snapshot
+package repo
 
 import (
 	"bytes"
@@ -20,14 +20,14 @@ import (
 // and option it uses exists there (Ubuntu 20.04 ships 2.25).
 var minGit = [2]int{2, 25}
 
-// emptyTree is the hash of the empty tree, which git knows without having
+// EmptyTree is the hash of the empty tree, which git knows without having
 // it stored: the "parent" of a first snapshot.
-const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+const EmptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
-// gitRunner runs the git CLI on the store, isolated by its environment
-// and command line from everything but the store and the work tree
+// Git runs the git CLI on the store, isolated by its environment and
+// command line from everything but the store and the work tree
 // (internal/gittool builds every run; these add the store's own).
-type gitRunner struct {
+type Git struct {
 	tool  *gittool.Tool
 	dir   string // the bare store: --git-dir
 	work  string // the agent's workdir: --work-tree
@@ -35,7 +35,7 @@ type gitRunner struct {
 	env   []string
 	cfg   []string // the store's -c settings, before gittool's
 	// failed is set when a run fails (it may have left a lock file):
-	// the next Take clears the store's locks (clearStaleLocks).
+	// the next Take clears the store's locks (ClearStaleLocks).
 	failed atomic.Bool
 }
 
@@ -90,11 +90,22 @@ func isolatedEnv(index string) []string {
 	}
 }
 
-func newGitRunner(tool *gittool.Tool, dir, work string) *gitRunner {
+// NewGit runs tool on the store dir and the work tree work.
+func NewGit(tool *gittool.Tool, dir, work string) *Git {
 	index := filepath.Join(dir, "index")
-	return &gitRunner{tool: tool, dir: dir, work: work, index: index, env: isolatedEnv(index),
-		cfg: isolatedConfig(filepath.Join(dir, oversizedFile))}
+	return &Git{tool: tool, dir: dir, work: work, index: index, env: isolatedEnv(index),
+		cfg: isolatedConfig(filepath.Join(dir, OversizedFile))}
 }
+
+// Tool is the git the store runs.
+func (g *Git) Tool() *gittool.Tool { return g.tool }
+
+// Index is the store's private index.
+func (g *Git) Index() string { return g.index }
+
+// Failed reports whether a run failed since Failed last reported one (it
+// may have left a lock file behind).
+func (g *Git) Failed() bool { return g.failed.Swap(false) }
 
 // GitError is a git run that failed: the subcommand, how it ended and
 // what git said (its last lines).
@@ -113,38 +124,40 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
-// call describes one git run.
-type call struct {
-	args   []string
-	stdin  io.Reader
-	stdout io.Writer // nil: collected and returned
-	env    []string  // added to the isolated environment
-	inWork bool      // run in the work tree (else in the store)
-	// warnings, when set, receives what git wrote to stderr on success.
-	warnings *string
-	noRepo   bool // no --git-dir and --work-tree (git init)
+// Call describes one git run.
+type Call struct {
+	Args   []string
+	Stdin  io.Reader
+	Stdout io.Writer // nil: collected and returned
+	Env    []string  // added to the isolated environment
+	InWork bool      // run in the work tree (else in the store)
+	// Warnings, when set, receives what git wrote to stderr on success.
+	Warnings *string
+	NoRepo   bool // no --git-dir and --work-tree (git init)
 }
 
-func (g *gitRunner) command(ctx context.Context, c call) *exec.Cmd {
-	r := gittool.Run{Args: c.args, Dir: g.dir, GitDir: g.dir, WorkTree: g.work, Config: g.cfg,
-		Env: append(slices.Clone(g.env), c.env...)}
-	if c.noRepo {
+// Command is the command of run c, for a caller that talks to git over
+// pipes.
+func (g *Git) Command(ctx context.Context, c Call) *exec.Cmd {
+	r := gittool.Run{Args: c.Args, Dir: g.dir, GitDir: g.dir, WorkTree: g.work, Config: g.cfg,
+		Env: append(slices.Clone(g.env), c.Env...)}
+	if c.NoRepo {
 		r.GitDir, r.WorkTree, r.Dir = "", "", filepath.Dir(g.dir)
 	}
-	if c.inWork {
+	if c.InWork {
 		r.Dir = g.work
 	}
 	cmd := g.tool.Command(ctx, r)
-	cmd.Stdin = c.stdin
+	cmd.Stdin = c.Stdin
 	return cmd
 }
 
-// run runs git and returns its stdout (unless c.stdout takes it). A
+// Run runs git and returns its stdout (unless c.Stdout takes it). A
 // non-zero exit is a *GitError carrying stderr. A run that could not
 // create an object's temporary file because the collector's repack or
 // prune removed its (empty) object directory at that moment is run once
 // more: git makes the directory again and retries only once itself.
-func (g *gitRunner) run(ctx context.Context, c call) (out []byte, err error) {
+func (g *Git) Run(ctx context.Context, c Call) (out []byte, err error) {
 	defer func() {
 		if err != nil {
 			g.failed.Store(true)
@@ -152,11 +165,11 @@ func (g *gitRunner) run(ctx context.Context, c call) (out []byte, err error) {
 	}()
 	out, err = g.runOnce(ctx, c)
 	var ge *GitError
-	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "unable to create temporary file") && ctx.Err() == nil && c.stdout == nil {
-		if c.stdin == nil {
+	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "unable to create temporary file") && ctx.Err() == nil && c.Stdout == nil {
+		if c.Stdin == nil {
 			return g.runOnce(ctx, c)
 		}
-		if sk, ok := c.stdin.(io.Seeker); ok {
+		if sk, ok := c.Stdin.(io.Seeker); ok {
 			if _, serr := sk.Seek(0, io.SeekStart); serr == nil {
 				return g.runOnce(ctx, c)
 			}
@@ -165,13 +178,13 @@ func (g *gitRunner) run(ctx context.Context, c call) (out []byte, err error) {
 	return out, err
 }
 
-// runOnce is one run of run.
-func (g *gitRunner) runOnce(ctx context.Context, c call) ([]byte, error) {
-	cmd := g.command(ctx, c)
+// runOnce is one run of Run.
+func (g *Git) runOnce(ctx context.Context, c Call) ([]byte, error) {
+	cmd := g.Command(ctx, c)
 	var out bytes.Buffer
 	errb := gitpipe.Tail{Max: 8 << 10}
-	if c.stdout != nil {
-		cmd.Stdout = c.stdout
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
 	} else {
 		cmd.Stdout = &out
 	}
@@ -180,22 +193,22 @@ func (g *gitRunner) runOnce(ctx context.Context, c call) ([]byte, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return out.Bytes(), &GitError{Args: summarize(c.args), Err: err, Stderr: strings.TrimSpace(errb.String())}
+		return out.Bytes(), &GitError{Args: Summarize(c.Args), Err: err, Stderr: strings.TrimSpace(errb.String())}
 	}
-	if c.warnings != nil {
-		*c.warnings = errb.String()
+	if c.Warnings != nil {
+		*c.Warnings = errb.String()
 	}
 	return out.Bytes(), nil
 }
 
-// text runs git and returns its stdout trimmed of the final newline.
-func (g *gitRunner) text(ctx context.Context, args ...string) (string, error) {
-	out, err := g.run(ctx, call{args: args})
+// Text runs git and returns its stdout trimmed of the final newline.
+func (g *Git) Text(ctx context.Context, args ...string) (string, error) {
+	out, err := g.Run(ctx, Call{Args: args})
 	return strings.TrimRight(string(out), "\n"), err
 }
 
-// summarize shortens a command line for an error message.
-func summarize(args []string) string {
+// Summarize shortens a command line for an error message.
+func Summarize(args []string) string {
 	s := strings.Join(args, " ")
 	if len(s) > 120 {
 		s = s[:120] + "…"
@@ -203,10 +216,10 @@ func summarize(args []string) string {
 	return s
 }
 
-// checkGit finds git and checks its version. The error says what is
+// CheckGit finds git and checks its version. The error says what is
 // missing and how to get it: the daemon shows it as the reason the agent's
 // snapshots are degraded.
-func checkGit(ctx context.Context, bin string) (*gittool.Tool, error) {
+func CheckGit(ctx context.Context, bin string) (*gittool.Tool, error) {
 	tool, err := gittool.Find(ctx, bin)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v (git %d.%d or later)", ErrGitUnavailable, err, minGit[0], minGit[1])
