@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/subject.golden")
@@ -97,7 +99,7 @@ func TestConversationRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.git.Text(ctx, "update-ref", refName(4), oldID, ""); err != nil {
+	if _, err := s.git.Text(ctx, "update-ref", repo.RefName(4), oldID, ""); err != nil {
 		t.Fatal(err)
 	}
 

@@ -44,13 +44,13 @@ const maxCachedTreeEntries = 64 << 10
 // treeCache holds parsed trees by id: a Take from what changed reads the
 // trees on the changed paths, mostly the same ones burst after burst.
 type treeCache struct {
-	m       map[oid][]treeEntry
+	m       map[repo.OID][]repo.TreeEntry
 	entries int
 }
 
 // readTree returns the entries of tree id (the empty tree for the zero id).
-func (s *Store) readTree(ctx context.Context, id oid) ([]treeEntry, error) {
-	if id == (oid{}) {
+func (s *Store) readTree(ctx context.Context, id repo.OID) ([]repo.TreeEntry, error) {
+	if id == (repo.OID{}) {
 		return nil, nil
 	}
 	if e, ok := s.trees.m[id]; ok {
@@ -61,19 +61,19 @@ func (s *Store) readTree(ctx context.Context, id oid) ([]treeEntry, error) {
 			return e, nil // written by this Take, not yet in the store
 		}
 	}
-	typ, data, err := s.readObject(ctx, id)
+	typ, data, err := s.pipes.ReadObject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if typ != "tree" {
 		return nil, fmt.Errorf("snapshot store: object %s is a %s where a tree was expected: %w", id, typ, ErrDamaged)
 	}
-	entries, err := parseTree(data)
+	entries, err := repo.ParseTree(data)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store: tree %s: %v: %w", id, err, ErrDamaged)
 	}
 	if s.trees.m == nil || s.trees.entries+len(entries) > maxCachedTreeEntries {
-		s.trees = treeCache{m: map[oid][]treeEntry{}}
+		s.trees = treeCache{m: map[repo.OID][]repo.TreeEntry{}}
 	}
 	s.trees.m[id] = entries
 	s.trees.entries += len(entries)
@@ -81,19 +81,19 @@ func (s *Store) readTree(ctx context.Context, id oid) ([]treeEntry, error) {
 }
 
 // lookup finds the entry at p (relative, with "/") in tree root.
-func (s *Store) lookup(ctx context.Context, root oid, p string) (treeEntry, bool, error) {
-	cur := treeEntry{mode: modeTree, id: root}
+func (s *Store) lookup(ctx context.Context, root repo.OID, p string) (repo.TreeEntry, bool, error) {
+	cur := repo.TreeEntry{Mode: repo.ModeTree, ID: root}
 	for name := range strings.SplitSeq(p, "/") {
-		if !cur.isTree() {
-			return treeEntry{}, false, nil
+		if !cur.IsTree() {
+			return repo.TreeEntry{}, false, nil
 		}
-		entries, err := s.readTree(ctx, cur.id)
+		entries, err := s.readTree(ctx, cur.ID)
 		if err != nil {
-			return treeEntry{}, false, err
+			return repo.TreeEntry{}, false, err
 		}
-		i := slices.IndexFunc(entries, func(e treeEntry) bool { return e.name == name })
+		i := slices.IndexFunc(entries, func(e repo.TreeEntry) bool { return e.Name == name })
 		if i < 0 {
-			return treeEntry{}, false, nil
+			return repo.TreeEntry{}, false, nil
 		}
 		cur = entries[i]
 	}
@@ -102,17 +102,17 @@ func (s *Store) lookup(ctx context.Context, root oid, p string) (treeEntry, bool
 
 // filesUnder adds the files (blobs, links) at and below entry e, found at
 // path p, to out.
-func (s *Store) filesUnder(ctx context.Context, e treeEntry, p string, out map[string]treeEntry) error {
-	if !e.isTree() {
+func (s *Store) filesUnder(ctx context.Context, e repo.TreeEntry, p string, out map[string]repo.TreeEntry) error {
+	if !e.IsTree() {
 		out[p] = e
 		return nil
 	}
-	entries, err := s.readTree(ctx, e.id)
+	entries, err := s.readTree(ctx, e.ID)
 	if err != nil {
 		return err
 	}
 	for _, c := range entries {
-		if err := s.filesUnder(ctx, c, p+"/"+c.name, out); err != nil {
+		if err := s.filesUnder(ctx, c, p+"/"+c.Name, out); err != nil {
 			return err
 		}
 	}
@@ -128,7 +128,7 @@ var errNotFast = errors.New("the changed paths need a full add")
 // must decide (no snapshot yet, an ignore file among the changed files).
 func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) (staged, error) {
 	var st staged
-	base, ok := parseOID(s.newest.tree)
+	base, ok := repo.ParseOID(s.newest.tree)
 	if s.newest.n == 0 || !ok {
 		return st, errNotFast
 	}
@@ -144,7 +144,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 			return st, errNotFast
 		}
 	}
-	old := map[string]treeEntry{}
+	old := map[string]repo.TreeEntry{}
 	for _, r := range roots {
 		e, ok, err := s.lookup(ctx, base, r)
 		if err != nil {
@@ -173,7 +173,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 			fresh = append(fresh, f.path)
 		}
 	}
-	ignored, err := s.ignoredOfPipe(ctx, fresh)
+	ignored, err := s.pipes.Ignored(ctx, fresh)
 	if err != nil {
 		return st, err
 	}
@@ -181,7 +181,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 	counting := len(roots) <= maxCountedPaths
 	content := map[string][]byte{}
 	kept := 0
-	now := map[string]treeEntry{}
+	now := map[string]repo.TreeEntry{}
 	for _, f := range found.files {
 		if ignored[f.path] {
 			continue
@@ -209,24 +209,24 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 			counting = false
 		}
 	}
-	edits := map[string]*treeEntry{}
+	edits := map[string]*repo.TreeEntry{}
 	for p, o := range old {
 		if n, ok := now[p]; !ok {
 			edits[p] = nil
-			st.changes = append(st.changes, change{status: 'D', oldMode: modeString(o.mode), newMode: "000000", path: p, oldID: o.id.String(), newID: zeroID})
+			st.changes = append(st.changes, change{status: 'D', oldMode: modeString(o.Mode), newMode: "000000", path: p, oldID: o.ID.String(), newID: zeroID})
 		} else if n != o {
 			status := byte('M')
-			if (n.mode == modeLink) != (o.mode == modeLink) {
+			if (n.Mode == repo.ModeLink) != (o.Mode == repo.ModeLink) {
 				status = 'T'
 			}
 			edits[p] = &n
-			st.changes = append(st.changes, change{status: status, oldMode: modeString(o.mode), newMode: modeString(n.mode), path: p, oldID: o.id.String(), newID: n.id.String()})
+			st.changes = append(st.changes, change{status: status, oldMode: modeString(o.Mode), newMode: modeString(n.Mode), path: p, oldID: o.ID.String(), newID: n.ID.String()})
 		}
 	}
 	for p, n := range now {
 		if _, ok := old[p]; !ok {
 			edits[p] = &n
-			st.changes = append(st.changes, change{status: 'A', oldMode: "000000", newMode: modeString(n.mode), path: p, oldID: zeroID, newID: n.id.String()})
+			st.changes = append(st.changes, change{status: 'A', oldMode: "000000", newMode: modeString(n.Mode), path: p, oldID: zeroID, newID: n.ID.String()})
 		}
 	}
 	slices.SortFunc(st.changes, func(a, b change) int { return strings.Compare(a.path, b.path) })
@@ -265,8 +265,8 @@ const maxCountedBytes = 32 << 20
 
 const zeroID = "0000000000000000000000000000000000000000"
 
-func oidOf(s string) oid {
-	o, _ := parseOID(s)
+func oidOf(s string) repo.OID {
+	o, _ := repo.ParseOID(s)
 	return o
 }
 
@@ -274,16 +274,16 @@ func modeString(m uint32) string { return fmt.Sprintf("%06o", m) }
 
 // storeFile reads file f of the workdir and writes it as a blob (a link:
 // its target), returning its tree entry and what it read.
-func (s *Store) storeFile(f seenFile) (treeEntry, []byte, error) {
+func (s *Store) storeFile(f seenFile) (repo.TreeEntry, []byte, error) {
 	abs := filepath.Join(s.work, filepath.FromSlash(f.path))
-	e := treeEntry{name: f.path[strings.LastIndexByte(f.path, '/')+1:], mode: modeFile}
+	e := repo.TreeEntry{Name: f.path[strings.LastIndexByte(f.path, '/')+1:], Mode: repo.ModeFile}
 	var data []byte
 	if f.mode&fs.ModeSymlink != 0 {
 		target, err := os.Readlink(abs)
 		if err != nil {
 			return e, nil, err
 		}
-		e.mode, data = modeLink, []byte(target)
+		e.Mode, data = repo.ModeLink, []byte(target)
 	} else {
 		// safefile: a named pipe put where the walk saw a file is not
 		// waited on, and a link put there is not followed (both are the
@@ -296,9 +296,9 @@ func (s *Store) storeFile(f seenFile) (treeEntry, []byte, error) {
 			return e, nil, err
 		}
 		if fi.Mode()&0o100 != 0 {
-			e.mode = modeExec // git keeps the owner's execute bit only
+			e.Mode = repo.ModeExec // git keeps the owner's execute bit only
 		}
-		data, err = safefile.ReadAll(file, fi, abs, maxObjectBytes)
+		data, err = safefile.ReadAll(file, fi, abs, repo.MaxObjectBytes)
 		file.Close()
 		if errors.Is(err, safefile.ErrTooLarge) {
 			return e, nil, errNotFast // no size limit set, and a file too large to hold: git reads it
@@ -311,23 +311,23 @@ func (s *Store) storeFile(f seenFile) (treeEntry, []byte, error) {
 	if err != nil {
 		return e, nil, err
 	}
-	e.id = id
+	e.ID = id
 	return e, data, nil
 }
 
 // applyEdits writes the trees of tree id with the files of edits (paths
 // relative to it; nil deletes) set; empty says nothing is left.
-func (s *Store) applyEdits(ctx context.Context, id oid, edits map[string]*treeEntry) (oid, bool, error) {
+func (s *Store) applyEdits(ctx context.Context, id repo.OID, edits map[string]*repo.TreeEntry) (repo.OID, bool, error) {
 	entries, err := s.readTree(ctx, id)
 	if err != nil {
-		return oid{}, false, err
+		return repo.OID{}, false, err
 	}
-	byName := make(map[string]treeEntry, len(entries))
+	byName := make(map[string]repo.TreeEntry, len(entries))
 	for _, e := range entries {
-		byName[e.name] = e
+		byName[e.Name] = e
 	}
-	leaf := map[string]*treeEntry{}
-	sub := map[string]map[string]*treeEntry{}
+	leaf := map[string]*repo.TreeEntry{}
+	sub := map[string]map[string]*repo.TreeEntry{}
 	for p, e := range edits {
 		name, rest, deeper := strings.Cut(p, "/")
 		if !deeper {
@@ -335,7 +335,7 @@ func (s *Store) applyEdits(ctx context.Context, id oid, edits map[string]*treeEn
 			continue
 		}
 		if sub[name] == nil {
-			sub[name] = map[string]*treeEntry{}
+			sub[name] = map[string]*repo.TreeEntry{}
 		}
 		sub[name][rest] = e
 	}
@@ -350,33 +350,33 @@ func (s *Store) applyEdits(ctx context.Context, id oid, edits map[string]*treeEn
 		}
 	}
 	for name, below := range sub {
-		var inner oid
-		if e, ok := byName[name]; ok && e.isTree() {
-			inner = e.id
+		var inner repo.OID
+		if e, ok := byName[name]; ok && e.IsTree() {
+			inner = e.ID
 		}
 		id, empty, err := s.applyEdits(ctx, inner, below)
 		if err != nil {
-			return oid{}, false, err
+			return repo.OID{}, false, err
 		}
 		switch e := leaf[name]; {
 		case e != nil && !empty:
-			return oid{}, false, fmt.Errorf("snapshot store: %s is both a file and a directory in one Take", name)
+			return repo.OID{}, false, fmt.Errorf("snapshot store: %s is both a file and a directory in one Take", name)
 		case e != nil:
 			byName[name] = *e
 		case empty:
 			delete(byName, name)
 		default:
-			byName[name] = treeEntry{name: name, mode: modeTree, id: id}
+			byName[name] = repo.TreeEntry{Name: name, Mode: repo.ModeTree, ID: id}
 		}
 	}
 	if len(byName) == 0 {
-		return oid{}, true, nil
+		return repo.OID{}, true, nil
 	}
 	out := slices.Collect(maps.Values(byName))
-	data := encodeTree(out)
+	data := repo.EncodeTree(out)
 	newID, err := s.writeObject("tree", data)
 	if err != nil {
-		return oid{}, false, err
+		return repo.OID{}, false, err
 	}
 	if s.pack != nil {
 		s.pack.trees[newID] = out

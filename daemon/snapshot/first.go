@@ -54,7 +54,7 @@ func notFirst(why, p string) error { return fmt.Errorf("%w: %s: %q", errNotFirst
 // be written in process: no snapshot and an empty private index, nothing
 // forced in, a system that gives the index its stat data.
 func (s *Store) canStageFirst(force []string, indexEntries int) bool {
-	return indexStatKnown && !s.firstByGit && s.newest.n == 0 && indexEntries == 0 && len(force) == 0
+	return repo.IndexStatKnown && !s.firstByGit && s.newest.n == 0 && indexEntries == 0 && len(force) == 0
 }
 
 // stagedFirst is what stageFirst wrote.
@@ -75,16 +75,16 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 	defer root.Close()
 	list := s.listUntracked(ctx)
 	defer list.close()
-	pack, err := newPackWriter(s.opt.Dir, firstChunk, 256<<10, packCompressors{})
+	pack, err := repo.NewPackWriter(s.opt.Dir, firstChunk, 256<<10, repo.Compressors{})
 	if err != nil {
 		return res, err
 	}
-	defer func() { pack.abort() }() // the pack of the moment
-	index, err := newIndexWriter(s.git.Index())
+	defer func() { pack.Abort() }() // the pack of the moment
+	index, err := repo.NewIndexWriter(s.git.Index())
 	if err != nil {
 		return res, err
 	}
-	defer index.abort()
+	defer index.Abort()
 	// Readers read, hash and compress a chunk of files at once (reads
 	// overlap, compression uses every core); the writer then takes them
 	// in order.
@@ -122,14 +122,14 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 			}
 			if errors.Is(r.err, errReadByWriter) {
 				// Too large to read ahead: read it now, alone.
-				if r.e, r.st, r.err = s.readForFirst(roots, p, &buf, maxObjectBytes); r.err == nil {
-					r.e.id, r.err = pack.add("blob", buf)
+				if r.e, r.st, r.err = s.readForFirst(roots, p, &buf, repo.MaxObjectBytes); r.err == nil {
+					r.e.ID, r.err = pack.Add("blob", buf)
 				}
 			} else if r.err == nil {
-				r.err = pack.addCompressed(r.e.id, "blob", r.size, r.z)
+				r.err = pack.AddCompressed(r.e.ID, "blob", r.size, r.z)
 			}
 			switch err := r.err; {
-			case errors.Is(err, errNotFirst), errors.Is(err, errPackWrite):
+			case errors.Is(err, errNotFirst), errors.Is(err, repo.ErrPackWrite):
 				return res, err
 			case errors.Is(err, fs.ErrNotExist):
 				continue // gone since git listed it
@@ -137,19 +137,19 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 				res.unreadable = append(res.unreadable, Skipped{Path: p, Reason: ReasonUnreadable})
 				continue
 			}
-			if err := index.add(p, r.e.mode, r.e.id, r.st); err != nil {
+			if err := index.Add(p, r.e.Mode, r.e.ID, r.st); err != nil {
 				return res, err
 			}
 			trees.add(r.e)
 			res.files++
 		}
-		if len(pack.objs) >= s.firstPackObjects {
+		if pack.Len() >= s.firstPackObjects {
 			// A pack's ids and offsets are held until it is written:
 			// the next objects go to a new pack.
-			if err := pack.finish(); err != nil {
+			if err := pack.Finish(); err != nil {
 				return res, err
 			}
-			if pack, err = newPackWriter(s.opt.Dir, firstChunk, 256<<10, packCompressors{}); err != nil {
+			if pack, err = repo.NewPackWriter(s.opt.Dir, firstChunk, 256<<10, repo.Compressors{}); err != nil {
 				return res, err
 			}
 		}
@@ -160,11 +160,11 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 		return res, err
 	}
 	s.reach(pointFirstObjects)
-	if err := pack.finish(); err != nil {
+	if err := pack.Finish(); err != nil {
 		return res, err
 	}
 	s.reach(pointFirstPacked)
-	if err := index.finish(); err != nil {
+	if err := index.Finish(); err != nil {
 		return res, err
 	}
 	res.tree = tree.String()
@@ -231,12 +231,12 @@ type treeStack []treeFrame
 // the top) and its entries so far.
 type treeFrame struct {
 	dir     string
-	entries []treeEntry
+	entries []repo.TreeEntry
 }
 
 // enter makes dir (with a trailing "/") the open directory: those left
 // are written, those entered are checked to be directories still.
-func (t *treeStack) enter(dir string, root *os.Root, pack *packWriter) error {
+func (t *treeStack) enter(dir string, root *os.Root, pack *repo.PackWriter) error {
 	if err := t.closeTo(dir, pack); err != nil {
 		return err
 	}
@@ -251,38 +251,38 @@ func (t *treeStack) enter(dir string, root *os.Root, pack *packWriter) error {
 }
 
 // add adds a file's entry to the open directory.
-func (t treeStack) add(e treeEntry) {
+func (t treeStack) add(e repo.TreeEntry) {
 	top := &t[len(t)-1]
 	top.entries = append(top.entries, e)
 }
 
 // closeTo writes the open directories that do not hold dir, deepest
 // first, each into its parent.
-func (t *treeStack) closeTo(dir string, pack *packWriter) error {
+func (t *treeStack) closeTo(dir string, pack *repo.PackWriter) error {
 	for len(*t) > 1 && !strings.HasPrefix(dir, (*t)[len(*t)-1].dir) {
 		top := (*t)[len(*t)-1]
 		*t = (*t)[:len(*t)-1]
 		if len(top.entries) == 0 {
 			continue // nothing in it could be read: git has no directory either
 		}
-		id, err := pack.add("tree", encodeTree(top.entries))
+		id, err := pack.Add("tree", repo.EncodeTree(top.entries))
 		if err != nil {
 			return err
 		}
 		name := top.dir[:len(top.dir)-1]
 		name = name[strings.LastIndexByte(name, '/')+1:]
-		t.add(treeEntry{name: name, mode: modeTree, id: id})
+		t.add(repo.TreeEntry{Name: name, Mode: repo.ModeTree, ID: id})
 	}
 	return nil
 }
 
 // finish writes every open directory and returns the top tree's id
 // (the empty tree too: git writes it).
-func (t *treeStack) finish(pack *packWriter) (oid, error) {
+func (t *treeStack) finish(pack *repo.PackWriter) (repo.OID, error) {
 	if err := t.closeTo("", pack); err != nil {
-		return oid{}, err
+		return repo.OID{}, err
 	}
-	return pack.add("tree", encodeTree((*t)[0].entries))
+	return pack.Add("tree", repo.EncodeTree((*t)[0].entries))
 }
 
 // skipByName reports whether git would leave path out for its name: a
@@ -321,8 +321,8 @@ var errReadByWriter = errors.New("read by the writer")
 // firstRead is one file of a first snapshot as a reader left it.
 type firstRead struct {
 	skip bool // left out for its name
-	e    treeEntry
-	st   indexStat
+	e    repo.TreeEntry
+	st   repo.IndexStat
 	size int    // the blob's size
 	z    []byte // the blob, zlib-compressed
 	err  error
@@ -363,7 +363,7 @@ func (r *firstReader) read(s *Store, roots *dirRoots, p string) firstRead {
 	if res.e, res.st, res.err = s.readForFirst(roots, p, &r.buf, firstAheadBytes); res.err != nil {
 		return res
 	}
-	res.e.id, res.size = hashObject("blob", r.buf), len(r.buf)
+	res.e.ID, res.size = repo.HashObject("blob", r.buf), len(r.buf)
 	r.z.Reset()
 	if r.zw == nil {
 		r.zw, _ = zlib.NewWriterLevel(&r.z, zlib.BestSpeed)
@@ -415,51 +415,51 @@ func (d *dirRoots) closeAll() {
 // readForFirst reads file p of the workdir into *buf for a first
 // snapshot and returns its tree entry (without the id) and its stat data
 // as it was opened. A link is read as its target. A file over limit is
-// not read: errReadByWriter below maxObjectBytes, errNotFirst above.
-func (s *Store) readForFirst(roots *dirRoots, p string, buf *[]byte, limit int64) (treeEntry, indexStat, error) {
-	e := treeEntry{name: p[strings.LastIndexByte(p, '/')+1:], mode: modeFile}
+// not read: errReadByWriter below repo.MaxObjectBytes, errNotFirst above.
+func (s *Store) readForFirst(roots *dirRoots, p string, buf *[]byte, limit int64) (repo.TreeEntry, repo.IndexStat, error) {
+	e := repo.TreeEntry{Name: p[strings.LastIndexByte(p, '/')+1:], Mode: repo.ModeFile}
 	root, err := roots.of(p)
 	if err != nil {
-		return e, indexStat{}, err
+		return e, repo.IndexStat{}, err
 	}
-	fi, err := root.Lstat(e.name)
+	fi, err := root.Lstat(e.Name)
 	if err != nil {
-		return e, indexStat{}, err
+		return e, repo.IndexStat{}, err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		target, err := root.Readlink(e.name)
+		target, err := root.Readlink(e.Name)
 		if err != nil {
-			return e, indexStat{}, err
+			return e, repo.IndexStat{}, err
 		}
-		st, _ := statOf(fi)
-		e.mode, *buf = modeLink, append((*buf)[:0], target...)
+		st, _ := repo.StatOf(fi)
+		e.Mode, *buf = repo.ModeLink, append((*buf)[:0], target...)
 		return e, st, nil
 	}
 	if !fi.Mode().IsRegular() {
-		return e, indexStat{}, notFirst("no longer a file or a link", p)
+		return e, repo.IndexStat{}, notFirst("no longer a file or a link", p)
 	}
-	f, fi, err := safefile.OpenIn(root, e.name)
+	f, fi, err := safefile.OpenIn(root, e.Name)
 	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrOutside) {
-		return e, indexStat{}, notFirst("changed kind while read", p)
+		return e, repo.IndexStat{}, notFirst("changed kind while read", p)
 	}
 	if err != nil {
-		return e, indexStat{}, err
+		return e, repo.IndexStat{}, err
 	}
 	defer f.Close()
 	if fi.Mode()&0o100 != 0 {
-		e.mode = modeExec // git keeps the owner's execute bit only
+		e.Mode = repo.ModeExec // git keeps the owner's execute bit only
 	}
-	st, _ := statOf(fi)
+	st, _ := repo.StatOf(fi)
 	// What the file holds now, however it changed since the stat (the
 	// stat data then no longer matches: git reads it again).
 	*buf, err = safefile.ReadAllInto(*buf, f, fi, p, limit)
 	switch {
-	case errors.Is(err, safefile.ErrTooLarge) && limit < maxObjectBytes:
-		return e, indexStat{}, errReadByWriter
+	case errors.Is(err, safefile.ErrTooLarge) && limit < repo.MaxObjectBytes:
+		return e, repo.IndexStat{}, errReadByWriter
 	case errors.Is(err, safefile.ErrTooLarge):
-		return e, indexStat{}, notFirst("larger than read in process (no size limit set)", p)
+		return e, repo.IndexStat{}, notFirst("larger than read in process (no size limit set)", p)
 	case err != nil:
-		return e, indexStat{}, err
+		return e, repo.IndexStat{}, err
 	}
 	return e, st, nil
 }

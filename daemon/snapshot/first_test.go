@@ -166,7 +166,7 @@ func TestFirstFallsBackToGitAdd(t *testing.T) {
 	if err := os.WriteFile(big, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(big, maxObjectBytes+1); err != nil { // sparse: no disk written
+	if err := os.Truncate(big, repo.MaxObjectBytes+1); err != nil { // sparse: no disk written
 		t.Fatal(err)
 	}
 	var log logSink
@@ -179,7 +179,7 @@ func TestFirstFallsBackToGitAdd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf(" %d\tsub/big.bin\n", maxObjectBytes+1); strings.Count(string(out), "\n") != 3 || !strings.Contains(string(out), want) {
+	if want := fmt.Sprintf(" %d\tsub/big.bin\n", repo.MaxObjectBytes+1); strings.Count(string(out), "\n") != 3 || !strings.Contains(string(out), want) {
 		t.Fatalf("the snapshot holds\n%s", out)
 	}
 	left, _ := filepath.Glob(filepath.Join(s.opt.Dir, "objects", "pack", "tmp_*"))

@@ -403,7 +403,7 @@ func (s *Store) drop(ctx context.Context, snaps []Snapshot) error {
 	}
 	var b strings.Builder
 	for _, snap := range snaps {
-		fmt.Fprintf(&b, "delete %s %s\n", refName(snap.n), snap.ID)
+		fmt.Fprintf(&b, "delete %s %s\n", repo.RefName(snap.n), snap.ID)
 	}
 	_, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "--stdin"}, Stdin: strings.NewReader(b.String())})
 	s.forgetList()

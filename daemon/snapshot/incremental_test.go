@@ -391,7 +391,7 @@ func TestIncrementalAfterPacking(t *testing.T) {
 			t.Fatal(err)
 		}
 		if newest, ok := inc.Newest(); ok {
-			if _, err := os.Stat(inc.objectPath(oidOf(newest.tree))); err == nil {
+			if _, err := os.Stat(inc.repo.ObjectPath(oidOf(newest.tree))); err == nil {
 				t.Fatalf("round %d: the newest tree is loose after GC: the test reads nothing from a pack", round)
 			}
 		}
@@ -411,7 +411,7 @@ func TestIncrementalAfterPacking(t *testing.T) {
 	}
 	inc.mu.Lock()
 	defer inc.mu.Unlock()
-	if inc.pipes.packedReads == 0 {
+	if inc.pipes.PackedReads() == 0 {
 		t.Fatal("no object was read from a pack")
 	}
 }

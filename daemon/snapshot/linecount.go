@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // Line counts in process, for a Take from what changed: the lines added
@@ -23,13 +25,13 @@ var errTooManyEdits = errors.New("too many edits to count in process")
 // side from content (what the Take read), the old side read from the
 // store. A nil result with no error means git counts them (Show).
 func (s *Store) countChanged(ctx context.Context, changes []change, content map[string][]byte) ([]FileChange, error) {
-	var olds []oid // the old sides, read together
+	var olds []repo.OID // the old sides, read together
 	for _, c := range changes {
 		if c.status != 'A' {
 			olds = append(olds, oidOf(c.oldID))
 		}
 	}
-	read, err := s.readObjects(ctx, olds)
+	read, err := s.pipes.ReadObjects(ctx, olds)
 	if err != nil {
 		return nil, err
 	}

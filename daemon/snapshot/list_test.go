@@ -6,13 +6,15 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // fromRefs is the list as git gives it now, newest first, read without
 // the store's cache.
 func fromRefs(t *testing.T, s *Store) []Snapshot {
 	t.Helper()
-	all, err := s.refsUnder(context.Background(), refPrefix, false)
+	all, err := s.refsUnder(context.Background(), repo.RefPrefix, false)
 	if err != nil {
 		t.Fatal(err)
 	}

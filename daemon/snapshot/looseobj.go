@@ -1,23 +1,6 @@
 package snapshot
 
-import (
-	"bufio"
-	"bytes"
-	"compress/zlib"
-	"crypto/sha1"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-
-	"github.com/continuityd/continuityd/internal/gitpipe"
-)
+import "github.com/continuityd/continuityd/daemon/snapshot/repo"
 
 // Objects written and read in process, for a Take from what changed.
 //
@@ -62,31 +45,31 @@ const (
 // the store. indexBehind is the store's before the Take, put back if its
 // pack is dropped: the index must never be synced to a tree not stored.
 type takePack struct {
-	w           *packWriter
-	trees       map[oid][]treeEntry
+	w           *repo.PackWriter
+	trees       map[repo.OID][]repo.TreeEntry
 	indexBehind string
 }
 
 // beginTakePack starts collecting a Take's objects (writeObject).
 func (s *Store) beginTakePack() {
 	s.dropTakePack()
-	s.pack = &takePack{trees: map[oid][]treeEntry{}, indexBehind: s.indexBehind}
+	s.pack = &takePack{trees: map[repo.OID][]repo.TreeEntry{}, indexBehind: s.indexBehind}
 }
 
 // writeObject stores a new object of a Take: into the Take's pack when
 // one is being collected, else loose.
-func (s *Store) writeObject(typ string, data []byte) (oid, error) {
+func (s *Store) writeObject(typ string, data []byte) (repo.OID, error) {
 	if s.pack == nil {
-		return s.writeLoose(typ, data)
+		return s.repo.WriteLoose(typ, data, &s.zw)
 	}
 	if s.pack.w == nil {
-		w, err := newPackWriter(s.opt.Dir, 32, 32<<10, s.zw)
+		w, err := repo.NewPackWriter(s.opt.Dir, 32, 32<<10, s.zw)
 		if err != nil {
-			return oid{}, err
+			return repo.OID{}, err
 		}
-		s.pack.w, s.zw = w, w.compressors()
+		s.pack.w, s.zw = w, w.Compressors()
 	}
-	return s.pack.w.add(typ, data)
+	return s.pack.w.Add(typ, data)
 }
 
 // finishTakePack puts the Take's pack in place (when it wrote any
@@ -97,8 +80,8 @@ func (s *Store) finishTakePack() error {
 	if p == nil || p.w == nil {
 		return nil
 	}
-	if err := p.w.finish(); err != nil {
-		p.w.abort()
+	if err := p.w.Finish(); err != nil {
+		p.w.Abort()
 		s.indexBehind = p.indexBehind
 		return err
 	}
@@ -114,7 +97,7 @@ func (s *Store) dropTakePack() {
 		return
 	}
 	if p.w != nil {
-		p.w.abort()
+		p.w.Abort()
 	}
 	s.indexBehind = p.indexBehind
 }
@@ -126,226 +109,17 @@ func (s *Store) reach(p string) {
 	}
 }
 
-// oid is a git object id (SHA-1).
-type oid [20]byte
-
-func (o oid) String() string { return hex.EncodeToString(o[:]) }
-
-func parseOID(s string) (oid, bool) {
-	var o oid
-	if len(s) != 40 {
-		return o, false
-	}
-	if _, err := hex.Decode(o[:], []byte(s)); err != nil {
-		return o, false
-	}
-	return o, true
+// stopIdlePipes runs from the idle timer of the long-lived git processes.
+func (s *Store) stopIdlePipes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopPipes()
 }
 
-// hashObject is the id git gives an object of type typ holding data.
-func hashObject(typ string, data []byte) oid {
-	h := sha1.New()
-	h.Write(objectHeader(typ, len(data)))
-	h.Write(data)
-	var o oid
-	h.Sum(o[:0])
-	return o
-}
-
-// objectHeader is what precedes an object's content in its hash and its
-// loose file: "<type> <size>\0".
-func objectHeader(typ string, n int) []byte {
-	return append(strconv.AppendInt([]byte(typ+" "), int64(n), 10), 0)
-}
-
-// objectPath is where git keeps object o loose.
-func (s *Store) objectPath(o oid) string {
-	h := o.String()
-	return filepath.Join(s.opt.Dir, "objects", h[:2], h[2:])
-}
-
-// writeLoose stores data as a loose object of type typ and returns its
-// id. An object that exists already is written again: the rename gives it
-// a fresh time, so a collector pruning unreachable objects at that moment
-// keeps it (git freshens an object it finds the same way). Loose objects
-// are not fsynced, as git does not by default (see Crashes in doc.go).
-func (s *Store) writeLoose(typ string, data []byte) (oid, error) {
-	o := hashObject(typ, data)
-	final := s.objectPath(o)
-	dir := filepath.Dir(final)
-	f, err := os.CreateTemp(dir, "tmp_obj_")
-	// The collector's prune removes an object directory it emptied: make
-	// it again (a prune walking the directories may take it more than
-	// once).
-	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 5; try++ {
-		if err = os.MkdirAll(dir, 0o755); err == nil {
-			f, err = os.CreateTemp(dir, "tmp_obj_")
-		}
-	}
-	if err != nil {
-		return o, fmt.Errorf("snapshot store: writing an object: %w", err)
-	}
-	zw := s.zw.deflate
-	if zw == nil {
-		zw, _ = zlib.NewWriterLevel(f, zlib.BestSpeed) // git's core.looseCompression
-		s.zw.deflate = zw
-	} else {
-		zw.Reset(f)
-	}
-	zw.Write(objectHeader(typ, len(data)))
-	zw.Write(data)
-	err = zw.Close()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o444)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), final)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return o, fmt.Errorf("snapshot store: writing object %s: %w", o, err)
-	}
-	return o, nil
-}
-
-// readLoose reads object o when it is loose; ok is false when it is not
-// (packed by the collector, or missing). What it reads is checked against
-// its name before it is believed.
-func (s *Store) readLoose(o oid) (typ string, data []byte, ok bool, err error) {
-	f, err := os.Open(s.objectPath(o))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil, false, nil
-	}
-	if err != nil {
-		return "", nil, false, fmt.Errorf("snapshot store: reading object %s: %w", o, err)
-	}
-	defer f.Close()
-	zr, err := zlib.NewReader(bufio.NewReader(f))
-	if err != nil {
-		return "", nil, false, fmt.Errorf("snapshot store: object %s is damaged: %w", o, err)
-	}
-	raw, err := io.ReadAll(io.LimitReader(zr, maxObjectBytes+64))
-	if err != nil {
-		return "", nil, false, fmt.Errorf("snapshot store: object %s is damaged: %w", o, err)
-	}
-	head, body, found := bytes.Cut(raw, []byte{0})
-	t, n, _ := strings.Cut(string(head), " ")
-	size, perr := strconv.Atoi(n)
-	if !found || perr != nil || size != len(body) || hashObject(t, body) != o {
-		return "", nil, false, fmt.Errorf("snapshot store: object %s is damaged (its content does not match its name)", o)
-	}
-	return t, body, true, nil
-}
-
-// maxObjectBytes bounds an object read in process: a blob is at most the
-// snapshot size limit (8 MiB by default); a larger one is read by git.
-const maxObjectBytes = 64 << 20
-
-// treeEntry is one entry of a git tree object.
-type treeEntry struct {
-	name string
-	mode uint32 // 0o40000 tree, 0o100644, 0o100755, 0o120000 link, 0o160000 gitlink
-	id   oid
-}
-
-const (
-	modeTree    = 0o40000
-	modeFile    = 0o100644
-	modeExec    = 0o100755
-	modeLink    = 0o120000
-	modeGitlink = 0o160000
-)
-
-func (e treeEntry) isTree() bool { return e.mode == modeTree }
-
-// parseTree reads a tree object: "<octal mode> <name>\0<20-byte id>"...
-func parseTree(data []byte) ([]treeEntry, error) {
-	var out []treeEntry
-	err := gitpipe.EachTreeEntry(data, len(oid{}), func(mode uint32, name, id []byte) {
-		e := treeEntry{name: string(name), mode: mode}
-		copy(e.id[:], id)
-		out = append(out, e)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// encodeTree writes entries as a tree object, in git's order: by name,
-// a tree's name compared as if it ended in "/".
-func encodeTree(entries []treeEntry) []byte {
-	slices.SortFunc(entries, compareTreeEntries)
-	var b bytes.Buffer
-	for _, e := range entries {
-		b.WriteString(strconv.FormatUint(uint64(e.mode), 8))
-		b.WriteByte(' ')
-		b.WriteString(e.name)
-		b.WriteByte(0)
-		b.Write(e.id[:])
-	}
-	return b.Bytes()
-}
-
-func compareTreeEntries(a, b treeEntry) int {
-	an, bn := a.name, b.name
-	if a.isTree() {
-		an += "/"
-	}
-	if b.isTree() {
-		bn += "/"
-	}
-	return strings.Compare(an, bn)
-}
-
-// commitObject is the commit `git commit-tree` makes of tree with msg
-// (read from stdin, kept as it is) at unix time t, by the store's
-// identity (isolatedEnv), with no parent.
-func commitObject(tree string, t int64, msg string) []byte {
-	ident := fmt.Sprintf("continuityd <continuityd@localhost> %d +0000", t)
-	return []byte("tree " + tree + "\nauthor " + ident + "\ncommitter " + ident + "\n\n" + msg)
-}
-
-// createRef makes ref name point at id as `git update-ref name id ""`
-// does: refused when the ref exists (loose or packed); a lock file made
-// exclusively, fsynced and renamed into place, the directory fsynced.
-func (s *Store) createRef(name string, id oid) error {
-	p := filepath.Join(s.opt.Dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("snapshot store: %w", err)
-	}
-	if _, err := os.Lstat(p); err == nil {
-		return fmt.Errorf("snapshot store: %s exists already", name)
-	}
-	if packed, err := os.ReadFile(filepath.Join(s.opt.Dir, "packed-refs")); err == nil && bytes.Contains(packed, []byte(" "+name+"\n")) {
-		return fmt.Errorf("snapshot store: %s exists already (packed)", name)
-	}
-	lock := p + ".lock"
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("snapshot store: locking %s: %w", name, err)
-	}
-	_, err = f.WriteString(id.String() + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	s.reach(pointRefLocked)
-	if err == nil {
-		err = os.Rename(lock, p)
-	}
-	if err != nil {
-		os.Remove(lock)
-		return fmt.Errorf("snapshot store: writing %s: %w", name, err)
-	}
-	if d, err := os.Open(filepath.Dir(p)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+// stopPipes stops the long-lived git processes, and lets go of what Takes
+// from what changed keep between them (parsed trees, the compressor): an
+// idle daemon holds none of it. The caller holds s.mu.
+func (s *Store) stopPipes() {
+	s.trees, s.zw = treeCache{}, repo.Compressors{}
+	s.pipes.Stop()
 }

@@ -367,7 +367,7 @@ func (s *Store) checkPaths(paths []string) ([]string, error) {
 		}
 		abs := filepath.Join(s.work, filepath.FromSlash(c))
 		for _, ex := range s.excludeAbs {
-			if _, in := inside(ex, abs); in {
+			if _, in := repo.Inside(ex, abs); in {
 				return nil, refuse("a path in the daemon's own directory")
 			}
 		}

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
-	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/gittool"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
@@ -29,11 +27,6 @@ const (
 	DefaultMaxFileBytes = 8 << 20   // a larger file is skipped and listed
 	DefaultKeepCount    = 200       // snapshots kept per agent
 	DefaultKeepBytes    = 512 << 20 // store size kept per agent, after GC
-)
-
-// Files of the store besides git's own.
-const (
-	refPrefix = "refs/snapshots/"
 )
 
 // Options configure a Store.
@@ -118,7 +111,8 @@ type Timings struct {
 // time; List, Show and Diff run concurrently with them and each other.
 type Store struct {
 	opt    Options
-	git    *repo.Git
+	repo   *repo.Repo
+	git    *repo.Git // repo's
 	log    *slog.Logger
 	now    func() time.Time
 	work   string // Workdir, absolute and clean
@@ -126,9 +120,8 @@ type Store struct {
 	// workID is the directory Open found at Workdir (workdir.go).
 	workID fs.FileInfo
 
-	baseExclude []byte   // info/exclude as written by Open
-	ignoreDirs  []string // sorted, for the size walk
-	excludeAbs  []string // absolute paths the size walk leaves out
+	ignoreDirs []string // sorted, for the size walk
+	excludeAbs []string // absolute paths the size walk leaves out
 
 	closed atomic.Bool
 	// conversation says where the conversation stands (SetConversation).
@@ -178,8 +171,8 @@ type Store struct {
 	indexBehind string
 	trees       treeCache                  // parsed trees on the changed paths (fast.go)
 	pack        *takePack                  // the objects of the Take from what changed under way
-	zw          packCompressors            // reused for the objects a Take writes (loose or in its pack)
-	pipes       pipes                      // long-lived git processes (gitpipe.go)
+	zw          repo.Compressors           // reused for the objects a Take writes (loose or in its pack)
+	pipes       *repo.Pipes                // long-lived git processes
 	listed      atomic.Pointer[listedRefs] // the snapshots as last read from the refs (list)
 	lastChanges atomic.Pointer[changeSet]  // the newest Take's changes against its parent, when it listed them
 
@@ -247,7 +240,6 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	s := &Store{
 		opt:              opt,
-		git:              repo.NewGit(tool, opt.Dir, opt.Workdir),
 		log:              opt.Logger,
 		now:              opt.Now,
 		work:             opt.Workdir,
@@ -268,9 +260,13 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	s.ignoreDirs = slices.Clone(opt.IgnoreDirs)
 	slices.Sort(s.ignoreDirs)
-	if err := s.init(ctx); err != nil {
+	exclude, excludeAbs := repo.BaseExclude(s.work, opt.Dir, opt.Ignore, s.ignoreDirs, opt.Exclude)
+	s.excludeAbs = excludeAbs
+	if s.repo, err = repo.Open(ctx, opt.Dir, opt.Workdir, tool, s.log, exclude); err != nil {
 		return nil, err
 	}
+	s.git = s.repo.Git()
+	s.pipes = repo.NewPipes(s.repo, s.stopIdlePipes)
 	all, err := s.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store %s: %w", opt.Dir, err)
@@ -289,150 +285,6 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	s.finishInterrupted(ctx)
 	s.gcKick(-1) // the bounds may have changed while the daemon was away
 	return s, nil
-}
-
-// init makes the bare repository when missing, clears what a killed git
-// left behind, and writes the store's own ignore and attribute files.
-func (s *Store) init(ctx context.Context) error {
-	dir := s.opt.Dir
-	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, fs.ErrNotExist) {
-		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-			return fmt.Errorf("snapshot store: %s exists, is not empty and is not a snapshot store; move it away", dir)
-		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("snapshot store: %w", err)
-		}
-		// --template= copies no sample hooks; init reads no template
-		// directory from any configuration (none is read at all).
-		if _, err := s.git.Run(ctx, repo.Call{Args: []string{"init", "-q", "--bare", "--template=", dir}, NoRepo: true}); err != nil {
-			return fmt.Errorf("snapshot store: making %s: %w", dir, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("snapshot store: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return fmt.Errorf("snapshot store: %w", err)
-	}
-	s.clearStaleLocks()
-	if err := os.MkdirAll(filepath.Join(dir, "info"), 0o700); err != nil {
-		return fmt.Errorf("snapshot store: %w", err)
-	}
-	// info/attributes outranks every .gitattributes of the work tree: no
-	// filter, end-of-line or encoding conversion, so a snapshot holds the
-	// bytes as they are and a restore writes them back as they were.
-	attrs := []byte("* -text -ident -filter -working-tree-encoding\n")
-	if err := writeIfChanged(filepath.Join(dir, "info", "attributes"), attrs); err != nil {
-		return fmt.Errorf("snapshot store: %w", err)
-	}
-	s.baseExclude = s.buildBaseExclude()
-	if err := writeIfChanged(filepath.Join(dir, "info", "exclude"), s.baseExclude); err != nil {
-		return fmt.Errorf("snapshot store: %w", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, repo.OversizedFile)); errors.Is(err, fs.ErrNotExist) {
-		if err := atomicfile.WriteFile(filepath.Join(dir, repo.OversizedFile), nil, 0o600); err != nil {
-			return fmt.Errorf("snapshot store: %w", err)
-		}
-	}
-	return nil
-}
-
-// buildBaseExclude is the store's info/exclude: [watch] ignore, the
-// ignored directory names, and the store and state directory when they
-// lie in the workdir. It is git's ignore file of the store, so the user's
-// own .git/info/exclude is never read.
-func (s *Store) buildBaseExclude() []byte {
-	var b bytes.Buffer
-	b.WriteString("# written by continuityd at every start; edits are lost\n")
-	for _, p := range s.opt.Ignore {
-		b.WriteString(p + "\n")
-	}
-	for _, d := range s.ignoreDirs {
-		b.WriteString(escapeGlob(d) + "/\n")
-	}
-	s.excludeAbs = nil
-	for _, p := range append([]string{s.opt.Dir}, s.opt.Exclude...) {
-		if !filepath.IsAbs(p) {
-			continue
-		}
-		p = filepath.Clean(p)
-		if rel, ok := inside(s.work, p); ok {
-			if rel == "." {
-				continue // the whole workdir: nonsense, ignore
-			}
-			s.excludeAbs = append(s.excludeAbs, p)
-			b.WriteString("/" + escapeGlob(filepath.ToSlash(rel)) + "\n")
-		}
-	}
-	return b.Bytes()
-}
-
-// inside reports whether p is dir or lies in it, and p relative to dir.
-func inside(dir, p string) (string, bool) {
-	rel, err := filepath.Rel(dir, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return rel, true
-}
-
-// escapeGlob makes a path a literal gitignore pattern. A line break cannot
-// be written in a gitignore file; it becomes "?", which may also match a
-// sibling differing in that one character only.
-func escapeGlob(p string) string {
-	var b strings.Builder
-	for i, r := range p {
-		switch r {
-		case '\\', '*', '?', '[', ']':
-			b.WriteByte('\\')
-		case '!', '#':
-			if i == 0 {
-				b.WriteByte('\\')
-			}
-		case '\n', '\r':
-			b.WriteByte('?')
-			continue
-		}
-		b.WriteRune(r)
-	}
-	s := b.String()
-	if strings.HasSuffix(s, " ") { // trailing spaces are dropped unless escaped
-		trimmed := strings.TrimRight(s, " ")
-		s = trimmed + strings.Repeat("\\ ", len(s)-len(trimmed))
-	}
-	return s
-}
-
-// writeIfChanged replaces a store file atomically when its content differs.
-func writeIfChanged(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	return atomicfile.WriteFile(path, data, 0o600)
-}
-
-// clearStaleLocks removes the lock files a git killed mid-way leaves in
-// the store (index.lock, ref locks, …): the store is the daemon's alone
-// and no git of ours runs while the writer lock is held, so any lock is
-// stale. Readers take none (they only read refs and objects). It runs at
-// open (a daemon killed mid-way) and at a Take after a git run of ours
-// failed (one killed, or stopped by an error), not at every Take.
-func (s *Store) clearStaleLocks() {
-	dir := s.opt.Dir
-	var stale []string
-	for _, name := range []string{"index.lock", "restore.index", "restore.index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock"} {
-		stale = append(stale, filepath.Join(dir, name))
-	}
-	_ = filepath.WalkDir(filepath.Join(dir, "refs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".lock") {
-			stale = append(stale, p)
-		}
-		return nil
-	})
-	for _, p := range stale {
-		if err := os.Remove(p); err == nil {
-			s.log.Warn("snapshot store: removed a lock left by an interrupted git run", "file", p)
-		}
-	}
 }
 
 // Close stops the background GC and marks the store closed after the
@@ -613,7 +465,7 @@ func (s *Store) list(ctx context.Context) ([]Snapshot, error) {
 	if c := s.listed.Load(); stamped && c != nil && c.stamp == stamp {
 		return slices.Clone(c.snaps), nil
 	}
-	all, err := s.refsUnder(ctx, refPrefix, true)
+	all, err := s.refsUnder(ctx, repo.RefPrefix, true)
 	if err != nil {
 		return nil, err
 	}
@@ -651,7 +503,7 @@ type refsStamp struct {
 
 func (s *Store) refsStamp() (refsStamp, bool) {
 	var st refsStamp
-	dir, err := os.Stat(filepath.Join(s.opt.Dir, filepath.FromSlash(strings.TrimSuffix(refPrefix, "/"))))
+	dir, err := os.Stat(filepath.Join(s.opt.Dir, filepath.FromSlash(strings.TrimSuffix(repo.RefPrefix, "/"))))
 	if err != nil {
 		return st, false
 	}
@@ -726,8 +578,6 @@ func (s *Store) refsUnder(ctx context.Context, prefix string, warn bool) ([]Snap
 	}
 	return all, nil
 }
-
-func refName(n uint64) string { return fmt.Sprintf("%s%012d", refPrefix, n) }
 
 // ---- errors for the API ------------------------------------------------
 

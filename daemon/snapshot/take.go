@@ -3,10 +3,8 @@ package snapshot
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -149,7 +147,7 @@ const gitlinkMode = "160000"
 func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (staged, error) {
 	var st staged
 	if s.git.Failed() {
-		s.clearStaleLocks() // a git run failed since the last Take
+		s.repo.ClearStaleLocks() // a git run failed since the last Take
 	}
 
 	t := time.Now()
@@ -211,7 +209,7 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 	// A store whose index holds nothing yet (its first snapshot) tracks
 	// nothing the rules could cover: no ignore fix, and the tree's files
 	// are all added (no diff against the empty tree to count them).
-	before := s.indexEntries()
+	before := repo.IndexEntries(s.git.Index())
 	if before == 0 {
 		s.fixIgnored = false
 	}
@@ -261,7 +259,7 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 		switch {
 		case st.tree == parent:
 		case parent == repo.EmptyTree && before == 0:
-			st.counts.added = s.indexEntries()
+			st.counts.added = repo.IndexEntries(s.git.Index())
 		default:
 			if st.counts, err = s.diffCount(ctx, parent, st.tree); err != nil {
 				return st, err
@@ -312,7 +310,7 @@ func (s *Store) stageFromChanged(ctx context.Context, roots []string, found walk
 	if err := s.excludeOversized(ctx, found.over, true); err != nil {
 		return staged{}, err
 	}
-	odd, err := s.notIgnored(ctx, found.odd, s.ignoredOfPipeList)
+	odd, err := s.notIgnored(ctx, found.odd, s.pipes.IgnoredList)
 	if err != nil {
 		return staged{}, err
 	}
@@ -369,21 +367,6 @@ const addRetries = 2
 // costs more than the loose objects it saves.
 const maxStreamedFiles = 16 << 10
 
-// indexEntries is how many entries the private index holds (its header
-// says), 0 when there is none.
-func (s *Store) indexEntries() int {
-	f, err := os.Open(s.git.Index())
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	var head [12]byte
-	if _, err := io.ReadFull(f, head[:]); err != nil || string(head[:4]) != "DIRC" {
-		return 0
-	}
-	return int(binary.BigEndian.Uint32(head[8:]))
-}
-
 // addAll runs `git add -A` of the whole tree into the private index and
 // returns the files it could not read. With stream, the files git reads
 // go into one pack (see below) instead of a loose object each. --ignore-errors: a file that
@@ -410,7 +393,7 @@ func (s *Store) addAll(ctx context.Context, stream bool) ([]Skipped, error) {
 		var exit *exec.ExitError
 		if errors.As(err, &ge) && errors.As(ge.Err, &exit) && ctx.Err() == nil &&
 			(exit.ExitCode() < 0 || strings.Contains(ge.Stderr, "failed to read")) {
-			s.clearStaleLocks()
+			s.repo.ClearStaleLocks()
 			if attempt == addRetries {
 				return nil, fmt.Errorf("snapshot of %s: git add stopped %d times (a file changing while git reads it?): %w", s.work, attempt+1, err)
 			}
@@ -649,7 +632,7 @@ func (s *Store) excludeOversized(ctx context.Context, over map[string]int64, fas
 	if len(unknown) > 0 {
 		ignoredOf := s.ignoredOf
 		if fast {
-			ignoredOf = s.ignoredOfPipeList
+			ignoredOf = s.pipes.IgnoredList
 		}
 		ignored, err := ignoredOf(ctx, unknown)
 		if err != nil {
@@ -690,12 +673,12 @@ func (s *Store) excludeOversized(ctx context.Context, over map[string]int64, fas
 		b.WriteString("# files over the snapshot size limit, written by continuityd\n")
 		for _, p := range sortedKeys(over) {
 			if over[p] == repoSize {
-				b.WriteString("/" + escapeGlob(p) + "/\n")
+				b.WriteString("/" + repo.EscapeGlob(p) + "/\n")
 			} else {
-				b.WriteString("/" + escapeGlob(p) + "\n")
+				b.WriteString("/" + repo.EscapeGlob(p) + "\n")
 			}
 		}
-		if err := writeIfChanged(filepath.Join(s.opt.Dir, repo.OversizedFile), []byte(b.String())); err != nil {
+		if err := repo.WriteIfChanged(filepath.Join(s.opt.Dir, repo.OversizedFile), []byte(b.String())); err != nil {
 			return fmt.Errorf("snapshot store: %w", err)
 		}
 	}
@@ -795,7 +778,7 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	// without rewriting (and renaming) the ones it keeps. The commit is
 	// the one `git commit-tree` would write (TestCommitObjectIsGits).
 	message := s.message(snap, st.skipped, st.modes)
-	id, err := s.writeObject("commit", commitObject(st.tree, snap.Time.Unix(), message))
+	id, err := s.writeObject("commit", repo.CommitObject(st.tree, snap.Time.Unix(), message))
 	if err == nil {
 		err = s.finishTakePack()
 	}
@@ -807,7 +790,7 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	// The ref is made last, atomically (a lock file renamed into place),
 	// and never over one that exists.
 	before, stamped := s.refsStamp()
-	err = s.createRef(refName(snap.n), id)
+	err = s.repo.CreateRef(repo.RefName(snap.n), id, func() { s.reach(pointRefLocked) })
 	if err != nil {
 		s.forgetList()
 		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)

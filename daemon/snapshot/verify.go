@@ -178,7 +178,7 @@ func (s *Store) badPath(p string) string {
 	}
 	abs := filepath.Join(s.work, filepath.FromSlash(p))
 	for _, ex := range s.excludeAbs {
-		if _, in := inside(ex, abs); in {
+		if _, in := repo.Inside(ex, abs); in {
 			return "lies in the daemon's own directory"
 		}
 	}

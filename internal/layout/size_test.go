@@ -31,8 +31,8 @@ var methodBounded = []string{"daemon/snapshot"}
 // allowance with it), never grow, and leaves the list once it is within
 // the bound.
 var overToday = map[string]int{
-	"daemon/snapshot/take.go": 918,
-	"daemon/snapshot.Store":   144,
+	"daemon/snapshot/take.go": 901,
+	"daemon/snapshot.Store":   130,
 }
 
 // productionFiles lists the module's production Go files (tests and

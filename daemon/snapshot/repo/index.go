@@ -1,4 +1,4 @@
-package snapshot
+package repo
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"os"
 )
 
-// The private index of a first snapshot, written in process (first.go).
+// The private index of a first snapshot, written in process.
 //
 // After a first snapshot, the next full add (`git add -A`) must find
 // every file's stat data in the index, or it reads and hashes every file
@@ -33,14 +33,14 @@ import (
 // which is renamed over the index once the count and the checksum are
 // written: memory stays flat however many files there are.
 
-// indexStat is the stat data of an index entry.
-type indexStat struct {
+// IndexStat is the stat data of an index entry.
+type IndexStat struct {
 	ctimeS, ctimeNS, mtimeS, mtimeNS uint32
 	dev, ino, uid, gid, size         uint32
 }
 
-// indexWriter writes a new index, entry by entry, in path order.
-type indexWriter struct {
+// IndexWriter writes a new index, entry by entry, in path order.
+type IndexWriter struct {
 	path string // the index; the entries go to path.lock
 	f    *os.File
 	w    *bufio.Writer
@@ -48,19 +48,19 @@ type indexWriter struct {
 	last string
 }
 
-// newIndexWriter starts the index at path.
-func newIndexWriter(path string) (*indexWriter, error) {
+// NewIndexWriter starts the index at path.
+func NewIndexWriter(path string) (*IndexWriter, error) {
 	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store: locking the index: %w", err)
 	}
-	w := &indexWriter{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10)}
+	w := &IndexWriter{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10)}
 	w.w.Write([]byte{'D', 'I', 'R', 'C', 0, 0, 0, 2, 0, 0, 0, 0}) // the count comes at the end
 	return w, nil
 }
 
-// add writes the entry of path (after every path added before it).
-func (w *indexWriter) add(path string, mode uint32, id oid, st indexStat) error {
+// Add writes the entry of path (after every path added before it).
+func (w *IndexWriter) Add(path string, mode uint32, id OID, st IndexStat) error {
 	if w.n > 0 && path <= w.last {
 		return fmt.Errorf("snapshot store: index entries out of order: %q after %q", path, w.last)
 	}
@@ -79,8 +79,8 @@ func (w *indexWriter) add(path string, mode uint32, id oid, st indexStat) error 
 	return err
 }
 
-// finish writes the count and the checksum and puts the index in place.
-func (w *indexWriter) finish() error {
+// Finish writes the count and the checksum and puts the index in place.
+func (w *IndexWriter) Finish() error {
 	err := w.w.Flush()
 	if err == nil {
 		var count [4]byte
@@ -111,11 +111,26 @@ func (w *indexWriter) finish() error {
 	return nil
 }
 
-// abort removes an unfinished index.
-func (w *indexWriter) abort() {
+// Abort removes an unfinished index.
+func (w *IndexWriter) Abort() {
 	if w.f != nil {
 		w.f.Close()
 		os.Remove(w.f.Name())
 		w.f = nil
 	}
+}
+
+// IndexEntries is how many entries the index at path holds (its header
+// says), 0 when there is none.
+func IndexEntries(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var head [12]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil || string(head[:4]) != "DIRC" {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(head[8:]))
 }

@@ -1,4 +1,4 @@
-package snapshot
+package repo
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/gitpipe"
 )
 
@@ -21,74 +20,78 @@ import (
 // more than the answer. Each is started at its first use, kept while
 // Takes use it, and stopped after pipeIdle without one, at a full Take
 // (check-ignore reads each directory's rules once; a full Take follows
-// any change of them) and at Close. Only a Take (holding s.mu) uses them.
+// any change of them) and at Close. Only a Take (holding the writer lock)
+// uses them.
 
 // pipeIdle is how long an unused git process is kept.
 const pipeIdle = 30 * time.Second
 
-// pipes are the store's long-lived git processes.
-type pipes struct {
+// Pipes are the store's long-lived git processes.
+type Pipes struct {
+	repo        *Repo
 	catFile     *gitpipe.Pipe
 	checkIgnore *gitpipe.Pipe
 	idle        *time.Timer // stops them after pipeIdle; nil when none runs
+	onIdle      func()      // what the idle timer runs: the owner's Stop
 	packedReads int         // objects read through cat-file (tests look)
 }
 
-// startPipe starts git with args in the work tree, talking over pipes.
-func (s *Store) startPipe(env []string, args ...string) (*gitpipe.Pipe, error) {
-	p, err := gitpipe.Start(s.git.Command(context.Background(), repo.Call{Args: args, Env: env, InWork: true}))
+// NewPipes are the long-lived processes of r; once pipeIdle passed
+// without a use, onIdle runs (from a timer), to call Stop under the
+// owner's lock.
+func NewPipes(r *Repo, onIdle func()) *Pipes {
+	return &Pipes{repo: r, onIdle: onIdle}
+}
+
+// start starts git with args in the work tree, talking over pipes.
+func (ps *Pipes) start(env []string, args ...string) (*gitpipe.Pipe, error) {
+	p, err := gitpipe.Start(ps.repo.git.Command(context.Background(), Call{Args: args, Env: env, InWork: true}))
 	if err != nil {
-		return nil, fmt.Errorf("snapshot store: git %s: %w", repo.Summarize(args), err)
+		return nil, fmt.Errorf("snapshot store: git %s: %w", Summarize(args), err)
 	}
 	return p, nil
 }
 
 // pipe returns the running process at *slot, starting it when needed,
 // and keeps the idle timer going.
-func (s *Store) pipe(slot **gitpipe.Pipe, env []string, args ...string) (*gitpipe.Pipe, error) {
+func (ps *Pipes) pipe(slot **gitpipe.Pipe, env []string, args ...string) (*gitpipe.Pipe, error) {
 	if *slot == nil {
-		p, err := s.startPipe(env, args...)
+		p, err := ps.start(env, args...)
 		if err != nil {
 			return nil, err
 		}
 		*slot = p
 	}
-	if s.pipes.idle == nil {
-		s.pipes.idle = time.AfterFunc(pipeIdle, s.stopIdlePipes)
+	if ps.idle == nil {
+		ps.idle = time.AfterFunc(pipeIdle, ps.onIdle)
 	} else {
-		s.pipes.idle.Reset(pipeIdle)
+		ps.idle.Reset(pipeIdle)
 	}
 	return *slot, nil
 }
 
-// stopIdlePipes runs from the idle timer.
-func (s *Store) stopIdlePipes() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stopPipes()
-}
-
-// stopPipes stops the long-lived processes, and lets go of what Takes
-// from what changed keep between them (parsed trees, the compressor): an
-// idle daemon holds none of it. The caller holds s.mu.
-func (s *Store) stopPipes() {
-	s.trees, s.zw = treeCache{}, packCompressors{}
-	for _, slot := range []**gitpipe.Pipe{&s.pipes.catFile, &s.pipes.checkIgnore} {
+// Stop stops the long-lived processes. The caller holds the lock their
+// users hold.
+func (ps *Pipes) Stop() {
+	for _, slot := range []**gitpipe.Pipe{&ps.catFile, &ps.checkIgnore} {
 		if *slot != nil {
 			(*slot).Stop()
 			*slot = nil
 		}
 	}
-	if s.pipes.idle != nil {
-		s.pipes.idle.Stop()
-		s.pipes.idle = nil
+	if ps.idle != nil {
+		ps.idle.Stop()
+		ps.idle = nil
 	}
 }
 
-// readObject reads object o: loose in process, else from the long-lived
+// PackedReads is how many objects were read through cat-file (tests look).
+func (ps *Pipes) PackedReads() int { return ps.packedReads }
+
+// ReadObject reads object o: loose in process, else from the long-lived
 // `git cat-file --batch`.
-func (s *Store) readObject(ctx context.Context, o oid) (string, []byte, error) {
-	objs, err := s.readObjects(ctx, []oid{o})
+func (ps *Pipes) ReadObject(ctx context.Context, o OID) (string, []byte, error) {
+	objs, err := ps.ReadObjects(ctx, []OID{o})
 	if err != nil {
 		return "", nil, err
 	}
@@ -100,14 +103,14 @@ func (s *Store) readObject(ctx context.Context, o oid) (string, []byte, error) {
 // which may be waiting on its answers being read.
 const catFileBatch = 256
 
-// readObjects reads objects ids, in order: the loose ones in process, the
+// ReadObjects reads objects ids, in order: the loose ones in process, the
 // others asked of the long-lived `git cat-file --batch` together (one
 // round trip for a Take's changed files, not one each).
-func (s *Store) readObjects(ctx context.Context, ids []oid) ([]gitpipe.Object, error) {
+func (ps *Pipes) ReadObjects(ctx context.Context, ids []OID) ([]gitpipe.Object, error) {
 	out := make([]gitpipe.Object, len(ids))
 	var packed []int // indexes of ids not loose
 	for i, o := range ids {
-		typ, data, ok, err := s.readLoose(o)
+		typ, data, ok, err := ps.repo.ReadLoose(o)
 		if err != nil {
 			return nil, err
 		}
@@ -120,16 +123,16 @@ func (s *Store) readObjects(ctx context.Context, ids []oid) ([]gitpipe.Object, e
 	if len(packed) == 0 {
 		return out, nil
 	}
-	p, err := s.pipe(&s.pipes.catFile, nil, "cat-file", "--batch")
+	p, err := ps.pipe(&ps.catFile, nil, "cat-file", "--batch")
 	if err != nil {
 		return nil, err
 	}
 	defer context.AfterFunc(ctx, p.Kill)()
-	s.pipes.packedReads += len(packed)
+	ps.packedReads += len(packed)
 	for start := 0; start < len(packed); start += catFileBatch {
 		batch := packed[start:min(start+catFileBatch, len(packed))]
 		if err := catFileSome(p, ids, batch, out); err != nil {
-			s.pipes.catFile = nil
+			ps.catFile = nil
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
@@ -141,7 +144,7 @@ func (s *Store) readObjects(ctx context.Context, ids []oid) ([]gitpipe.Object, e
 
 // catFileSome asks cat-file --batch for the objects ids[i], i in which,
 // and puts its answers in out[i].
-func catFileSome(p *gitpipe.Pipe, ids []oid, which []int, out []gitpipe.Object) error {
+func catFileSome(p *gitpipe.Pipe, ids []OID, which []int, out []gitpipe.Object) error {
 	var names strings.Builder
 	for _, i := range which {
 		names.WriteString(ids[i].String() + "\n")
@@ -151,7 +154,7 @@ func catFileSome(p *gitpipe.Pipe, ids []oid, which []int, out []gitpipe.Object) 
 	}
 	for _, i := range which {
 		o := ids[i]
-		obj, err := gitpipe.ReadObject(p.Out, maxObjectBytes)
+		obj, err := gitpipe.ReadObject(p.Out, MaxObjectBytes)
 		switch {
 		case errors.Is(err, gitpipe.ErrMissing):
 			return fmt.Errorf("object %s is missing from the store", o)
@@ -165,17 +168,17 @@ func catFileSome(p *gitpipe.Pipe, ids []oid, which []int, out []gitpipe.Object) 
 	return nil
 }
 
-// ignoredOfPipe returns those of paths the ignore rules cover, as
-// ignoredOf does (the index and the size exclusions not counted), from
-// the long-lived `git check-ignore`.
-func (s *Store) ignoredOfPipe(ctx context.Context, paths []string) (map[string]bool, error) {
+// Ignored returns those of paths the ignore rules cover, as a run of
+// `git check-ignore --no-index` does (the index and the size exclusions
+// not counted), from the long-lived `git check-ignore`.
+func (ps *Pipes) Ignored(ctx context.Context, paths []string) (map[string]bool, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
 	// --verbose --non-matching: one answer per path (source, line,
 	// pattern, path), so the reader knows when git is done; a pattern
 	// with "!" matched but leaves the path in.
-	p, err := s.pipe(&s.pipes.checkIgnore, []string{"GIT_LITERAL_PATHSPECS=0"},
+	p, err := ps.pipe(&ps.checkIgnore, []string{"GIT_LITERAL_PATHSPECS=0"},
 		"-c", "core.excludesFile=/dev/null", "check-ignore", "-z", "--no-index", "--stdin", "--verbose", "--non-matching")
 	if err != nil {
 		return nil, err
@@ -220,7 +223,7 @@ func (s *Store) ignoredOfPipe(ctx context.Context, paths []string) (map[string]b
 		rerr = werr
 	}
 	if rerr != nil {
-		s.pipes.checkIgnore = nil
+		ps.checkIgnore = nil
 		if ctx.Err() != nil {
 			rerr = ctx.Err()
 		}
@@ -229,9 +232,9 @@ func (s *Store) ignoredOfPipe(ctx context.Context, paths []string) (map[string]b
 	return ignored, nil
 }
 
-// ignoredOfPipeList is ignoredOfPipe as a list, in the order of paths.
-func (s *Store) ignoredOfPipeList(ctx context.Context, paths []string) ([]string, error) {
-	ignored, err := s.ignoredOfPipe(ctx, paths)
+// IgnoredList is Ignored as a list, in the order of paths.
+func (ps *Pipes) IgnoredList(ctx context.Context, paths []string) ([]string, error) {
+	ignored, err := ps.Ignored(ctx, paths)
 	if err != nil {
 		return nil, err
 	}

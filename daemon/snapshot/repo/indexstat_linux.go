@@ -1,21 +1,21 @@
-package snapshot
+package repo
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-// indexStatKnown: this system gives statOf what an index entry holds.
-const indexStatKnown = true
+// IndexStatKnown: this system gives StatOf what an index entry holds.
+const IndexStatKnown = true
 
-// statOf is the index stat data of fi (from an lstat or fstat); ok is
+// StatOf is the index stat data of fi (from an lstat or fstat); ok is
 // false where the system does not give it, and git must stage.
-func statOf(fi fs.FileInfo) (indexStat, bool) {
+func StatOf(fi fs.FileInfo) (IndexStat, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return indexStat{}, false
+		return IndexStat{}, false
 	}
-	return indexStat{
+	return IndexStat{
 		ctimeS: uint32(st.Ctim.Sec), ctimeNS: uint32(st.Ctim.Nsec),
 		mtimeS: uint32(st.Mtim.Sec), mtimeNS: uint32(st.Mtim.Nsec),
 		dev: uint32(st.Dev), ino: uint32(st.Ino), uid: st.Uid, gid: st.Gid,

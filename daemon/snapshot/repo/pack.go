@@ -1,4 +1,4 @@
-package snapshot
+package repo
 
 import (
 	"bufio"
@@ -16,8 +16,9 @@ import (
 	"slices"
 )
 
-// A pack of new objects, written in process, for a first snapshot
-// (first.go): one file instead of a loose object file each.
+// A pack of new objects, written in process, for a first snapshot and
+// for a Take from what changed: one file instead of a loose object file
+// each.
 //
 // The format is git's pack version 2 with whole objects only (no deltas;
 // the collector's repack finds them later):
@@ -41,8 +42,8 @@ import (
 // which the collector removes as leftovers), fsynced as git fsyncs its
 // packs, and renamed into place pack first, index last.
 
-// packWriter writes one pack of new objects.
-type packWriter struct {
+// PackWriter writes one pack of new objects.
+type PackWriter struct {
 	dir string // objects/pack
 	f   *os.File
 	out *countingWriter
@@ -52,12 +53,12 @@ type packWriter struct {
 	// as a deflated one), and storing one costs a fortieth of deflating it.
 	stored *zlib.Writer
 	objs   []packedObject
-	seen   map[oid]bool
+	seen   map[OID]bool
 }
 
 // packedObject is where the pack holds an object.
 type packedObject struct {
-	id  oid
+	id  OID
 	off int64
 	crc uint32
 }
@@ -87,11 +88,11 @@ func packType(typ string) byte {
 	return 3 // blob
 }
 
-// newPackWriter starts a pack in the store's objects/pack, for about
+// NewPackWriter starts a pack in the store's objects/pack, for about
 // objects objects, buffering bufSize bytes; zw, when not nil, are the
 // zlib writers to reuse (a compressor is about a megabyte to allocate,
 // more than a small pack's whole work).
-func newPackWriter(store string, objects, bufSize int, zw packCompressors) (*packWriter, error) {
+func NewPackWriter(store string, objects, bufSize int, zw Compressors) (*PackWriter, error) {
 	dir := filepath.Join(store, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)
@@ -100,7 +101,7 @@ func newPackWriter(store string, objects, bufSize int, zw packCompressors) (*pac
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store: starting a pack: %w", err)
 	}
-	p := &packWriter{dir: dir, f: f, seen: make(map[oid]bool, objects), objs: make([]packedObject, 0, objects),
+	p := &PackWriter{dir: dir, f: f, seen: make(map[OID]bool, objects), objs: make([]packedObject, 0, objects),
 		out: &countingWriter{w: bufio.NewWriterSize(f, bufSize), crc: crc32.NewIEEE()}, zw: zw.deflate, stored: zw.store}
 	if p.zw == nil {
 		p.zw, _ = zlib.NewWriterLevel(p.out, zlib.BestSpeed) // git's core.looseCompression
@@ -110,19 +111,19 @@ func newPackWriter(store string, objects, bufSize int, zw packCompressors) (*pac
 	}
 	// The count is not known yet: finish writes it over the zero.
 	if _, err := p.out.Write([]byte{'P', 'A', 'C', 'K', 0, 0, 0, 2, 0, 0, 0, 0}); err != nil {
-		p.abort()
+		p.Abort()
 		return nil, fmt.Errorf("snapshot store: writing a pack: %w", err)
 	}
 	return p, nil
 }
 
-// errPackWrite marks a failure to write the pack (not a file's).
-var errPackWrite = errors.New("writing a pack")
+// ErrPackWrite marks a failure to write the pack (not a file's).
+var ErrPackWrite = errors.New("writing a pack")
 
-// add writes an object of type typ holding data (once: an id written
+// Add writes an object of type typ holding data (once: an id written
 // before is not written again) and returns its id.
-func (p *packWriter) add(typ string, data []byte) (oid, error) {
-	id := hashObject(typ, data)
+func (p *PackWriter) Add(typ string, data []byte) (OID, error) {
+	id := HashObject(typ, data)
 	if p.seen[id] {
 		return id, nil
 	}
@@ -136,18 +137,22 @@ func (p *packWriter) add(typ string, data []byte) (oid, error) {
 	return id, p.end(zw.Close())
 }
 
-// packCompressors are a pack writer's zlib writers, kept for the next
-// pack (nil: made when it starts).
-type packCompressors struct{ deflate, store *zlib.Writer }
+// Compressors are the zlib writers of a pack writer or of loose objects,
+// kept for the next (nil: made when it starts): a compressor is about a
+// megabyte to allocate, more than a small pack's whole work.
+type Compressors struct{ deflate, store *zlib.Writer }
 
-// compressors returns p's zlib writers, for the next pack.
-func (p *packWriter) compressors() packCompressors {
-	return packCompressors{deflate: p.zw, store: p.stored}
+// Compressors returns p's zlib writers, for the next pack.
+func (p *PackWriter) Compressors() Compressors {
+	return Compressors{deflate: p.zw, store: p.stored}
 }
 
-// addCompressed is add for an object already hashed (id) and compressed
+// Len is how many objects p holds.
+func (p *PackWriter) Len() int { return len(p.objs) }
+
+// AddCompressed is Add for an object already hashed (id) and compressed
 // (z, zlib of its size bytes).
-func (p *packWriter) addCompressed(id oid, typ string, size int, z []byte) error {
+func (p *PackWriter) AddCompressed(id OID, typ string, size int, z []byte) error {
 	if p.seen[id] {
 		return nil
 	}
@@ -157,7 +162,7 @@ func (p *packWriter) addCompressed(id oid, typ string, size int, z []byte) error
 }
 
 // start begins object id's entry: its type and size.
-func (p *packWriter) start(id oid, typ string, size int) {
+func (p *PackWriter) start(id OID, typ string, size int) {
 	p.seen[id] = true
 	p.objs = append(p.objs, packedObject{id: id, off: p.out.n})
 	p.out.crc.Reset()
@@ -173,17 +178,17 @@ func (p *packWriter) start(id oid, typ string, size int) {
 }
 
 // end closes the entry start began, with the error of writing it.
-func (p *packWriter) end(err error) error {
+func (p *PackWriter) end(err error) error {
 	if err != nil {
-		return fmt.Errorf("snapshot store: %w: %w", errPackWrite, err)
+		return fmt.Errorf("snapshot store: %w: %w", ErrPackWrite, err)
 	}
 	p.objs[len(p.objs)-1].crc = p.out.crc.Sum32()
 	return nil
 }
 
-// finish writes the pack's count and checksum and its index, and puts
-// both in place. The pack is nil-safe to abort afterwards.
-func (p *packWriter) finish() error {
+// Finish writes the pack's count and checksum and its index, and puts
+// both in place. The pack is safe to Abort afterwards.
+func (p *PackWriter) Finish() error {
 	err := p.out.w.Flush()
 	if err == nil {
 		var count [4]byte
@@ -237,7 +242,7 @@ func (p *packWriter) finish() error {
 }
 
 // writeIndex writes the pack's index under a temporary name and returns it.
-func (p *packWriter) writeIndex(packSum [20]byte) (string, error) {
+func (p *PackWriter) writeIndex(packSum [20]byte) (string, error) {
 	f, err := os.CreateTemp(p.dir, "tmp_idx_")
 	if err != nil {
 		return "", fmt.Errorf("snapshot store: writing a pack index: %w", err)
@@ -297,8 +302,8 @@ func (p *packWriter) writeIndex(packSum [20]byte) (string, error) {
 	return f.Name(), nil
 }
 
-// abort removes an unfinished pack.
-func (p *packWriter) abort() {
+// Abort removes an unfinished pack.
+func (p *PackWriter) Abort() {
 	if p.f != nil {
 		p.f.Close()
 		os.Remove(p.f.Name())
