@@ -4,20 +4,9 @@ import (
 	"context"
 	"slices"
 	"strings"
-)
 
-// TreeChange is a file that differs between two snapshots: its git object
-// and mode on each side, "" on the side where it is absent. Two sides with
-// the same object hold the same bytes, in this store and in any git
-// repository (the agent's own included), so a caller can tell whether a
-// commit holds a snapshot's file by comparing hashes.
-type TreeChange struct {
-	Path    string `json:"path"`
-	OldID   string `json:"old_id,omitempty"`
-	NewID   string `json:"new_id,omitempty"`
-	OldMode string `json:"old_mode,omitempty"`
-	NewMode string `json:"new_mode,omitempty"`
-}
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+)
 
 // Between lists the files that differ from snapshot from to snapshot to
 // (ids or unique prefixes of 7+ characters), sorted by path. It reads the
@@ -26,38 +15,38 @@ func (s *Store) Between(ctx context.Context, from, to string) ([]TreeChange, err
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	a, all, err := s.resolve(ctx, from, "from")
+	a, all, err := s.repo.Resolve(ctx, from, "from")
 	if err != nil {
 		return nil, err
 	}
 	// A whole id is found in the list just read: one git run less on the
 	// path every work snapshot takes (daemon/capture checks each one).
-	i := slices.IndexFunc(all, func(snap Snapshot) bool { return snap.ID == to })
-	var b Snapshot
+	i := slices.IndexFunc(all, func(snap repo.Snapshot) bool { return snap.ID == to })
+	var b repo.Snapshot
 	if i >= 0 {
 		b = all[i]
-	} else if b, _, err = s.resolve(ctx, to, "to"); err != nil {
+	} else if b, _, err = s.repo.Resolve(ctx, to, "to"); err != nil {
 		return nil, err
 	}
-	if a.tree == b.tree {
+	if a.Tree == b.Tree {
 		return nil, nil
 	}
-	if c := s.lastChanges.Load(); c != nil && c.from == a.tree && c.to == b.tree {
+	if c := s.lastChanges.Load(); c != nil && c.from == a.Tree && c.to == b.Tree {
 		return slices.Clone(c.list), nil // the newest Take's own changes: no git run
 	}
-	changes, err := s.diffTree(ctx, a.tree, b.tree)
+	changes, err := s.repo.DiffTree(ctx, a.Tree, b.Tree)
 	if err != nil {
 		return nil, err
 	}
 	return treeChanges(changes), nil
 }
 
-func treeChanges(changes []change) []TreeChange {
+func treeChanges(changes []repo.Change) []TreeChange {
 	out := make([]TreeChange, 0, len(changes))
 	for _, c := range changes {
-		out = append(out, TreeChange{Path: c.path,
-			OldID: present(c.oldID), NewID: present(c.newID),
-			OldMode: present(c.oldMode), NewMode: present(c.newMode)})
+		out = append(out, TreeChange{Path: c.Path,
+			OldID: present(c.OldID), NewID: present(c.NewID),
+			OldMode: present(c.OldMode), NewMode: present(c.NewMode)})
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // A snapshot from what changed.
@@ -156,7 +158,7 @@ func (s *Store) rootOf(p string) (string, bool) {
 	parts := strings.Split(p, "/")
 	for i := range parts {
 		name := parts[i]
-		if name == ".git" || isDotGit(name) && i < len(parts)-1 {
+		if name == ".git" || repo.IsDotGit(name) && i < len(parts)-1 {
 			return "", true
 		}
 		if i == len(parts)-1 {
@@ -202,8 +204,8 @@ func inRoots(p string, roots map[string]bool) bool {
 // names everything a full walk would.
 type treeState struct {
 	modes      map[string]fs.FileMode
-	odd        []Skipped
-	unreadable []Skipped
+	odd        []repo.Skipped
+	unreadable []repo.Skipped
 }
 
 // walkChanged walks the roots only (a file, or a directory whole) and

@@ -1,20 +1,10 @@
 package snapshot
 
 import (
-	"net/url"
 	"strings"
-)
 
-// Conversation is the point of the agent's conversation a snapshot
-// matches: the session its followed transcript belongs to and the id of
-// the last message read from it when the snapshot was taken (Claude
-// Code's entry uuid, Codex's response item id or turn id). A person who
-// rewinds the code to a snapshot knows which turn to rewind the
-// conversation to.
-type Conversation struct {
-	Session string `json:"session,omitempty"`
-	Message string `json:"message,omitempty"`
-}
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+)
 
 // maxConversationID bounds each id recorded: longer ones are not ids.
 const maxConversationID = 256
@@ -42,7 +32,7 @@ func (s *Store) SetConversation(point func() Conversation) {
 
 // conversationNow is the point to record in a snapshot taken now; nil
 // when none is known.
-func (s *Store) conversationNow() *Conversation {
+func (s *Store) conversationNow() *repo.Conversation {
 	f := s.conversation.Load()
 	if f == nil || *f == nil {
 		return nil
@@ -51,12 +41,6 @@ func (s *Store) conversationNow() *Conversation {
 	if !ok {
 		return nil
 	}
-	return &c
+	rc := repo.Conversation(c)
+	return &rc
 }
-
-// subjectValue and parseSubjectValue write an id into the metadata line
-// and read it back: the line is split at spaces, so spaces, "=" and
-// anything else that is not plain are escaped as in a URL query.
-func subjectValue(s string) string { return url.QueryEscape(s) }
-
-func parseSubjectValue(s string) (string, error) { return url.QueryUnescape(s) }

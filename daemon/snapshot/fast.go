@@ -128,8 +128,8 @@ var errNotFast = errors.New("the changed paths need a full add")
 // must decide (no snapshot yet, an ignore file among the changed files).
 func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) (staged, error) {
 	var st staged
-	base, ok := repo.ParseOID(s.newest.tree)
-	if s.newest.n == 0 || !ok {
+	base, ok := repo.ParseOID(s.newest.Tree)
+	if s.newest.N == 0 || !ok {
 		return st, errNotFast
 	}
 	for _, f := range found.files {
@@ -195,7 +195,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 		case err != nil:
 			// git add --ignore-errors keeps what it tracked of a file it
 			// cannot read, and names it.
-			st.skipped = append(st.skipped, Skipped{Path: f.path, Reason: ReasonUnreadable})
+			st.skipped = append(st.skipped, repo.Skipped{Path: f.path, Reason: repo.ReasonUnreadable})
 			if o, ok := old[f.path]; ok {
 				now[f.path] = o
 			}
@@ -213,25 +213,25 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 	for p, o := range old {
 		if n, ok := now[p]; !ok {
 			edits[p] = nil
-			st.changes = append(st.changes, change{status: 'D', oldMode: modeString(o.Mode), newMode: "000000", path: p, oldID: o.ID.String(), newID: zeroID})
+			st.changes = append(st.changes, repo.Change{Status: 'D', OldMode: modeString(o.Mode), NewMode: "000000", Path: p, OldID: o.ID.String(), NewID: zeroID})
 		} else if n != o {
 			status := byte('M')
 			if (n.Mode == repo.ModeLink) != (o.Mode == repo.ModeLink) {
 				status = 'T'
 			}
 			edits[p] = &n
-			st.changes = append(st.changes, change{status: status, oldMode: modeString(o.Mode), newMode: modeString(n.Mode), path: p, oldID: o.ID.String(), newID: n.ID.String()})
+			st.changes = append(st.changes, repo.Change{Status: status, OldMode: modeString(o.Mode), NewMode: modeString(n.Mode), Path: p, OldID: o.ID.String(), NewID: n.ID.String()})
 		}
 	}
 	for p, n := range now {
 		if _, ok := old[p]; !ok {
 			edits[p] = &n
-			st.changes = append(st.changes, change{status: 'A', oldMode: "000000", newMode: modeString(n.Mode), path: p, oldID: zeroID, newID: n.ID.String()})
+			st.changes = append(st.changes, repo.Change{Status: 'A', OldMode: "000000", NewMode: modeString(n.Mode), Path: p, OldID: zeroID, NewID: n.ID.String()})
 		}
 	}
-	slices.SortFunc(st.changes, func(a, b change) int { return strings.Compare(a.path, b.path) })
+	slices.SortFunc(st.changes, func(a, b repo.Change) int { return strings.Compare(a.Path, b.Path) })
 	for _, c := range st.changes {
-		st.counts.count(c.status, c.path)
+		st.counts.count(c.Status, c.Path)
 	}
 
 	s.reach(pointBlobs)
@@ -408,7 +408,7 @@ func (s *Store) syncIndex(ctx context.Context) error {
 // the permissions of the paths tree holds, looked up in the tree instead
 // of listing it whole (unless there are many).
 func (s *Store) modeLinesChanged(ctx context.Context, tree string, modes map[string]fs.FileMode) (string, error) {
-	if len(modes) > maxListedModes {
+	if len(modes) > repo.MaxListedModes {
 		return s.modeLines(ctx, tree, modes)
 	}
 	held := map[string]fs.FileMode{}
@@ -419,5 +419,5 @@ func (s *Store) modeLinesChanged(ctx context.Context, tree string, modes map[str
 			held[p] = m
 		}
 	}
-	return formatModes(held), nil
+	return repo.FormatModes(held), nil
 }

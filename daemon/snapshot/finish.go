@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -87,7 +88,7 @@ func (s *Store) removeTemps(head journalHead) {
 		if c.Remove {
 			continue
 		}
-		parent, _, _ := cutLast(c.Path)
+		parent, _, _ := repo.CutLast(c.Path)
 		if d, err := w.dir(parent); err == nil {
 			d.Remove(tempName(head.ID, i))
 		}

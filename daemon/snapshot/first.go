@@ -54,14 +54,14 @@ func notFirst(why, p string) error { return fmt.Errorf("%w: %s: %q", errNotFirst
 // be written in process: no snapshot and an empty private index, nothing
 // forced in, a system that gives the index its stat data.
 func (s *Store) canStageFirst(force []string, indexEntries int) bool {
-	return repo.IndexStatKnown && !s.firstByGit && s.newest.n == 0 && indexEntries == 0 && len(force) == 0
+	return repo.IndexStatKnown && !s.firstByGit && s.newest.N == 0 && indexEntries == 0 && len(force) == 0
 }
 
 // stagedFirst is what stageFirst wrote.
 type stagedFirst struct {
 	tree       string
-	files      int       // the files (and links) in the tree
-	unreadable []Skipped // the files it could not read (left out, named)
+	files      int            // the files (and links) in the tree
+	unreadable []repo.Skipped // the files it could not read (left out, named)
 }
 
 // stageFirst writes the first snapshot's objects and private index (see
@@ -134,7 +134,7 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 			case errors.Is(err, fs.ErrNotExist):
 				continue // gone since git listed it
 			case err != nil:
-				res.unreadable = append(res.unreadable, Skipped{Path: p, Reason: ReasonUnreadable})
+				res.unreadable = append(res.unreadable, repo.Skipped{Path: p, Reason: repo.ReasonUnreadable})
 				continue
 			}
 			if err := index.Add(p, r.e.Mode, r.e.ID, r.st); err != nil {
@@ -288,11 +288,11 @@ func (t *treeStack) finish(pack *repo.PackWriter) (repo.OID, error) {
 // skipByName reports whether git would leave path out for its name: a
 // part git takes for .git, or a path too long (the walk names both).
 func skipByName(work, p string) bool {
-	if len(work)+1+len(p) > maxPathBytes {
+	if len(work)+1+len(p) > repo.MaxPathBytes {
 		return true
 	}
 	for part := range strings.SplitSeq(p, "/") {
-		if part == ".git" || isDotGit(part) {
+		if part == ".git" || repo.IsDotGit(part) {
 			return true
 		}
 	}

@@ -121,10 +121,10 @@ func sameSnapshot(t *testing.T, what string, ours, git *Store, a, b Snapshot) {
 	}
 	ja, _ := json.Marshal(da.SkippedFiles)
 	jb, _ := json.Marshal(db.SkippedFiles)
-	if a.tree != b.tree || a.Added != b.Added || ours.newestModes != git.newestModes || string(ja) != string(jb) {
+	if ta, tb := treeID(t, ours, a.ID), treeID(t, git, b.ID); ta != tb || a.Added != b.Added || ours.newestModes != git.newestModes || string(ja) != string(jb) {
 		diff := treeDiff(treeOf(t, ours, a.ID), treeOf(t, git, b.ID), "ours", "git's")
 		t.Fatalf("%s: ours %s (added %d, modes %q, skipped %s) != git's %s (added %d, modes %q, skipped %s)\n%s",
-			what, a.tree, a.Added, ours.newestModes, ja, b.tree, b.Added, git.newestModes, jb, strings.Join(diff, "\n"))
+			what, ta, a.Added, ours.newestModes, ja, tb, b.Added, git.newestModes, jb, strings.Join(diff, "\n"))
 	}
 }
 

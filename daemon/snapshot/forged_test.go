@@ -58,7 +58,7 @@ func forgedSnapshot(t *testing.T, s *Store, tree string) string {
 		// Import refuses a snapshot that does not reach all its objects; a
 		// store from before imports were checked whole may hold one all the
 		// same, and the restore must refuse it too.
-		if _, err := s.git.Run(context.Background(), repo.Call{Args: []string{"update-ref", importPrefix + commit, commit}}); err != nil {
+		if _, err := s.git.Run(context.Background(), repo.Call{Args: []string{"update-ref", repo.ImportPrefix + commit, commit}}); err != nil {
 			t.Fatal(err)
 		}
 	}

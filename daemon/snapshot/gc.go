@@ -15,15 +15,6 @@ import (
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
-// GCResult says what a GC did.
-type GCResult struct {
-	Dropped   int           // snapshots removed by retention
-	Kept      int           // snapshots left
-	Bytes     int64         // the store's size on disk afterwards
-	Took      time.Duration //
-	OverBytes bool          // the newest snapshot alone is over KeepBytes
-}
-
 // gcEvery is how many new snapshots make a GC due even under the bounds
 // (each leaves loose objects or a small pack; git's own gc.autoPackLimit
 // is 50 packs too).
@@ -378,7 +369,7 @@ func (s *Store) dropOldest(ctx context.Context, keep func(n int) int, res *GCRes
 	if s.closed.Load() {
 		return 0, time.Time{}, ErrClosed
 	}
-	all, err := s.list(ctx)
+	all, err := s.repo.List(ctx)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 	}
@@ -397,16 +388,16 @@ func (s *Store) dropOldest(ctx context.Context, keep func(n int) int, res *GCRes
 }
 
 // drop deletes the refs of snapshots, in one transaction.
-func (s *Store) drop(ctx context.Context, snaps []Snapshot) error {
+func (s *Store) drop(ctx context.Context, snaps []repo.Snapshot) error {
 	if len(snaps) == 0 {
 		return nil
 	}
 	var b strings.Builder
 	for _, snap := range snaps {
-		fmt.Fprintf(&b, "delete %s %s\n", repo.RefName(snap.n), snap.ID)
+		fmt.Fprintf(&b, "delete %s %s\n", repo.RefName(snap.N), snap.ID)
 	}
 	_, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "--stdin"}, Stdin: strings.NewReader(b.String())})
-	s.forgetList()
+	s.repo.ForgetList()
 	if err != nil {
 		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 	}

@@ -153,6 +153,16 @@ func treeOf(t testing.TB, s *Store, id string) map[string]entry {
 	return files
 }
 
+// treeID is the tree of snapshot id.
+func treeID(t testing.TB, s *Store, id string) string {
+	t.Helper()
+	tree, err := s.git.Text(context.Background(), "rev-parse", id+"^{tree}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
 // treeDiff lists the files where trees a and b (treeOf) differ, the
 // sides named an and bn.
 func treeDiff(a, b map[string]entry, an, bn string) []string {

@@ -24,26 +24,26 @@ var errTooManyEdits = errors.New("too many edits to count in process")
 // countChanged gives the line counts of changes (sorted by path): the new
 // side from content (what the Take read), the old side read from the
 // store. A nil result with no error means git counts them (Show).
-func (s *Store) countChanged(ctx context.Context, changes []change, content map[string][]byte) ([]FileChange, error) {
+func (s *Store) countChanged(ctx context.Context, changes []repo.Change, content map[string][]byte) ([]repo.FileChange, error) {
 	var olds []repo.OID // the old sides, read together
 	for _, c := range changes {
-		if c.status != 'A' {
-			olds = append(olds, oidOf(c.oldID))
+		if c.Status != 'A' {
+			olds = append(olds, oidOf(c.OldID))
 		}
 	}
 	read, err := s.pipes.ReadObjects(ctx, olds)
 	if err != nil {
 		return nil, err
 	}
-	files := make([]FileChange, 0, len(changes))
+	files := make([]repo.FileChange, 0, len(changes))
 	for _, c := range changes {
-		fc := FileChange{Path: c.path, Status: statusName(c.status)}
+		fc := repo.FileChange{Path: c.Path, Status: repo.StatusName(c.Status)}
 		var before, after []byte
-		if c.status != 'A' {
+		if c.Status != 'A' {
 			before, read = read[0].Data, read[1:]
 		}
-		if c.status != 'D' {
-			data, ok := content[c.path]
+		if c.Status != 'D' {
+			data, ok := content[c.Path]
 			if !ok {
 				return nil, nil // not kept (unreadable, kept from before): git counts
 			}

@@ -14,12 +14,12 @@ import (
 // the store's cache.
 func fromRefs(t *testing.T, s *Store) []Snapshot {
 	t.Helper()
-	all, err := s.refsUnder(context.Background(), repo.RefPrefix, false)
+	all, err := s.repo.RefsUnder(context.Background(), repo.RefPrefix, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(all, func(a, b Snapshot) int { return int(b.n) - int(a.n) })
-	return all
+	slices.SortFunc(all, func(a, b repo.Snapshot) int { return int(b.N) - int(a.N) })
+	return snapshotsOf(all)
 }
 
 // After a Take the cached list (read by the List before it) holds the new
@@ -40,8 +40,8 @@ func TestListFollowsTakes(t *testing.T) {
 		if !isNew {
 			t.Fatalf("take %d: no new snapshot", i)
 		}
-		c := s.listed.Load()
-		if c == nil || len(c.snaps) == 0 || c.snaps[0].ID != snap.ID {
+		c, ok := s.repo.Listed()
+		if !ok || len(c) == 0 || c[0].ID != snap.ID {
 			t.Fatalf("take %d: the cached list does not begin with the new snapshot %s (cached: %v)", i, snap.ID, c)
 		}
 		got, err := s.List(ctx)

@@ -9,6 +9,6 @@ func (s *Store) Lookup(ctx context.Context, id string) (Snapshot, error) {
 	if s.closed.Load() {
 		return Snapshot{}, ErrClosed
 	}
-	snap, _, err := s.resolve(ctx, id, "id")
-	return snap, err
+	snap, _, err := s.repo.Resolve(ctx, id, "id")
+	return snapshotOf(snap, Timings{}), err
 }

@@ -1,19 +1,15 @@
 package snapshot
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
-	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // Objects, for shipping snapshots to another machine: a snapshot is its
@@ -24,17 +20,6 @@ import (
 // Restore) but are not numbered among the store's own, so they never
 // change the newest snapshot, the next one's parent or retention's count.
 
-// importPrefix holds the refs of snapshots fetched from another machine.
-const importPrefix = "refs/imported/"
-
-// Object is one git object of a snapshot.
-type Object struct {
-	ID   string `json:"id"`   // its git hash
-	Type string `json:"type"` // "commit", "tree" or "blob"
-}
-
-var objectIDRE = lazyregexp.New(`^[0-9a-f]{40}$`)
-
 // Objects lists the objects snapshot id is made of: its commit first,
 // then its root tree, then every tree and blob the tree reaches (each
 // once). id must name a snapshot of this store (a unique prefix of 7+
@@ -43,16 +28,16 @@ func (s *Store) Objects(ctx context.Context, id string) (Snapshot, []Object, err
 	if s.closed.Load() {
 		return Snapshot{}, nil, ErrClosed
 	}
-	snap, _, err := s.resolve(ctx, id, "id")
+	snap, _, err := s.repo.Resolve(ctx, id, "id")
 	if err != nil {
 		return Snapshot{}, nil, err
 	}
-	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.tree}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.Tree}})
 	if err != nil {
 		return Snapshot{}, nil, fmt.Errorf("snapshot store: %w", err)
 	}
-	objs := []Object{{ID: snap.ID, Type: "commit"}, {ID: snap.tree, Type: "tree"}}
-	seen := map[string]bool{snap.ID: true, snap.tree: true}
+	objs := []Object{{ID: snap.ID, Type: "commit"}, {ID: snap.Tree, Type: "tree"}}
+	seen := map[string]bool{snap.ID: true, snap.Tree: true}
 	for entry := range bytes.SplitSeq(out, []byte{0}) {
 		// "<mode> SP <type> SP <hash> TAB <path>"
 		meta, _, ok := bytes.Cut(entry, []byte{'\t'})
@@ -66,7 +51,7 @@ func (s *Store) Objects(ctx context.Context, id string) (Snapshot, []Object, err
 		seen[f[2]] = true
 		objs = append(objs, Object{ID: f[2], Type: f[1]})
 	}
-	return snap, objs, nil
+	return snapshotOf(snap, Timings{}), objs, nil
 }
 
 // ReadObjects reads the objects named by ids with one `git cat-file
@@ -76,71 +61,7 @@ func (s *Store) ReadObjects(ctx context.Context, ids []string, fn func(o Object,
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	for _, id := range ids {
-		if !objectIDRE.MatchString(id) {
-			return fmt.Errorf("snapshot store: %q is not a git object id", id)
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "--batch"},
-			Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n"), Stdout: pw})
-		pw.CloseWithError(cmp(err, io.EOF))
-		done <- err
-	}()
-	err := readBatch(bufio.NewReader(pr), ids, fn)
-	if err != nil {
-		cancel()
-		pr.CloseWithError(err)
-	}
-	gitErr := <-done
-	if err != nil {
-		return err
-	}
-	if gitErr != nil {
-		return fmt.Errorf("snapshot store: %w", gitErr)
-	}
-	return nil
-}
-
-func cmp(err, or error) error {
-	if err != nil {
-		return err
-	}
-	return or
-}
-
-// readBatch reads `git cat-file --batch` output: per object a header
-// "<id> <type> <size>\n" (or "<id> missing\n"), the content and "\n".
-func readBatch(r *bufio.Reader, ids []string, fn func(Object, []byte) error) error {
-	for _, want := range ids {
-		head, err := r.ReadString('\n')
-		if err != nil {
-			return fmt.Errorf("snapshot store: reading object %s: %w", want, err)
-		}
-		f := strings.Fields(head)
-		if len(f) == 2 && f[1] == "missing" {
-			return fmt.Errorf("snapshot store: object %s is missing", want)
-		}
-		if len(f) != 3 || f[0] != want {
-			return fmt.Errorf("snapshot store: cat-file said %q for object %s", strings.TrimSpace(head), want)
-		}
-		size, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || size < 0 {
-			return fmt.Errorf("snapshot store: cat-file gave a bad size for %s", want)
-		}
-		data := make([]byte, size+1) // and the newline
-		if _, err := io.ReadFull(r, data); err != nil {
-			return fmt.Errorf("snapshot store: reading object %s: %w", want, err)
-		}
-		if err := fn(Object{ID: want, Type: f[1]}, data[:size]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.repo.ReadBatch(ctx, ids, func(id, typ string, data []byte) error { return fn(Object{ID: id, Type: typ}, data) })
 }
 
 // HoldObjects keeps GC from deleting objects no ref reaches yet (those
@@ -157,7 +78,7 @@ func (s *Store) Missing(ctx context.Context, ids []string) ([]string, error) {
 		return nil, ErrClosed
 	}
 	for _, id := range ids {
-		if !objectIDRE.MatchString(id) {
+		if !repo.ObjectID.MatchString(id) {
 			return nil, fmt.Errorf("snapshot store: %q is not a git object id", id)
 		}
 	}
@@ -187,7 +108,7 @@ func (s *Store) WriteObject(ctx context.Context, o Object, data []byte) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if !objectIDRE.MatchString(o.ID) {
+	if !repo.ObjectID.MatchString(o.ID) {
 		return fmt.Errorf("snapshot store: %q is not a git object id", o.ID)
 	}
 	switch o.Type {
@@ -227,7 +148,7 @@ func (s *Store) WriteObject(ctx context.Context, o Object, data []byte) error {
 // missing object. Importing one the store already has is a no-op.
 func (s *Store) Import(ctx context.Context, id, commit string) (Snapshot, error) {
 	for _, h := range []string{id, commit} {
-		if !objectIDRE.MatchString(h) {
+		if !repo.ObjectID.MatchString(h) {
 			return Snapshot{}, fmt.Errorf("snapshot store: %q is not a git object id", h)
 		}
 	}
@@ -240,22 +161,17 @@ func (s *Store) Import(ctx context.Context, id, commit string) (Snapshot, error)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot store: importing %s: the commit %s cannot be read (%w): %w", short(id), short(commit), err, ErrDamaged)
 	}
-	tree, subject, ok := commitTreeAndSubject(out)
-	snap, isSnap := parseSubject(id, tree, subject)
+	tree, subject, ok := repo.CommitTreeAndSubject(out)
+	snap, isSnap := repo.ParseSubject(id, tree, subject)
 	if !ok || !isSnap {
 		return Snapshot{}, fmt.Errorf("snapshot store: commit %s is not a continuityd snapshot: %w", short(commit), ErrDamaged)
 	}
-	snap.commit = commit
-	if err := s.checkConnected(ctx, commit); err != nil {
+	snap.Commit = commit
+	if err := s.repo.CheckConnected(ctx, commit); err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot store: importing %s: %w", short(id), err)
 	}
-	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", importPrefix + id, commit}}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", repo.ImportPrefix + id, commit}}); err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot store: %w", err)
 	}
-	return snap, nil
-}
-
-// imported lists the snapshots fetched from elsewhere (Import).
-func (s *Store) imported(ctx context.Context) ([]Snapshot, error) {
-	return s.refsUnder(ctx, importPrefix, false)
+	return snapshotOf(snap, Timings{}), nil
 }

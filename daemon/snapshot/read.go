@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -28,51 +27,11 @@ func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	all, err := s.list(ctx)
+	all, err := s.repo.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store %s: %w", s.opt.Dir, err)
 	}
-	return all, nil
-}
-
-// FileChange is one file a snapshot changed against its parent
-// (internal/ops declares it, as the API answers it).
-type FileChange = ops.FileChange
-
-// Detail is one snapshot with its files.
-type Detail struct {
-	Snapshot
-	// Files are the files changed against the parent (all files, as
-	// added, for a first snapshot), at most MaxShowFiles.
-	Files    []FileChange `json:"files"`
-	FilesCut bool         `json:"files_cut,omitempty"` // more files than listed
-	// ParentGone says retention dropped the parent: Files is empty, the
-	// counts are those recorded when the snapshot was taken.
-	ParentGone bool `json:"parent_gone,omitempty"`
-	// SkippedFiles are the files left out (at most 1,000 named; SkippedMore
-	// counts the rest).
-	SkippedFiles []Skipped `json:"skipped_files"`
-	SkippedMore  int       `json:"skipped_more,omitempty"`
-	// Withheld are the files the machine that took an imported snapshot
-	// kept off the fleet (credentials): this copy has no content for them.
-	Withheld []Withheld `json:"withheld,omitempty"`
-}
-
-// Status names of FileChange.
-const (
-	StatusAdded    = ops.StatusAdded
-	StatusModified = ops.StatusModified
-	StatusDeleted  = ops.StatusDeleted
-)
-
-func statusName(b byte) string {
-	switch b {
-	case 'A':
-		return StatusAdded
-	case 'D':
-		return StatusDeleted
-	}
-	return StatusModified
+	return snapshotsOf(all), nil
 }
 
 // Show returns one snapshot (by id or a unique prefix of 7+ characters)
@@ -88,54 +47,41 @@ func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 		c.SkippedFiles, c.Files = slices.Clone(d.SkippedFiles), slices.Clone(d.Files)
 		return c, nil
 	}
-	snap, all, err := s.resolve(ctx, id, "id")
+	snap, all, err := s.repo.Resolve(ctx, id, "id")
 	if err != nil {
 		return Detail{}, err
 	}
-	d := Detail{Snapshot: snap, SkippedFiles: []Skipped{}, Files: []FileChange{}}
-	msg, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", snap.commitID()}})
+	d := Detail{Snapshot: snapshotOf(snap, Timings{}), SkippedFiles: []Skipped{}, Files: []FileChange{}}
+	msg, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", snap.CommitID()}})
 	if err != nil {
 		return Detail{}, fmt.Errorf("snapshot store: %w", err)
 	}
 	if _, body, ok := bytes.Cut(msg, []byte("\n\n")); ok {
-		list, more := parseSkipped(string(body))
+		list, more := repo.ParseSkipped(string(body))
 		if list != nil {
-			d.SkippedFiles = list
+			d.SkippedFiles = skippedOf(list)
 		}
 		d.SkippedMore = more
-		d.Withheld = parseWithheld(string(body))
+		d.Withheld = withheldOf(repo.ParseWithheld(string(body)))
 	}
 	from, ok := parentTree(snap, all)
 	if !ok {
 		d.ParentGone = true
 		return d, nil
 	}
-	d.Files, d.FilesCut, err = s.fileChanges(ctx, from, snap.tree, MaxShowFiles)
+	files, cut, err := s.repo.FileChanges(ctx, from, snap.Tree, MaxShowFiles)
+	d.Files, d.FilesCut = fileChangesOf(files), cut
 	return d, err
-}
-
-// fileChanges lists the files changed from tree from to tree to (under
-// paths, if any), with their line counts, at most max of them.
-func (s *Store) fileChanges(ctx context.Context, from, to string, max int, paths ...string) ([]FileChange, bool, error) {
-	args := []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", from, to}
-	if len(paths) > 0 {
-		args = append(append(args, "--"), paths...)
-	}
-	out, err := s.git.Run(ctx, repo.Call{Args: args})
-	if err != nil {
-		return nil, false, fmt.Errorf("snapshot store: %w", err)
-	}
-	return parseRawNumstat(out, max)
 }
 
 // countLines gives each of changes (from tree from to tree to) its line
 // counts, or marks it binary.
 func (s *Store) countLines(ctx context.Context, from, to string, paths []string, changes []FileChange) error {
-	counted, _, err := s.fileChanges(ctx, from, to, math.MaxInt, paths...)
+	counted, _, err := s.repo.FileChanges(ctx, from, to, math.MaxInt, paths...)
 	if err != nil {
 		return err
 	}
-	byPath := make(map[string]FileChange, len(counted))
+	byPath := make(map[string]repo.FileChange, len(counted))
 	for _, f := range counted {
 		byPath[f.Path] = f
 	}
@@ -149,46 +95,16 @@ func (s *Store) countLines(ctx context.Context, from, to string, paths []string,
 
 // parentTree is the tree a snapshot is compared with: its parent's, or the
 // empty tree for a first snapshot; ok is false when the parent is gone.
-func parentTree(snap Snapshot, all []Snapshot) (string, bool) {
+func parentTree(snap repo.Snapshot, all []repo.Snapshot) (string, bool) {
 	if snap.Parent == "" {
 		return repo.EmptyTree, true
 	}
 	for _, p := range all {
 		if p.ID == snap.Parent {
-			return p.tree, true
+			return p.Tree, true
 		}
 	}
 	return "", false
-}
-
-// parseRawNumstat reads `git diff-tree -z --raw --numstat`: all raw
-// entries, then all numstat entries ("added\tdeleted\tpath\0", "-\t-\t"
-// for binary files), in the same order.
-func parseRawNumstat(out []byte, max int) ([]FileChange, bool, error) {
-	f := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-	var files []FileChange
-	i := 0
-	for ; i < len(f) && strings.HasPrefix(f[i], ":"); i += 2 {
-		head := strings.Fields(f[i][1:])
-		if len(head) != 5 || i+1 >= len(f) {
-			return nil, false, fmt.Errorf("snapshot store: unexpected diff line %q", f[i])
-		}
-		files = append(files, FileChange{Path: f[i+1], Status: statusName(head[4][0])})
-	}
-	for k := 0; i < len(f) && k < len(files); i, k = i+1, k+1 {
-		a, rest, _ := strings.Cut(f[i], "\t")
-		dl, _, _ := strings.Cut(rest, "\t")
-		if a == "-" {
-			files[k].Binary = true
-			continue
-		}
-		files[k].LinesAdded, _ = strconv.Atoi(a)
-		files[k].LinesDeleted, _ = strconv.Atoi(dl)
-	}
-	if len(files) > max {
-		return files[:max], true, nil
-	}
-	return files, false, nil
 }
 
 // Diff returns the unified diff of snapshot id against another snapshot
@@ -244,7 +160,7 @@ func (s *Store) DiffView(ctx context.Context, id, against string, maxBytes int, 
 	if maxBytes <= 0 {
 		maxBytes = DefaultDiffBytes
 	}
-	snap, all, err := s.resolve(ctx, id, "id")
+	snap, all, err := s.repo.Resolve(ctx, id, "id")
 	if err != nil {
 		return "", false, err
 	}
@@ -256,11 +172,11 @@ func (s *Store) DiffView(ctx context.Context, id, against string, maxBytes int, 
 				"snapshot %s's parent %s was dropped by retention; diff against a snapshot that is kept", short(snap.ID), short(snap.Parent))
 		}
 	} else {
-		other, _, err := s.resolve(ctx, against, "against")
+		other, _, err := s.repo.Resolve(ctx, against, "against")
 		if err != nil {
 			return "", false, err
 		}
-		from = other.tree
+		from = other.Tree
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -270,7 +186,7 @@ func (s *Store) DiffView(ctx context.Context, id, against string, maxBytes int, 
 		// Names whole (git shortens them to fit its width otherwise).
 		show = []string{"--stat=400,360", "--stat-graph-width=40"}
 	}
-	args := append(append([]string{"diff-tree"}, show...), "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", from, snap.tree)
+	args := append(append([]string{"diff-tree"}, show...), "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", from, snap.Tree)
 	if len(specs) > 0 {
 		args = append(append(args, "--"), specs...)
 	}

@@ -27,19 +27,15 @@ import (
 // every object it reaches is present. Imported snapshots are under the
 // same retention as the store's own.
 
-// ErrDamaged marks what was received from elsewhere and is not what it
-// claims to be: an object whose content does not hash to its name, is
-// larger than declared or than the store takes, or a snapshot that is not
-// whole. Nothing of it is kept under its name.
-var ErrDamaged = errors.New("damaged or forged")
-
 // MaxMetaObjectBytes bounds a commit or a tree received from elsewhere
 // (read whole, for git to check its format); a real one is a few KiB.
 const MaxMetaObjectBytes = 16 << 20
 
-// incomingDir holds objects being received, outside objects/ so that
-// neither GC nor a reader ever sees one half written.
-const incomingDir = "incoming"
+// ErrDamaged marks what was received from elsewhere and is not what it
+// claims to be: an object whose content does not hash to its name, is
+// larger than declared or than the store takes, or a snapshot that is not
+// whole. Nothing of it is kept under its name.
+var ErrDamaged = repo.ErrDamaged
 
 // ReceiveObject stores one object received from elsewhere, read from r,
 // which the sender says is size bytes. A blob is streamed into a loose
@@ -54,7 +50,7 @@ func (s *Store) ReceiveObject(ctx context.Context, o Object, size int64, r io.Re
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if !objectIDRE.MatchString(o.ID) {
+	if !repo.ObjectID.MatchString(o.ID) {
 		return fmt.Errorf("snapshot store: %q is not a git object id: %w", o.ID, ErrDamaged)
 	}
 	limit := s.opt.MaxFileBytes // < 0: no limit
@@ -105,7 +101,7 @@ func (s *Store) ReceiveObject(ctx context.Context, o Object, size int64, r io.Re
 // file under incoming/ and checks its size and hash; it returns the
 // file's path (to be removed by the caller when not moved).
 func (s *Store) receiveLoose(ctx context.Context, o Object, size int64, r io.Reader) (string, error) {
-	dir := filepath.Join(s.opt.Dir, incomingDir)
+	dir := filepath.Join(s.opt.Dir, repo.IncomingDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("snapshot store: %w", err)
 	}
@@ -164,86 +160,22 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// commitTreeAndSubject reads a raw commit: its tree and the first line of
-// its message.
-func commitTreeAndSubject(raw []byte) (tree, subject string, ok bool) {
-	head, msg, found := bytes.Cut(raw, []byte("\n\n"))
-	if !found {
-		return "", "", false
-	}
-	first, _, _ := bytes.Cut(head, []byte("\n"))
-	t, isTree := bytes.CutPrefix(first, []byte("tree "))
-	if !isTree || !objectIDRE.Match(t) {
-		return "", "", false
-	}
-	line, _, _ := bytes.Cut(msg, []byte("\n"))
-	return string(t), string(line), true
-}
-
-// checkConnected refuses (ErrDamaged) a commit that does not reach every
-// object it names: git gc would fail on it for ever.
-func (s *Store) checkConnected(ctx context.Context, commit string) error {
-	_, err := s.git.Run(ctx, repo.Call{Args: []string{"rev-list", "--objects", "--quiet", "--missing=error", commit}, Stdout: io.Discard})
-	if err == nil || ctx.Err() != nil {
-		return err
-	}
-	return fmt.Errorf("it is not whole (%w): %w", err, ErrDamaged)
-}
-
-// ---- withheld files ----------------------------------------------------
-
-// Withheld is a file a snapshot's copy for the fleet left out, and why (a
-// credential file, say): internal/ops declares it, as the API answers it.
-type Withheld = ops.Withheld
-
-// withheldTag starts each withheld file's line in a snapshot commit's
-// message: `withheld path="…" reason="…"`.
-const withheldTag = "withheld path="
-
-// WithheldLine is the line of a commit message that names one withheld
-// file (read back by parseWithheld).
-func WithheldLine(w Withheld) string {
-	return withheldTag + strconv.Quote(w.Path) + " reason=" + strconv.Quote(w.Reason) + "\n"
-}
-
-// parseWithheld reads the withheld files from a commit message.
-func parseWithheld(msg string) []Withheld {
-	var list []Withheld
-	for line := range strings.SplitSeq(msg, "\n") {
-		rest, ok := strings.CutPrefix(line, withheldTag)
-		if !ok {
-			continue
-		}
-		q, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			continue
-		}
-		p, _ := strconv.Unquote(q)
-		reason, err := strconv.Unquote(strings.TrimPrefix(rest[len(q):], " reason="))
-		if err != nil {
-			continue
-		}
-		list = append(list, Withheld{Path: p, Reason: reason})
-	}
-	return list
-}
-
 // leaveWithheld takes out of a restore's changes the files the snapshot's
 // machine withheld from the fleet, and names each (under paths, when
 // given) as left alone: this machine's copy is neither overwritten nor
 // removed. A snapshot taken here withholds nothing.
-func (s *Store) leaveWithheld(ctx context.Context, target Snapshot, paths []string, changes []change) ([]change, []Refusal, error) {
-	if target.commit == "" || target.commit == target.ID {
+func (s *Store) leaveWithheld(ctx context.Context, target repo.Snapshot, paths []string, changes []repo.Change) ([]repo.Change, []Refusal, error) {
+	if target.Commit == "" || target.Commit == target.ID {
 		return changes, nil, nil
 	}
-	raw, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", target.commit}})
+	raw, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", target.Commit}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot store: %w", err)
 	}
 	_, msg, _ := bytes.Cut(raw, []byte("\n\n"))
 	withheld := map[string]string{}
 	var left []Refusal
-	for _, w := range parseWithheld(string(msg)) {
+	for _, w := range repo.ParseWithheld(string(msg)) {
 		if !underAny(w.Path, paths) {
 			continue
 		}
@@ -254,7 +186,7 @@ func (s *Store) leaveWithheld(ctx context.Context, target Snapshot, paths []stri
 	if len(withheld) == 0 {
 		return changes, nil, nil
 	}
-	changes = slices.DeleteFunc(slices.Clone(changes), func(c change) bool { _, ok := withheld[c.path]; return ok })
+	changes = slices.DeleteFunc(slices.Clone(changes), func(c repo.Change) bool { _, ok := withheld[c.Path]; return ok })
 	return changes, left, nil
 }
 
@@ -278,14 +210,14 @@ func underAny(rel string, paths []string) bool {
 // the newest KeepCount of them (by the time they were taken) are kept,
 // the refs of the others deleted. Called by GC with the writer lock held.
 func (s *Store) dropImported(ctx context.Context) (int, error) {
-	imp, err := s.imported(ctx)
+	imp, err := s.repo.Imported(ctx)
 	if err != nil || len(imp) <= s.opt.KeepCount {
 		return 0, err
 	}
-	slices.SortFunc(imp, func(a, b Snapshot) int { return b.Time.Compare(a.Time) })
+	slices.SortFunc(imp, func(a, b repo.Snapshot) int { return b.Time.Compare(a.Time) })
 	var b strings.Builder
 	for _, snap := range imp[s.opt.KeepCount:] {
-		fmt.Fprintf(&b, "delete %s%s\n", importPrefix, snap.ID)
+		fmt.Fprintf(&b, "delete %s%s\n", repo.ImportPrefix, snap.ID)
 	}
 	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "--stdin"}, Stdin: strings.NewReader(b.String())}); err != nil {
 		return 0, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
@@ -296,17 +228,17 @@ func (s *Store) dropImported(ctx context.Context) (int, error) {
 // dropBrokenImports deletes the refs of imported snapshots that do not
 // reach every object they name, and says how many it dropped.
 func (s *Store) dropBrokenImports(ctx context.Context) (int, error) {
-	imp, err := s.imported(ctx)
+	imp, err := s.repo.Imported(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, snap := range imp {
-		err := s.checkConnected(ctx, snap.commitID())
+		err := s.repo.CheckConnected(ctx, snap.CommitID())
 		if !errors.Is(err, ErrDamaged) {
 			continue
 		}
-		if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "-d", importPrefix + snap.ID}}); err != nil {
+		if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "-d", repo.ImportPrefix + snap.ID}}); err != nil {
 			return n, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
 		}
 		s.log.Warn("snapshot store: dropped an imported snapshot that is not whole (git gc failed on it)", "snapshot", snap.ID, "err", err)
@@ -326,10 +258,10 @@ func (s *Store) removeLeftovers() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gone, _ := filepath.Glob(filepath.Join(s.opt.Dir, "objects", "pack", "tmp_*"))
-	if ents, err := os.ReadDir(filepath.Join(s.opt.Dir, incomingDir)); err == nil {
+	if ents, err := os.ReadDir(filepath.Join(s.opt.Dir, repo.IncomingDir)); err == nil {
 		for _, e := range ents {
 			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
-				gone = append(gone, filepath.Join(s.opt.Dir, incomingDir, e.Name()))
+				gone = append(gone, filepath.Join(s.opt.Dir, repo.IncomingDir, e.Name()))
 			}
 		}
 	}
@@ -341,12 +273,4 @@ func (s *Store) removeLeftovers() {
 	if len(gone) > 0 {
 		s.log.Info("snapshot store: removed temporary packs a failed gc left", "files", len(gone))
 	}
-}
-
-// commitID is the snapshot's commit in this store.
-func (s Snapshot) commitID() string {
-	if s.commit != "" {
-		return s.commit
-	}
-	return s.ID
 }

@@ -90,7 +90,7 @@ func TestGCHealsABrokenImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := strings.TrimSpace(string(commit))
-	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", importPrefix + id, id}}); err != nil {
+	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", repo.ImportPrefix + id, id}}); err != nil {
 		t.Fatal(err)
 	}
 	// The import path refuses it now.
@@ -146,7 +146,7 @@ func TestReceiveObjectChecksSizeAndHash(t *testing.T) {
 	if err != nil || string(out) != "hello\n" {
 		t.Fatalf("the received blob reads back as %q, %v", out, err)
 	}
-	if left, _ := os.ReadDir(filepath.Join(s.Dir(), incomingDir)); len(left) > 0 {
+	if left, _ := os.ReadDir(filepath.Join(s.Dir(), repo.IncomingDir)); len(left) > 0 {
 		t.Errorf("incoming/ keeps %d files", len(left))
 	}
 }

@@ -18,14 +18,6 @@ import (
 	"github.com/continuityd/continuityd/internal/ops"
 )
 
-// RestoreResult says what a restore changed (or, in a dry run, would);
-// Refusal is a file it left alone. internal/ops declares them, as the API
-// answers them.
-type (
-	RestoreResult = ops.RestoreResult
-	Refusal       = ops.Refusal
-)
-
 // Restore brings the files of snapshot id back into the workdir: all of
 // them, or only those under paths (relative to the workdir). It first
 // takes a safety snapshot of the tree as it is, so every restore can be
@@ -70,7 +62,7 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 				"a path through the symbolic link %s (restore the link itself); give a path relative to the workdir %s", link, s.work)
 		}
 	}
-	target, _, err := s.resolve(ctx, id, "id")
+	target, _, err := s.repo.Resolve(ctx, id, "id")
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -89,7 +81,7 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	changes, err := s.diffTree(ctx, st.tree, target.tree, clean...)
+	changes, err := s.repo.DiffTree(ctx, st.tree, target.Tree, clean...)
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -97,19 +89,19 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if err := s.checkKnown(ctx, clean, changes, res.Refused, st.tree, target.tree, target.ID); err != nil {
+	if err := s.checkKnown(ctx, clean, changes, res.Refused, st.tree, target.Tree, target.ID); err != nil {
 		return RestoreResult{}, err
 	}
-	var writes, removes []change
+	var writes, removes []repo.Change
 	for _, c := range changes {
-		if fin != nil && !fin.only[c.path] {
+		if fin != nil && !fin.only[c.Path] {
 			continue // the interrupted restore did not change it
 		}
-		if c.oldMode == gitlinkMode || c.newMode == gitlinkMode {
-			res.Refused = append(res.Refused, Refusal{Path: c.path, Reason: "a nested repository: restore it with its own git"})
+		if c.OldMode == repo.GitlinkMode || c.NewMode == repo.GitlinkMode {
+			res.Refused = append(res.Refused, Refusal{Path: c.Path, Reason: "a nested repository: restore it with its own git"})
 			continue
 		}
-		if c.status == 'D' {
+		if c.Status == 'D' {
 			removes = append(removes, c)
 		} else {
 			writes = append(writes, c)
@@ -117,27 +109,27 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	}
 	removing := map[string]bool{}
 	for _, c := range removes {
-		removing[c.path] = true
+		removing[c.Path] = true
 	}
 	// Check every file before changing any: nothing that no snapshot holds
 	// may be overwritten, removed or replaced by a directory.
-	var ok []change
+	var ok []repo.Change
 	for _, c := range writes {
 		if reason := w.blocked(c, removing); reason != "" {
-			res.Refused = append(res.Refused, Refusal{Path: c.path, Reason: reason})
+			res.Refused = append(res.Refused, Refusal{Path: c.Path, Reason: reason})
 			continue
 		}
 		ok = append(ok, c)
 	}
 	writes = ok
 	for _, c := range removes {
-		res.Changes = append(res.Changes, FileChange{Path: c.path, Status: StatusDeleted})
+		res.Changes = append(res.Changes, FileChange{Path: c.Path, Status: repo.StatusDeleted})
 	}
 	for _, c := range writes {
-		res.Changes = append(res.Changes, FileChange{Path: c.path, Status: statusName(c.status)})
+		res.Changes = append(res.Changes, FileChange{Path: c.Path, Status: repo.StatusName(c.Status)})
 	}
 	slices.SortFunc(res.Changes, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
-	if err := s.countLines(ctx, st.tree, target.tree, clean, res.Changes); err != nil {
+	if err := s.countLines(ctx, st.tree, target.Tree, clean, res.Changes); err != nil {
 		return RestoreResult{}, err
 	}
 	if dryRun {
@@ -162,21 +154,21 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	// The modes and the blobs are asked for before the first file is
 	// removed: a store git cannot read fails here, the workdir untouched.
 	var modes map[string]fs.FileMode
-	var blobs *blobStream
+	var blobs *repo.BlobStream
 	if len(writes) > 0 {
-		msg, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", target.commitID()}})
+		msg, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", target.CommitID()}})
 		if err != nil {
 			return res, fmt.Errorf("restore: nothing was changed: %w", err)
 		}
-		modes = parseModes(string(msg))
+		modes = repo.ParseModes(string(msg))
 		ids := make([]string, len(writes))
 		for i, c := range writes {
-			ids[i] = c.newID
+			ids[i] = c.NewID
 		}
-		if blobs, err = s.streamBlobs(ctx, ids); err != nil {
+		if blobs, err = s.repo.StreamBlobs(ctx, ids); err != nil {
 			return res, fmt.Errorf("restore: nothing was changed: %w", err)
 		}
-		defer blobs.close()
+		defer blobs.Close()
 	}
 	owners := w.ownersBefore(writes)
 	head := journalHead{V: 1, ID: newJournalID(), Snapshot: target.ID, Safety: safety.ID, Paths: clean,
@@ -187,10 +179,10 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 		head.Safety, head.Began = fin.prior.Safety, fin.prior.Began
 	}
 	for _, c := range removes {
-		head.Changes = append(head.Changes, journalChange{Path: c.path, Remove: true})
+		head.Changes = append(head.Changes, journalChange{Path: c.Path, Remove: true})
 	}
 	for _, c := range writes {
-		head.Changes = append(head.Changes, journalChange{Path: c.path})
+		head.Changes = append(head.Changes, journalChange{Path: c.Path})
 	}
 	j, err := s.startJournal(head)
 	if err != nil {
@@ -203,11 +195,11 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 		return res, fmt.Errorf("restore: %w%s", err, undo)
 	}
 	left := map[string]bool{} // paths left alone once the restore began
-	step := func(c change, err error) error {
+	step := func(c repo.Change, err error) error {
 		var r *errRefused
 		if errors.As(err, &r) {
 			res.Refused = append(res.Refused, r.Refusal)
-			left[c.path] = true
+			left[c.Path] = true
 			err = nil
 		}
 		if err == nil {
@@ -219,16 +211,16 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 		return err
 	}
 	for _, c := range removes {
-		if err := step(c, w.remove(c.path)); err != nil {
+		if err := step(c, w.remove(c.Path)); err != nil {
 			return failed(err)
 		}
 	}
 	if err := j.note(); err != nil {
 		return failed(err)
 	}
-	var written []change
+	var written []repo.Change
 	for i, c := range writes {
-		err := w.writeFile(c, tempName(head.ID, len(removes)+i), blobs, owners[c.path], modes)
+		err := w.writeFile(c, tempName(head.ID, len(removes)+i), blobs, owners[c.Path], modes)
 		if err == nil {
 			written = append(written, c)
 		}
@@ -288,16 +280,16 @@ type owner struct{ uid, gid int }
 // owner of the workdir (the directories it makes too: mkdirs). Only a
 // daemon running as root sets owners (its files would be root's
 // otherwise).
-func (w *workTree) ownersBefore(writes []change) map[string]owner {
+func (w *workTree) ownersBefore(writes []repo.Change) map[string]owner {
 	owners := make(map[string]owner, len(writes))
 	for _, c := range writes {
 		o := w.owner
-		if fi, err := w.lstat(c.path); err == nil {
+		if fi, err := w.lstat(c.Path); err == nil {
 			if uid, gid, ok := ownerOf(fi); ok {
 				o = owner{uid, gid}
 			}
 		}
-		owners[c.path] = o
+		owners[c.Path] = o
 	}
 	return owners
 }
@@ -323,10 +315,10 @@ func (s *Store) readRestored() []string {
 // writeRestored records the files a restore wrote, and has the next Take
 // drop those an ignore rule covers (the safety snapshot of the next restore
 // holds them anyway).
-func (s *Store) writeRestored(writes []change) {
+func (s *Store) writeRestored(writes []repo.Change) {
 	var b bytes.Buffer
 	for _, c := range writes {
-		b.WriteString(c.path)
+		b.WriteString(c.Path)
 		b.WriteByte(0)
 	}
 	if err := atomicfile.WriteFile(filepath.Join(s.opt.Dir, restoredFile), b.Bytes(), 0o600); err != nil {
@@ -399,8 +391,8 @@ func (s *Store) symlinkOnPath(rel string, last bool) string {
 }
 
 // blocked says why a file of the snapshot cannot be written, or "".
-func (w *workTree) blocked(c change, removing map[string]bool) string {
-	segs := strings.Split(c.path, "/")
+func (w *workTree) blocked(c repo.Change, removing map[string]bool) string {
+	segs := strings.Split(c.Path, "/")
 	for i := range segs {
 		rel := strings.Join(segs[:i+1], "/")
 		fi, err := w.lstat(rel)
@@ -424,7 +416,7 @@ func (w *workTree) blocked(c change, removing map[string]bool) string {
 			return "a directory is in the way; move it away first"
 		case fi.IsDir():
 			return "" // its files are all removed first, and it with them
-		case c.status == 'A':
+		case c.Status == 'A':
 			// It exists but was not in the tree as it is: ignored, too
 			// large, or unreadable. Overwriting it could not be undone.
 			return "a file that is in no snapshot (ignored or too large) is in the way; move it away first"

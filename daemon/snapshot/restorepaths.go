@@ -20,11 +20,11 @@ import (
 // it, or whose name did not come through, would believe the file was
 // restored. clean are the paths as checkPaths returned them, in the order
 // the request gave them (paths[i] in the refusal).
-func (s *Store) checkKnown(ctx context.Context, clean []string, changes []change, refused []Refusal, now, target string, id string) error {
+func (s *Store) checkKnown(ctx context.Context, clean []string, changes []repo.Change, refused []Refusal, now, target string, id string) error {
 	var quiet []int // the paths no change lies below
 	for i, p := range clean {
 		under := func(q string) bool { return q == p || strings.HasPrefix(q, p+"/") }
-		below := slices.ContainsFunc(changes, func(c change) bool { return under(c.path) }) ||
+		below := slices.ContainsFunc(changes, func(c repo.Change) bool { return under(c.Path) }) ||
 			slices.ContainsFunc(refused, func(r Refusal) bool { return under(r.Path) })
 		if !below {
 			quiet = append(quiet, i)

@@ -294,7 +294,7 @@ func TestStaleLocksAndUnreferencedCommits(t *testing.T) {
 	first, _ := take(t, s, "start", 1)
 	// What a Take killed between commit-tree and update-ref leaves: a
 	// commit and a ref lock.
-	orphan, err := s.git.Text(context.Background(), "commit-tree", first.tree, "-m", "continuityd-snapshot v=1 n=2 trigger=quiet seq=1 time=2026-11-30T10:00:00Z parent=- added=0 modified=0 deleted=0 skipped=0")
+	orphan, err := s.git.Text(context.Background(), "commit-tree", treeID(t, s, first.ID), "-m", "continuityd-snapshot v=1 n=2 trigger=quiet seq=1 time=2026-11-30T10:00:00Z parent=- added=0 modified=0 deleted=0 skipped=0")
 	if err != nil {
 		t.Fatal(err)
 	}

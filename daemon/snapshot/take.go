@@ -6,30 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
-)
-
-// Skipped is a file a snapshot left out (internal/ops declares it, as the
-// API answers it).
-type Skipped = ops.Skipped
-
-// Skip reasons.
-const (
-	ReasonTooLarge    = "too_large"
-	ReasonUnreadable  = "unreadable"
-	ReasonRepository  = "repository"    // a nested repository, submodule or linked worktree: left out whole
-	ReasonGitName     = "git_name"      // a name git takes for .git (".GIT", ".Git", …) and never adds
-	ReasonPathTooLong = "path_too_long" // a path longer than the system's limit (4,095 bytes with the workdir)
 )
 
 // Take snapshots the workdir. When the tree is the same as the newest
@@ -63,24 +48,8 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 		return Snapshot{}, false, err
 	}
 	st.took.Total = time.Since(start)
-	snap.Took = st.took
-	return snap, isNew, nil
+	return snapshotOf(snap, st.took), isNew, nil
 }
-
-// Progress is what a Take under way is doing: Step is "" when none is,
-// else StepWalk (Files counts the files found so far), StepStore (Files
-// is how many the walk found) or StepTree.
-type Progress struct {
-	Step  string `json:"step,omitempty"`
-	Files int64  `json:"files,omitempty"`
-}
-
-// The steps of a Take, for Progress.
-const (
-	StepWalk  = "walking the tree"
-	StepStore = "storing the files"
-	StepTree  = "writing the tree"
-)
 
 // Progress says how far the Take under way got; safe from any goroutine,
 // while a Take holds the store. A first snapshot of a large tree takes
@@ -107,14 +76,14 @@ func (s *Store) setStep(step string) {
 // a snapshot.
 type staged struct {
 	tree    string
-	changes []change // against the newest snapshot's tree (a Take from what changed)
+	changes []repo.Change // against the newest snapshot's tree (a Take from what changed)
 	counts  diffCounts
-	skipped []Skipped
+	skipped []repo.Skipped
 	modes   string // the mode lines of the snapshot's message (modeLines)
 	took    Timings
 	// files are changes with their line counts, when counted in the same
 	// pass (a Take from what changed); nil otherwise.
-	files []FileChange
+	files []repo.FileChange
 	// added bounds the bytes of the files the add read (the changed
 	// paths' regular files); -1 for a full add.
 	added int64
@@ -124,18 +93,6 @@ type staged struct {
 // as it compares trees: counting reads every changed file, which a
 // first snapshot (every file added) must not pay for.
 const maxCountedPaths = 1000
-
-// change is one entry of `git diff-tree --raw`.
-type change struct {
-	status  byte // 'A', 'M', 'D', 'T'
-	oldMode string
-	newMode string
-	path    string
-	oldID   string // the blob (or tree, gitlink) on each side; zeros where absent
-	newID   string
-}
-
-const gitlinkMode = "160000"
 
 // stage writes the work tree, as the snapshot rules see it, into the
 // store: the size walk, the exclusions, `git add -A` into the private
@@ -229,14 +186,14 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 	}
 	// git add refuses a file inside a directory it takes for .git as a
 	// file it could not add: the directory is named already.
-	unreadable = slices.DeleteFunc(unreadable, func(u Skipped) bool {
-		return slices.ContainsFunc(found.odd, func(k Skipped) bool {
-			return k.Reason == ReasonGitName && strings.HasPrefix(u.Path, k.Path+"/")
+	unreadable = slices.DeleteFunc(unreadable, func(u repo.Skipped) bool {
+		return slices.ContainsFunc(found.odd, func(k repo.Skipped) bool {
+			return k.Reason == repo.ReasonGitName && strings.HasPrefix(u.Path, k.Path+"/")
 		})
 	})
 	s.walkState = &treeState{modes: found.modes, odd: found.odd, unreadable: unreadable}
 	for _, u := range unreadable {
-		if !slices.ContainsFunc(st.skipped, func(k Skipped) bool { return k.Path == u.Path }) {
+		if !slices.ContainsFunc(st.skipped, func(k repo.Skipped) bool { return k.Path == u.Path }) {
 			st.skipped = append(st.skipped, u)
 		}
 	}
@@ -252,8 +209,8 @@ func (s *Store) stage(ctx context.Context, force []string, notes changeNotes) (s
 			return st, fmt.Errorf("snapshot of %s: %w", s.work, err)
 		}
 		parent := repo.EmptyTree
-		if s.newest.n > 0 {
-			parent = s.newest.tree
+		if s.newest.N > 0 {
+			parent = s.newest.Tree
 		}
 		st.counts = diffCounts{}
 		switch {
@@ -325,14 +282,14 @@ func (s *Store) stageFromChanged(ctx context.Context, roots []string, found walk
 	}
 	unreadable := slices.Clone(st.skipped)
 	for _, u := range s.walkState.unreadable {
-		if !inRoots(u.Path, set) && !slices.ContainsFunc(unreadable, func(k Skipped) bool { return k.Path == u.Path }) {
+		if !inRoots(u.Path, set) && !slices.ContainsFunc(unreadable, func(k repo.Skipped) bool { return k.Path == u.Path }) {
 			unreadable = append(unreadable, u)
 		}
 	}
 	s.walkState = &treeState{modes: found.modes, odd: found.odd, unreadable: unreadable}
 	st.skipped = append(s.skippedBig(), odd...)
 	for _, u := range unreadable {
-		if !slices.ContainsFunc(st.skipped, func(k Skipped) bool { return k.Path == u.Path }) {
+		if !slices.ContainsFunc(st.skipped, func(k repo.Skipped) bool { return k.Path == u.Path }) {
 			st.skipped = append(st.skipped, u)
 		}
 	}
@@ -345,13 +302,13 @@ func (s *Store) stageFromChanged(ctx context.Context, roots []string, found walk
 
 // skippedBig names the files skipped for their size and the nested
 // repositories, as the last excludeOversized left them.
-func (s *Store) skippedBig() []Skipped {
-	var list []Skipped
+func (s *Store) skippedBig() []repo.Skipped {
+	var list []repo.Skipped
 	for _, p := range sortedKeys(s.oversized) {
 		if n := s.oversized[p]; n == repoSize {
-			list = append(list, Skipped{Path: p, Reason: ReasonRepository})
+			list = append(list, repo.Skipped{Path: p, Reason: repo.ReasonRepository})
 		} else {
-			list = append(list, Skipped{Path: p, Size: n, Reason: ReasonTooLarge})
+			list = append(list, repo.Skipped{Path: p, Size: n, Reason: repo.ReasonTooLarge})
 		}
 	}
 	return list
@@ -375,7 +332,7 @@ const maxStreamedFiles = 16 << 10
 // while it read it (it found fewer bytes than it was told: "failed to
 // read"; or a signal) left its index.lock: that is cleared and the add
 // run again. git's warnings are logged.
-func (s *Store) addAll(ctx context.Context, stream bool) ([]Skipped, error) {
+func (s *Store) addAll(ctx context.Context, stream bool) ([]repo.Skipped, error) {
 	for attempt := 0; ; attempt++ {
 		var warn string
 		threshold := "core.bigFileThreshold=512m" // git's default
@@ -424,7 +381,7 @@ func (s *Store) logWarnings(stderr string) {
 
 // notIgnored returns those of list the ignore rules do not cover, asking
 // ignoredOf (a git run) or ignoredOfPipeList (the long-lived one).
-func (s *Store) notIgnored(ctx context.Context, list []Skipped, ignoredOf func(context.Context, []string) ([]string, error)) ([]Skipped, error) {
+func (s *Store) notIgnored(ctx context.Context, list []repo.Skipped, ignoredOf func(context.Context, []string) ([]string, error)) ([]repo.Skipped, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}
@@ -436,15 +393,12 @@ func (s *Store) notIgnored(ctx context.Context, list []Skipped, ignoredOf func(c
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(list, func(k Skipped) bool { return slices.Contains(ignored, k.Path) }), nil
+	return slices.DeleteFunc(list, func(k repo.Skipped) bool { return slices.Contains(ignored, k.Path) }), nil
 }
-
-// maxListedModes bounds the permissions recorded with one snapshot.
-const maxListedModes = 1000
 
 // modeLines are the permission lines of a snapshot's message: the files
 // and directories of tree whose permissions git does not keep (keptMode),
-// sorted, at most maxListedModes of them.
+// sorted, at most repo.MaxListedModes of them.
 func (s *Store) modeLines(ctx context.Context, tree string, modes map[string]fs.FileMode) (string, error) {
 	if len(modes) == 0 {
 		return "", nil
@@ -459,46 +413,7 @@ func (s *Store) modeLines(ctx context.Context, tree string, modes map[string]fs.
 			held[p] = m
 		}
 	}
-	return formatModes(held), nil
-}
-
-// formatModes writes the mode lines of the paths of held, sorted, at most
-// maxListedModes of them.
-func formatModes(held map[string]fs.FileMode) string {
-	paths := slices.Sorted(maps.Keys(held))
-	var b strings.Builder
-	for i, p := range paths {
-		if i == maxListedModes {
-			fmt.Fprintf(&b, "modes-more %d\n", len(paths)-i)
-			break
-		}
-		fmt.Fprintf(&b, "mode %04o path=%s\n", held[p], strconv.Quote(p))
-	}
-	return b.String()
-}
-
-// parseModes reads the permission lines (modeLines) of a commit message.
-// Only permissions git would not give are taken: a mode line can take
-// bits away, never add one.
-func parseModes(msg string) map[string]fs.FileMode {
-	modes := map[string]fs.FileMode{}
-	for line := range strings.SplitSeq(msg, "\n") {
-		rest, ok := strings.CutPrefix(line, "mode ")
-		if !ok {
-			continue
-		}
-		m, q, _ := strings.Cut(rest, " path=")
-		n, err := strconv.ParseUint(m, 8, 32)
-		if err != nil || n > 0o777 {
-			continue
-		}
-		p, err := strconv.Unquote(q)
-		if err != nil {
-			continue
-		}
-		modes[p] = fs.FileMode(n)
-	}
-	return modes
+	return repo.FormatModes(held), nil
 }
 
 // forceAdd adds the files of paths that exist in the workdir as files or
@@ -570,7 +485,7 @@ func (c *diffCounts) count(status byte, p string) {
 // lists them all, and none of it needs keeping.
 func (s *Store) diffCount(ctx context.Context, from, to string) (diffCounts, error) {
 	var counts diffCounts
-	err := s.diffTreeEach(ctx, from, to, nil, func(c change) { counts.count(c.status, c.path) })
+	err := s.repo.DiffTreeEach(ctx, from, to, nil, func(c repo.Change) { counts.count(c.Status, c.Path) })
 	return counts, err
 }
 
@@ -723,24 +638,24 @@ func (s *Store) ignoredOf(ctx context.Context, paths []string) ([]string, error)
 
 // unreadableFiles reads the files git add --ignore-errors could not add
 // from its error; ok is false when git failed for another reason.
-func unreadableFiles(err error) ([]Skipped, bool) {
+func unreadableFiles(err error) ([]repo.Skipped, bool) {
 	var ge *repo.GitError
 	if !errors.As(err, &ge) {
 		return nil, false
 	}
-	var list []Skipped
+	var list []repo.Skipped
 	for line := range strings.SplitSeq(ge.Stderr, "\n") {
 		line = strings.TrimSpace(line)
 		switch {
 		case line == "", line == "fatal: adding files failed", strings.HasPrefix(line, "warning:"):
 		case strings.HasPrefix(line, "error: unable to index file '"):
-			list = append(list, Skipped{Path: strings.TrimSuffix(strings.TrimPrefix(line, "error: unable to index file '"), "'"), Reason: ReasonUnreadable})
+			list = append(list, repo.Skipped{Path: strings.TrimSuffix(strings.TrimPrefix(line, "error: unable to index file '"), "'"), Reason: repo.ReasonUnreadable})
 		case strings.HasPrefix(line, "error: unable to add '") && strings.HasSuffix(line, "' to index"):
 			p := strings.TrimSuffix(strings.TrimPrefix(line, "error: unable to add '"), "' to index")
-			list = append(list, Skipped{Path: p, Reason: ReasonUnreadable})
+			list = append(list, repo.Skipped{Path: p, Reason: repo.ReasonUnreadable})
 		case strings.HasPrefix(line, "error: open(\""):
 			p, _, _ := strings.Cut(strings.TrimPrefix(line, "error: open(\""), "\"):")
-			list = append(list, Skipped{Path: p, Reason: ReasonUnreadable})
+			list = append(list, repo.Skipped{Path: p, Reason: repo.ReasonUnreadable})
 		case strings.HasPrefix(line, "error: "):
 		default:
 			return nil, false
@@ -750,55 +665,55 @@ func unreadableFiles(err error) ([]Skipped, bool) {
 		return nil, false // it failed, and named no file
 	}
 	// git names a file twice (open, then unable to index): keep one.
-	slices.SortFunc(list, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
-	list = slices.CompactFunc(list, func(a, b Skipped) bool { return a.Path == b.Path })
+	slices.SortFunc(list, func(a, b repo.Skipped) int { return strings.Compare(a.Path, b.Path) })
+	list = slices.CompactFunc(list, func(a, b repo.Skipped) bool { return a.Path == b.Path })
 	return list, true
 }
 
 // commit makes the staged tree a snapshot unless it equals the newest.
-func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint64) (Snapshot, bool, error) {
-	if s.newest.n > 0 && st.tree == s.newest.tree && st.modes == s.newestModes {
+func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint64) (repo.Snapshot, bool, error) {
+	if s.newest.N > 0 && st.tree == s.newest.Tree && st.modes == s.newestModes {
 		return s.newest, false, nil
 	}
 	t := time.Now()
-	snap := Snapshot{
+	snap := repo.Snapshot{
 		Time:    s.now().UTC(),
 		Trigger: trigger,
 		Seq:     seq,
 		Parent:  s.newest.ID,
 		Skipped: len(st.skipped),
-		tree:    st.tree,
+		Tree:    st.tree,
 
 		Conversation: s.conversationNow(),
-		n:            s.newest.n + 1,
+		N:            s.newest.N + 1,
 	}
 	snap.Added, snap.Modified, snap.Deleted = st.counts.added, st.counts.modified, st.counts.deleted
 	// No git parent: every snapshot is a root commit, its parent is in the
 	// metadata, so retention drops old snapshots by deleting their refs,
 	// without rewriting (and renaming) the ones it keeps. The commit is
 	// the one `git commit-tree` would write (TestCommitObjectIsGits).
-	message := s.message(snap, st.skipped, st.modes)
+	message := repo.Message(snap, st.skipped, st.modes)
 	id, err := s.writeObject("commit", repo.CommitObject(st.tree, snap.Time.Unix(), message))
 	if err == nil {
 		err = s.finishTakePack()
 	}
 	if err != nil {
-		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		return repo.Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
 	snap.ID = id.String()
 	s.reach(pointCommit)
 	// The ref is made last, atomically (a lock file renamed into place),
 	// and never over one that exists.
-	before, stamped := s.refsStamp()
-	err = s.repo.CreateRef(repo.RefName(snap.n), id, func() { s.reach(pointRefLocked) })
+	before, stamped := s.repo.Stamp()
+	err = s.repo.CreateRef(repo.RefName(snap.N), id, func() { s.reach(pointRefLocked) })
 	if err != nil {
-		s.forgetList()
-		return Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		s.repo.ForgetList()
+		return repo.Snapshot{}, false, fmt.Errorf("snapshot of %s: %w", s.work, err)
 	}
-	s.listTaken(snap.ID, st.tree, message, before, stamped)
+	s.repo.ListTaken(snap.ID, st.tree, message, before, stamped)
 	s.lastChanges.Store(nil)
 	if st.changes != nil {
-		s.lastChanges.Store(&changeSet{from: s.newest.tree, to: st.tree, list: treeChanges(st.changes)})
+		s.lastChanges.Store(&changeSet{from: s.newest.Tree, to: st.tree, list: treeChanges(st.changes)})
 	}
 	s.newest, s.newestModes = snap, st.modes
 	s.newestDetail.Store(nil)
@@ -814,12 +729,12 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 
 // detailOf is what Show answers for the snapshot a Take just made from
 // st, as it would read it back from the store.
-func detailOf(snap Snapshot, st *staged) *Detail {
-	d := &Detail{Snapshot: snap, SkippedFiles: []Skipped{}, Files: st.files}
-	if n := len(st.skipped); n > maxListedSkipped {
-		d.SkippedFiles, d.SkippedMore = slices.Clone(st.skipped[:maxListedSkipped]), n-maxListedSkipped
+func detailOf(snap repo.Snapshot, st *staged) *Detail {
+	d := &Detail{Snapshot: snapshotOf(snap, Timings{}), SkippedFiles: []Skipped{}, Files: fileChangesOf(st.files)}
+	if n := len(st.skipped); n > repo.MaxListedSkipped {
+		d.SkippedFiles, d.SkippedMore = skippedOf(st.skipped[:repo.MaxListedSkipped]), n-repo.MaxListedSkipped
 	} else if n > 0 {
-		d.SkippedFiles = slices.Clone(st.skipped)
+		d.SkippedFiles = skippedOf(st.skipped)
 	}
 	if len(d.Files) > MaxShowFiles {
 		d.Files, d.FilesCut = d.Files[:MaxShowFiles], true
@@ -828,71 +743,4 @@ func detailOf(snap Snapshot, st *staged) *Detail {
 		d.Files = nil // as Show reads a snapshot with no file changed (permissions only)
 	}
 	return d
-}
-
-// diffTree lists what changed between two trees, recursively.
-func (s *Store) diffTree(ctx context.Context, from, to string, paths ...string) ([]change, error) {
-	var list []change
-	err := s.diffTreeEach(ctx, from, to, paths, func(c change) { list = append(list, c) })
-	return list, err
-}
-
-// diffTreeEach hands each change between two trees (below paths, if
-// any) to each as git writes it.
-func (s *Store) diffTreeEach(ctx context.Context, from, to string, paths []string, each func(change)) error {
-	args := []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", from, to}
-	if len(paths) > 0 {
-		args = append(append(args, "--"), paths...)
-	}
-	w := &rawReader{each: each}
-	_, err := s.git.Run(ctx, repo.Call{Args: args, Stdout: w})
-	if err == nil {
-		err = w.done()
-	}
-	if err != nil {
-		return fmt.Errorf("snapshot store: %w", err)
-	}
-	return nil
-}
-
-// rawReader reads `git diff-tree -z --raw` output written to it,
-// ":old new oldsha newsha S\0path\0" per change, as it comes.
-type rawReader struct {
-	each    func(change)
-	partial []byte   // a field not yet ended by its NUL
-	head    []string // the header of the change whose path comes next
-	err     error
-}
-
-func (r *rawReader) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 && r.err == nil {
-		i := bytes.IndexByte(p, 0)
-		if i < 0 {
-			r.partial = append(r.partial, p...)
-			break
-		}
-		field := string(append(r.partial, p[:i]...))
-		r.partial, p = r.partial[:0], p[i+1:]
-		switch {
-		case r.head != nil:
-			r.each(change{status: r.head[4][0], oldMode: r.head[0], newMode: r.head[1], oldID: r.head[2], newID: r.head[3], path: field})
-			r.head = nil
-		case field != "":
-			head := strings.Fields(strings.TrimPrefix(field, ":"))
-			if !strings.HasPrefix(field, ":") || len(head) != 5 || head[4] == "" {
-				r.err = fmt.Errorf("unexpected diff line %q", field)
-			}
-			r.head = head
-		}
-	}
-	return n, nil
-}
-
-// done says whether the output ended where a change does.
-func (r *rawReader) done() error {
-	if r.err == nil && (r.head != nil || len(r.partial) > 0) {
-		r.err = errors.New("the diff ended in the middle of a change")
-	}
-	return r.err
 }

@@ -13,16 +13,6 @@ import (
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
-// Bounds of a path a restore writes, those of Linux: a name over NAME_MAX
-// or a path over PATH_MAX cannot be created, and would fail a restore
-// half-way.
-const (
-	maxNameBytes = 255
-	maxPathBytes = 4095
-	// maxLinkBytes bounds a symbolic link's target.
-	maxLinkBytes = 4095
-)
-
 // checkTree checks the whole tree of a snapshot before a restore changes
 // anything (and a dry run gives the same verdict): every path as git would
 // check it, and ours (no "..", no empty, "." or absolute name, no .git in
@@ -32,19 +22,19 @@ const (
 // MaxFileBytes. A snapshot taken here passes; a forged or damaged one (from
 // another machine) is refused whole, as a *capsule.Error naming the first
 // problem, and nothing is written.
-func (s *Store) checkTree(ctx context.Context, snap Snapshot) error {
+func (s *Store) checkTree(ctx context.Context, snap repo.Snapshot) error {
 	refuse := func(format string, args ...any) error {
 		return capsule.Refuse(capsule.CodeInvalidField, "id",
 			"snapshot %s cannot be restored, nothing was changed: %s", short(snap.ID), fmt.Sprintf(format, args...))
 	}
-	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.tree}})
+	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.Tree}})
 	if err != nil {
 		return refuse("its tree cannot be read (an object is missing or damaged): %v", err)
 	}
 	type blob struct{ id, path, mode string }
 	var blobs []blob
 	trees := map[string]bool{}
-	treeIDs := []string{snap.tree}
+	treeIDs := []string{snap.Tree}
 	seen := map[string]bool{}
 	for rec := range bytes.SplitSeq(bytes.TrimSuffix(out, []byte{0}), []byte{0}) {
 		if len(rec) == 0 {
@@ -52,7 +42,7 @@ func (s *Store) checkTree(ctx context.Context, snap Snapshot) error {
 		}
 		meta, p, ok := strings.Cut(string(rec), "\t")
 		f := strings.Fields(meta)
-		if !ok || len(f) != 3 || !objectIDRE.MatchString(f[2]) {
+		if !ok || len(f) != 3 || !repo.ObjectID.MatchString(f[2]) {
 			return refuse("ls-tree said %q", rec)
 		}
 		mode, typ, id := f[0], f[1], f[2]
@@ -65,7 +55,7 @@ func (s *Store) checkTree(ctx context.Context, snap Snapshot) error {
 		seen[p] = true
 		// ls-tree -r -t names each tree before what it holds: a path
 		// whose directory was not named came from a name holding "/".
-		if dir, _, ok := cutLast(p); ok && !trees[dir] {
+		if dir, _, ok := repo.CutLast(p); ok && !trees[dir] {
 			return refuse("the name %s holds a \"/\"", strconv.Quote(p))
 		}
 		switch {
@@ -74,7 +64,7 @@ func (s *Store) checkTree(ctx context.Context, snap Snapshot) error {
 			treeIDs = append(treeIDs, id)
 		case (mode == "100644" || mode == "100755" || mode == "120000") && typ == "blob":
 			blobs = append(blobs, blob{id: id, path: p, mode: mode})
-		case mode == gitlinkMode && typ == "commit":
+		case mode == repo.GitlinkMode && typ == "commit":
 			// A nested repository: left alone by Restore and named.
 		default:
 			return refuse("the path %s has mode %s (%s), which a restore does not write", strconv.Quote(p), mode, typ)
@@ -123,7 +113,7 @@ func (s *Store) checkTree(ctx context.Context, snap Snapshot) error {
 			return fmt.Errorf("snapshot store: cat-file gave the size %q for %s", f[2], b.id)
 		}
 		switch {
-		case b.mode == "120000" && (size == 0 || size > maxLinkBytes):
+		case b.mode == "120000" && (size == 0 || size > repo.MaxLinkBytes):
 			return refuse("the symbolic link %s has a target of %d bytes", strconv.Quote(b.path), size)
 		case s.opt.MaxFileBytes >= 0 && size > s.opt.MaxFileBytes:
 			return refuse("%s is %d bytes, over the snapshot size limit of %d (max_file_size)", strconv.Quote(b.path), size, s.opt.MaxFileBytes)
@@ -161,7 +151,7 @@ func (s *Store) badPath(p string) string {
 		return "is absolute"
 	case strings.ContainsAny(p, "\x00"):
 		return "holds a NUL"
-	case len(s.work)+1+len(p) > maxPathBytes:
+	case len(s.work)+1+len(p) > repo.MaxPathBytes:
 		return fmt.Sprintf("is too long for the disk (%d bytes in the workdir)", len(s.work)+1+len(p))
 	}
 	for seg := range strings.SplitSeq(p, "/") {
@@ -170,9 +160,9 @@ func (s *Store) badPath(p string) string {
 			return "has an empty name in it"
 		case seg == "." || seg == "..":
 			return fmt.Sprintf("has %q in it", seg)
-		case len(seg) > maxNameBytes:
-			return fmt.Sprintf("has a name of %d bytes, over the disk's %d", len(seg), maxNameBytes)
-		case isDotGit(seg):
+		case len(seg) > repo.MaxNameBytes:
+			return fmt.Sprintf("has a name of %d bytes, over the disk's %d", len(seg), repo.MaxNameBytes)
+		case repo.IsDotGit(seg):
 			return "names .git (in some spelling), which a restore never writes"
 		}
 	}
@@ -183,30 +173,4 @@ func (s *Store) badPath(p string) string {
 		}
 	}
 	return ""
-}
-
-// isDotGit reports whether a file name is, or a file system may take it
-// for, ".git": any case, trailing dots or spaces (NTFS), the 8.3 short
-// name GIT~1 (NTFS), or with characters HFS+ ignores.
-func isDotGit(name string) bool {
-	var b strings.Builder
-	for _, r := range name {
-		switch {
-		case r == 0x200C || r == 0x200D || r == 0x200E || r == 0x200F,
-			r >= 0x202A && r <= 0x202E, r >= 0x206A && r <= 0x206F, r == 0xFEFF:
-			continue // ignored by HFS+
-		}
-		b.WriteRune(r)
-	}
-	n := strings.ToLower(strings.TrimRight(b.String(), ". "))
-	return n == ".git" || n == "git~1"
-}
-
-// cutLast splits a slash path at its last "/".
-func cutLast(p string) (dir, name string, ok bool) {
-	i := strings.LastIndexByte(p, '/')
-	if i < 0 {
-		return "", p, false
-	}
-	return p[:i], p[i+1:], true
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // The size walk of the workdir: what git add -A would leave out without
@@ -21,7 +23,7 @@ type walked struct {
 	bytes int64                  // the sizes of the regular files under the limit
 	over  map[string]int64       // files over the size limit; nested repositories as repoSize
 	modes map[string]fs.FileMode // files and directories a restore would otherwise give more permissions
-	odd   []Skipped              // what git would leave out without a word
+	odd   []repo.Skipped         // what git would leave out without a word
 	files []seenFile             // the files and links found, when asked (walkChanged)
 }
 
@@ -75,12 +77,12 @@ func (s *Store) classify(dir string, ents []fs.DirEntry, collect bool) (subdirs 
 			if dir != "" {
 				child = dir + "/" + name
 			}
-			if isDotGit(name) {
-				w.odd = append(w.odd, Skipped{Path: child, Reason: ReasonGitName})
+			if repo.IsDotGit(name) {
+				w.odd = append(w.odd, repo.Skipped{Path: child, Reason: repo.ReasonGitName})
 				continue
 			}
-			if len(s.work)+1+len(child) > maxPathBytes {
-				w.odd = append(w.odd, Skipped{Path: child, Reason: ReasonPathTooLong})
+			if len(s.work)+1+len(child) > repo.MaxPathBytes {
+				w.odd = append(w.odd, repo.Skipped{Path: child, Reason: repo.ReasonPathTooLong})
 				continue
 			}
 			switch t := e.Type(); {
@@ -159,7 +161,7 @@ func (s *Store) walkDirs(queue []string, res *walked, collect bool) error {
 				// gone since it was listed: git will not see it either
 			case err != nil:
 				// git would warn and go on: named, with the reason.
-				w.odd = []Skipped{{Path: dir + "/", Reason: ReasonUnreadable}}
+				w.odd = []repo.Skipped{{Path: dir + "/", Reason: repo.ReasonUnreadable}}
 			case slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }):
 				// A nested repository, submodule or linked worktree:
 				// left out whole, or git add would run git status
@@ -183,7 +185,7 @@ func (s *Store) walkDirs(queue []string, res *walked, collect bool) error {
 	}
 	wg.Wait()
 	// The walkers finish in any order: what the snapshot names does not.
-	slices.SortFunc(res.odd, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(res.odd, func(a, b repo.Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/beneath"
 )
 
@@ -87,7 +88,7 @@ func (w *workTree) forget(rel string) {
 
 // lstat describes rel, a link as a link.
 func (w *workTree) lstat(rel string) (fs.FileInfo, error) {
-	parent, name, _ := cutLast(rel)
+	parent, name, _ := repo.CutLast(rel)
 	d, err := w.dir(parent)
 	if err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func (w *workTree) lstat(rel string) (fs.FileInfo, error) {
 // that is a symbolic link, or "". A missing directory ends the check:
 // nothing below it exists.
 func (w *workTree) linkOnPath(rel string) string {
-	parent, _, ok := cutLast(rel)
+	parent, _, ok := repo.CutLast(rel)
 	if !ok {
 		return ""
 	}
@@ -136,7 +137,7 @@ func refusedBy(rel, doing string, err error) error {
 // then each directory it leaves empty (a link there is not a directory:
 // it stays). A file already gone is no error.
 func (w *workTree) remove(rel string) error {
-	parent, name, _ := cutLast(rel)
+	parent, name, _ := repo.CutLast(rel)
 	d, err := w.dir(parent)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -148,7 +149,7 @@ func (w *workTree) remove(rel string) error {
 		return refusedBy(rel, "it was not removed", err)
 	}
 	for dir := parent; dir != ""; {
-		up, base, _ := cutLast(dir)
+		up, base, _ := repo.CutLast(dir)
 		d, err := w.dir(up)
 		if err != nil || d.RemoveDir(base) != nil {
 			break // not empty, not a directory, or not ours
@@ -168,7 +169,7 @@ func (w *workTree) mkdirs(rel string, modes map[string]fs.FileMode) (*beneath.Di
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return d, err
 	}
-	up, name, _ := cutLast(rel)
+	up, name, _ := repo.CutLast(rel)
 	parent, err := w.mkdirs(up, modes)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/gittool"
@@ -23,9 +24,10 @@ const (
 // Repo is one store on disk: the bare repository at Dir, for one work
 // tree.
 type Repo struct {
-	dir string
-	git *Git
-	log *slog.Logger
+	dir    string
+	git    *Git
+	log    *slog.Logger
+	listed atomic.Pointer[listedRefs] // the snapshots as last read from the refs (List)
 }
 
 // Open opens the store at dir for the work tree work, making it when
@@ -119,42 +121,6 @@ func BaseExclude(work, dir string, ignore, ignoreDirs, exclude []string) (file [
 		}
 	}
 	return b.Bytes(), excludeAbs
-}
-
-// Inside reports whether p is dir or lies in it, and p relative to dir.
-func Inside(dir, p string) (string, bool) {
-	rel, err := filepath.Rel(dir, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return rel, true
-}
-
-// EscapeGlob makes a path a literal gitignore pattern. A line break cannot
-// be written in a gitignore file; it becomes "?", which may also match a
-// sibling differing in that one character only.
-func EscapeGlob(p string) string {
-	var b strings.Builder
-	for i, r := range p {
-		switch r {
-		case '\\', '*', '?', '[', ']':
-			b.WriteByte('\\')
-		case '!', '#':
-			if i == 0 {
-				b.WriteByte('\\')
-			}
-		case '\n', '\r':
-			b.WriteByte('?')
-			continue
-		}
-		b.WriteRune(r)
-	}
-	s := b.String()
-	if strings.HasSuffix(s, " ") { // trailing spaces are dropped unless escaped
-		trimmed := strings.TrimRight(s, " ")
-		s = trimmed + strings.Repeat("\\ ", len(s)-len(trimmed))
-	}
-	return s
 }
 
 // WriteIfChanged replaces a store file atomically when its content differs.

@@ -1,0 +1,226 @@
+package snapshot
+
+import (
+	"time"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+)
+
+// The store's answers, as the daemon, the API and the owner's worker see
+// them (the worker carries them as JSON). The parts of the store answer in
+// their own types (repo, take, restore, gc); the façade converts
+// (convert.go).
+
+// Snapshot is one snapshot of the work tree.
+type Snapshot struct {
+	ID       string    `json:"id"` // the commit's hash in the store
+	Time     time.Time `json:"at"`
+	Trigger  string    `json:"trigger"`          // what caused it: "quiet", "threshold", "restore", …
+	Seq      uint64    `json:"seq"`              // the residency seq it belongs to
+	Parent   string    `json:"parent,omitempty"` // the snapshot before it, "" for the first
+	Added    int       `json:"added"`            // files, against Parent
+	Modified int       `json:"modified"`
+	Deleted  int       `json:"deleted"`
+	Skipped  int       `json:"skipped"` // files left out for their size or unreadable
+	// Conversation is where the agent's conversation stood when the
+	// snapshot was taken (SetConversation); nil when no transcript was
+	// followed, and for snapshots taken before it was recorded.
+	Conversation *Conversation `json:"conversation,omitempty"`
+	// Took is how long the Take that made it spent, phase by phase; zero
+	// on snapshots read back by List or Show.
+	Took Timings `json:"-"`
+}
+
+// Files is the number of files the snapshot changed against its parent.
+func (s Snapshot) Files() int { return s.Added + s.Modified + s.Deleted }
+
+// Timings are the phases of one Take.
+type Timings struct {
+	Walk   time.Duration `json:"walk"`   // the size walk of the workdir (or of the changed paths)
+	Add    time.Duration `json:"add"`    // the files stored: git add -A into the private index, or read and written in process
+	Tree   time.Duration `json:"tree"`   // the trees: git write-tree and the diff against the parent, or written in process
+	Commit time.Duration `json:"commit"` // the commit and its ref
+	Total  time.Duration `json:"total"`
+	// Files is how many files the walk found in the workdir (a snapshot
+	// stores them all, less those skipped); in a Take from what changed,
+	// in the changed paths only.
+	Files int64 `json:"files"`
+	// Incremental is set when the Take looked at the changed paths only
+	// (NoteChanged), Paths of them.
+	Incremental bool `json:"incremental,omitempty"`
+	Paths       int  `json:"paths,omitempty"`
+}
+
+// Skipped is a file a snapshot left out.
+type Skipped struct {
+	Path   string `json:"path"`   // relative to the workdir, with "/"
+	Size   int64  `json:"size"`   // bytes, when known
+	Reason string `json:"reason"` // ReasonTooLarge, ReasonUnreadable, ReasonRepository, ReasonGitName, ReasonPathTooLong
+}
+
+// Skip reasons.
+const (
+	ReasonTooLarge    = repo.ReasonTooLarge
+	ReasonUnreadable  = repo.ReasonUnreadable
+	ReasonRepository  = repo.ReasonRepository  // a nested repository, submodule or linked worktree: left out whole
+	ReasonGitName     = repo.ReasonGitName     // a name git takes for .git (".GIT", ".Git", …) and never adds
+	ReasonPathTooLong = repo.ReasonPathTooLong // a path longer than the system's limit (4,095 bytes with the workdir)
+)
+
+// Progress is what a Take under way is doing: Step is "" when none is,
+// else StepWalk (Files counts the files found so far), StepStore (Files
+// is how many the walk found) or StepTree.
+type Progress struct {
+	Step  string `json:"step,omitempty"`
+	Files int64  `json:"files,omitempty"`
+}
+
+// The steps of a Take, for Progress.
+const (
+	StepWalk  = "walking the tree"
+	StepStore = "storing the files"
+	StepTree  = "writing the tree"
+)
+
+// FileChange is one file a snapshot changed against its parent.
+type FileChange struct {
+	Path         string `json:"path"`
+	Status       string `json:"status"` // "added", "modified" or "deleted"
+	LinesAdded   int    `json:"lines_added"`
+	LinesDeleted int    `json:"lines_deleted"`
+	Binary       bool   `json:"binary,omitempty"` // no line counts
+}
+
+// Detail is one snapshot with its files.
+type Detail struct {
+	Snapshot
+	// Files are the files changed against the parent (all files, as
+	// added, for a first snapshot), at most MaxShowFiles.
+	Files    []FileChange `json:"files"`
+	FilesCut bool         `json:"files_cut,omitempty"` // more files than listed
+	// ParentGone says retention dropped the parent: Files is empty, the
+	// counts are those recorded when the snapshot was taken.
+	ParentGone bool `json:"parent_gone,omitempty"`
+	// SkippedFiles are the files left out (at most 1,000 named; SkippedMore
+	// counts the rest).
+	SkippedFiles []Skipped `json:"skipped_files"`
+	SkippedMore  int       `json:"skipped_more,omitempty"`
+	// Withheld are the files the machine that took an imported snapshot
+	// kept off the fleet (credentials): this copy has no content for them.
+	Withheld []Withheld `json:"withheld,omitempty"`
+}
+
+// Status names of FileChange.
+const (
+	StatusAdded    = repo.StatusAdded
+	StatusModified = repo.StatusModified
+	StatusDeleted  = repo.StatusDeleted
+)
+
+// Conversation is the point of the agent's conversation a snapshot
+// matches: the session its followed transcript belongs to and the id of
+// the last message read from it when the snapshot was taken (Claude
+// Code's entry uuid, Codex's response item id or turn id). A person who
+// rewinds the code to a snapshot knows which turn to rewind the
+// conversation to.
+type Conversation struct {
+	Session string `json:"session,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// TreeChange is a file that differs between two snapshots: its git object
+// and mode on each side, "" on the side where it is absent. Two sides with
+// the same object hold the same bytes, in this store and in any git
+// repository (the agent's own included), so a caller can tell whether a
+// commit holds a snapshot's file by comparing hashes.
+type TreeChange struct {
+	Path    string `json:"path"`
+	OldID   string `json:"old_id,omitempty"`
+	NewID   string `json:"new_id,omitempty"`
+	OldMode string `json:"old_mode,omitempty"`
+	NewMode string `json:"new_mode,omitempty"`
+}
+
+// Object is one git object of a snapshot.
+type Object struct {
+	ID   string `json:"id"`   // its git hash
+	Type string `json:"type"` // "commit", "tree" or "blob"
+}
+
+// Withheld is a file a snapshot's copy for the fleet left out, and why
+// (a credential file, say): the machine that receives it has no content
+// for it, and a restore there leaves the file as it is.
+type Withheld struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// RestoreResult says what a restore changed (or, in a dry run, would).
+type RestoreResult struct {
+	Snapshot string `json:"snapshot"` // the snapshot restored from
+	DryRun   bool   `json:"dry_run"`
+	// Safety is the snapshot of the tree as it was before the restore (a
+	// new one, or the newest when the tree had not changed since):
+	// restoring it undoes this restore. Empty in a dry run.
+	Safety    string `json:"safety,omitempty"`
+	SafetyNew bool   `json:"safety_new,omitempty"`
+	// Changes are the files the restore writes or removes: "added" (comes
+	// back), "modified" (content, mode or type changes), "deleted" (is
+	// removed: it is not in the snapshot).
+	Changes []FileChange `json:"changes"`
+	// Refused are files the restore leaves alone, with the reason: a file
+	// or directory that no snapshot holds is in the way, or a nested
+	// repository.
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is a file a restore left alone.
+type Refusal struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// InterruptedRestore is a restore that a kill, a crash or a full disk
+// interrupted: what it was, how far it got, and what the store did about
+// it (it finishes it at its next start).
+type InterruptedRestore struct {
+	Snapshot string `json:"snapshot"` // the snapshot it restored
+	// Safety is the snapshot of the tree before the restore: restoring it
+	// (as Paths say) undoes the restore.
+	Safety string `json:"safety"`
+	// Paths are what the restore was limited to (none: the whole tree),
+	// each in its exact form (termsafe.Exact: valid UTF-8, read back by
+	// termsafe.ParseExact), as `continuityd snapshot restore --path`
+	// takes it.
+	Paths []string  `json:"paths,omitempty"`
+	Began time.Time `json:"began"`
+	// Found is when the store found it interrupted: its next start, or
+	// the failure that stopped it.
+	Found time.Time `json:"found"`
+	Files int       `json:"files"` // the files it was to change
+	Done  int       `json:"done"`  // of them, known done when it stopped (at least)
+	// Finished is set once the store finished it; FinishSafety is then the
+	// snapshot of the tree as the finish found it (what changed after the
+	// interruption is there).
+	Finished     bool   `json:"finished"`
+	FinishSafety string `json:"finish_safety,omitempty"`
+	// Problem says why it is not finished (yet).
+	Problem string `json:"problem,omitempty"`
+}
+
+// GCResult says what a GC did.
+type GCResult struct {
+	Dropped   int           // snapshots removed by retention
+	Kept      int           // snapshots left
+	Bytes     int64         // the store's size on disk afterwards
+	Took      time.Duration //
+	OverBytes bool          // the newest snapshot alone is over KeepBytes
+}
+
+// CheckID normalizes a snapshot id a person typed (a full id or a prefix
+// of 7+ characters) and refuses, naming field, one that cannot be.
+func CheckID(id, field string) (string, error) { return repo.CheckID(id, field) }
+
+// WithheldLine is the line of a commit message that names one withheld
+// file (Show reads it back into Detail.Withheld).
+func WithheldLine(w Withheld) string { return repo.WithheldLine(repo.Withheld(w)) }
