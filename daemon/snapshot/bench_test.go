@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/gc"
 	"github.com/continuityd/continuityd/internal/baseline"
 	"github.com/continuityd/continuityd/internal/sourcetree"
 )
@@ -105,12 +106,12 @@ func BenchmarkStoreGrowth100Edits(b *testing.B) {
 		if _, err := s.GC(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		first, _ := dirBytes(s.Dir())
+		first, _ := gc.DirBytes(s.Dir())
 		for i := range 100 {
 			edit(b, wd, i*37%files, i)
 			take(b, s, "quiet", uint64(i+2))
 		}
-		before, _ := dirBytes(s.Dir())
+		before, _ := gc.DirBytes(s.Dir())
 		res, err := s.GC(context.Background())
 		if err != nil {
 			b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 // (ids or unique prefixes of 7+ characters), sorted by path. It reads the
 // store only and runs beside Take and Restore.
 func (s *Store) Between(ctx context.Context, from, to string) ([]TreeChange, error) {
-	if s.closed.Load() {
+	if s.lock.Closed() {
 		return nil, ErrClosed
 	}
 	a, all, err := s.repo.Resolve(ctx, from, "from")

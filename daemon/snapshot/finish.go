@@ -52,7 +52,7 @@ func (s *Store) finishInterrupted(ctx context.Context) {
 	for _, c := range head.Changes {
 		s.interruptedPaths = append(s.interruptedPaths, termsafe.Exact(c.Path))
 	}
-	if dev, ino, ok := fileID(s.workID); ok && head.Dev != 0 && (dev != head.Dev || ino != head.Ino) {
+	if dev, ino, ok := s.workdir.ID(); ok && head.Dev != 0 && (dev != head.Dev || ino != head.Ino) {
 		r.Problem = fmt.Sprintf("the workdir %s is not the directory the restore began in (%s), so it was not finished there: point the workdir back and restart the daemon, or remove %s to leave it unfinished",
 			s.work, head.Workdir, path)
 		s.setInterrupted(&r)
@@ -78,7 +78,7 @@ func (s *Store) finishInterrupted(ctx context.Context) {
 // removeTemps removes the files a killed restore was writing under their
 // temporary names (tempName) before it could rename them into place.
 func (s *Store) removeTemps(head journalHead) {
-	top, err := s.openWork()
+	top, err := s.workdir.OpenDir()
 	if err != nil {
 		return
 	}

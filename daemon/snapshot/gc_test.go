@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/continuityd/continuityd/daemon/snapshot/gc"
 )
 
 // Hundreds of rewrites of a large random file leave the store near
@@ -26,7 +28,7 @@ func TestKeepBytesHolds(t *testing.T) {
 		take(t, s, "quiet", uint64(i))
 	}
 	lastTake := time.Now()
-	waitFor(t, s.gcIdle)
+	waitFor(t, s.gc.Idle)
 	// A GC keeps the unreachable objects written in the second or two
 	// before it dropped their snapshots (compact: a Take running beside it
 	// may still need them; the expiry is git's, in whole seconds), and the
@@ -41,7 +43,7 @@ func TestKeepBytesHolds(t *testing.T) {
 	if _, err := s.GC(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	n, err := dirBytes(s.Dir())
+	n, err := gc.DirBytes(s.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +69,9 @@ func TestTakeDoesNotWaitForGC(t *testing.T) {
 	write(t, wd, "a.txt", "1\n")
 	s := newStore(t, wd, Options{})
 	take(t, s, "start", 1)
-	waitFor(t, s.gcIdle)
+	waitFor(t, s.gc.Idle)
 	held, release := make(chan struct{}), make(chan struct{})
-	s.compactHook = func() {
+	s.gc.CompactHook = func() {
 		close(held)
 		<-release
 	}
@@ -95,5 +97,5 @@ func TestTakeDoesNotWaitForGC(t *testing.T) {
 	if err := <-gcDone; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, s.gcIdle)
+	waitFor(t, s.gc.Idle)
 }

@@ -409,8 +409,8 @@ func TestIncrementalAfterPacking(t *testing.T) {
 	if incremental < 6 {
 		t.Fatalf("only %d of 12 rounds were snapshots from what changed", incremental)
 	}
-	inc.mu.Lock()
-	defer inc.mu.Unlock()
+	inc.lock.Lock()
+	defer inc.lock.Unlock()
 	if inc.pipes.PackedReads() == 0 {
 		t.Fatal("no object was read from a pack")
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -134,7 +135,7 @@ func TestSIGKILLDuringRestore(t *testing.T) {
 				t.Fatal(err)
 			}
 			if d := diffContents(before, contents(t, wd)); d != "" {
-				t.Fatalf("killed at %s: the safety snapshot %s does not undo the restore:\n%s", point, short(r.Safety), d)
+				t.Fatalf("killed at %s: the safety snapshot %s does not undo the restore:\n%s", point, repo.Short(r.Safety), d)
 			}
 			// A successful restore acknowledges the report.
 			if r, ok := s.Interrupted(); ok {

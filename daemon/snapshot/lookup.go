@@ -6,7 +6,7 @@ import "context"
 // characters, an imported one too), with its metadata: when it was taken
 // says what changed since.
 func (s *Store) Lookup(ctx context.Context, id string) (Snapshot, error) {
-	if s.closed.Load() {
+	if s.lock.Closed() {
 		return Snapshot{}, ErrClosed
 	}
 	snap, _, err := s.repo.Resolve(ctx, id, "id")

@@ -111,8 +111,8 @@ func (s *Store) reach(p string) {
 
 // stopIdlePipes runs from the idle timer of the long-lived git processes.
 func (s *Store) stopIdlePipes() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock.Lock()
+	defer s.lock.Unlock()
 	s.stopPipes()
 }
 

@@ -24,7 +24,7 @@ const (
 
 // List returns the snapshots the store holds, newest first.
 func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
-	if s.closed.Load() {
+	if s.lock.Closed() {
 		return nil, ErrClosed
 	}
 	all, err := s.repo.List(ctx)
@@ -38,7 +38,7 @@ func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
 // with its files and their line counts. An unknown id is a
 // *capsule.Error with status 404.
 func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
-	if s.closed.Load() {
+	if s.lock.Closed() {
 		return Detail{}, ErrClosed
 	}
 	if d := s.newestDetail.Load(); d != nil && d.ID == strings.ToLower(strings.TrimSpace(id)) {
@@ -154,7 +154,7 @@ func (s *Store) DiffView(ctx context.Context, id, against string, maxBytes int, 
 	if err != nil {
 		return "", false, err
 	}
-	if s.closed.Load() {
+	if s.lock.Closed() {
 		return "", false, ErrClosed
 	}
 	if maxBytes <= 0 {
@@ -169,7 +169,7 @@ func (s *Store) DiffView(ctx context.Context, id, against string, maxBytes int, 
 		var ok bool
 		if from, ok = parentTree(snap, all); !ok {
 			return "", false, capsule.Refuse(capsule.CodeNotFound, "against",
-				"snapshot %s's parent %s was dropped by retention; diff against a snapshot that is kept", short(snap.ID), short(snap.Parent))
+				"snapshot %s's parent %s was dropped by retention; diff against a snapshot that is kept", repo.Short(snap.ID), repo.Short(snap.Parent))
 		}
 	} else {
 		other, _, err := s.repo.Resolve(ctx, against, "against")
@@ -224,10 +224,3 @@ func (w *capWriter) Write(p []byte) (int, error) {
 var errCut = errors.New("diff cut at its size limit")
 
 var _ io.Writer = (*capWriter)(nil)
-
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/workdir"
 	"github.com/continuityd/continuityd/internal/atomicfile"
 	"github.com/continuityd/continuityd/internal/ops"
 )
@@ -26,7 +27,7 @@ import (
 // path that is absolute, climbs out with "..", names .git, or passes
 // through a symbolic link is refused (a *capsule.Error naming it) and
 // nothing changes; so is one that names nothing in the snapshot or the
-// tree (checkKnown). The snapshot's whole tree is checked first (checkTree),
+// tree (checkKnown). The snapshot's whole tree is checked first (verify),
 // by a dry run too: a forged or damaged one is refused, not half restored.
 //
 // Every file is read, written and removed through directory handles
@@ -45,12 +46,11 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 // restore is Restore with the paths checked; fin is set when it finishes
 // an interrupted restore.
 func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun bool, fin *finishing) (RestoreResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return RestoreResult{}, ErrClosed
+	if err := s.lock.LockOpen(); err != nil {
+		return RestoreResult{}, err
 	}
-	top, err := s.openWork()
+	defer s.lock.Unlock()
+	top, err := s.workdir.OpenDir()
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -68,7 +68,7 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	}
 	// The whole tree is checked before anything changes, the same way for
 	// a dry run: a forged or damaged snapshot is refused whole.
-	if err := s.checkTree(ctx, target); err != nil {
+	if err := s.verify.Tree(ctx, target); err != nil {
 		return RestoreResult{}, err
 	}
 	res := RestoreResult{Snapshot: target.ID, DryRun: dryRun, Changes: []FileChange{}}
@@ -145,10 +145,10 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 		s.restored(fin)
 		return res, nil
 	}
-	undo := fmt.Sprintf("; the tree as it was is snapshot %s: restore it to undo", short(safety.ID))
+	undo := fmt.Sprintf("; the tree as it was is snapshot %s: restore it to undo", repo.Short(safety.ID))
 	// Git read the tree for the safety snapshot by the workdir's path:
 	// it must still lead to the directory the handles hold.
-	if err := s.stillWork(); err != nil {
+	if err := s.workdir.Check(); err != nil {
 		return res, err
 	}
 	// The modes and the blobs are asked for before the first file is
@@ -172,8 +172,8 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	}
 	owners := w.ownersBefore(writes)
 	head := journalHead{V: 1, ID: newJournalID(), Snapshot: target.ID, Safety: safety.ID, Paths: clean,
-		Began: s.now().UTC(), Workdir: s.realWk}
-	head.Dev, head.Ino, _ = fileID(s.workID)
+		Began: s.now().UTC(), Workdir: s.workdir.Real()}
+	head.Dev, head.Ino, _ = s.workdir.ID()
 	if fin != nil {
 		// The safety snapshot that undoes it all is the first one's.
 		head.Safety, head.Began = fin.prior.Safety, fin.prior.Began
@@ -244,7 +244,7 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	}
 	s.endJournal(j)
 	s.restored(fin)
-	s.log.Info("snapshot restored", "snapshot", short(target.ID), "files", len(res.Changes), "safety", short(safety.ID))
+	s.log.Info("snapshot restored", "snapshot", repo.Short(target.ID), "files", len(res.Changes), "safety", repo.Short(safety.ID))
 	return res, nil
 }
 
@@ -269,7 +269,7 @@ func (s *Store) stoppedPartWay(head journalHead, done int, err error) {
 	r.Problem = "it stopped part way (" + err.Error() + "); the next start of the daemon finishes it"
 	s.setInterrupted(&r)
 	s.log.Warn("snapshot restore stopped part way; the next start finishes it, and the safety snapshot undoes it",
-		"snapshot", short(head.Snapshot), "safety", short(head.Safety), "done", done, "files", len(head.Changes), "err", err)
+		"snapshot", repo.Short(head.Snapshot), "safety", repo.Short(head.Safety), "done", done, "files", len(head.Changes), "err", err)
 }
 
 // owner is who owns a file.
@@ -285,7 +285,7 @@ func (w *workTree) ownersBefore(writes []repo.Change) map[string]owner {
 	for _, c := range writes {
 		o := w.owner
 		if fi, err := w.lstat(c.Path); err == nil {
-			if uid, gid, ok := ownerOf(fi); ok {
+			if uid, gid, ok := workdir.OwnerOf(fi); ok {
 				o = owner{uid, gid}
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"golang.org/x/sys/unix"
 )
 
@@ -337,7 +338,7 @@ func TestRestoreOnAFullDisk(t *testing.T) {
 	}
 
 	res, err := s.Restore(context.Background(), full.ID, nil, false)
-	if !errors.Is(err, syscall.ENOSPC) || res.Safety == "" || !strings.Contains(err.Error(), short(res.Safety)) {
+	if !errors.Is(err, syscall.ENOSPC) || res.Safety == "" || !strings.Contains(err.Error(), repo.Short(res.Safety)) {
 		t.Fatalf("a restore onto a full disk = %v (safety %q), want ENOSPC naming the safety snapshot", err, res.Safety)
 	}
 	r, ok := s.Interrupted()

@@ -53,7 +53,7 @@ func (s *Store) checkKnown(ctx context.Context, clean []string, changes []repo.C
 	for _, i := range quiet {
 		if !held[clean[i]] {
 			return capsule.Refuse(capsule.CodeNotFound, fmt.Sprintf("paths[%d]", i),
-				"%s is in neither snapshot %s nor the workdir's files that snapshots hold: nothing of that name to restore", termsafe.Name(clean[i]), short(id))
+				"%s is in neither snapshot %s nor the workdir's files that snapshots hold: nothing of that name to restore", termsafe.Name(clean[i]), repo.Short(id))
 		}
 	}
 	return nil

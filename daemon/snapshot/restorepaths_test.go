@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // A restore limited to paths brings back a file of any name: a line
@@ -63,7 +64,7 @@ func TestRestoreRefusesAnUnknownPath(t *testing.T) {
 			t.Errorf("restore of %q: %v, want NOT_FOUND for paths[1]", p, err)
 			continue
 		}
-		if strings.ContainsRune(ce.Message, 0xff) || !strings.Contains(ce.Message, short(v1.ID)) {
+		if strings.ContainsRune(ce.Message, 0xff) || !strings.Contains(ce.Message, repo.Short(v1.ID)) {
 			t.Errorf("restore of %q: the message does not name it escaped and the snapshot: %s", p, ce.Message)
 		}
 		if _, err := s.Restore(ctx, v1.ID, []string{p}, true); err == nil {

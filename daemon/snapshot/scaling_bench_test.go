@@ -88,7 +88,7 @@ func benchScaling(b *testing.B, files, rounds int) {
 		b.Fatal(err)
 	}
 	firstWall := time.Since(t)
-	for !s.gcIdle() {
+	for !s.gc.Idle() {
 		time.Sleep(time.Millisecond)
 	}
 	firstCPU := cpuNow() - c
@@ -118,7 +118,7 @@ func benchScaling(b *testing.B, files, rounds int) {
 		s.NoteChanged(paths)
 		snap, isNew, err := s.Take(ctx, "quiet", uint64(i+2))
 		w := time.Since(t)
-		for !s.gcIdle() { // the collector's look after the Take is ours too
+		for !s.gc.Idle() { // the collector's look after the Take is ours too
 			time.Sleep(time.Millisecond)
 		}
 		oursW, oursC = append(oursW, w), append(oursC, cpuNow()-c)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
 // A workdir that is not a git repository: snapshots, the unchanged-tree
@@ -165,12 +166,12 @@ func TestIgnoredAndOversizedAreInNoSnapshot(t *testing.T) {
 		tree := treeOf(t, s, id)
 		for _, p := range forbidden {
 			if _, ok := tree[p]; ok {
-				t.Errorf("snapshot %s holds %s", short(id), p)
+				t.Errorf("snapshot %s holds %s", repo.Short(id), p)
 			}
 		}
 		for p := range tree {
 			if strings.HasPrefix(p, ".state/") {
-				t.Errorf("snapshot %s holds the state directory's %s", short(id), p)
+				t.Errorf("snapshot %s holds the state directory's %s", repo.Short(id), p)
 			}
 		}
 		return tree
@@ -396,7 +397,7 @@ func TestGCRetention(t *testing.T) {
 	}
 	// The store collects by itself, in the background, when it holds more
 	// than KeepCount; GC run again finds nothing more to drop.
-	waitFor(t, s.gcIdle)
+	waitFor(t, s.gc.Idle)
 	res, err := s.GC(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -447,7 +448,7 @@ func TestGCRetention(t *testing.T) {
 		write(t, wd2, "f.bin", randomText(64<<10, int64(i)))
 		take(t, s2, "quiet", uint64(i))
 	}
-	waitFor(t, s2.gcIdle)
+	waitFor(t, s2.gc.Idle)
 	// A GC keeps the unreachable objects of its last second (a Take beside
 	// it may still be writing them): on a fast machine the dropped
 	// snapshots' objects are that young, so the store settles under the

@@ -2,11 +2,8 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/continuityd/continuityd/daemon/snapshot/gc"
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/transfer"
+	"github.com/continuityd/continuityd/daemon/snapshot/verify"
+	"github.com/continuityd/continuityd/daemon/snapshot/workdir"
 	"github.com/continuityd/continuityd/internal/gittool"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
@@ -64,27 +65,23 @@ type Options struct {
 // Store is one agent's snapshot store. Take, Restore and GC run one at a
 // time; List, Show and Diff run concurrently with them and each other.
 type Store struct {
-	opt    Options
-	repo   *repo.Repo
-	git    *repo.Git // repo's
-	log    *slog.Logger
-	now    func() time.Time
-	work   string // Workdir, absolute and clean
-	realWk string // Workdir with symbolic links resolved
-	// workID is the directory Open found at Workdir (workdir.go).
-	workID fs.FileInfo
+	opt  Options
+	repo *repo.Repo
+	git  *repo.Git // repo's
+	log  *slog.Logger
+	now  func() time.Time
+	work string // Workdir, absolute and clean
+	// workdir is the directory Open found at Workdir.
+	workdir *workdir.Workdir
+	verify  *verify.Checker    // a snapshot's tree, before a restore writes it
+	xfer    *transfer.Transfer // snapshots to and from other machines
 
 	ignoreDirs []string // sorted, for the size walk
 	excludeAbs []string // absolute paths the size walk leaves out
 
-	closed atomic.Bool
 	// conversation says where the conversation stands (SetConversation).
 	conversation atomic.Pointer[func() Conversation]
-	holds        atomic.Int32 // HoldObjects callers: GC keeps unreferenced objects
-	gc           *collector   // the background GC
-	// compactHook, when set (by tests), runs as a GC starts to pack: it
-	// holds a GC there.
-	compactHook func()
+	gc           *gc.Collector // retention and GC, in the background
 
 	// What a Take under way is doing, for Progress (read from any
 	// goroutine): its step ("" when none) and the files the walk found.
@@ -105,9 +102,9 @@ type Store struct {
 	interrupted      atomic.Pointer[InterruptedRestore]
 	interruptedPaths []string
 
-	mu          sync.Mutex    // one writer: Take, Restore, GC, Close
-	newest      repo.Snapshot // newest.N == 0: no snapshot yet
-	newestModes string        // its mode lines (modeLines)
+	lock        *repo.WriteLock // one writer: Take, Restore, an object received, GC's refs, Close
+	newest      repo.Snapshot   // newest.N == 0: no snapshot yet
+	newestModes string          // its mode lines (modeLines)
 	// newestDetail is Show's answer for the newest snapshot when its Take
 	// counted the lines already (a snapshot from what changed); nil
 	// otherwise. Show reads it without the mutex.
@@ -129,11 +126,9 @@ type Store struct {
 	pipes       *repo.Pipes               // long-lived git processes
 	lastChanges atomic.Pointer[changeSet] // the newest Take's changes against its parent, when it listed them
 
-	notesMu     sync.Mutex  // guards notes and followed, which the watcher's side writes while a Take runs
-	notes       changeNotes // paths changed since the last Take (changed.go)
-	followed    bool        // a watcher reports the changes (Follow)
-	count       int         // snapshots held
-	takesSinceG int         // snapshots made since the last GC (the collector reads it)
+	notesMu  sync.Mutex  // guards notes and followed, which the watcher's side writes while a Take runs
+	notes    changeNotes // paths changed since the last Take (changed.go)
+	followed bool        // a watcher reports the changes (Follow)
 }
 
 // ErrGitUnavailable is wrapped by Open's error when git is missing or too
@@ -142,7 +137,7 @@ type Store struct {
 var ErrGitUnavailable = repo.ErrGitUnavailable
 
 // ErrClosed is returned by calls on a closed Store.
-var ErrClosed = errors.New("snapshot store closed")
+var ErrClosed = repo.ErrClosed
 
 var triggerRE = lazyregexp.New(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
@@ -158,11 +153,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("snapshot store: workdir %q must be an absolute path", opt.Workdir)
 	}
 	opt.Dir, opt.Workdir = filepath.Clean(opt.Dir), filepath.Clean(opt.Workdir)
-	workID, err := os.Stat(opt.Workdir)
+	wd, err := workdir.Open(opt.Workdir)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot store: workdir: %w", err)
-	} else if !workID.IsDir() {
-		return nil, fmt.Errorf("snapshot store: workdir %s is not a directory", opt.Workdir)
+		return nil, err
 	}
 	if opt.MaxFileBytes == 0 {
 		opt.MaxFileBytes = DefaultMaxFileBytes
@@ -187,17 +180,13 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	realWk, err := filepath.EvalSymlinks(opt.Workdir)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot store: workdir: %w", err)
-	}
 	s := &Store{
 		opt:              opt,
+		lock:             &repo.WriteLock{},
 		log:              opt.Logger,
 		now:              opt.Now,
 		work:             opt.Workdir,
-		realWk:           realWk,
-		workID:           workID,
+		workdir:          wd,
 		oversized:        map[string]int64{},
 		bigIgnored:       map[string]int64{},
 		fixIgnored:       true, // the ignore rules may have changed since the last run
@@ -219,6 +208,8 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s.git = s.repo.Git()
+	s.verify = verify.New(s.repo, s.work, s.excludeAbs, opt.MaxFileBytes)
+	s.xfer = transfer.New(s.repo, s.lock, opt.MaxFileBytes)
 	s.pipes = repo.NewPipes(s.repo, s.stopIdlePipes)
 	all, err := s.repo.List(ctx)
 	if err != nil {
@@ -230,23 +221,22 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 			return nil, fmt.Errorf("snapshot store %s: %w", opt.Dir, err)
 		}
 	}
-	s.count = len(all)
 	s.restoreHook = holdFromEnv()
-	s.startCollector()
+	s.gc = gc.Start(s.repo, s.lock, len(all), opt.KeepCount, opt.KeepBytes, s.log)
 	// A restore a kill, a crash or a full disk interrupted is finished
 	// before the store is used (journal.go).
 	s.finishInterrupted(ctx)
-	s.gcKick(-1) // the bounds may have changed while the daemon was away
+	s.gc.Kick(-1) // the bounds may have changed while the daemon was away
 	return s, nil
 }
 
 // Close stops the background GC and marks the store closed after the
 // running Take or Restore ends.
 func (s *Store) Close() error {
-	s.stopCollector()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed.Store(true)
+	s.gc.Stop()
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	s.lock.MarkClosed()
 	s.stopPipes()
 	return nil
 }
@@ -260,7 +250,28 @@ func (s *Store) Tool() *gittool.Tool { return s.git.Tool() }
 
 // Newest is the newest snapshot; ok is false before the first.
 func (s *Store) Newest() (snap Snapshot, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock.Lock()
+	defer s.lock.Unlock()
 	return snapshotOf(s.newest, Timings{}), s.newest.N > 0
 }
+
+// GC applies retention and compacts the store: it drops the oldest
+// snapshots beyond KeepCount, then more of the oldest while the store is
+// over KeepBytes (the newest is always kept), packs what is left and
+// deletes the rest. The store runs it itself when one is due; a Take
+// waits for it only while it reads or deletes refs, never while git packs
+// or prunes.
+func (s *Store) GC(ctx context.Context) (GCResult, error) {
+	res, err := s.gc.GC(ctx)
+	return GCResult(res), err
+}
+
+// GCProblem says why the store's last garbage collection failed, or ""
+// when it worked (or none ran yet): a store that cannot collect grows
+// without bound, so the agent shows it as degraded.
+func (s *Store) GCProblem() string { return s.gc.Problem() }
+
+// WorkdirProblem says, when the workdir's path no longer leads to the
+// directory Open found (a link repointed, a directory replaced), why the
+// store refuses to act; "" when it still does.
+func (s *Store) WorkdirProblem() string { return s.workdir.Problem() }

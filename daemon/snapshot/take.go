@@ -26,12 +26,11 @@ func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot,
 		return Snapshot{}, false, capsule.Refuse(capsule.CodeInvalidField, "trigger",
 			"a trigger is 1 to 64 lower-case letters, digits, '_', '-' or '.'")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return Snapshot{}, false, ErrClosed
+	if err := s.lock.LockOpen(); err != nil {
+		return Snapshot{}, false, err
 	}
-	if err := s.stillWork(); err != nil {
+	defer s.lock.Unlock()
+	if err := s.workdir.Check(); err != nil {
 		return Snapshot{}, false, err // another directory is not the agent's
 	}
 	start := time.Now()
@@ -720,9 +719,7 @@ func (s *Store) commit(ctx context.Context, st *staged, trigger string, seq uint
 	if st.files != nil {
 		s.newestDetail.Store(detailOf(snap, st))
 	}
-	s.count++
-	s.takesSinceG++
-	s.gcKick(st.added)
+	s.gc.Made(st.added)
 	st.took.Commit = time.Since(t)
 	return snap, true, nil
 }

@@ -10,11 +10,12 @@ import (
 	"syscall"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/workdir"
 	"github.com/continuityd/continuityd/internal/beneath"
 )
 
 // workTree is the workdir as a restore reads and changes it: through the
-// workdir's handle (openWork) and directory handles opened beneath it,
+// workdir's handle (Workdir.OpenDir) and directory handles opened beneath it,
 // none through a symbolic link (internal/beneath). A name is checked and
 // acted on in the same directory handle, so a directory swapped for a
 // link in between (its owner may, while a root daemon restores) never
@@ -35,7 +36,7 @@ const maxOpenDirs = 256
 func newWorkTree(top *beneath.Dir) *workTree {
 	w := &workTree{top: top, dirs: map[string]*beneath.Dir{}, asRoot: os.Geteuid() == 0, umask: processUmask()}
 	if fi, err := top.Stat(); err == nil {
-		if uid, gid, ok := ownerOf(fi); ok {
+		if uid, gid, ok := workdir.OwnerOf(fi); ok {
 			w.owner = owner{uid, gid}
 		}
 	}
@@ -189,7 +190,7 @@ func (w *workTree) mkdirs(rel string, modes map[string]fs.FileMode) (*beneath.Di
 	}
 	// Only the directory made here, as it was made (by this process,
 	// empty): one put in its place in between is left as it is.
-	if uid, _, ok := ownerOf(fi); ok && uid != os.Geteuid() {
+	if uid, _, ok := workdir.OwnerOf(fi); ok && uid != os.Geteuid() {
 		return d, nil
 	}
 	if w.asRoot {

@@ -27,8 +27,10 @@ var floors = []struct {
 	{[]string{"upstream"}, false},
 	{[]string{"upstream/*"}, false},
 	// The snapshot store's parts, below the store that composes them
-	// (daemon/snapshot): the store on disk first.
-	{[]string{"daemon/snapshot/repo"}, false},
+	// (daemon/snapshot): the store on disk and the workdir first, then the
+	// jobs over them.
+	{[]string{"daemon/snapshot/repo", "daemon/snapshot/workdir"}, false},
+	{[]string{"daemon/snapshot/*"}, false},
 	{[]string{"daemon/events", "daemon/policy", "daemon/sources/*", "daemon/place", "daemon/snapshot", "daemon/asowner", "daemon/fleetsnap", "daemon/residency/storage", "daemon/attribution", "daemon/attribution/ledgers", "daemon/worklost", "daemon/apitoken"}, true},
 	{[]string{"daemon/residency"}, false},
 	{[]string{"daemon/outbox"}, false},
@@ -122,8 +124,8 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"internal/termsafe": 0, "capsule": 1, "capsule/guard": 2, "capsule/schema": 2, "internal/client": 2, "config": 3, "upstream": 4,
-		"upstream/qday": 5, "daemon/sources/watch": 7, "daemon/residency": 8, "daemon/residency/storage": 7, "daemon/ops": 12, "internal/cli": 13, "daemon/api": 15, "daemon": 16,
-		"packaging": 17, "internal/cli/daemoncmd": 18, "cmd/continuityd": 19, "packaging/gen": 19, "daemon/snapshot/repo": 6, "daemon/snapshot": 7, "daemon/nosuch": -1,
+		"upstream/qday": 5, "daemon/sources/watch": 8, "daemon/residency": 9, "daemon/residency/storage": 8, "daemon/ops": 13, "internal/cli": 14, "daemon/api": 16, "daemon": 17,
+		"packaging": 18, "internal/cli/daemoncmd": 19, "cmd/continuityd": 20, "packaging/gen": 20, "daemon/snapshot/repo": 6, "daemon/snapshot/workdir": 6, "daemon/snapshot/gc": 7, "daemon/snapshot": 8, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {
 			t.Errorf("floorOf(%s) = %d, want %d", rel, got, want)

@@ -19,6 +19,14 @@ import (
 // RefPrefix holds the store's own snapshots, refs/snapshots/<n>.
 const RefPrefix = "refs/snapshots/"
 
+// Short is the first 12 characters of an id, as messages name it.
+func Short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
 // RefName is the ref of the store's snapshot number n.
 func RefName(n uint64) string { return fmt.Sprintf("%s%012d", RefPrefix, n) }
 

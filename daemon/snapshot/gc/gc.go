@@ -1,31 +1,58 @@
-package snapshot
+// Package gc applies a snapshot store's retention and collects its
+// garbage, in the background as soon as the store passes its bounds.
+package gc
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
+
+// Result says what a GC did.
+type Result struct {
+	Dropped   int           // snapshots removed by retention
+	Kept      int           // snapshots left
+	Bytes     int64         // the store's size on disk afterwards
+	Took      time.Duration //
+	OverBytes bool          // the newest snapshot alone is over KeepBytes
+}
 
 // gcEvery is how many new snapshots make a GC due even under the bounds
 // (each leaves loose objects or a small pack; git's own gc.autoPackLimit
 // is 50 packs too).
 const gcEvery = 50
 
-// collector runs the store's GC in the background: each new snapshot
+// Collector runs the store's GC in the background: each new snapshot
 // (Take, a restore's safety snapshot) asks it to look, and it runs a GC
 // when the store has passed KeepBytes, holds more than KeepCount
 // snapshots, or gcEvery were taken since the last. A Take never waits for
 // it: a GC holds the writer lock only to read and delete refs.
-type collector struct {
+type Collector struct {
+	repo      *repo.Repo
+	lock      *repo.WriteLock
+	keepCount int
+	keepBytes int64
+	log       *slog.Logger
+
+	// Under the writer lock: the snapshots held, and those made since the
+	// last GC.
+	count, since int
+	holds        atomic.Int32 // Hold callers: GC keeps unreferenced objects
+	// CompactHook, when set (by tests), runs as a GC starts to pack: it
+	// holds a GC there.
+	CompactHook func()
+
 	kick   chan struct{} // buffered 1: a snapshot was made
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the loop has ended
@@ -48,124 +75,146 @@ type collector struct {
 	run     sync.Mutex
 }
 
-// startCollector starts the background GC; Close stops it.
-func (s *Store) startCollector() {
+// Start starts the background GC of r, which holds count snapshots, to
+// the bounds keepCount and keepBytes; Stop stops it. lock is the store's
+// writer lock.
+func Start(r *repo.Repo, lock *repo.WriteLock, count, keepCount int, keepBytes int64, log *slog.Logger) *Collector {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.gc = &collector{kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
-	go s.collect(ctx)
+	c := &Collector{repo: r, lock: lock, count: count, keepCount: keepCount, keepBytes: keepBytes, log: log,
+		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go c.collect(ctx)
+	return c
 }
 
-// stopCollector cancels a GC under way (git is killed: what it leaves is
-// deleted by the next) and waits for the loop to end.
-func (s *Store) stopCollector() {
-	s.gc.cancel()
-	<-s.gc.done
+// Stop cancels a GC under way (git is killed: what it leaves is deleted
+// by the next) and waits for the loop to end.
+func (c *Collector) Stop() {
+	c.cancel()
+	<-c.done
 }
 
-// gcKick tells the collector a snapshot was made that added at most
-// added bytes to the store (negative: not known). It never blocks.
-func (s *Store) gcKick(added int64) {
-	s.gc.mu.Lock()
-	s.gc.queued = true
+// Made tells the collector a snapshot was made that added at most added
+// bytes to the store (negative: not known). The caller holds the writer
+// lock. It never blocks.
+func (c *Collector) Made(added int64) {
+	c.count++
+	c.since++
+	c.Kick(added)
+}
+
+// Kick has the collector look whether a GC is due, the store having grown
+// by at most added bytes since it last looked (negative: not known). It
+// never blocks.
+func (c *Collector) Kick(added int64) {
+	c.mu.Lock()
+	c.queued = true
 	if added < 0 {
-		s.gc.known = false
+		c.known = false
 	} else {
-		s.gc.unmeasured += added + snapshotSlack
+		c.unmeasured += added + snapshotSlack
 	}
-	s.gc.mu.Unlock()
+	c.mu.Unlock()
 	select {
-	case s.gc.kick <- struct{}{}:
+	case c.kick <- struct{}{}:
 	default:
 	}
 }
 
-// gcIdle reports whether the collector has nothing to do and is doing
+// Idle reports whether the collector has nothing to do and is doing
 // nothing.
-func (s *Store) gcIdle() bool {
-	s.gc.mu.Lock()
-	defer s.gc.mu.Unlock()
-	return !s.gc.queued && !s.gc.running
+func (c *Collector) Idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.queued && !c.running
 }
 
-func (s *Store) collect(ctx context.Context) {
-	defer close(s.gc.done)
+// Hold keeps GC from deleting objects no ref reaches yet (an import's,
+// written before Import names them) until release is called.
+func (c *Collector) Hold() (release func()) {
+	c.holds.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { c.holds.Add(-1) }) }
+}
+
+func (c *Collector) collect(ctx context.Context) {
+	defer close(c.done)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.gc.kick:
+		case <-c.kick:
 		}
-		s.gc.mu.Lock()
-		s.gc.queued, s.gc.running = false, true
-		s.gc.mu.Unlock()
-		if due, err := s.gcDue(ctx); err != nil {
-			s.gcFailed(ctx, err)
+		c.mu.Lock()
+		c.queued, c.running = false, true
+		c.mu.Unlock()
+		if due, err := c.due(ctx); err != nil {
+			c.failed(ctx, err)
 		} else if due {
-			res, err := s.GC(ctx)
+			res, err := c.GC(ctx)
 			if err != nil {
-				s.gcFailed(ctx, err)
+				c.failed(ctx, err)
 			} else {
-				s.log.Debug("snapshot store: collected", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes, "took", res.Took)
+				c.log.Debug("snapshot store: collected", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes, "took", res.Took)
 			}
 		}
-		s.gc.mu.Lock()
-		s.gc.running = false
-		s.gc.mu.Unlock()
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
 	}
 }
 
-func (s *Store) gcFailed(ctx context.Context, err error) {
-	if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+func (c *Collector) failed(ctx context.Context, err error) {
+	if ctx.Err() != nil || errors.Is(err, repo.ErrClosed) {
 		return
 	}
-	s.gc.mu.Lock()
-	first := s.gc.failure == ""
-	s.gc.failure = "garbage collection of the snapshot store failed: " + err.Error()
-	s.gc.mu.Unlock()
+	c.mu.Lock()
+	first := c.failure == ""
+	c.failure = "garbage collection of the snapshot store failed: " + err.Error()
+	c.mu.Unlock()
 	if first {
-		s.log.Warn("snapshot store: garbage collection failed; the agent shows degraded [\"snapshots\"] until one works, tried again after the next snapshot", "err", err)
+		c.log.Warn("snapshot store: garbage collection failed; the agent shows degraded [\"snapshots\"] until one works, tried again after the next snapshot", "err", err)
 	}
 }
 
-// GCProblem says why the store's last garbage collection failed, or ""
+// Problem says why the store's last garbage collection failed, or ""
 // when it worked (or none ran yet): a store that cannot collect grows
 // without bound, so the agent shows it as degraded.
-func (s *Store) GCProblem() string {
-	s.gc.mu.Lock()
-	defer s.gc.mu.Unlock()
-	return s.gc.failure
+func (c *Collector) Problem() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failure
 }
 
-// gcDue says whether a GC is due: the store passed KeepBytes (measured
+// due says whether a GC is due: the store passed KeepBytes (measured
 // with git count-objects, which lists the object directories and reads no
 // object), holds more than KeepCount snapshots, or gcEvery snapshots were
 // made since the last GC. When the newest snapshot alone is over
 // KeepBytes, the store must grow by KeepBytes again first.
-func (s *Store) gcDue(ctx context.Context) (bool, error) {
-	s.mu.Lock()
-	count, since := s.count, s.takesSinceG
-	s.mu.Unlock()
-	if count > s.opt.KeepCount || since >= gcEvery {
+func (c *Collector) due(ctx context.Context) (bool, error) {
+	c.lock.Lock()
+	count, since := c.count, c.since
+	c.lock.Unlock()
+	if count > c.keepCount || since >= gcEvery {
 		return true, nil
 	}
-	s.gc.mu.Lock()
-	floor := s.gc.floor
-	bound, known := s.gc.measured+s.gc.unmeasured, s.gc.known
-	s.gc.mu.Unlock()
-	if known && bound <= s.opt.KeepBytes+floor {
+	c.mu.Lock()
+	floor := c.floor
+	bound, known := c.measured+c.unmeasured, c.known
+	c.mu.Unlock()
+	if known && bound <= c.keepBytes+floor {
 		// The snapshots since the last count cannot have passed the bound:
 		// no count (git count-objects stats every loose object, which
 		// after a first snapshot of a large tree is every file).
 		return false, nil
 	}
-	n, err := s.objectBytes(ctx)
+	n, err := c.objectBytes(ctx)
 	if err != nil {
 		return false, err
 	}
-	s.gc.mu.Lock()
-	s.gc.measured, s.gc.unmeasured, s.gc.known = n, 0, true
-	s.gc.mu.Unlock()
-	return n > s.opt.KeepBytes+floor, nil
+	c.mu.Lock()
+	c.measured, c.unmeasured, c.known = n, 0, true
+	c.mu.Unlock()
+	return n > c.keepBytes+floor, nil
 }
 
 // snapshotSlack is what a snapshot adds to the store beside its files'
@@ -174,18 +223,18 @@ const snapshotSlack = 64 << 10
 
 // objectBytes is the disk space of the store's objects, loose and packed,
 // as git count-objects -v says.
-func (s *Store) objectBytes(ctx context.Context) (int64, error) {
-	loose, packed, err := s.objectSizes(ctx)
+func (c *Collector) objectBytes(ctx context.Context) (int64, error) {
+	loose, packed, err := c.objectSizes(ctx)
 	return loose + packed, err
 }
 
 // objectSizes is the disk space of the store's loose objects (and the
 // garbage git counts beside them) and of its packs, as git count-objects
 // -v says (in KiB).
-func (s *Store) objectSizes(ctx context.Context) (loose, packed int64, err error) {
-	out, err := s.git.Run(ctx, repo.Call{Args: []string{"count-objects", "-v"}})
+func (c *Collector) objectSizes(ctx context.Context) (loose, packed int64, err error) {
+	out, err := c.repo.Git().Run(ctx, repo.Call{Args: []string{"count-objects", "-v"}})
 	if err != nil {
-		return 0, 0, fmt.Errorf("snapshot store %s: %w", s.opt.Dir, err)
+		return 0, 0, fmt.Errorf("snapshot store %s: %w", c.repo.Dir(), err)
 	}
 	for line := range strings.SplitSeq(string(out), "\n") {
 		k, v, _ := strings.Cut(line, ": ")
@@ -194,7 +243,7 @@ func (s *Store) objectSizes(ctx context.Context) (loose, packed int64, err error
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("snapshot store %s: count-objects said %q", s.opt.Dir, line)
+			return 0, 0, fmt.Errorf("snapshot store %s: count-objects said %q", c.repo.Dir(), line)
 		}
 		if k == "size-pack" {
 			packed += n << 10
@@ -214,20 +263,20 @@ func (s *Store) objectSizes(ctx context.Context) (loose, packed int64, err error
 // before that cut are those the last GC kept for Takes beside it,
 // unreachable, and this GC deletes them: counted, they would drop
 // snapshots that fit. Before a GC since Open, every loose object counts.
-func (s *Store) heldBytes(ctx context.Context) (int64, error) {
-	loose, packed, err := s.objectSizes(ctx)
+func (c *Collector) heldBytes(ctx context.Context) (int64, error) {
+	loose, packed, err := c.objectSizes(ctx)
 	if err != nil {
 		return 0, err
 	}
-	s.gc.mu.Lock()
-	since := s.gc.lastCut
-	s.gc.mu.Unlock()
+	c.mu.Lock()
+	since := c.lastCut
+	c.mu.Unlock()
 	if since.IsZero() {
 		return loose + packed, nil
 	}
-	young, err := looseSince(filepath.Join(s.opt.Dir, "objects"), since)
+	young, err := looseSince(filepath.Join(c.repo.Dir(), "objects"), since)
 	if err != nil {
-		return 0, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
+		return 0, fmt.Errorf("snapshot store %s: gc: %w", c.repo.Dir(), err)
 	}
 	return packed + young, nil
 }
@@ -273,78 +322,78 @@ func looseSince(objects string, t time.Time) (int64, error) {
 // deletes the rest. The store runs it itself when one is due; a Take
 // waits for it only while it reads or deletes refs, never while git packs
 // or prunes.
-func (s *Store) GC(ctx context.Context) (GCResult, error) {
-	s.gc.run.Lock() // one GC at a time
-	defer s.gc.run.Unlock()
+func (c *Collector) GC(ctx context.Context) (Result, error) {
+	c.run.Lock() // one GC at a time
+	defer c.run.Unlock()
 	start := time.Now()
-	var res GCResult
-	keep, cut, err := s.dropOldest(ctx, func(n int) int { return min(n, s.opt.KeepCount) }, &res)
+	var res Result
+	keep, cut, err := c.dropOldest(ctx, func(n int) int { return min(n, c.keepCount) }, &res)
 	if err != nil {
 		return res, err
 	}
-	s.mu.Lock()
-	_, err = s.dropImported(ctx) // the snapshots fetched from elsewhere keep to KeepCount too
-	s.mu.Unlock()
+	c.lock.Lock()
+	_, err = c.dropImported(ctx) // the snapshots fetched from elsewhere keep to KeepCount too
+	c.lock.Unlock()
 	if err != nil {
 		return res, err
 	}
 	// Packing is the costly part: the objects are measured first (git
 	// count-objects, less the last GC's leftovers), and the snapshots
 	// that cannot fit dropped before they are packed.
-	size, err := s.heldBytes(ctx)
+	size, err := c.heldBytes(ctx)
 	if err != nil {
 		return res, err
 	}
-	if size > s.opt.KeepBytes && keep > 1 {
-		if keep, cut, err = s.dropOldest(ctx, fitting(s.opt.KeepBytes, size), &res); err != nil {
+	if size > c.keepBytes && keep > 1 {
+		if keep, cut, err = c.dropOldest(ctx, fitting(c.keepBytes, size), &res); err != nil {
 			return res, err
 		}
 	}
 	for round := 1; ; round++ {
-		if err := s.compact(ctx, cut); err != nil {
+		if err := c.compact(ctx, cut); err != nil {
 			return res, err
 		}
-		if res.Bytes, err = dirBytes(s.opt.Dir); err != nil {
-			return res, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
+		if res.Bytes, err = DirBytes(c.repo.Dir()); err != nil {
+			return res, fmt.Errorf("snapshot store %s: gc: %w", c.repo.Dir(), err)
 		}
 		// What the kept snapshots take is the pack just made: the loose
 		// objects left are the next GC's (those kept for Takes beside
 		// this one, and what those Takes wrote), so a GC packs twice at
 		// most.
-		_, packed, err := s.objectSizes(ctx)
+		_, packed, err := c.objectSizes(ctx)
 		if err != nil {
 			return res, err
 		}
-		if packed <= s.opt.KeepBytes || keep <= 1 || round == 2 {
-			res.OverBytes = packed > s.opt.KeepBytes && keep <= 1
+		if packed <= c.keepBytes || keep <= 1 || round == 2 {
+			res.OverBytes = packed > c.keepBytes && keep <= 1
 			break
 		}
 		// Still over the byte budget (the snapshots differ in size):
 		// drop more of the oldest and measure again.
-		if keep, cut, err = s.dropOldest(ctx, fitting(s.opt.KeepBytes, packed), &res); err != nil {
+		if keep, cut, err = c.dropOldest(ctx, fitting(c.keepBytes, packed), &res); err != nil {
 			return res, err
 		}
 	}
 	res.Kept = keep
-	s.gc.mu.Lock()
-	if s.gc.failure != "" {
-		s.log.Info("snapshot store: garbage collection works again")
+	c.mu.Lock()
+	if c.failure != "" {
+		c.log.Info("snapshot store: garbage collection works again")
 	}
-	s.gc.failure = ""
-	s.gc.known = false // counted again at the next look
-	s.gc.lastCut = cut
-	s.gc.floor = 0
+	c.failure = ""
+	c.known = false // counted again at the next look
+	c.lastCut = cut
+	c.floor = 0
 	if res.OverBytes {
-		s.gc.floor = res.Bytes
+		c.floor = res.Bytes
 	}
-	s.gc.mu.Unlock()
+	c.mu.Unlock()
 	res.Took = time.Since(start)
 	if res.Dropped > 0 || res.OverBytes {
-		s.log.Info("snapshot store: retention", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes,
-			"keep_count", s.opt.KeepCount, "keep_bytes", s.opt.KeepBytes, "over_bytes", res.OverBytes)
+		c.log.Info("snapshot store: retention", "dropped", res.Dropped, "kept", res.Kept, "bytes", res.Bytes,
+			"keep_count", c.keepCount, "keep_bytes", c.keepBytes, "over_bytes", res.OverBytes)
 	}
 	if res.OverBytes {
-		s.log.Warn("snapshot store: the newest snapshot alone is over snapshots.keep_bytes; raise it or ignore more of the workdir", "bytes", res.Bytes)
+		c.log.Warn("snapshot store: the newest snapshot alone is over snapshots.keep_bytes; raise it or ignore more of the workdir", "bytes", res.Bytes)
 	}
 	return res, nil
 }
@@ -363,32 +412,31 @@ func fitting(budget, size int64) func(n int) int {
 // returns how many are left (res.Dropped counts those dropped) and the
 // moment the refs were deleted: every object a Take writes from then on is
 // kept by compact.
-func (s *Store) dropOldest(ctx context.Context, keep func(n int) int, res *GCResult) (int, time.Time, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return 0, time.Time{}, ErrClosed
+func (c *Collector) dropOldest(ctx context.Context, keep func(n int) int, res *Result) (int, time.Time, error) {
+	if err := c.lock.LockOpen(); err != nil {
+		return 0, time.Time{}, err
 	}
-	all, err := s.repo.List(ctx)
+	defer c.lock.Unlock()
+	all, err := c.repo.List(ctx)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
+		return 0, time.Time{}, fmt.Errorf("snapshot store %s: gc: %w", c.repo.Dir(), err)
 	}
 	k := max(1, keep(len(all)))
 	if k < len(all) {
-		if err := s.drop(ctx, all[k:]); err != nil {
+		if err := c.drop(ctx, all[k:]); err != nil {
 			return 0, time.Time{}, err
 		}
 		res.Dropped += len(all) - k
 	} else {
 		k = len(all)
 	}
-	s.count = k
-	s.takesSinceG = 0
+	c.count = k
+	c.since = 0
 	return k, time.Now(), nil
 }
 
 // drop deletes the refs of snapshots, in one transaction.
-func (s *Store) drop(ctx context.Context, snaps []repo.Snapshot) error {
+func (c *Collector) drop(ctx context.Context, snaps []repo.Snapshot) error {
 	if len(snaps) == 0 {
 		return nil
 	}
@@ -396,10 +444,10 @@ func (s *Store) drop(ctx context.Context, snaps []repo.Snapshot) error {
 	for _, snap := range snaps {
 		fmt.Fprintf(&b, "delete %s %s\n", repo.RefName(snap.N), snap.ID)
 	}
-	_, err := s.git.Run(ctx, repo.Call{Args: []string{"update-ref", "--stdin"}, Stdin: strings.NewReader(b.String())})
-	s.repo.ForgetList()
+	_, err := c.repo.Git().Run(ctx, repo.Call{Args: []string{"update-ref", "--stdin"}, Stdin: strings.NewReader(b.String())})
+	c.repo.ForgetList()
 	if err != nil {
-		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
+		return fmt.Errorf("snapshot store %s: gc: %w", c.repo.Dir(), err)
 	}
 	return nil
 }
@@ -411,50 +459,50 @@ func (s *Store) drop(ctx context.Context, snaps []repo.Snapshot) error {
 // finds already stored is freshened by git (its file's time set to now),
 // so neither is deleted. A second is taken off cut for the file system's
 // coarser clock.
-func (s *Store) compact(ctx context.Context, cut time.Time) error {
-	if s.compactHook != nil {
-		s.compactHook()
+func (c *Collector) compact(ctx context.Context, cut time.Time) error {
+	if c.CompactHook != nil {
+		c.CompactHook()
 	}
 	expire := cut.Add(-time.Second)
-	if s.holds.Load() > 0 {
-		// An import is writing objects no ref reaches yet (HoldObjects).
+	if c.holds.Load() > 0 {
+		// An import is writing objects no ref reaches yet (Hold).
 		if hour := time.Now().Add(-time.Hour); hour.Before(expire) {
 			expire = hour
 		}
 	}
-	s.removeLeftovers()
-	err := s.repack(ctx, expire)
+	c.removeLeftovers()
+	err := c.repack(ctx, expire)
 	if err != nil {
-		s.removeLeftovers()
+		c.removeLeftovers()
 		// An import made before imports were checked whole may name a
 		// missing object, on which every repack fails: drop it and retry.
-		s.mu.Lock()
-		n, derr := s.dropBrokenImports(ctx)
-		s.mu.Unlock()
+		c.lock.Lock()
+		n, derr := c.dropBrokenImports(ctx)
+		c.lock.Unlock()
 		if derr == nil && n > 0 {
-			err = s.repack(ctx, expire)
-			s.removeLeftovers()
+			err = c.repack(ctx, expire)
+			c.removeLeftovers()
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("snapshot store %s: gc: %w", s.opt.Dir, err)
+		return fmt.Errorf("snapshot store %s: gc: %w", c.repo.Dir(), err)
 	}
 	return nil
 }
 
 // repack packs what the refs and the private index reach and deletes the
 // unreachable objects older than expire.
-func (s *Store) repack(ctx context.Context, expire time.Time) error {
+func (c *Collector) repack(ctx context.Context, expire time.Time) error {
 	at := fmt.Sprintf("--unpack-unreachable=@%d", expire.Unix())
-	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"repack", "-d", "-l", "-A", "-q", at}}); err != nil {
+	if _, err := c.repo.Git().Run(ctx, repo.Call{Args: []string{"repack", "-d", "-l", "-A", "-q", at}}); err != nil {
 		return err
 	}
-	_, err := s.git.Run(ctx, repo.Call{Args: []string{"prune", fmt.Sprintf("--expire=@%d", expire.Unix())}})
+	_, err := c.repo.Git().Run(ctx, repo.Call{Args: []string{"prune", fmt.Sprintf("--expire=@%d", expire.Unix())}})
 	return err
 }
 
-// dirBytes is the disk space of the files under dir (their sizes).
-func dirBytes(dir string) (int64, error) {
+// DirBytes is the disk space of the files under dir (their sizes).
+func DirBytes(dir string) (int64, error) {
 	var n int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {

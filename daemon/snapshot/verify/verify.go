@@ -1,4 +1,7 @@
-package snapshot
+// Package verify checks a snapshot's whole tree before a restore writes
+// any of it: a snapshot taken here passes; a forged or damaged one (from
+// another machine) is refused whole, and nothing is written.
+package verify
 
 import (
 	"bytes"
@@ -13,7 +16,22 @@ import (
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 )
 
-// checkTree checks the whole tree of a snapshot before a restore changes
+// Checker checks snapshots for a restore into one workdir.
+type Checker struct {
+	repo         *repo.Repo
+	work         string   // the workdir
+	exclude      []string // absolute paths in it that a restore never writes (the store, the state directory)
+	maxFileBytes int64    // the snapshot size limit; negative: none
+}
+
+// New checks the snapshots of r for a restore into the workdir work,
+// which writes nothing under exclude and no file over maxFileBytes
+// (negative: no limit).
+func New(r *repo.Repo, work string, exclude []string, maxFileBytes int64) *Checker {
+	return &Checker{repo: r, work: work, exclude: exclude, maxFileBytes: maxFileBytes}
+}
+
+// Tree checks the whole tree of a snapshot before a restore changes
 // anything (and a dry run gives the same verdict): every path as git would
 // check it, and ours (no "..", no empty, "." or absolute name, no .git in
 // any spelling a file system may fold to it, no name or path too long for
@@ -22,12 +40,13 @@ import (
 // MaxFileBytes. A snapshot taken here passes; a forged or damaged one (from
 // another machine) is refused whole, as a *capsule.Error naming the first
 // problem, and nothing is written.
-func (s *Store) checkTree(ctx context.Context, snap repo.Snapshot) error {
+func (c *Checker) Tree(ctx context.Context, snap repo.Snapshot) error {
 	refuse := func(format string, args ...any) error {
 		return capsule.Refuse(capsule.CodeInvalidField, "id",
-			"snapshot %s cannot be restored, nothing was changed: %s", short(snap.ID), fmt.Sprintf(format, args...))
+			"snapshot %s cannot be restored, nothing was changed: %s", repo.Short(snap.ID), fmt.Sprintf(format, args...))
 	}
-	out, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.Tree}})
+	git := c.repo.Git()
+	out, err := git.Run(ctx, repo.Call{Args: []string{"ls-tree", "-r", "-t", "-z", "--full-tree", snap.Tree}})
 	if err != nil {
 		return refuse("its tree cannot be read (an object is missing or damaged): %v", err)
 	}
@@ -46,7 +65,7 @@ func (s *Store) checkTree(ctx context.Context, snap repo.Snapshot) error {
 			return refuse("ls-tree said %q", rec)
 		}
 		mode, typ, id := f[0], f[1], f[2]
-		if why := s.badPath(p); why != "" {
+		if why := c.badPath(p); why != "" {
 			return refuse("the path %s %s", strconv.Quote(p), why)
 		}
 		if seen[p] {
@@ -73,9 +92,9 @@ func (s *Store) checkTree(ctx context.Context, snap repo.Snapshot) error {
 	// git reads a tree's modes canonicalized (100600 as 100644, an
 	// unknown one as a gitlink): the trees' own bytes are checked.
 	slices.Sort(treeIDs)
-	err = s.ReadObjects(ctx, slices.Compact(treeIDs), func(o Object, data []byte) error {
+	err = c.repo.ReadBatch(ctx, slices.Compact(treeIDs), func(id, _ string, data []byte) error {
 		if mode, name, ok := oddMode(data); ok {
-			return refuse("the tree %s gives %s the mode %s, which a restore does not write", short(o.ID), strconv.Quote(name), mode)
+			return refuse("the tree %s gives %s the mode %s, which a restore does not write", repo.Short(id), strconv.Quote(name), mode)
 		}
 		return nil
 	})
@@ -90,7 +109,7 @@ func (s *Store) checkTree(ctx context.Context, snap repo.Snapshot) error {
 		in.WriteString(b.id + "\n")
 	}
 	// One answer line per line asked, in order.
-	info, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, Stdin: &in})
+	info, err := git.Run(ctx, repo.Call{Args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, Stdin: &in})
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
@@ -102,11 +121,11 @@ func (s *Store) checkTree(ctx context.Context, snap repo.Snapshot) error {
 		f := strings.Fields(lines[i])
 		switch {
 		case len(f) == 2 && f[1] == "missing":
-			return refuse("the content of %s (object %s) is missing", strconv.Quote(b.path), short(b.id))
+			return refuse("the content of %s (object %s) is missing", strconv.Quote(b.path), repo.Short(b.id))
 		case len(f) != 3 || f[0] != b.id:
 			return fmt.Errorf("snapshot store: cat-file said %q for %s", lines[i], b.id)
 		case f[1] != "blob":
-			return refuse("the content of %s (object %s) is a %s, not a file", strconv.Quote(b.path), short(b.id), f[1])
+			return refuse("the content of %s (object %s) is a %s, not a file", strconv.Quote(b.path), repo.Short(b.id), f[1])
 		}
 		size, err := strconv.ParseInt(f[2], 10, 64)
 		if err != nil {
@@ -115,8 +134,8 @@ func (s *Store) checkTree(ctx context.Context, snap repo.Snapshot) error {
 		switch {
 		case b.mode == "120000" && (size == 0 || size > repo.MaxLinkBytes):
 			return refuse("the symbolic link %s has a target of %d bytes", strconv.Quote(b.path), size)
-		case s.opt.MaxFileBytes >= 0 && size > s.opt.MaxFileBytes:
-			return refuse("%s is %d bytes, over the snapshot size limit of %d (max_file_size)", strconv.Quote(b.path), size, s.opt.MaxFileBytes)
+		case c.maxFileBytes >= 0 && size > c.maxFileBytes:
+			return refuse("%s is %d bytes, over the snapshot size limit of %d (max_file_size)", strconv.Quote(b.path), size, c.maxFileBytes)
 		}
 	}
 	return nil
@@ -143,7 +162,7 @@ func oddMode(tree []byte) (mode, name string, ok bool) {
 
 // badPath says what is wrong with a path of a snapshot's tree as a path a
 // restore may write, or "".
-func (s *Store) badPath(p string) string {
+func (c *Checker) badPath(p string) string {
 	switch {
 	case p == "":
 		return "is empty"
@@ -151,8 +170,8 @@ func (s *Store) badPath(p string) string {
 		return "is absolute"
 	case strings.ContainsAny(p, "\x00"):
 		return "holds a NUL"
-	case len(s.work)+1+len(p) > repo.MaxPathBytes:
-		return fmt.Sprintf("is too long for the disk (%d bytes in the workdir)", len(s.work)+1+len(p))
+	case len(c.work)+1+len(p) > repo.MaxPathBytes:
+		return fmt.Sprintf("is too long for the disk (%d bytes in the workdir)", len(c.work)+1+len(p))
 	}
 	for seg := range strings.SplitSeq(p, "/") {
 		switch {
@@ -166,8 +185,8 @@ func (s *Store) badPath(p string) string {
 			return "names .git (in some spelling), which a restore never writes"
 		}
 	}
-	abs := filepath.Join(s.work, filepath.FromSlash(p))
-	for _, ex := range s.excludeAbs {
+	abs := filepath.Join(c.work, filepath.FromSlash(p))
+	for _, ex := range c.exclude {
 		if _, in := repo.Inside(ex, abs); in {
 			return "lies in the daemon's own directory"
 		}
