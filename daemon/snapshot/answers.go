@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/take"
 )
 
 // The store's answers, as the daemon, the API and the owner's worker see
@@ -77,9 +78,9 @@ type Progress struct {
 
 // The steps of a Take, for Progress.
 const (
-	StepWalk  = "walking the tree"
-	StepStore = "storing the files"
-	StepTree  = "writing the tree"
+	StepWalk  = take.StepWalk
+	StepStore = take.StepStore
+	StepTree  = take.StepTree
 )
 
 // FileChange is one file a snapshot changed against its parent.

@@ -49,7 +49,7 @@ func BenchmarkSnapshot10kFiles5Changed(b *testing.B) {
 	sourcetree.Write(b, ours, files, 600)
 	sourcetree.Write(b, plain, files, 600)
 	s := newStore(b, ours, Options{Dir: filepath.Join(b.TempDir(), "snapshots.git")})
-	take(b, s, "start", 1)
+	mustTake(b, s, "start", 1)
 	plainGit(b, plain, "init", "-q")
 	plainGit(b, plain, "add", "-A")
 	plainGit(b, plain, "commit", "-q", "-m", "start")
@@ -102,14 +102,14 @@ func BenchmarkStoreGrowth100Edits(b *testing.B) {
 		treeBytes := sourcetree.Write(b, wd, files, 2000)
 		s := newStore(b, wd, Options{Dir: filepath.Join(b.TempDir(), "snapshots.git")})
 		b.StartTimer()
-		take(b, s, "start", 1)
+		mustTake(b, s, "start", 1)
 		if _, err := s.GC(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		first, _ := gc.DirBytes(s.Dir())
 		for i := range 100 {
 			edit(b, wd, i*37%files, i)
-			take(b, s, "quiet", uint64(i+2))
+			mustTake(b, s, "quiet", uint64(i+2))
 		}
 		before, _ := gc.DirBytes(s.Dir())
 		res, err := s.GC(context.Background())

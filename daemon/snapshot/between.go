@@ -31,7 +31,7 @@ func (s *Store) Between(ctx context.Context, from, to string) ([]TreeChange, err
 	if a.Tree == b.Tree {
 		return nil, nil
 	}
-	if c := s.lastChanges.Load(); c != nil && c.from == a.Tree && c.to == b.Tree {
+	if c := s.recent.changes.Load(); c != nil && c.from == a.Tree && c.to == b.Tree {
 		return slices.Clone(c.list), nil // the newest Take's own changes: no git run
 	}
 	changes, err := s.repo.DiffTree(ctx, a.Tree, b.Tree)

@@ -17,20 +17,20 @@ func TestConversationRecorded(t *testing.T) {
 	wd := t.TempDir()
 	write(t, wd, "a.txt", "a\n")
 	s := newStore(t, wd, Options{})
-	first, _ := take(t, s, "start", 1)
+	first, _ := mustTake(t, s, "start", 1)
 	if first.Conversation != nil {
 		t.Fatalf("a snapshot with no conversation known records %+v", *first.Conversation)
 	}
 	point := Conversation{Session: "sess-1", Message: "msg 1"}
 	s.SetConversation(func() Conversation { return point })
 	write(t, wd, "a.txt", "b\n")
-	second, _ := take(t, s, "quiet", 2)
+	second, _ := mustTake(t, s, "quiet", 2)
 	if second.Conversation == nil || *second.Conversation != point {
 		t.Fatalf("Take recorded %+v, want %+v", second.Conversation, point)
 	}
 	point = Conversation{Session: "sess-1", Message: "bad\nid"}
 	write(t, wd, "a.txt", "c\n")
-	third, _ := take(t, s, "quiet", 3)
+	third, _ := mustTake(t, s, "quiet", 3)
 	if want := (Conversation{Session: "sess-1"}); third.Conversation == nil || *third.Conversation != want {
 		t.Fatalf("an id with a line break: recorded %+v, want %+v", third.Conversation, want)
 	}
@@ -56,7 +56,7 @@ func TestConversationRecorded(t *testing.T) {
 	if list[2].ID != second.ID || list[2].Conversation == nil || list[2].Conversation.Message != "msg 1" {
 		t.Errorf("List names %+v for the second snapshot", list[2].Conversation)
 	}
-	s.newestDetail.Store(nil) // Show from git, not from the Take's memory
+	s.recent.detail.Store(nil) // Show from git, not from the Take's memory
 	d, err := s.Show(ctx, second.ID)
 	if err != nil || d.Conversation == nil || *d.Conversation != (Conversation{Session: "sess-1", Message: "msg 1"}) {
 		t.Fatalf("Show = %+v, %v", d.Conversation, err)

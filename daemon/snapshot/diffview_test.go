@@ -21,14 +21,14 @@ func TestDiffView(t *testing.T) {
 	write(t, wd, "*.txt", "star\n")
 	s := newStore(t, wd, Options{})
 	ctx := context.Background()
-	take(t, s, "start", 1)
+	mustTake(t, s, "start", 1)
 	write(t, wd, "a.txt", "one\ntwo\n")
 	write(t, wd, "src/b.go", "package b\n\nfunc B() {}\n")
 	write(t, wd, "src/deep/c.go", "package c // changed\n")
 	write(t, wd, "*.txt", "star, changed\n")
 	long := strings.Repeat("a-rather-long-directory-name/", 4) + "file.go"
 	write(t, wd, long, "package x\n")
-	second, _ := take(t, s, "quiet", 2)
+	second, _ := mustTake(t, s, "quiet", 2)
 
 	files := func(diff string) []string {
 		var out []string

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/take"
 )
 
 // firstTree writes the cases a first snapshot must decide as git add -A
@@ -75,12 +76,12 @@ func TestFirstEqualsGitAdd(t *testing.T) {
 			}
 			opt := Options{MaxFileBytes: 64, IgnoreDirs: []string{"node_modules"}, Ignore: []string{"*.secret"}}
 			ours, git := newStore(t, e.work, opt), newStore(t, e.work, opt)
-			git.firstByGit = true
+			git.take.Hooks.FirstByGit = true
 			if seed%2 == 1 {
-				ours.firstPackObjects = 7 // several packs, one after another
+				ours.take.Hooks.FirstPackObjects = 7 // several packs, one after another
 			}
-			a, _ := take(t, ours, "start", 1)
-			b, _ := take(t, git, "start", 1)
+			a, _ := mustTake(t, ours, "start", 1)
+			b, _ := mustTake(t, git, "start", 1)
 			if n := looseObjects(t, ours); n != 1 {
 				t.Fatalf("the first snapshot left %d loose objects, want its commit only: it was not written in process", n)
 			}
@@ -99,8 +100,8 @@ func TestFirstEqualsGitAdd(t *testing.T) {
 				for range 1 + e.rng.IntN(4) {
 					e.edit()
 				}
-				a, _ = take(t, ours, "quiet", uint64(round))
-				b, _ = take(t, git, "quiet", uint64(round))
+				a, _ = mustTake(t, ours, "quiet", uint64(round))
+				b, _ = mustTake(t, git, "quiet", uint64(round))
 				sameSnapshot(t, fmt.Sprint("round ", round), ours, git, a, b)
 			}
 		})
@@ -121,10 +122,10 @@ func sameSnapshot(t *testing.T, what string, ours, git *Store, a, b Snapshot) {
 	}
 	ja, _ := json.Marshal(da.SkippedFiles)
 	jb, _ := json.Marshal(db.SkippedFiles)
-	if ta, tb := treeID(t, ours, a.ID), treeID(t, git, b.ID); ta != tb || a.Added != b.Added || ours.newestModes != git.newestModes || string(ja) != string(jb) {
+	if ta, tb := treeID(t, ours, a.ID), treeID(t, git, b.ID); ta != tb || a.Added != b.Added || newestModes(t, ours) != newestModes(t, git) || string(ja) != string(jb) {
 		diff := treeDiff(treeOf(t, ours, a.ID), treeOf(t, git, b.ID), "ours", "git's")
 		t.Fatalf("%s: ours %s (added %d, modes %q, skipped %s) != git's %s (added %d, modes %q, skipped %s)\n%s",
-			what, ta, a.Added, ours.newestModes, ja, tb, b.Added, git.newestModes, jb, strings.Join(diff, "\n"))
+			what, ta, a.Added, newestModes(t, ours), ja, tb, b.Added, newestModes(t, git), jb, strings.Join(diff, "\n"))
 	}
 }
 
@@ -171,7 +172,7 @@ func TestFirstFallsBackToGitAdd(t *testing.T) {
 	}
 	var log logSink
 	s := newStore(t, wd, Options{MaxFileBytes: -1, Logger: log.logger()})
-	snap, _ := take(t, s, "start", 1)
+	snap, _ := mustTake(t, s, "start", 1)
 	if !strings.Contains(log.String(), "staged by git add instead") || !strings.Contains(log.String(), "sub/big.bin") {
 		t.Fatalf("the first snapshot did not fall back to git add, naming the file; log:\n%s", log.String())
 	}
@@ -188,21 +189,21 @@ func TestFirstFallsBackToGitAdd(t *testing.T) {
 	}
 }
 
-// TestFirstReadsLargeFilesAlone: files over firstAheadBytes are read by
+// TestFirstReadsLargeFilesAlone: files over take.FirstAheadBytes are read by
 // the writer itself, between the ones read ahead, and the snapshot and
 // the index are still git add's.
 func TestFirstReadsLargeFilesAlone(t *testing.T) {
 	wd := t.TempDir()
-	for i, size := range []int{10, firstAheadBytes + 1, 1 << 20, 7, 3 * firstAheadBytes} {
+	for i, size := range []int{10, take.FirstAheadBytes + 1, 1 << 20, 7, 3 * take.FirstAheadBytes} {
 		write(t, wd, fmt.Sprintf("d/f%d", i), randomText(size, int64(i)))
 	}
 	ours, git := newStore(t, wd, Options{}), newStore(t, wd, Options{})
-	git.firstByGit = true
+	git.take.Hooks.FirstByGit = true
 	var held []string
-	ours.pointHook = func(p string) { held = append(held, p) }
-	a, _ := take(t, ours, "start", 1)
-	b, _ := take(t, git, "start", 1)
-	if !slices.Contains(held, pointFirstObjects) {
+	ours.take.Hooks.Point = func(p string) { held = append(held, p) }
+	a, _ := mustTake(t, ours, "start", 1)
+	b, _ := mustTake(t, git, "start", 1)
+	if !slices.Contains(held, take.PointFirstObjects) {
 		t.Fatalf("the first snapshot was not written in process (points %v)", held)
 	}
 	sameSnapshot(t, "first", ours, git, a, b)

@@ -73,7 +73,7 @@ func TestRestoreRefusesForgedTrees(t *testing.T) {
 	write(t, wd, "a.txt", "mine\n")
 	write(t, wd, "dir/b.txt", "mine too\n")
 	s := newStore(t, wd, Options{MaxFileBytes: 1000})
-	take(t, s, "start", 1)
+	mustTake(t, s, "start", 1)
 	blob := writeObject(t, s, "blob", []byte("evil\n"))
 	big := writeObject(t, s, "blob", bytes.Repeat([]byte("x"), 2000))
 	ok := rawEntry{"100644", "ok.txt", blob}

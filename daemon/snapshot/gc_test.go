@@ -25,7 +25,7 @@ func TestKeepBytesHolds(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(wd, "big.bin"), buf, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		take(t, s, "quiet", uint64(i))
+		mustTake(t, s, "quiet", uint64(i))
 	}
 	lastTake := time.Now()
 	waitFor(t, s.gc.Idle)
@@ -68,7 +68,7 @@ func TestTakeDoesNotWaitForGC(t *testing.T) {
 	wd := t.TempDir()
 	write(t, wd, "a.txt", "1\n")
 	s := newStore(t, wd, Options{})
-	take(t, s, "start", 1)
+	mustTake(t, s, "start", 1)
 	waitFor(t, s.gc.Idle)
 	held, release := make(chan struct{}), make(chan struct{})
 	s.gc.CompactHook = func() {

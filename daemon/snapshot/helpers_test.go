@@ -110,7 +110,7 @@ func newStore(t testing.TB, workdir string, opt Options) *Store {
 	return s
 }
 
-func take(t testing.TB, s *Store, trigger string, seq uint64) (Snapshot, bool) {
+func mustTake(t testing.TB, s *Store, trigger string, seq uint64) (Snapshot, bool) {
 	t.Helper()
 	snap, isNew, err := s.Take(context.Background(), trigger, seq)
 	if err != nil {
@@ -151,6 +151,26 @@ func treeOf(t testing.TB, s *Store, id string) map[string]entry {
 		files[path] = e
 	}
 	return files
+}
+
+// newestModes are the mode lines the store holds for its newest
+// snapshot (what a Take compares with, to tell whether anything changed).
+func newestModes(t testing.TB, s *Store) string {
+	t.Helper()
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	_, modes := s.take.Newest()
+	return modes
+}
+
+// mustOID reads an object id.
+func mustOID(t testing.TB, id string) repo.OID {
+	t.Helper()
+	o, ok := repo.ParseOID(id)
+	if !ok {
+		t.Fatalf("%q is not an object id", id)
+	}
+	return o
 }
 
 // treeID is the tree of snapshot id.

@@ -211,19 +211,19 @@ func testSeeds(seeds ...uint64) []uint64 {
 // full (the whole tree added again) and fails when their trees differ.
 func compareWithFull(t *testing.T, inc, full *Store, round int, log []string) Snapshot {
 	t.Helper()
-	a, _ := take(t, inc, "quiet", uint64(round))
-	b, _ := take(t, full, "quiet", uint64(round))
+	a, _ := mustTake(t, inc, "quiet", uint64(round))
+	b, _ := mustTake(t, full, "quiet", uint64(round))
 	if b.Took.Incremental {
 		t.Fatal("the reference store took a snapshot from what changed")
 	}
-	if cached := inc.newestDetail.Load(); cached != nil && cached.ID == a.ID {
+	if cached := inc.recent.detail.Load(); cached != nil && cached.ID == a.ID {
 		// Show's answer from the Take's own count equals the one read
 		// back from the store.
 		fast, err := inc.Show(context.Background(), a.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		inc.newestDetail.Store(nil)
+		inc.recent.detail.Store(nil)
 		slow, err := inc.Show(context.Background(), a.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -233,17 +233,17 @@ func compareWithFull(t *testing.T, inc, full *Store, round int, log []string) Sn
 		if string(jf) != string(js) {
 			t.Fatalf("round %d: Show from the Take's count\n%s\n!= Show from the store\n%s", round, jf, js)
 		}
-		inc.newestDetail.Store(cached)
+		inc.recent.detail.Store(cached)
 	}
-	if kept := inc.lastChanges.Load(); kept != nil && a.Parent != "" {
+	if kept := inc.recent.changes.Load(); kept != nil && a.Parent != "" {
 		// Between from the Take's own changes equals git's diff.
 		fast, err := inc.Between(context.Background(), a.Parent, a.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		inc.lastChanges.Store(nil)
+		inc.recent.changes.Store(nil)
 		slow, err := inc.Between(context.Background(), a.Parent, a.ID)
-		inc.lastChanges.Store(kept)
+		inc.recent.changes.Store(kept)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +251,7 @@ func compareWithFull(t *testing.T, inc, full *Store, round int, log []string) Sn
 			t.Fatalf("round %d: Between from the Take's changes\n%s\n!= from git\n%s", round, jf, js)
 		}
 	}
-	if ta, tb := treeID(t, inc, a.ID), treeID(t, full, b.ID); ta != tb || inc.newestModes != full.newestModes || a.Skipped != b.Skipped {
+	if ta, tb := treeID(t, inc, a.ID), treeID(t, full, b.ID); ta != tb || newestModes(t, inc) != newestModes(t, full) || a.Skipped != b.Skipped {
 		ta, tb := treeOf(t, inc, a.ID), treeOf(t, full, b.ID)
 		var diff []string
 		da, _ := inc.Show(context.Background(), a.ID)
@@ -259,7 +259,7 @@ func compareWithFull(t *testing.T, inc, full *Store, round int, log []string) Sn
 		diff = append(diff, fmt.Sprintf("skipped: incremental %+v, full %+v", da.SkippedFiles, db.SkippedFiles))
 		diff = append(diff, treeDiff(ta, tb, "incremental", "full")...)
 		t.Fatalf("round %d: incremental tree %s (skipped %d, modes %q) != full tree %s (skipped %d, modes %q)\n%s\nedits:\n%s",
-			round, ta, a.Skipped, inc.newestModes, tb, b.Skipped, full.newestModes,
+			round, ta, a.Skipped, newestModes(t, inc), tb, b.Skipped, newestModes(t, full),
 			strings.Join(diff, "\n"), strings.Join(log, "\n"))
 	}
 	return a
@@ -391,7 +391,7 @@ func TestIncrementalAfterPacking(t *testing.T) {
 			t.Fatal(err)
 		}
 		if newest, ok := inc.Newest(); ok {
-			if _, err := os.Stat(inc.repo.ObjectPath(oidOf(treeID(t, inc, newest.ID)))); err == nil {
+			if _, err := os.Stat(inc.repo.ObjectPath(mustOID(t, treeID(t, inc, newest.ID)))); err == nil {
 				t.Fatalf("round %d: the newest tree is loose after GC: the test reads nothing from a pack", round)
 			}
 		}
@@ -411,7 +411,7 @@ func TestIncrementalAfterPacking(t *testing.T) {
 	}
 	inc.lock.Lock()
 	defer inc.lock.Unlock()
-	if inc.pipes.PackedReads() == 0 {
+	if inc.take.PackedReads() == 0 {
 		t.Fatal("no object was read from a pack")
 	}
 }

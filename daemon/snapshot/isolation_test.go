@@ -83,10 +83,10 @@ func TestUserRepositoryUntouched(t *testing.T) {
 
 	s := newStore(t, wd, Options{})
 	ctx := context.Background()
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	write(t, wd, "src/main.go", "package main // edited by the agent\n")
 	write(t, wd, "new.txt", "new\n")
-	v2, isNew := take(t, s, "quiet", 2)
+	v2, isNew := mustTake(t, s, "quiet", 2)
 	if !isNew {
 		t.Fatal("no snapshot after changes")
 	}
@@ -182,16 +182,16 @@ func TestHostileWorkdirRunsNothing(t *testing.T) {
 	h.MakePartialClone(t)
 	ctx := context.Background()
 	s := newStore(t, wd, Options{})
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	write(t, wd, "a.txt", "edited by the agent\n")
 	write(t, wd, "new.txt", "new\n")
-	v2, isNew := take(t, s, "quiet", 2)
+	v2, isNew := mustTake(t, s, "quiet", 2)
 	if !isNew {
 		t.Fatal("no snapshot after changes")
 	}
 	s.NoteChanged([]string{"b.txt"})
 	write(t, wd, "b.txt", "edited again\n")
-	take(t, s, "quiet", 3)
+	mustTake(t, s, "quiet", 3)
 	if _, err := s.Restore(ctx, v1.ID, []string{"a.txt"}, false); err != nil {
 		t.Fatal(err)
 	}

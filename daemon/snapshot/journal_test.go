@@ -71,9 +71,9 @@ func TestSIGKILLDuringRestore(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "snapshots.git")
 			killTree(t, wd, 1)
 			s := newStore(t, wd, Options{Dir: dir})
-			v1, _ := take(t, s, "start", 1)
+			v1, _ := mustTake(t, s, "start", 1)
 			killTree(t, wd, 2)
-			take(t, s, "quiet", 1)
+			mustTake(t, s, "quiet", 1)
 			write(t, wd, "t/late.txt", "not snapshotted yet: the safety snapshot holds it\n")
 			before := contents(t, wd)
 			s.Close()
@@ -202,9 +202,9 @@ func TestWorkdirLinkRepointed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, link, Options{})
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	write(t, a, "f.txt", "a's file, version 2\n")
-	take(t, s, "quiet", 1)
+	mustTake(t, s, "quiet", 1)
 	if p := s.WorkdirProblem(); p != "" {
 		t.Fatalf("WorkdirProblem() before the link moved = %q", p)
 	}

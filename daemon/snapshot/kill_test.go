@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/take"
 	"github.com/continuityd/continuityd/internal/holdgit"
 	"github.com/continuityd/continuityd/internal/testwait"
 )
@@ -51,7 +52,7 @@ func runChild() int {
 		s.NoteChanged([]string{"fast.txt"})
 	}
 	if hold := os.Getenv("SNAPSHOT_CHILD_HOLD"); hold != "" {
-		s.pointHook = func(p string) {
+		s.take.Hooks.Point = func(p string) {
 			if p == hold {
 				os.WriteFile(os.Getenv("SNAPSHOT_CHILD_HELD"), []byte(p), 0o600)
 				// Held until the test kills the process: its stdin is a
@@ -89,7 +90,7 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 	write(t, wd, "first.txt", "the snapshot before\n")
 	dir := filepath.Join(t.TempDir(), "snapshots.git")
 	s := newStore(t, wd, Options{Dir: dir})
-	first, _ := take(t, s, "start", 1)
+	first, _ := mustTake(t, s, "start", 1)
 	s.Close()
 
 	// 300 files of 8 KiB.
@@ -106,9 +107,9 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 	}
 	rounds := []round{
 		{gitPoint: holdgit.MidAdd}, {gitPoint: holdgit.BeforeWriteTree},
-		{point: pointCommit}, {point: pointRefLocked},
-		{point: pointBlobs, fast: true}, {point: pointTrees, fast: true},
-		{point: pointCommit, fast: true}, {point: pointRefLocked, fast: true},
+		{point: take.PointCommit}, {point: take.PointRefLocked},
+		{point: take.PointBlobs, fast: true}, {point: take.PointTrees, fast: true},
+		{point: take.PointCommit, fast: true}, {point: take.PointRefLocked, fast: true},
 	}
 	want := []string{first.ID} // the snapshots a kill must leave, newest first
 	for i, r := range rounds {
@@ -163,7 +164,7 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 	// The next snapshots, full and then from what changed, are right.
 	s = newStore(t, wd, Options{Dir: dir})
 	s.Follow()
-	snap, isNew := take(t, s, "quiet", 3)
+	snap, isNew := mustTake(t, s, "quiet", 3)
 	if !isNew || snap.Parent != want[0] {
 		t.Fatalf("the snapshot after the kills = %+v", snap)
 	}
@@ -173,7 +174,7 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 	}
 	write(t, wd, "fast.txt", "after the kills\n")
 	s.NoteChanged([]string{"fast.txt"})
-	snap, isNew = take(t, s, "quiet", 4)
+	snap, isNew = mustTake(t, s, "quiet", 4)
 	if !isNew || !snap.Took.Incremental || snap.Modified != 1 {
 		t.Fatalf("the snapshot from what changed after the kills = %+v", snap)
 	}
@@ -235,7 +236,7 @@ func TestSIGKILLDuringFirstSnapshot(t *testing.T) {
 			write(t, wd, fmt.Sprintf("d%d/f%02d.txt", d, f), randomText(2<<10, int64(d*20+f)))
 		}
 	}
-	for _, point := range []string{pointFirstObjects, pointFirstPacked} {
+	for _, point := range []string{take.PointFirstObjects, take.PointFirstPacked} {
 		dir := filepath.Join(t.TempDir(), "snapshots.git")
 		held := filepath.Join(t.TempDir(), "held")
 		env := append(os.Environ(), childEnv+"=1", "SNAPSHOT_CHILD_DIR="+dir, "SNAPSHOT_CHILD_WORK="+wd,
@@ -249,7 +250,7 @@ func TestSIGKILLDuringFirstSnapshot(t *testing.T) {
 		if out, err := s.git.Run(context.Background(), repo.Call{Args: []string{"fsck", "--strict", "--no-dangling"}}); err != nil {
 			t.Fatalf("%s: fsck after SIGKILL: %v\n%s", point, err, out)
 		}
-		snap, _ := take(t, s, "start", 1)
+		snap, _ := mustTake(t, s, "start", 1)
 		if n := looseObjects(t, s); n != 1 {
 			t.Fatalf("%s: the first snapshot after the kill was not written in process (%d loose objects)", point, n)
 		}

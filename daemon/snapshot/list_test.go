@@ -30,13 +30,13 @@ func TestListFollowsTakes(t *testing.T) {
 	wd := t.TempDir()
 	write(t, wd, "a.txt", "one\n")
 	s := newStore(t, wd, Options{})
-	take(t, s, "start", 1)
+	mustTake(t, s, "start", 1)
 	if _, err := s.List(ctx); err != nil { // as a burst's work record does
 		t.Fatal(err)
 	}
 	for i := 2; i <= 6; i++ {
 		write(t, wd, "a.txt", fmt.Sprintf("%d\n", i))
-		snap, isNew := take(t, s, "quiet", uint64(i))
+		snap, isNew := mustTake(t, s, "quiet", uint64(i))
 		if !isNew {
 			t.Fatalf("take %d: no new snapshot", i)
 		}
@@ -62,7 +62,7 @@ func TestListAfterRetention(t *testing.T) {
 	s := newStore(t, wd, Options{KeepCount: 3})
 	for i := 1; i <= 6; i++ {
 		write(t, wd, "a.txt", fmt.Sprintf("%d\n", i))
-		take(t, s, "quiet", uint64(i))
+		mustTake(t, s, "quiet", uint64(i))
 		if _, err := s.List(ctx); err != nil {
 			t.Fatal(err)
 		}

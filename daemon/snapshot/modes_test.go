@@ -34,14 +34,14 @@ func TestRestoreKeepsModes(t *testing.T) {
 	write(t, wd, "run.sh", "#!/bin/sh\n")
 	write(t, wd, "open.txt", "open\n")
 	s := newStore(t, wd, Options{})
-	take(t, s, "start", 1)
+	mustTake(t, s, "start", 1)
 	chmod(t, wd, "secret.env", 0o600)
 	chmod(t, wd, "private/key", 0o640)
 	chmod(t, wd, "private", 0o700)
 	chmod(t, wd, "run.sh", 0o700)
-	take(t, s, "quiet", 1)
+	mustTake(t, s, "quiet", 1)
 	chmod(t, wd, "open.txt", 0o640) // git sees no change
-	v2, isNew := take(t, s, "quiet", 1)
+	v2, isNew := mustTake(t, s, "quiet", 1)
 	if !isNew {
 		t.Fatal("a change of permissions alone made no snapshot")
 	}
@@ -84,7 +84,7 @@ func TestRestoreOwnsLikeTheWorkdir(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, wd, Options{})
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	// swap/ holds only a file v1 lacks: the restore removes it, and swap/
 	// with it, before git makes swap/ again for old.txt.
 	if err := os.Rename(filepath.Join(wd, "swap/old.txt"), filepath.Join(wd, "swap/new.txt")); err != nil {

@@ -65,7 +65,7 @@ func TestOmissionsAreListed(t *testing.T) {
 	}
 	var log logSink
 	s := newStore(t, wd, Options{Logger: log.logger()})
-	snap, _ := take(t, s, "start", 1)
+	snap, _ := mustTake(t, s, "start", 1)
 	d, err := s.Show(context.Background(), snap.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ exec ` + real + ` "$@"
 	// after it would be (first.go writes it in process otherwise).
 	var log logSink
 	s := newStore(t, wd, Options{Git: git, Logger: log.logger()})
-	s.firstByGit = true
+	s.take.Hooks.FirstByGit = true
 	snap, isNew, err := s.Take(context.Background(), "start", 1)
 	if err != nil || !isNew {
 		t.Fatalf("Take after a crashed git add: %v, %v\n%s", isNew, err, log.String())
@@ -157,7 +157,7 @@ exec ` + real + ` "$@"
 	// A git add that crashes every time fails the Take with what
 	// happened, and leaves no lock behind.
 	s2 := newStore(t, wd, Options{Git: always, Logger: log.logger()})
-	s2.firstByGit = true
+	s2.take.Hooks.FirstByGit = true
 	if _, _, err := s2.Take(context.Background(), "start", 1); err == nil || !strings.Contains(err.Error(), "stopped 3 times") {
 		t.Fatalf("Take with a git add that always crashes: %v", err)
 	}
@@ -167,7 +167,7 @@ exec ` + real + ` "$@"
 
 	// A git add that found a file shrunk under it is run again too.
 	s3 := newStore(t, wd, Options{Git: shrank, Logger: log.logger()})
-	s3.firstByGit = true
+	s3.take.Hooks.FirstByGit = true
 	if _, isNew, err := s3.Take(context.Background(), "start", 1); err != nil || !isNew {
 		t.Fatalf("Take after git add found a file shrunk: %v, %v", isNew, err)
 	}

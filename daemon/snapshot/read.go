@@ -41,7 +41,7 @@ func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 	if s.lock.Closed() {
 		return Detail{}, ErrClosed
 	}
-	if d := s.newestDetail.Load(); d != nil && d.ID == strings.ToLower(strings.TrimSpace(id)) {
+	if d := s.recent.detail.Load(); d != nil && d.ID == strings.ToLower(strings.TrimSpace(id)) {
 		// The snapshot a Take just made, as it made it: no git run.
 		c := *d
 		c.SkippedFiles, c.Files = slices.Clone(d.SkippedFiles), slices.Clone(d.Files)

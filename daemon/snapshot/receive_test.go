@@ -50,12 +50,12 @@ func TestImportedSnapshotsAreUnderRetention(t *testing.T) {
 	var ids []string
 	for i, content := range []string{"one\n", "two\n", "three\n"} {
 		write(t, wa, "f.txt", content)
-		snap, _ := take(t, a, "quiet", uint64(i+1))
+		snap, _ := mustTake(t, a, "quiet", uint64(i+1))
 		ids = append(ids, snap.ID)
 		copySnapshot(t, a, b, snap.ID)
 	}
 	write(t, wb, "own.txt", "b\n")
-	take(t, b, "quiet", 1)
+	mustTake(t, b, "quiet", 1)
 	if _, err := b.GC(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestGCHealsABrokenImport(t *testing.T) {
 	w := t.TempDir()
 	s := newStore(t, w, Options{})
 	write(t, w, "own.txt", "mine\n")
-	take(t, s, "quiet", 1)
+	mustTake(t, s, "quiet", 1)
 	tree, err := s.git.Run(ctx, repo.Call{Args: []string{"mktree", "--missing"},
 		Stdin: strings.NewReader("100644 blob 0123456789012345678901234567890123456789\tlost.txt\n")})
 	if err != nil {

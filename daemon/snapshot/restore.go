@@ -76,12 +76,12 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	// What the previous restore wrote is in the tree as it is even when a
 	// rule it wrote (".gitignore = *") ignores it: restoring the safety
 	// snapshot then puts back, or removes, all of it.
-	defer s.dropTakePack()
-	st, err := s.stage(ctx, s.readRestored(), changeNotes{unknown: true})
+	defer s.take.DropPack()
+	st, err := s.take.Stage(ctx, s.readRestored())
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	changes, err := s.repo.DiffTree(ctx, st.tree, target.Tree, clean...)
+	changes, err := s.repo.DiffTree(ctx, st.Tree(), target.Tree, clean...)
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -89,7 +89,7 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if err := s.checkKnown(ctx, clean, changes, res.Refused, st.tree, target.Tree, target.ID); err != nil {
+	if err := s.checkKnown(ctx, clean, changes, res.Refused, st.Tree(), target.Tree, target.ID); err != nil {
 		return RestoreResult{}, err
 	}
 	var writes, removes []repo.Change
@@ -129,14 +129,15 @@ func (s *Store) restore(ctx context.Context, id string, clean []string, dryRun b
 		res.Changes = append(res.Changes, FileChange{Path: c.Path, Status: repo.StatusName(c.Status)})
 	}
 	slices.SortFunc(res.Changes, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
-	if err := s.countLines(ctx, st.tree, target.Tree, clean, res.Changes); err != nil {
+	if err := s.countLines(ctx, st.Tree(), target.Tree, clean, res.Changes); err != nil {
 		return RestoreResult{}, err
 	}
 	if dryRun {
 		return res, nil
 	}
 
-	safety, isNew, err := s.commit(ctx, &st, "restore", s.newest.Seq)
+	newest, _ := s.take.Newest()
+	safety, isNew, err := s.take.Commit(ctx, &st, "restore", newest.Seq)
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("restore: the safety snapshot failed, nothing was changed: %w", err)
 	}
@@ -324,7 +325,7 @@ func (s *Store) writeRestored(writes []repo.Change) {
 	if err := atomicfile.WriteFile(filepath.Join(s.opt.Dir, restoredFile), b.Bytes(), 0o600); err != nil {
 		s.log.Warn("snapshot store: the files a restore wrote could not be recorded; undoing it may leave some that are ignored", "err", err)
 	}
-	s.fixIgnored = true
+	s.take.RecheckIgnored()
 }
 
 // checkPaths checks the paths a restore is limited to and returns them
@@ -366,28 +367,6 @@ func (s *Store) checkPaths(paths []string) ([]string, error) {
 		clean = append(clean, c)
 	}
 	return clean, nil
-}
-
-// symlinkOnPath returns the first component of rel (all but the last one,
-// or all of them with last) that is a symbolic link in the workdir, or "".
-// A missing component ends the check: nothing below it exists.
-func (s *Store) symlinkOnPath(rel string, last bool) string {
-	segs := strings.Split(rel, "/")
-	if !last {
-		segs = segs[:len(segs)-1]
-	}
-	cur := s.work
-	for i, seg := range segs {
-		cur = filepath.Join(cur, seg)
-		fi, err := os.Lstat(cur)
-		if err != nil {
-			return ""
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return strings.Join(segs[:i+1], "/")
-		}
-	}
-	return ""
 }
 
 // blocked says why a file of the snapshot cannot be written, or "".

@@ -162,13 +162,13 @@ func TestRestoreRacingSymlinkSwaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, work, Options{Dir: filepath.Join(t.TempDir(), "snapshots.git")})
-	with, _ := take(t, s, "start", 1)
+	with, _ := mustTake(t, s, "start", 1)
 	for i := range raceFiles {
 		if err := os.Remove(filepath.Join(work, "d", name(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	without, _ := take(t, s, "quiet", 1)
+	without, _ := mustTake(t, s, "quiet", 1)
 
 	// The swapper, as the workdir's owner: a copy of this test binary
 	// where that user may run it.
@@ -325,12 +325,12 @@ func TestRestoreOnAFullDisk(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "snapshots.git")
 	s := newStore(t, wd, Options{Dir: dir})
-	full, _ := take(t, s, "start", 1)
+	full, _ := mustTake(t, s, "start", 1)
 	if err := os.RemoveAll(filepath.Join(wd, "data")); err != nil {
 		t.Fatal(err)
 	}
 	write(t, wd, "small.txt", "the tree before the restore\n")
-	take(t, s, "quiet", 1)
+	mustTake(t, s, "quiet", 1)
 	// Room for a few of the 16 files only.
 	filler := filepath.Join(mnt, "filler")
 	if err := os.WriteFile(filler, make([]byte, 3<<20), 0o600); err != nil {

@@ -20,7 +20,7 @@ func TestRestoreOnePathAndUndo(t *testing.T) {
 	write(t, wd, "b.txt", "b version 1\n")
 	s := newStore(t, wd, Options{})
 	ctx := context.Background()
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 
 	write(t, wd, "a.txt", "a version 2\n")
 	write(t, wd, "b.txt", "b version 2\n")
@@ -103,7 +103,7 @@ func TestRestoreRefusesPathsOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, wd, Options{})
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	write(t, wd, "a.txt", "2\n")
 	before, beforeOut := fingerprint(t, wd), fingerprint(t, outside)
 	for _, p := range []string{"../x", "a/../../x", "/etc/passwd", filepath.Join(outside, "victim.txt"), ".git/config", "sub/.git/HEAD", "out/victim.txt", ""} {
@@ -127,7 +127,7 @@ func TestRestoreLeavesUnsnapshottedFiles(t *testing.T) {
 	wd := t.TempDir()
 	write(t, wd, "config.local", "old tracked\n")
 	s := newStore(t, wd, Options{})
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	write(t, wd, ".gitignore", "config.local\n")
 	write(t, wd, "config.local", "precious, ignored now\n")
 	res, err := s.Restore(context.Background(), v1.ID, nil, false)
@@ -155,12 +155,12 @@ func TestRestoreLinkWhereADirectoryIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, wd, Options{})
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	if err := os.Remove(filepath.Join(wd, "link")); err != nil {
 		t.Fatal(err)
 	}
 	write(t, wd, "link/in.txt", "now a directory\n")
-	take(t, s, "quiet", 1)
+	mustTake(t, s, "quiet", 1)
 	res, err := s.Restore(context.Background(), v1.ID, nil, false)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestRestoreOfIgnoreAllIsUndone(t *testing.T) {
 	write(t, wd, "a.txt", "mine\n")
 	write(t, wd, "b.txt", "mine b\n")
 	s := newStore(t, wd, Options{})
-	take(t, s, "start", 1)
+	mustTake(t, s, "start", 1)
 	before := fingerprint(t, wd)
 	blob := func(c string) string { return writeObject(t, s, "blob", []byte(c)) }
 	x := forgedSnapshot(t, s, rawTree(t, s,

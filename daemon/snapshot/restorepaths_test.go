@@ -23,7 +23,7 @@ func TestRestorePathsOfAnyName(t *testing.T) {
 		write(t, wd, n, "kept "+n)
 	}
 	s := newStore(t, wd, Options{})
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	for _, n := range names {
 		if err := os.Remove(filepath.Join(wd, n)); err != nil {
 			t.Fatal(err)
@@ -53,7 +53,7 @@ func TestRestoreRefusesAnUnknownPath(t *testing.T) {
 	write(t, wd, "dir/b.txt", "b\n")
 	s := newStore(t, wd, Options{})
 	ctx := context.Background()
-	v1, _ := take(t, s, "start", 1)
+	v1, _ := mustTake(t, s, "start", 1)
 	write(t, wd, "a.txt", "2\n")
 	write(t, wd, "new.txt", "new\n")
 	before := fingerprint(t, wd)

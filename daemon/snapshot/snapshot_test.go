@@ -28,7 +28,7 @@ func TestTakeListShowDiffNonGitWorkdir(t *testing.T) {
 	s := newStore(t, wd, Options{})
 	ctx := context.Background()
 
-	first, isNew := take(t, s, "start", 1)
+	first, isNew := mustTake(t, s, "start", 1)
 	if !isNew || first.Added != 3 || first.Modified != 0 || first.Deleted != 0 || first.Parent != "" {
 		t.Fatalf("first snapshot = %+v, new=%v; want 3 added, no parent", first, isNew)
 	}
@@ -40,21 +40,21 @@ func TestTakeListShowDiffNonGitWorkdir(t *testing.T) {
 	}
 
 	// Nothing changed: no new snapshot, whatever the trigger and seq.
-	again, isNew := take(t, s, "quiet", 2)
+	again, isNew := mustTake(t, s, "quiet", 2)
 	if isNew || again.ID != first.ID {
 		t.Fatalf("unchanged tree made a new snapshot: %+v (new=%v)", again, isNew)
 	}
 	// Touching a file without changing it changes nothing either.
 	now := time.Now().Add(time.Minute)
 	os.Chtimes(filepath.Join(wd, "a.txt"), now, now)
-	if again, isNew = take(t, s, "quiet", 2); isNew {
+	if again, isNew = mustTake(t, s, "quiet", 2); isNew {
 		t.Fatalf("a touched file made a new snapshot: %+v", again)
 	}
 
 	write(t, wd, "a.txt", "one\n2\n3\n")
 	write(t, wd, "new.txt", "hello\n")
 	os.Remove(filepath.Join(wd, "gone.txt"))
-	second, isNew := take(t, s, "quiet", 7)
+	second, isNew := mustTake(t, s, "quiet", 7)
 	if !isNew || second.Added != 1 || second.Modified != 1 || second.Deleted != 1 || second.Files() != 3 {
 		t.Fatalf("second snapshot = %+v; want 1 added, 1 modified, 1 deleted", second)
 	}
@@ -123,7 +123,7 @@ func TestTakeListShowDiffNonGitWorkdir(t *testing.T) {
 	if n, ok := s2.Newest(); !ok || n.ID != second.ID {
 		t.Fatalf("reopened store's newest = %+v", n)
 	}
-	if _, isNew := take(t, s2, "quiet", 8); isNew {
+	if _, isNew := mustTake(t, s2, "quiet", 8); isNew {
 		t.Fatal("reopened store made a snapshot of an unchanged tree")
 	}
 }
@@ -176,7 +176,7 @@ func TestIgnoredAndOversizedAreInNoSnapshot(t *testing.T) {
 		}
 		return tree
 	}
-	first, _ := take(t, s, "start", 1)
+	first, _ := mustTake(t, s, "start", 1)
 	tree := checkNone(first.ID)
 	for _, p := range []string{"keep.txt", "sub/keep.go", "data/small.bin", "weird a[x]b#.bin", ".gitignore"} {
 		if _, ok := tree[p]; !ok {
@@ -194,7 +194,7 @@ func TestIgnoredAndOversizedAreInNoSnapshot(t *testing.T) {
 
 	// A tracked file grows over the limit: it leaves the next snapshot.
 	write(t, wd, "keep.txt", big)
-	second, isNew := take(t, s, "quiet", 2)
+	second, isNew := mustTake(t, s, "quiet", 2)
 	if !isNew || second.Deleted != 1 {
 		t.Fatalf("grown file: %+v", second)
 	}
@@ -203,13 +203,13 @@ func TestIgnoredAndOversizedAreInNoSnapshot(t *testing.T) {
 	}
 	// A tracked file becomes ignored: it leaves the next snapshot.
 	write(t, wd, "sub/.gitignore", "secret.txt\nkeep.go\n")
-	third, _ := take(t, s, "quiet", 3)
+	third, _ := mustTake(t, s, "quiet", 3)
 	if _, ok := checkNone(third.ID)["sub/keep.go"]; ok {
 		t.Fatal("a file that became ignored is still in the snapshot")
 	}
 	// It shrinks again: it comes back.
 	write(t, wd, "keep.txt", "keep\n")
-	fourth, _ := take(t, s, "quiet", 4)
+	fourth, _ := mustTake(t, s, "quiet", 4)
 	if _, ok := checkNone(fourth.ID)["keep.txt"]; !ok {
 		t.Fatal("a file back under the limit is not in the snapshot")
 	}
@@ -218,7 +218,7 @@ func TestIgnoredAndOversizedAreInNoSnapshot(t *testing.T) {
 	s.Close()
 	s = newStore(t, wd, Options{Dir: s.Dir(), Exclude: []string{state}, Ignore: []string{"/scratch/", "data/"},
 		IgnoreDirs: []string{"node_modules"}, MaxFileBytes: 1024})
-	fifth, _ := take(t, s, "quiet", 5)
+	fifth, _ := mustTake(t, s, "quiet", 5)
 	if _, ok := checkNone(fifth.ID)["data/small.bin"]; ok {
 		t.Fatal("a file a new ignore pattern covers is still in the snapshot")
 	}
@@ -248,7 +248,7 @@ func TestSymlinksAreNotFollowed(t *testing.T) {
 		}
 	}
 	s := newStore(t, wd, Options{})
-	snap, _ := take(t, s, "start", 1)
+	snap, _ := mustTake(t, s, "start", 1)
 	tree := treeOf(t, s, snap.ID)
 	if e := tree["dirlink"]; e.mode != "120000" || e.content != filepath.Join(outside, "secret") {
 		t.Errorf("dirlink stored as %+v", e)
@@ -292,7 +292,7 @@ func TestStaleLocksAndUnreferencedCommits(t *testing.T) {
 	wd := t.TempDir()
 	write(t, wd, "a.txt", "a\n")
 	s := newStore(t, wd, Options{})
-	first, _ := take(t, s, "start", 1)
+	first, _ := mustTake(t, s, "start", 1)
 	// What a Take killed between commit-tree and update-ref leaves: a
 	// commit and a ref lock.
 	orphan, err := s.git.Text(context.Background(), "commit-tree", treeID(t, s, first.ID), "-m", "continuityd-snapshot v=1 n=2 trigger=quiet seq=1 time=2026-11-30T10:00:00Z parent=- added=0 modified=0 deleted=0 skipped=0")
@@ -314,7 +314,7 @@ func TestStaleLocksAndUnreferencedCommits(t *testing.T) {
 		}
 	}
 	write(t, wd, "a.txt", "b\n")
-	if snap, isNew := take(t, s, "quiet", 2); !isNew || snap.Parent != first.ID {
+	if snap, isNew := mustTake(t, s, "quiet", 2); !isNew || snap.Parent != first.ID {
 		t.Fatalf("Take after the cleanup = %+v", snap)
 	}
 }
@@ -327,7 +327,7 @@ func TestConcurrentReadsDuringTakes(t *testing.T) {
 	wd := t.TempDir()
 	write(t, wd, "a.txt", "0\n")
 	s := newStore(t, wd, Options{})
-	take(t, s, "start", 1)
+	mustTake(t, s, "start", 1)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -353,7 +353,7 @@ func TestConcurrentReadsDuringTakes(t *testing.T) {
 	}
 	for i := range 10 {
 		write(t, wd, "a.txt", strings.Repeat("x\n", i+1))
-		take(t, s, "quiet", uint64(i+2))
+		mustTake(t, s, "quiet", uint64(i+2))
 	}
 	close(stop)
 	wg.Wait()
@@ -371,9 +371,9 @@ func TestDiffIsBounded(t *testing.T) {
 	wd := t.TempDir()
 	s := newStore(t, wd, Options{})
 	write(t, wd, "a.txt", "x\n")
-	take(t, s, "start", 1)
+	mustTake(t, s, "start", 1)
 	write(t, wd, "a.txt", strings.Repeat("a long enough line of text\n", 5000))
-	snap, _ := take(t, s, "quiet", 2)
+	snap, _ := mustTake(t, s, "quiet", 2)
 	diff, cut, err := s.Diff(context.Background(), snap.ID, "", 4096)
 	if err != nil || !cut || len(diff) > 4096 || len(diff) < 4000 || !strings.HasSuffix(diff, "\n") {
 		t.Fatalf("Diff cut=%v len=%d err=%v", cut, len(diff), err)
@@ -392,7 +392,7 @@ func TestGCRetention(t *testing.T) {
 		// same second as the last snapshot is git's racy case (see the
 		// closing note of this change), not what this test is about.
 		write(t, wd, "a.txt", strings.Repeat("version "+string(rune('A'+i))+"\n", 10+i))
-		snap, _ := take(t, s, "quiet", uint64(i))
+		snap, _ := mustTake(t, s, "quiet", uint64(i))
 		snaps = append(snaps, snap)
 	}
 	// The store collects by itself, in the background, when it holds more
@@ -435,7 +435,7 @@ func TestGCRetention(t *testing.T) {
 	}
 	// Snapshots after a GC go on numbering after the newest.
 	write(t, wd, "a.txt", "after gc\n")
-	if snap, isNew := take(t, s, "quiet", 9); !isNew || snap.Parent != snaps[5].ID {
+	if snap, isNew := mustTake(t, s, "quiet", 9); !isNew || snap.Parent != snaps[5].ID {
 		t.Fatalf("Take after GC: %+v", snap)
 	}
 
@@ -446,7 +446,7 @@ func TestGCRetention(t *testing.T) {
 	s2 := newStore(t, wd2, Options{KeepCount: 50, KeepBytes: 3*64<<10 + 32<<10})
 	for i := range 8 {
 		write(t, wd2, "f.bin", randomText(64<<10, int64(i)))
-		take(t, s2, "quiet", uint64(i))
+		mustTake(t, s2, "quiet", uint64(i))
 	}
 	waitFor(t, s2.gc.Idle)
 	// A GC keeps the unreachable objects of its last second (a Take beside
@@ -493,8 +493,8 @@ func TestTakeProgress(t *testing.T) {
 	}
 	s := newStore(t, work, Options{})
 	seen := map[string]Progress{}
-	s.stepHook = func(step string) { seen[step] = s.Progress() }
-	snap, _ := take(t, s, "start", 0)
+	s.take.Hooks.Step = func(step string) { seen[step] = s.Progress() }
+	snap, _ := mustTake(t, s, "start", 0)
 	want := map[string]Progress{
 		StepWalk:  {Step: StepWalk, Files: 0},
 		StepStore: {Step: StepStore, Files: 25},

@@ -7,17 +7,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/gc"
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/take"
 	"github.com/continuityd/continuityd/daemon/snapshot/transfer"
 	"github.com/continuityd/continuityd/daemon/snapshot/verify"
 	"github.com/continuityd/continuityd/daemon/snapshot/workdir"
 	"github.com/continuityd/continuityd/internal/gittool"
-	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
 // Defaults of Options, the same as the configuration's ([snapshots]); a
@@ -64,6 +63,9 @@ type Options struct {
 
 // Store is one agent's snapshot store. Take, Restore and GC run one at a
 // time; List, Show and Diff run concurrently with them and each other.
+// It composes the store's parts: the store on disk (repo), the workdir,
+// taking (take), verification (verify), retention (gc) and snapshots
+// across machines (transfer).
 type Store struct {
 	opt  Options
 	repo *repo.Repo
@@ -73,27 +75,15 @@ type Store struct {
 	work string // Workdir, absolute and clean
 	// workdir is the directory Open found at Workdir.
 	workdir *workdir.Workdir
+	lock    *repo.WriteLock // one writer: Take, Restore, an object received, GC's refs, Close
+	take    *take.Taker
+	notes   *take.Notes        // what the watcher says changed, for the Taker
 	verify  *verify.Checker    // a snapshot's tree, before a restore writes it
+	gc      *gc.Collector      // retention and GC, in the background
 	xfer    *transfer.Transfer // snapshots to and from other machines
 
-	ignoreDirs []string // sorted, for the size walk
-	excludeAbs []string // absolute paths the size walk leaves out
+	excludeAbs []string // absolute paths in the workdir no snapshot holds (the store, the state directory)
 
-	// conversation says where the conversation stands (SetConversation).
-	conversation atomic.Pointer[func() Conversation]
-	gc           *gc.Collector // retention and GC, in the background
-
-	// What a Take under way is doing, for Progress (read from any
-	// goroutine): its step ("" when none) and the files the walk found.
-	step      atomic.Pointer[string]
-	stepFiles atomic.Int64
-	// stepHook, when set (by this package's tests), runs as each step
-	// begins, so a test can look at Progress mid-Take.
-	stepHook func(step string)
-	// pointHook, when set (by this package's tests), runs at each point
-	// where a Take changes the store in process (pointBlobs…), so a test
-	// can kill the process there.
-	pointHook func(point string)
 	// restoreHook, when set (by tests: HoldRestoreEnv), runs at each
 	// point of a restore (hold), so a test can kill the process there.
 	restoreHook func(point string)
@@ -102,33 +92,7 @@ type Store struct {
 	interrupted      atomic.Pointer[InterruptedRestore]
 	interruptedPaths []string
 
-	lock        *repo.WriteLock // one writer: Take, Restore, an object received, GC's refs, Close
-	newest      repo.Snapshot   // newest.N == 0: no snapshot yet
-	newestModes string          // its mode lines (modeLines)
-	// newestDetail is Show's answer for the newest snapshot when its Take
-	// counted the lines already (a snapshot from what changed); nil
-	// otherwise. Show reads it without the mutex.
-	newestDetail atomic.Pointer[Detail]
-	oversized    map[string]int64 // skipped for their size at the last Take
-	bigIgnored   map[string]int64 // over the size but ignored anyway
-	fixIgnored   bool             // check the index for tracked files that became ignored
-	firstByGit   bool             // tests: a first snapshot is staged by git add, as before first.go
-	// firstPackObjects bounds a first snapshot's packs (first.go).
-	firstPackObjects int
-	walkState        *treeState // what the last Take's walk found; nil before the first
-	// indexBehind is the tree the last Take from what changed staged in
-	// process, which the private index does not hold yet ("" when it
-	// holds what was staged): syncIndex.
-	indexBehind string
-	trees       treeCache                 // parsed trees on the changed paths (fast.go)
-	pack        *takePack                 // the objects of the Take from what changed under way
-	zw          repo.Compressors          // reused for the objects a Take writes (loose or in its pack)
-	pipes       *repo.Pipes               // long-lived git processes
-	lastChanges atomic.Pointer[changeSet] // the newest Take's changes against its parent, when it listed them
-
-	notesMu  sync.Mutex  // guards notes and followed, which the watcher's side writes while a Take runs
-	notes    changeNotes // paths changed since the last Take (changed.go)
-	followed bool        // a watcher reports the changes (Follow)
+	recent recent // what the newest Take told of its snapshot (Show, Between)
 }
 
 // ErrGitUnavailable is wrapped by Open's error when git is missing or too
@@ -138,8 +102,6 @@ var ErrGitUnavailable = repo.ErrGitUnavailable
 
 // ErrClosed is returned by calls on a closed Store.
 var ErrClosed = repo.ErrClosed
-
-var triggerRE = lazyregexp.New(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
 // Open opens (or makes) the store of one agent. An error wrapping
 // ErrGitUnavailable means git is missing or too old; any error leaves the
@@ -180,19 +142,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{
-		opt:              opt,
-		lock:             &repo.WriteLock{},
-		log:              opt.Logger,
-		now:              opt.Now,
-		work:             opt.Workdir,
-		workdir:          wd,
-		oversized:        map[string]int64{},
-		bigIgnored:       map[string]int64{},
-		fixIgnored:       true, // the ignore rules may have changed since the last run
-		firstPackObjects: firstPackObjects,
-		notes:            changeNotes{unknown: true},
-	}
+	s := &Store{opt: opt, lock: &repo.WriteLock{}, log: opt.Logger, now: opt.Now, work: opt.Workdir, workdir: wd, notes: take.NewNotes()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -200,9 +150,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.ignoreDirs = slices.Clone(opt.IgnoreDirs)
-	slices.Sort(s.ignoreDirs)
-	exclude, excludeAbs := repo.BaseExclude(s.work, opt.Dir, opt.Ignore, s.ignoreDirs, opt.Exclude)
+	ignoreDirs := slices.Clone(opt.IgnoreDirs)
+	slices.Sort(ignoreDirs)
+	exclude, excludeAbs := repo.BaseExclude(s.work, opt.Dir, opt.Ignore, ignoreDirs, opt.Exclude)
 	s.excludeAbs = excludeAbs
 	if s.repo, err = repo.Open(ctx, opt.Dir, opt.Workdir, tool, s.log, exclude); err != nil {
 		return nil, err
@@ -210,17 +160,24 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	s.git = s.repo.Git()
 	s.verify = verify.New(s.repo, s.work, s.excludeAbs, opt.MaxFileBytes)
 	s.xfer = transfer.New(s.repo, s.lock, opt.MaxFileBytes)
-	s.pipes = repo.NewPipes(s.repo, s.stopIdlePipes)
 	all, err := s.repo.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store %s: %w", opt.Dir, err)
 	}
+	var newest repo.Snapshot
+	var newestModes string
 	if len(all) > 0 {
-		s.newest = all[0]
-		if s.newestModes, err = s.repo.ModesOf(ctx, s.newest.ID); err != nil {
+		newest = all[0]
+		if newestModes, err = s.repo.ModesOf(ctx, newest.ID); err != nil {
 			return nil, fmt.Errorf("snapshot store %s: %w", opt.Dir, err)
 		}
 	}
+	s.take = take.New(take.Options{Repo: s.repo, Lock: s.lock, Workdir: wd, Notes: s.notes,
+		IgnoreDirs: ignoreDirs, ExcludeAbs: excludeAbs, MaxFileBytes: opt.MaxFileBytes, Log: s.log, Now: s.now,
+		Newest: newest, NewestModes: newestModes, Made: func(m take.Made) {
+			s.recent.remember(m)
+			s.gc.Made(m.Added)
+		}})
 	s.restoreHook = holdFromEnv()
 	s.gc = gc.Start(s.repo, s.lock, len(all), opt.KeepCount, opt.KeepBytes, s.log)
 	// A restore a kill, a crash or a full disk interrupted is finished
@@ -237,7 +194,7 @@ func (s *Store) Close() error {
 	s.lock.Lock()
 	defer s.lock.Unlock()
 	s.lock.MarkClosed()
-	s.stopPipes()
+	s.take.Release()
 	return nil
 }
 
@@ -252,7 +209,8 @@ func (s *Store) Tool() *gittool.Tool { return s.git.Tool() }
 func (s *Store) Newest() (snap Snapshot, ok bool) {
 	s.lock.Lock()
 	defer s.lock.Unlock()
-	return snapshotOf(s.newest, Timings{}), s.newest.N > 0
+	newest, _ := s.take.Newest()
+	return snapshotOf(newest, Timings{}), newest.N > 0
 }
 
 // GC applies retention and compacts the store: it drops the oldest

@@ -80,7 +80,7 @@ func (w *workTree) dir(rel string) (*beneath.Dir, error) {
 // was removed, and one made in its place is another.
 func (w *workTree) forget(rel string) {
 	for k, d := range w.dirs {
-		if under(k, rel) {
+		if repo.Under(k, rel) {
 			d.Close()
 			delete(w.dirs, k)
 		}

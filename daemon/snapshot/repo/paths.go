@@ -70,6 +70,11 @@ func IsDotGit(name string) bool {
 	return n == ".git" || n == "git~1"
 }
 
+// Under reports whether p is root or lies below it.
+func Under(p, root string) bool {
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
 // CutLast splits a slash path at its last "/".
 func CutLast(p string) (dir, name string, ok bool) {
 	i := strings.LastIndexByte(p, '/')

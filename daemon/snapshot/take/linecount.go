@@ -1,4 +1,4 @@
-package snapshot
+package take
 
 import (
 	"bytes"
@@ -24,14 +24,14 @@ var errTooManyEdits = errors.New("too many edits to count in process")
 // countChanged gives the line counts of changes (sorted by path): the new
 // side from content (what the Take read), the old side read from the
 // store. A nil result with no error means git counts them (Show).
-func (s *Store) countChanged(ctx context.Context, changes []repo.Change, content map[string][]byte) ([]repo.FileChange, error) {
+func (c *fromChanged) countChanged(ctx context.Context, changes []repo.Change, content map[string][]byte) ([]repo.FileChange, error) {
 	var olds []repo.OID // the old sides, read together
 	for _, c := range changes {
 		if c.Status != 'A' {
 			olds = append(olds, oidOf(c.OldID))
 		}
 	}
-	read, err := s.pipes.ReadObjects(ctx, olds)
+	read, err := c.t.pipes.ReadObjects(ctx, olds)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package snapshot
+package take
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ const maxConversationID = 256
 
 // clean returns c with each id dropped that is too long or holds a
 // control character, and whether anything is left.
-func (c Conversation) clean() (Conversation, bool) {
+func clean(c repo.Conversation) (repo.Conversation, bool) {
 	ok := func(s string) string {
 		if len(s) > maxConversationID || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return ""
@@ -26,21 +26,20 @@ func (c Conversation) clean() (Conversation, bool) {
 // snapshot made from then on records what point returns as it is taken.
 // point runs with the store's writer lock held and must not call the
 // store.
-func (s *Store) SetConversation(point func() Conversation) {
-	s.conversation.Store(&point)
+func (t *Taker) SetConversation(point func() repo.Conversation) {
+	t.conversation.Store(&point)
 }
 
 // conversationNow is the point to record in a snapshot taken now; nil
 // when none is known.
-func (s *Store) conversationNow() *repo.Conversation {
-	f := s.conversation.Load()
+func (t *Taker) conversationNow() *repo.Conversation {
+	f := t.conversation.Load()
 	if f == nil || *f == nil {
 		return nil
 	}
-	c, ok := (*f)().clean()
+	c, ok := clean((*f)())
 	if !ok {
 		return nil
 	}
-	rc := repo.Conversation(c)
-	return &rc
+	return &c
 }

@@ -1,4 +1,4 @@
-package snapshot
+package take
 
 import (
 	"bufio"
@@ -50,11 +50,24 @@ var errNotFirst = errors.New("the first snapshot needs git add")
 // notFirst is errNotFirst with why, for the log.
 func notFirst(why, p string) error { return fmt.Errorf("%w: %s: %q", errNotFirst, why, p) }
 
-// canStageFirst reports whether this Take is a first snapshot that can
-// be written in process: no snapshot and an empty private index, nothing
+// firstWriter writes the first snapshot of a store in process, for its
+// Taker.
+type firstWriter struct{ t *Taker }
+
+// canStage reports whether this Take is a first snapshot that can be
+// written in process: no snapshot and an empty private index, nothing
 // forced in, a system that gives the index its stat data.
-func (s *Store) canStageFirst(force []string, indexEntries int) bool {
-	return repo.IndexStatKnown && !s.firstByGit && s.newest.N == 0 && indexEntries == 0 && len(force) == 0
+func (f *firstWriter) canStage(force []string, indexEntries int) bool {
+	return repo.IndexStatKnown && !f.t.Hooks.FirstByGit && f.t.newest.N == 0 && indexEntries == 0 && len(force) == 0
+}
+
+// packObjects bounds the objects of one pack of a first snapshot
+// (firstPackObjects, unless a test set Hooks.FirstPackObjects).
+func (f *firstWriter) packObjects() int {
+	if n := f.t.Hooks.FirstPackObjects; n > 0 {
+		return n
+	}
+	return firstPackObjects
 }
 
 // stagedFirst is what stageFirst wrote.
@@ -64,23 +77,23 @@ type stagedFirst struct {
 	unreadable []repo.Skipped // the files it could not read (left out, named)
 }
 
-// stageFirst writes the first snapshot's objects and private index (see
-// the comment at the top) and returns its tree.
-func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
+// stage writes the first snapshot's objects and private index (see the
+// comment at the top) and returns its tree.
+func (f *firstWriter) stage(ctx context.Context) (stagedFirst, error) {
 	var res stagedFirst
-	root, err := os.OpenRoot(s.work)
+	root, err := os.OpenRoot(f.t.work)
 	if err != nil {
-		return res, fmt.Errorf("snapshot of %s: %w", s.work, err)
+		return res, fmt.Errorf("snapshot of %s: %w", f.t.work, err)
 	}
 	defer root.Close()
-	list := s.listUntracked(ctx)
+	list := f.listUntracked(ctx)
 	defer list.close()
-	pack, err := repo.NewPackWriter(s.opt.Dir, firstChunk, 256<<10, repo.Compressors{})
+	pack, err := repo.NewPackWriter(f.t.repo.Dir(), firstChunk, 256<<10, repo.Compressors{})
 	if err != nil {
 		return res, err
 	}
 	defer func() { pack.Abort() }() // the pack of the moment
-	index, err := repo.NewIndexWriter(s.git.Index())
+	index, err := repo.NewIndexWriter(f.t.git.Index())
 	if err != nil {
 		return res, err
 	}
@@ -108,7 +121,7 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 		if len(chunk) == 0 {
 			break
 		}
-		s.readAhead(roots, chunk, ahead, readers)
+		f.readAhead(roots, chunk, ahead, readers)
 		for i, p := range chunk {
 			r := &ahead[i]
 			if r.skip {
@@ -122,7 +135,7 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 			}
 			if errors.Is(r.err, errReadByWriter) {
 				// Too large to read ahead: read it now, alone.
-				if r.e, r.st, r.err = s.readForFirst(roots, p, &buf, repo.MaxObjectBytes); r.err == nil {
+				if r.e, r.st, r.err = f.readForFirst(roots, p, &buf, repo.MaxObjectBytes); r.err == nil {
 					r.e.ID, r.err = pack.Add("blob", buf)
 				}
 			} else if r.err == nil {
@@ -143,27 +156,27 @@ func (s *Store) stageFirst(ctx context.Context) (stagedFirst, error) {
 			trees.add(r.e)
 			res.files++
 		}
-		if pack.Len() >= s.firstPackObjects {
+		if pack.Len() >= f.packObjects() {
 			// A pack's ids and offsets are held until it is written:
 			// the next objects go to a new pack.
 			if err := pack.Finish(); err != nil {
 				return res, err
 			}
-			if pack, err = repo.NewPackWriter(s.opt.Dir, firstChunk, 256<<10, repo.Compressors{}); err != nil {
+			if pack, err = repo.NewPackWriter(f.t.repo.Dir(), firstChunk, 256<<10, repo.Compressors{}); err != nil {
 				return res, err
 			}
 		}
 	}
-	s.setStep(StepTree)
+	f.t.setStep(StepTree)
 	tree, err := trees.finish(pack)
 	if err != nil {
 		return res, err
 	}
-	s.reach(pointFirstObjects)
+	f.t.reach(PointFirstObjects)
 	if err := pack.Finish(); err != nil {
 		return res, err
 	}
-	s.reach(pointFirstPacked)
+	f.t.reach(PointFirstPacked)
 	if err := index.Finish(); err != nil {
 		return res, err
 	}
@@ -183,12 +196,12 @@ type untrackedList struct {
 
 // listUntracked starts git's list of the files git add -A would add
 // (the private index is empty). close ends it.
-func (s *Store) listUntracked(ctx context.Context) *untrackedList {
+func (f *firstWriter) listUntracked(ctx context.Context) *untrackedList {
 	pr, pw := io.Pipe()
 	l := &untrackedList{r: bufio.NewReaderSize(pr, 64<<10), pipe: pr, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
-		_, err := s.git.Run(ctx, repo.Call{Args: []string{"ls-files", "-z", "-o", "--exclude-standard"}, InWork: true, Stdout: pw})
+		_, err := f.t.git.Run(ctx, repo.Call{Args: []string{"ls-files", "-z", "-o", "--exclude-standard"}, InWork: true, Stdout: pw})
 		pw.CloseWithError(err)
 	}()
 	return l
@@ -301,16 +314,16 @@ func skipByName(work, p string) bool {
 
 // How a first snapshot reads its files: firstReaders goroutines read,
 // hash and compress firstChunk files at a time; a file over
-// firstAheadBytes is left to the writer (errReadByWriter), so a chunk
-// holds at most firstChunk × firstAheadBytes of compressed content.
+// FirstAheadBytes is left to the writer (errReadByWriter), so a chunk
+// holds at most firstChunk × FirstAheadBytes of compressed content.
 const (
 	firstReaders    = 4
 	firstChunk      = 128
-	firstAheadBytes = 64 << 10
+	FirstAheadBytes = 64 << 10
 )
 
 // firstPackObjects bounds the objects of one pack of a first snapshot
-// (Store.firstPackObjects; tests lower it): its ids and offsets are held
+// (tests lower it: Hooks.FirstPackObjects): its ids and offsets are held
 // until it is written, so a larger tree gets several packs, and memory
 // stays bounded however large the tree.
 const firstPackObjects = 1 << 18
@@ -337,14 +350,14 @@ type firstReader struct {
 
 // readAhead reads the files of paths into out (out[i] for paths[i]) with
 // the readers, one goroutine each, and returns when all are read.
-func (s *Store) readAhead(roots *dirRoots, paths []string, out []firstRead, readers []*firstReader) {
+func (f *firstWriter) readAhead(roots *dirRoots, paths []string, out []firstRead, readers []*firstReader) {
 	defer roots.closeAll()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for _, r := range readers {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(paths); i = int(next.Add(1) - 1) {
-				out[i] = r.read(s, roots, paths[i])
+				out[i] = r.read(f, roots, paths[i])
 			}
 		})
 	}
@@ -352,15 +365,15 @@ func (s *Store) readAhead(roots *dirRoots, paths []string, out []firstRead, read
 }
 
 // read reads, hashes and compresses one file.
-func (r *firstReader) read(s *Store, roots *dirRoots, p string) firstRead {
+func (r *firstReader) read(f *firstWriter, roots *dirRoots, p string) firstRead {
 	if p == "" || strings.HasSuffix(p, "/") {
 		return firstRead{} // the writer refuses it
 	}
-	if skipByName(s.work, p) {
+	if skipByName(f.t.work, p) {
 		return firstRead{skip: true}
 	}
 	var res firstRead
-	if res.e, res.st, res.err = s.readForFirst(roots, p, &r.buf, firstAheadBytes); res.err != nil {
+	if res.e, res.st, res.err = f.readForFirst(roots, p, &r.buf, FirstAheadBytes); res.err != nil {
 		return res
 	}
 	res.e.ID, res.size = repo.HashObject("blob", r.buf), len(r.buf)
@@ -416,7 +429,7 @@ func (d *dirRoots) closeAll() {
 // snapshot and returns its tree entry (without the id) and its stat data
 // as it was opened. A link is read as its target. A file over limit is
 // not read: errReadByWriter below repo.MaxObjectBytes, errNotFirst above.
-func (s *Store) readForFirst(roots *dirRoots, p string, buf *[]byte, limit int64) (repo.TreeEntry, repo.IndexStat, error) {
+func (f *firstWriter) readForFirst(roots *dirRoots, p string, buf *[]byte, limit int64) (repo.TreeEntry, repo.IndexStat, error) {
 	e := repo.TreeEntry{Name: p[strings.LastIndexByte(p, '/')+1:], Mode: repo.ModeFile}
 	root, err := roots.of(p)
 	if err != nil {
@@ -438,21 +451,21 @@ func (s *Store) readForFirst(roots *dirRoots, p string, buf *[]byte, limit int64
 	if !fi.Mode().IsRegular() {
 		return e, repo.IndexStat{}, notFirst("no longer a file or a link", p)
 	}
-	f, fi, err := safefile.OpenIn(root, e.Name)
+	file, fi, err := safefile.OpenIn(root, e.Name)
 	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrOutside) {
 		return e, repo.IndexStat{}, notFirst("changed kind while read", p)
 	}
 	if err != nil {
 		return e, repo.IndexStat{}, err
 	}
-	defer f.Close()
+	defer file.Close()
 	if fi.Mode()&0o100 != 0 {
 		e.Mode = repo.ModeExec // git keeps the owner's execute bit only
 	}
 	st, _ := repo.StatOf(fi)
 	// What the file holds now, however it changed since the stat (the
 	// stat data then no longer matches: git reads it again).
-	*buf, err = safefile.ReadAllInto(*buf, f, fi, p, limit)
+	*buf, err = safefile.ReadAllInto(*buf, file, fi, p, limit)
 	switch {
 	case errors.Is(err, safefile.ErrTooLarge) && limit < repo.MaxObjectBytes:
 		return e, repo.IndexStat{}, errReadByWriter

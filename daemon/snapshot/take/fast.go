@@ -1,4 +1,4 @@
-package snapshot
+package take
 
 import (
 	"context"
@@ -29,13 +29,19 @@ import (
 // only for a new file (check-ignore) or a packed object (cat-file).
 //
 // The private index is not touched: it falls behind, and the next full
-// add first brings it to the staged tree (syncIndex), keeping the stat
-// data of every file that did not change.
+// add first brings it to the staged tree (privateIndex.sync), keeping the
+// stat data of every file that did not change.
 
 // seenFile is a file or link the walk found, for a Take from what changed.
 type seenFile struct {
 	path string
 	mode fs.FileMode
+}
+
+// fromChanged stages a Take from what changed, for its Taker.
+type fromChanged struct {
+	t     *Taker
+	trees treeCache // parsed trees on the changed paths, kept between Takes
 }
 
 // maxCachedTreeEntries bounds the parsed trees kept between Takes.
@@ -49,45 +55,45 @@ type treeCache struct {
 }
 
 // readTree returns the entries of tree id (the empty tree for the zero id).
-func (s *Store) readTree(ctx context.Context, id repo.OID) ([]repo.TreeEntry, error) {
+func (c *fromChanged) readTree(ctx context.Context, id repo.OID) ([]repo.TreeEntry, error) {
 	if id == (repo.OID{}) {
 		return nil, nil
 	}
-	if e, ok := s.trees.m[id]; ok {
+	if e, ok := c.trees.m[id]; ok {
 		return e, nil
 	}
-	if s.pack != nil {
-		if e, ok := s.pack.trees[id]; ok {
+	if c.t.objs.pack != nil {
+		if e, ok := c.t.objs.pack.trees[id]; ok {
 			return e, nil // written by this Take, not yet in the store
 		}
 	}
-	typ, data, err := s.pipes.ReadObject(ctx, id)
+	typ, data, err := c.t.pipes.ReadObject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if typ != "tree" {
-		return nil, fmt.Errorf("snapshot store: object %s is a %s where a tree was expected: %w", id, typ, ErrDamaged)
+		return nil, fmt.Errorf("snapshot store: object %s is a %s where a tree was expected: %w", id, typ, repo.ErrDamaged)
 	}
 	entries, err := repo.ParseTree(data)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot store: tree %s: %v: %w", id, err, ErrDamaged)
+		return nil, fmt.Errorf("snapshot store: tree %s: %v: %w", id, err, repo.ErrDamaged)
 	}
-	if s.trees.m == nil || s.trees.entries+len(entries) > maxCachedTreeEntries {
-		s.trees = treeCache{m: map[repo.OID][]repo.TreeEntry{}}
+	if c.trees.m == nil || c.trees.entries+len(entries) > maxCachedTreeEntries {
+		c.trees = treeCache{m: map[repo.OID][]repo.TreeEntry{}}
 	}
-	s.trees.m[id] = entries
-	s.trees.entries += len(entries)
+	c.trees.m[id] = entries
+	c.trees.entries += len(entries)
 	return entries, nil
 }
 
 // lookup finds the entry at p (relative, with "/") in tree root.
-func (s *Store) lookup(ctx context.Context, root repo.OID, p string) (repo.TreeEntry, bool, error) {
+func (c *fromChanged) lookup(ctx context.Context, root repo.OID, p string) (repo.TreeEntry, bool, error) {
 	cur := repo.TreeEntry{Mode: repo.ModeTree, ID: root}
 	for name := range strings.SplitSeq(p, "/") {
 		if !cur.IsTree() {
 			return repo.TreeEntry{}, false, nil
 		}
-		entries, err := s.readTree(ctx, cur.ID)
+		entries, err := c.readTree(ctx, cur.ID)
 		if err != nil {
 			return repo.TreeEntry{}, false, err
 		}
@@ -102,17 +108,17 @@ func (s *Store) lookup(ctx context.Context, root repo.OID, p string) (repo.TreeE
 
 // filesUnder adds the files (blobs, links) at and below entry e, found at
 // path p, to out.
-func (s *Store) filesUnder(ctx context.Context, e repo.TreeEntry, p string, out map[string]repo.TreeEntry) error {
+func (c *fromChanged) filesUnder(ctx context.Context, e repo.TreeEntry, p string, out map[string]repo.TreeEntry) error {
 	if !e.IsTree() {
 		out[p] = e
 		return nil
 	}
-	entries, err := s.readTree(ctx, e.ID)
+	entries, err := c.readTree(ctx, e.ID)
 	if err != nil {
 		return err
 	}
-	for _, c := range entries {
-		if err := s.filesUnder(ctx, c, p+"/"+c.Name, out); err != nil {
+	for _, child := range entries {
+		if err := c.filesUnder(ctx, child, p+"/"+child.Name, out); err != nil {
 			return err
 		}
 	}
@@ -123,13 +129,13 @@ func (s *Store) filesUnder(ctx context.Context, e repo.TreeEntry, p string, out 
 // the whole tree is added instead.
 var errNotFast = errors.New("the changed paths need a full add")
 
-// stageChanged stages the roots (see the comment at the top) over the
+// stage stages the roots (see the comment at the top) over the
 // newest snapshot's tree; found is walkChanged's. errNotFast: a full add
 // must decide (no snapshot yet, an ignore file among the changed files).
-func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) (staged, error) {
+func (c *fromChanged) stage(ctx context.Context, roots []string, found walked) (staged, error) {
 	var st staged
-	base, ok := repo.ParseOID(s.newest.Tree)
-	if s.newest.N == 0 || !ok {
+	base, ok := repo.ParseOID(c.t.newest.Tree)
+	if c.t.newest.N == 0 || !ok {
 		return st, errNotFast
 	}
 	for _, f := range found.files {
@@ -138,7 +144,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 		}
 	}
 	for _, r := range roots {
-		if s.symlinkOnPath(r, false) != "" {
+		if c.t.walk.symlinkOnPath(r, false) != "" {
 			// A directory on the way became a link: the walk of r went
 			// through it, out of the tree; git stores the link.
 			return st, errNotFast
@@ -146,12 +152,12 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 	}
 	old := map[string]repo.TreeEntry{}
 	for _, r := range roots {
-		e, ok, err := s.lookup(ctx, base, r)
+		e, ok, err := c.lookup(ctx, base, r)
 		if err != nil {
 			return st, err
 		}
 		if ok {
-			if err := s.filesUnder(ctx, e, r, old); err != nil {
+			if err := c.filesUnder(ctx, e, r, old); err != nil {
 				return st, err
 			}
 		}
@@ -159,9 +165,9 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 	// A file over the size limit that the rules ignore is not in the
 	// exclusions git add -A reads: when tracked (a restore's safety
 	// snapshot forced it in), git updates it as any tracked file.
-	for p := range s.bigIgnored {
+	for p := range c.t.sizes.ignored {
 		if _, tracked := old[p]; tracked {
-			if fi, err := os.Lstat(filepath.Join(s.work, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
+			if fi, err := os.Lstat(filepath.Join(c.t.work, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
 				found.files = append(found.files, seenFile{path: p, mode: fi.Mode()})
 			}
 		}
@@ -173,7 +179,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 			fresh = append(fresh, f.path)
 		}
 	}
-	ignored, err := s.pipes.Ignored(ctx, fresh)
+	ignored, err := c.t.pipes.Ignored(ctx, fresh)
 	if err != nil {
 		return st, err
 	}
@@ -186,7 +192,7 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 		if ignored[f.path] {
 			continue
 		}
-		e, data, err := s.storeFile(f)
+		e, data, err := c.storeFile(f)
 		switch {
 		case errors.Is(err, errNotFast):
 			return st, err
@@ -234,12 +240,12 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 		st.counts.count(c.Status, c.Path)
 	}
 
-	s.reach(pointBlobs)
-	s.setStep(StepTree)
+	c.t.reach(PointBlobs)
+	c.t.setStep(StepTree)
 	treeStart := time.Now()
 	tree := base
 	if len(edits) > 0 {
-		id, empty, err := s.applyEdits(ctx, base, edits)
+		id, empty, err := c.applyEdits(ctx, base, edits)
 		if err != nil {
 			return st, err
 		}
@@ -248,10 +254,10 @@ func (s *Store) stageChanged(ctx context.Context, roots []string, found walked) 
 		}
 	}
 	st.tree = tree.String()
-	s.indexBehind = st.tree
-	s.reach(pointTrees)
+	c.t.index.behind = st.tree
+	c.t.reach(PointTrees)
 	if counting && len(st.changes) <= maxCountedPaths {
-		if st.files, err = s.countChanged(ctx, st.changes, content); err != nil {
+		if st.files, err = c.countChanged(ctx, st.changes, content); err != nil {
 			return st, err
 		}
 	}
@@ -274,8 +280,8 @@ func modeString(m uint32) string { return fmt.Sprintf("%06o", m) }
 
 // storeFile reads file f of the workdir and writes it as a blob (a link:
 // its target), returning its tree entry and what it read.
-func (s *Store) storeFile(f seenFile) (repo.TreeEntry, []byte, error) {
-	abs := filepath.Join(s.work, filepath.FromSlash(f.path))
+func (c *fromChanged) storeFile(f seenFile) (repo.TreeEntry, []byte, error) {
+	abs := filepath.Join(c.t.work, filepath.FromSlash(f.path))
 	e := repo.TreeEntry{Name: f.path[strings.LastIndexByte(f.path, '/')+1:], Mode: repo.ModeFile}
 	var data []byte
 	if f.mode&fs.ModeSymlink != 0 {
@@ -307,7 +313,7 @@ func (s *Store) storeFile(f seenFile) (repo.TreeEntry, []byte, error) {
 			return e, nil, err
 		}
 	}
-	id, err := s.writeObject("blob", data)
+	id, err := c.t.objs.write("blob", data)
 	if err != nil {
 		return e, nil, err
 	}
@@ -317,8 +323,8 @@ func (s *Store) storeFile(f seenFile) (repo.TreeEntry, []byte, error) {
 
 // applyEdits writes the trees of tree id with the files of edits (paths
 // relative to it; nil deletes) set; empty says nothing is left.
-func (s *Store) applyEdits(ctx context.Context, id repo.OID, edits map[string]*repo.TreeEntry) (repo.OID, bool, error) {
-	entries, err := s.readTree(ctx, id)
+func (c *fromChanged) applyEdits(ctx context.Context, id repo.OID, edits map[string]*repo.TreeEntry) (repo.OID, bool, error) {
+	entries, err := c.readTree(ctx, id)
 	if err != nil {
 		return repo.OID{}, false, err
 	}
@@ -354,7 +360,7 @@ func (s *Store) applyEdits(ctx context.Context, id repo.OID, edits map[string]*r
 		if e, ok := byName[name]; ok && e.IsTree() {
 			inner = e.ID
 		}
-		id, empty, err := s.applyEdits(ctx, inner, below)
+		id, empty, err := c.applyEdits(ctx, inner, below)
 		if err != nil {
 			return repo.OID{}, false, err
 		}
@@ -374,46 +380,30 @@ func (s *Store) applyEdits(ctx context.Context, id repo.OID, edits map[string]*r
 	}
 	out := slices.Collect(maps.Values(byName))
 	data := repo.EncodeTree(out)
-	newID, err := s.writeObject("tree", data)
+	newID, err := c.t.objs.write("tree", data)
 	if err != nil {
 		return repo.OID{}, false, err
 	}
-	if s.pack != nil {
-		s.pack.trees[newID] = out
+	if c.t.objs.pack != nil {
+		c.t.objs.pack.trees[newID] = out
 	}
-	if s.trees.m != nil && s.trees.entries+len(out) <= maxCachedTreeEntries {
-		s.trees.m[newID] = out
-		s.trees.entries += len(out)
+	if c.trees.m != nil && c.trees.entries+len(out) <= maxCachedTreeEntries {
+		c.trees.m[newID] = out
+		c.trees.entries += len(out)
 	}
 	return newID, false, nil
 }
 
-// syncIndex brings the private index to the tree the last Take from what
-// changed staged (those Takes leave it behind): `read-tree --reset` keeps the
-// stat data of every entry whose content is the same (--reset: without
-// checking the work tree, which may have moved on), so the full add
-// that follows reads again only the files that changed.
-func (s *Store) syncIndex(ctx context.Context) error {
-	if s.indexBehind == "" {
-		return nil
-	}
-	if _, err := s.git.Run(ctx, repo.Call{Args: []string{"read-tree", "--reset", s.indexBehind}}); err != nil {
-		return fmt.Errorf("snapshot of %s: %w", s.work, err)
-	}
-	s.indexBehind = ""
-	return nil
-}
-
-// modeLinesChanged is modeLines for a tree staged from what changed:
+// modeLines is Taker.modeLines for a tree staged from what changed:
 // the permissions of the paths tree holds, looked up in the tree instead
 // of listing it whole (unless there are many).
-func (s *Store) modeLinesChanged(ctx context.Context, tree string, modes map[string]fs.FileMode) (string, error) {
+func (c *fromChanged) modeLines(ctx context.Context, tree string, modes map[string]fs.FileMode) (string, error) {
 	if len(modes) > repo.MaxListedModes {
-		return s.modeLines(ctx, tree, modes)
+		return c.t.modeLines(ctx, tree, modes)
 	}
 	held := map[string]fs.FileMode{}
 	for p, m := range modes {
-		if _, ok, err := s.lookup(ctx, oidOf(tree), p); err != nil {
+		if _, ok, err := c.lookup(ctx, oidOf(tree), p); err != nil {
 			return "", err
 		} else if ok {
 			held[p] = m

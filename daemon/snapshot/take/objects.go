@@ -1,4 +1,4 @@
-package snapshot
+package take
 
 import "github.com/continuityd/continuityd/daemon/snapshot/repo"
 
@@ -9,7 +9,7 @@ import "github.com/continuityd/continuityd/daemon/snapshot/repo"
 // files), so a burst of five edits that ran six of them cost more than
 // `git add -A && git commit` itself. A Take from what changed therefore
 // writes its few objects itself: its blobs, trees and commit go into one
-// pack of the Take (takePack, in git's pack format: packwrite.go), put in
+// pack of the Take (takePack, in git's pack format: repo.PackWriter), put in
 // place before its ref, rather than a loose object file each (a file
 // created, often with its objects/xx directory, then renamed: most of a
 // burst's CPU when it wrote loose objects). It makes its ref the way
@@ -28,98 +28,86 @@ import "github.com/continuityd/continuityd/daemon/snapshot/repo"
 // its ref's lock file. A kill at any of them leaves no snapshot listed
 // (TestSIGKILLDuringSnapshot).
 const (
-	pointBlobs     = "blobs-written"
-	pointTrees     = "trees-written"
-	pointCommit    = "commit-written"
-	pointRefLocked = "ref-locked"
+	PointBlobs     = "blobs-written"
+	PointTrees     = "trees-written"
+	PointCommit    = "commit-written"
+	PointRefLocked = "ref-locked"
 
 	// A first snapshot's (first.go): its objects written to a
 	// temporary pack, and the pack put in place (its index not yet).
-	pointFirstObjects = "first-objects-written"
-	pointFirstPacked  = "first-packed"
+	PointFirstObjects = "first-objects-written"
+	PointFirstPacked  = "first-packed"
 )
 
 // takePack holds what a Take from what changed writes until its commit:
 // the pack (started at the first object) and the trees written into it,
-// which the Take may read again (modeLinesChanged) before they are in
-// the store. indexBehind is the store's before the Take, put back if its
-// pack is dropped: the index must never be synced to a tree not stored.
+// which the Take may read again (fromChanged.modeLines) before they are
+// in the store. indexBehind is the index's before the Take, put back if
+// its pack is dropped: the index must never be synced to a tree not
+// stored.
 type takePack struct {
 	w           *repo.PackWriter
 	trees       map[repo.OID][]repo.TreeEntry
 	indexBehind string
 }
 
-// beginTakePack starts collecting a Take's objects (writeObject).
-func (s *Store) beginTakePack() {
-	s.dropTakePack()
-	s.pack = &takePack{trees: map[repo.OID][]repo.TreeEntry{}, indexBehind: s.indexBehind}
+// takeObjects writes the new objects of a Take: into its pack while one
+// is being collected (begin), else loose.
+type takeObjects struct {
+	repo  *repo.Repo
+	index *privateIndex
+	pack  *takePack        // the objects of the Take from what changed under way
+	zw    repo.Compressors // reused for the objects a Take writes (loose or in its pack)
 }
 
-// writeObject stores a new object of a Take: into the Take's pack when
-// one is being collected, else loose.
-func (s *Store) writeObject(typ string, data []byte) (repo.OID, error) {
-	if s.pack == nil {
-		return s.repo.WriteLoose(typ, data, &s.zw)
+// begin starts collecting a Take's objects (write).
+func (o *takeObjects) begin() {
+	o.drop()
+	o.pack = &takePack{trees: map[repo.OID][]repo.TreeEntry{}, indexBehind: o.index.behind}
+}
+
+// write stores a new object of a Take: into the Take's pack when one is
+// being collected, else loose.
+func (o *takeObjects) write(typ string, data []byte) (repo.OID, error) {
+	if o.pack == nil {
+		return o.repo.WriteLoose(typ, data, &o.zw)
 	}
-	if s.pack.w == nil {
-		w, err := repo.NewPackWriter(s.opt.Dir, 32, 32<<10, s.zw)
+	if o.pack.w == nil {
+		w, err := repo.NewPackWriter(o.repo.Dir(), 32, 32<<10, o.zw)
 		if err != nil {
 			return repo.OID{}, err
 		}
-		s.pack.w, s.zw = w, w.Compressors()
+		o.pack.w, o.zw = w, w.Compressors()
 	}
-	return s.pack.w.Add(typ, data)
+	return o.pack.w.Add(typ, data)
 }
 
-// finishTakePack puts the Take's pack in place (when it wrote any
-// object); the collecting ends.
-func (s *Store) finishTakePack() error {
-	p := s.pack
-	s.pack = nil
+// finish puts the Take's pack in place (when it wrote any object); the
+// collecting ends.
+func (o *takeObjects) finish() error {
+	p := o.pack
+	o.pack = nil
 	if p == nil || p.w == nil {
 		return nil
 	}
 	if err := p.w.Finish(); err != nil {
 		p.w.Abort()
-		s.indexBehind = p.indexBehind
+		o.index.behind = p.indexBehind
 		return err
 	}
 	return nil
 }
 
-// dropTakePack drops the objects of a Take that made no snapshot (it
-// failed, fell back to a full add, or found nothing new).
-func (s *Store) dropTakePack() {
-	p := s.pack
-	s.pack = nil
+// drop drops the objects of a Take that made no snapshot (it failed,
+// fell back to a full add, or found nothing new).
+func (o *takeObjects) drop() {
+	p := o.pack
+	o.pack = nil
 	if p == nil {
 		return
 	}
 	if p.w != nil {
 		p.w.Abort()
 	}
-	s.indexBehind = p.indexBehind
-}
-
-// reach runs the test hook at point p.
-func (s *Store) reach(p string) {
-	if s.pointHook != nil {
-		s.pointHook(p)
-	}
-}
-
-// stopIdlePipes runs from the idle timer of the long-lived git processes.
-func (s *Store) stopIdlePipes() {
-	s.lock.Lock()
-	defer s.lock.Unlock()
-	s.stopPipes()
-}
-
-// stopPipes stops the long-lived git processes, and lets go of what Takes
-// from what changed keep between them (parsed trees, the compressor): an
-// idle daemon holds none of it. The caller holds s.mu.
-func (s *Store) stopPipes() {
-	s.trees, s.zw = treeCache{}, repo.Compressors{}
-	s.pipes.Stop()
+	o.index.behind = p.indexBehind
 }
