@@ -11,22 +11,8 @@
 //	take/      taking snapshots: the whole tree by git add, what changed and a first snapshot in process
 //	verify/    a snapshot's whole tree checked before a restore writes any of it
 //	gc/        retention and garbage collection, in the background
+//	restore/   restores: through handles beneath the workdir, journaled, a restore interrupted finished at the next Open
 //	transfer/  snapshots between machines: objects by hash, a snapshot imported only once whole
-//
-// # Restores
-//
-// A restore writes and removes the files itself, through directory
-// handles opened beneath the workdir without following any symbolic link
-// (internal/beneath, workTree): a directory its owner swaps for a link
-// while a root daemon restores never leads the restore outside (the
-// handle keeps the directory it checked; a link met on the way is not
-// followed, and the path is refused and named). It acts only in the
-// directory Open found at the workdir's path: a path repointed since is
-// refused with both directories named (workdir.go). It is journaled
-// (journal.go): one a kill, a crash or a full disk interrupts is finished
-// at the next Open and reported (Interrupted) with its safety snapshot.
-// TestRestoreRacingSymlinkSwaps races restores as root against a swapping
-// user for 30 s; TestSIGKILLDuringRestore kills one at each point.
 //
 // # Concurrency
 //

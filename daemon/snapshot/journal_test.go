@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/restore"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -85,7 +86,7 @@ func TestSIGKILLDuringRestore(t *testing.T) {
 			env := append(os.Environ(), restoreChildEnv+"="+v1.ID, "SNAPSHOT_CHILD_DIR="+dir, "SNAPSHOT_CHILD_WORK="+wd,
 				HoldRestoreEnv+"="+point+" "+fifo)
 			killHeld(t, point, env, func(stderr func() string) { waitHeldFile(t, point, fifo+".held", stderr) })
-			if _, err := os.Stat(filepath.Join(dir, journalFile)); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, restore.JournalFile)); err != nil {
 				t.Fatalf("killed at %s, the restore left no journal: %v", point, err)
 			}
 
@@ -102,7 +103,7 @@ func TestSIGKILLDuringRestore(t *testing.T) {
 					t.Errorf("killed at %s, then finished: %s is left", point, p)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(dir, journalFile)); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(dir, restore.JournalFile)); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("killed at %s: the journal is still there after the finish: %v", point, err)
 			}
 			r, ok := s.Interrupted()
@@ -141,7 +142,7 @@ func TestSIGKILLDuringRestore(t *testing.T) {
 			if r, ok := s.Interrupted(); ok {
 				t.Fatalf("killed at %s: still reported after a successful restore: %+v", point, r)
 			}
-			if _, err := os.Stat(filepath.Join(dir, interruptedFile)); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(dir, restore.InterruptedFile)); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("killed at %s: the report file is still there: %v", point, err)
 			}
 		})

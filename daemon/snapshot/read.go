@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path"
 	"path/filepath"
 	"slices"
@@ -72,25 +71,6 @@ func (s *Store) Show(ctx context.Context, id string) (Detail, error) {
 	files, cut, err := s.repo.FileChanges(ctx, from, snap.Tree, MaxShowFiles)
 	d.Files, d.FilesCut = fileChangesOf(files), cut
 	return d, err
-}
-
-// countLines gives each of changes (from tree from to tree to) its line
-// counts, or marks it binary.
-func (s *Store) countLines(ctx context.Context, from, to string, paths []string, changes []FileChange) error {
-	counted, _, err := s.repo.FileChanges(ctx, from, to, math.MaxInt, paths...)
-	if err != nil {
-		return err
-	}
-	byPath := make(map[string]repo.FileChange, len(counted))
-	for _, f := range counted {
-		byPath[f.Path] = f
-	}
-	for i := range changes {
-		if f, ok := byPath[changes[i].Path]; ok {
-			changes[i].LinesAdded, changes[i].LinesDeleted, changes[i].Binary = f.LinesAdded, f.LinesDeleted, f.Binary
-		}
-	}
-	return nil
 }
 
 // parentTree is the tree a snapshot is compared with: its parent's, or the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/restore"
 	"golang.org/x/sys/unix"
 )
 
@@ -345,7 +346,7 @@ func TestRestoreOnAFullDisk(t *testing.T) {
 	if !ok || r.Finished || r.Safety != res.Safety || !strings.Contains(r.Problem, "next start") || r.Files != 17 {
 		t.Fatalf("Interrupted() after the full disk = %+v, %v", r, ok)
 	}
-	if _, err := os.Stat(filepath.Join(dir, journalFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, restore.JournalFile)); err != nil {
 		t.Fatalf("the journal of the stopped restore is gone: %v", err)
 	}
 	s.Close()

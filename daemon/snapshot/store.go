@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/gc"
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/restore"
 	"github.com/continuityd/continuityd/daemon/snapshot/take"
 	"github.com/continuityd/continuityd/daemon/snapshot/transfer"
 	"github.com/continuityd/continuityd/daemon/snapshot/verify"
@@ -82,15 +82,7 @@ type Store struct {
 	gc      *gc.Collector      // retention and GC, in the background
 	xfer    *transfer.Transfer // snapshots to and from other machines
 
-	excludeAbs []string // absolute paths in the workdir no snapshot holds (the store, the state directory)
-
-	// restoreHook, when set (by tests: HoldRestoreEnv), runs at each
-	// point of a restore (hold), so a test can kill the process there.
-	restoreHook func(point string)
-	// interrupted is the interrupted restore reported (journal.go);
-	// interruptedPaths the files of the one Open found.
-	interrupted      atomic.Pointer[InterruptedRestore]
-	interruptedPaths []string
+	restore *restore.Restorer
 
 	recent recent // what the newest Take told of its snapshot (Show, Between)
 }
@@ -153,12 +145,11 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	ignoreDirs := slices.Clone(opt.IgnoreDirs)
 	slices.Sort(ignoreDirs)
 	exclude, excludeAbs := repo.BaseExclude(s.work, opt.Dir, opt.Ignore, ignoreDirs, opt.Exclude)
-	s.excludeAbs = excludeAbs
 	if s.repo, err = repo.Open(ctx, opt.Dir, opt.Workdir, tool, s.log, exclude); err != nil {
 		return nil, err
 	}
 	s.git = s.repo.Git()
-	s.verify = verify.New(s.repo, s.work, s.excludeAbs, opt.MaxFileBytes)
+	s.verify = verify.New(s.repo, s.work, excludeAbs, opt.MaxFileBytes)
 	s.xfer = transfer.New(s.repo, s.lock, opt.MaxFileBytes)
 	all, err := s.repo.List(ctx)
 	if err != nil {
@@ -178,11 +169,12 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 			s.recent.remember(m)
 			s.gc.Made(m.Added)
 		}})
-	s.restoreHook = holdFromEnv()
+	s.restore = restore.New(restore.Options{Repo: s.repo, Lock: s.lock, Take: s.take, Verify: s.verify, Workdir: wd,
+		ExcludeAbs: excludeAbs, Log: s.log, Now: s.now})
 	s.gc = gc.Start(s.repo, s.lock, len(all), opt.KeepCount, opt.KeepBytes, s.log)
 	// A restore a kill, a crash or a full disk interrupted is finished
-	// before the store is used (journal.go).
-	s.finishInterrupted(ctx)
+	// before the store is used.
+	s.restore.FinishInterrupted(ctx)
 	s.gc.Kick(-1) // the bounds may have changed while the daemon was away
 	return s, nil
 }

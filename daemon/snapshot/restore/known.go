@@ -1,4 +1,4 @@
-package snapshot
+package restore
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // it, or whose name did not come through, would believe the file was
 // restored. clean are the paths as checkPaths returned them, in the order
 // the request gave them (paths[i] in the refusal).
-func (s *Store) checkKnown(ctx context.Context, clean []string, changes []repo.Change, refused []Refusal, now, target string, id string) error {
+func (rs *Restorer) checkKnown(ctx context.Context, clean []string, changes []repo.Change, refused []Refusal, now, target string, id string) error {
 	var quiet []int // the paths no change lies below
 	for i, p := range clean {
 		under := func(q string) bool { return q == p || strings.HasPrefix(q, p+"/") }
@@ -42,7 +42,7 @@ func (s *Store) checkKnown(ctx context.Context, clean []string, changes []repo.C
 		// Without -r a path below a directory is still found (ls-tree
 		// descends the directories a path names); a directory is listed
 		// as itself.
-		out, err := s.git.Run(ctx, repo.Call{Args: append([]string{"ls-tree", "-z", "--name-only", "--full-tree", tree, "--"}, want...)})
+		out, err := rs.git.Run(ctx, repo.Call{Args: append([]string{"ls-tree", "-z", "--name-only", "--full-tree", tree, "--"}, want...)})
 		if err != nil {
 			return fmt.Errorf("snapshot store: %w", err)
 		}

@@ -1,4 +1,4 @@
-package snapshot
+package restore
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package snapshot
+package restore
 
 import (
 	"errors"
@@ -164,7 +164,7 @@ func (w *workTree) remove(rel string) error {
 // mkdirs returns the handle of directory rel, making it and the
 // directories above it that are missing: as root, each is given to the
 // workdir's owner; its permissions are those the snapshot recorded
-// (modes, never more than git's), else git's.
+// (modes, never more than git's), else git'rs.
 func (w *workTree) mkdirs(rel string, modes map[string]fs.FileMode) (*beneath.Dir, error) {
 	d, err := w.dir(rel)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -208,7 +208,7 @@ func (w *workTree) mkdirs(rel string, modes map[string]fs.FileMode) (*beneath.Di
 
 // tempName is the name a restore writes file i of its journal under
 // before renaming it into place: a restore killed in between leaves it,
-// and the next start (finishInterrupted) removes it by that name.
+// and the next start (FinishInterrupted) removes it by that name.
 func tempName(journalID string, i int) string {
 	return ".continuityd-restore-" + journalID + "-" + strconv.Itoa(i)
 }

@@ -1,4 +1,4 @@
-package snapshot
+package restore
 
 import (
 	"context"
@@ -28,57 +28,57 @@ type finishing struct {
 	only  map[string]bool
 }
 
-// finishInterrupted finishes the restore a journal left in the store (see
+// FinishInterrupted finishes the restore a journal left in the store (see
 // journal.go) and reports it; with no journal, it loads the report the
 // last run kept.
-func (s *Store) finishInterrupted(ctx context.Context) {
-	path := filepath.Join(s.opt.Dir, journalFile)
+func (rs *Restorer) FinishInterrupted(ctx context.Context) {
+	path := filepath.Join(rs.dir, JournalFile)
 	head, done, err := readJournal(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		s.loadInterrupted()
+		rs.loadInterrupted()
 		return
 	}
-	found := s.now().UTC()
+	found := rs.now().UTC()
 	if err != nil {
 		aside := path + ".damaged"
 		os.Rename(path, aside)
-		s.setInterrupted(&InterruptedRestore{Found: found, Problem: fmt.Sprintf(
+		rs.setInterrupted(&Interrupted{Found: found, Problem: fmt.Sprintf(
 			"a restore was interrupted and its journal cannot be read (%v): the tree may be half restored; the journal is set aside as %s", err, aside)})
-		s.log.Warn("snapshot store: a restore was interrupted and its journal cannot be read; the tree may be half restored", "journal", aside, "err", err)
+		rs.log.Warn("snapshot store: a restore was interrupted and its journal cannot be read; the tree may be half restored", "journal", aside, "err", err)
 		return
 	}
 	r := head.report(done, found)
-	s.interruptedPaths = make([]string, 0, len(head.Changes))
+	rs.interruptedPaths = make([]string, 0, len(head.Changes))
 	for _, c := range head.Changes {
-		s.interruptedPaths = append(s.interruptedPaths, termsafe.Exact(c.Path))
+		rs.interruptedPaths = append(rs.interruptedPaths, termsafe.Exact(c.Path))
 	}
-	if dev, ino, ok := s.workdir.ID(); ok && head.Dev != 0 && (dev != head.Dev || ino != head.Ino) {
+	if dev, ino, ok := rs.workdir.ID(); ok && head.Dev != 0 && (dev != head.Dev || ino != head.Ino) {
 		r.Problem = fmt.Sprintf("the workdir %s is not the directory the restore began in (%s), so it was not finished there: point the workdir back and restart the daemon, or remove %s to leave it unfinished",
-			s.work, head.Workdir, path)
-		s.setInterrupted(&r)
+			rs.work, head.Workdir, path)
+		rs.setInterrupted(&r)
 		return
 	}
-	s.removeTemps(head)
+	rs.removeTemps(head)
 	only := make(map[string]bool, len(head.Changes))
 	for _, c := range head.Changes {
 		only[c.Path] = true
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	res, err := s.restore(ctx, head.Snapshot, head.Paths, false, &finishing{prior: head, only: only})
+	res, err := rs.restore(ctx, head.Snapshot, head.Paths, false, &finishing{prior: head, only: only})
 	if err != nil {
 		r.Problem = "finishing it failed: " + err.Error() + "; the next start tries again"
-		s.setInterrupted(&r)
+		rs.setInterrupted(&r)
 		return
 	}
 	r.Finished, r.FinishSafety = true, res.Safety
-	s.setInterrupted(&r)
+	rs.setInterrupted(&r)
 }
 
 // removeTemps removes the files a killed restore was writing under their
 // temporary names (tempName) before it could rename them into place.
-func (s *Store) removeTemps(head journalHead) {
-	top, err := s.workdir.OpenDir()
+func (rs *Restorer) removeTemps(head journalHead) {
+	top, err := rs.workdir.OpenDir()
 	if err != nil {
 		return
 	}
@@ -95,18 +95,18 @@ func (s *Store) removeTemps(head journalHead) {
 	}
 }
 
-// HoldRestoreEnv is a test hook, read by Open: "POINT FIFO" holds every
+// HoldEnv is a test hook, read by New: "POINT FIFO" holds every
 // restore of the store at POINT ("before-first": its journal written,
 // nothing changed; "after-N": N files changed; "after-last": every file
 // changed, the journal still there) until the test lets it go: it writes
 // FIFO.held, then opens the named pipe FIFO (which the test made) for
 // reading, which waits for a writer, and reads it to its end. A test
 // kills the daemon there with SIGKILL, on any machine's speed.
-const HoldRestoreEnv = "CONTINUITYD_TEST_HOLD_RESTORE"
+const HoldEnv = "CONTINUITYD_TEST_HOLD_RESTORE"
 
-// holdFromEnv is the hook HoldRestoreEnv asks for, or nil.
+// holdFromEnv is the hook HoldEnv asks for, or nil.
 func holdFromEnv() func(point string) {
-	v := os.Getenv(HoldRestoreEnv)
+	v := os.Getenv(HoldEnv)
 	point, fifo, ok := strings.Cut(v, " ")
 	if !ok || point == "" || fifo == "" {
 		return nil
@@ -126,8 +126,8 @@ func holdFromEnv() func(point string) {
 }
 
 // hold runs the restore hook at point, if there is one.
-func (s *Store) hold(point string) {
-	if s.restoreHook != nil {
-		s.restoreHook(point)
+func (rs *Restorer) hold(point string) {
+	if rs.hook != nil {
+		rs.hook(point)
 	}
 }

@@ -1,4 +1,4 @@
-package snapshot
+package restore
 
 import (
 	"bytes"
@@ -14,11 +14,11 @@ import (
 // machine withheld from the fleet, and names each (under paths, when
 // given) as left alone: this machine's copy is neither overwritten nor
 // removed. A snapshot taken here withholds nothing.
-func (s *Store) leaveWithheld(ctx context.Context, target repo.Snapshot, paths []string, changes []repo.Change) ([]repo.Change, []Refusal, error) {
+func (rs *Restorer) leaveWithheld(ctx context.Context, target repo.Snapshot, paths []string, changes []repo.Change) ([]repo.Change, []Refusal, error) {
 	if target.Commit == "" || target.Commit == target.ID {
 		return changes, nil, nil
 	}
-	raw, err := s.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", target.Commit}})
+	raw, err := rs.git.Run(ctx, repo.Call{Args: []string{"cat-file", "commit", target.Commit}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot store: %w", err)
 	}

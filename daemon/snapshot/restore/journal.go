@@ -1,4 +1,4 @@
-package snapshot
+package restore
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ import (
 // and removes the journal once the last file is in
 // place and the file system is synced. A restore interrupted by a kill, a
 // crash or a full disk leaves the journal, and the next Open finishes it
-// (finishInterrupted).
+// (FinishInterrupted).
 //
 // Finished, not rolled back: the restore was asked for, and the safety
 // snapshot taken before its first change already holds the tree as it
@@ -46,8 +46,8 @@ import (
 
 // Files of a restore's journal and report, in the store.
 const (
-	journalFile     = "restore.journal"
-	interruptedFile = "restore.interrupted"
+	JournalFile     = "restore.journal"
+	InterruptedFile = "restore.interrupted"
 )
 
 // journalEvery is how many files a restore changes between two synced
@@ -58,16 +58,45 @@ const journalEvery = 256
 // when no successful restore came after it.
 const interruptedShownFor = 7 * 24 * time.Hour
 
+// Interrupted is a restore that a kill, a crash or a full disk
+// interrupted: what it was, how far it got, and what the store did about
+// it (it finishes it at its next start). It is kept as JSON across
+// restarts (InterruptedFile).
+type Interrupted struct {
+	Snapshot string `json:"snapshot"` // the snapshot it restored
+	// Safety is the snapshot of the tree before the restore: restoring it
+	// (as Paths say) undoes the restore.
+	Safety string `json:"safety"`
+	// Paths are what the restore was limited to (none: the whole tree),
+	// each in its exact form (termsafe.Exact: valid UTF-8, read back by
+	// termsafe.ParseExact), as `continuityd snapshot restore --path`
+	// takes it.
+	Paths []string  `json:"paths,omitempty"`
+	Began time.Time `json:"began"`
+	// Found is when the store found it interrupted: its next start, or
+	// the failure that stopped it.
+	Found time.Time `json:"found"`
+	Files int       `json:"files"` // the files it was to change
+	Done  int       `json:"done"`  // of them, known done when it stopped (at least)
+	// Finished is set once the store finished it; FinishSafety is then the
+	// snapshot of the tree as the finish found it (what changed after the
+	// interruption is there).
+	Finished     bool   `json:"finished"`
+	FinishSafety string `json:"finish_safety,omitempty"`
+	// Problem says why it is not finished (yet).
+	Problem string `json:"problem,omitempty"`
+}
+
 // Interrupted is the interrupted restore the store found (at Open, or a
 // restore that failed part way), until a restore succeeds after it or
 // interruptedShownFor passed; ok is false when there is none.
-func (s *Store) Interrupted() (r InterruptedRestore, ok bool) {
-	p := s.interrupted.Load()
+func (rs *Restorer) Interrupted() (r Interrupted, ok bool) {
+	p := rs.interrupted.Load()
 	if p == nil {
-		return InterruptedRestore{}, false
+		return Interrupted{}, false
 	}
-	if s.now().Sub(p.Found) > interruptedShownFor {
-		return InterruptedRestore{}, false
+	if rs.now().Sub(p.Found) > interruptedShownFor {
+		return Interrupted{}, false
 	}
 	return *p, true
 }
@@ -76,8 +105,8 @@ func (s *Store) Interrupted() (r InterruptedRestore, ok bool) {
 // was to change (the finish changed those still to do), each in its exact
 // form (termsafe.Exact), for a caller that must not take what they lost
 // for lost work; nil when Open found none.
-func (s *Store) InterruptedChanges() []string {
-	return s.interruptedPaths
+func (rs *Restorer) InterruptedChanges() []string {
+	return rs.interruptedPaths
 }
 
 // journalHead is the journal's first line.
@@ -125,7 +154,7 @@ func newJournalID() string {
 // startJournal writes the journal's head, synced, in place before the
 // restore's first change. Its paths are written in their exact form
 // (termsafe.Exact): JSON would turn bytes that are not UTF-8 into U+FFFD.
-func (s *Store) startJournal(head journalHead) (*journal, error) {
+func (rs *Restorer) startJournal(head journalHead) (*journal, error) {
 	onDisk := head
 	onDisk.Paths = exactPaths(head.Paths)
 	onDisk.Changes = make([]journalChange, len(head.Changes))
@@ -136,7 +165,7 @@ func (s *Store) startJournal(head journalHead) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(s.opt.Dir, journalFile)
+	path := filepath.Join(rs.dir, JournalFile)
 	if err := atomicfile.WriteFile(path, append(line, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("the restore's journal cannot be written: %w", err)
 	}
@@ -171,14 +200,14 @@ func (j *journal) note() error {
 func (j *journal) close() { j.f.Close() }
 
 // endJournal removes the journal of a restore that is done.
-func (s *Store) endJournal(j *journal) {
+func (rs *Restorer) endJournal(j *journal) {
 	j.close()
-	path := filepath.Join(s.opt.Dir, journalFile)
+	path := filepath.Join(rs.dir, JournalFile)
 	if err := os.Remove(path); err != nil {
-		s.log.Warn("snapshot store: the journal of a restore that ended cannot be removed; the next start finds nothing left to do", "err", err)
+		rs.log.Warn("snapshot store: the journal of a restore that ended cannot be removed; the next start finds nothing left to do", "err", err)
 		return
 	}
-	atomicfile.SyncDir(s.opt.Dir)
+	atomicfile.SyncDir(rs.dir)
 }
 
 // readJournal reads a journal left in the store: its head and the last
@@ -219,8 +248,8 @@ func readJournal(path string) (journalHead, int, error) {
 }
 
 // report is an interrupted restore from its journal.
-func (h journalHead) report(done int, found time.Time) InterruptedRestore {
-	return InterruptedRestore{Snapshot: h.Snapshot, Safety: h.Safety, Paths: exactPaths(h.Paths), Began: h.Began,
+func (h journalHead) report(done int, found time.Time) Interrupted {
+	return Interrupted{Snapshot: h.Snapshot, Safety: h.Safety, Paths: exactPaths(h.Paths), Began: h.Began,
 		Found: found, Files: len(h.Changes), Done: done}
 }
 
@@ -237,32 +266,32 @@ func exactPaths(paths []string) []string {
 }
 
 // setInterrupted reports r (nil: nothing) and keeps it for the next start.
-func (s *Store) setInterrupted(r *InterruptedRestore) {
-	s.interrupted.Store(r)
-	path := filepath.Join(s.opt.Dir, interruptedFile)
+func (rs *Restorer) setInterrupted(r *Interrupted) {
+	rs.interrupted.Store(r)
+	path := filepath.Join(rs.dir, InterruptedFile)
 	if r == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("snapshot store: the report of an interrupted restore cannot be removed", "err", err)
+			rs.log.Warn("snapshot store: the report of an interrupted restore cannot be removed", "err", err)
 		}
 		return
 	}
 	raw, _ := json.Marshal(r)
 	if err := atomicfile.WriteFile(path, raw, 0o600); err != nil {
-		s.log.Warn("snapshot store: the report of an interrupted restore cannot be kept; a restart forgets it", "err", err)
+		rs.log.Warn("snapshot store: the report of an interrupted restore cannot be kept; a restart forgets it", "err", err)
 	}
 }
 
 // loadInterrupted reads the report the last run kept, if it is still to
 // be shown.
-func (s *Store) loadInterrupted() {
-	raw, err := os.ReadFile(filepath.Join(s.opt.Dir, interruptedFile))
+func (rs *Restorer) loadInterrupted() {
+	raw, err := os.ReadFile(filepath.Join(rs.dir, InterruptedFile))
 	if err != nil {
 		return
 	}
-	var r InterruptedRestore
-	if err := json.Unmarshal(raw, &r); err != nil || s.now().Sub(r.Found) > interruptedShownFor {
-		s.setInterrupted(nil)
+	var r Interrupted
+	if err := json.Unmarshal(raw, &r); err != nil || rs.now().Sub(r.Found) > interruptedShownFor {
+		rs.setInterrupted(nil)
 		return
 	}
-	s.interrupted.Store(&r)
+	rs.interrupted.Store(&r)
 }
