@@ -63,9 +63,7 @@ type Options struct {
 
 // Store is one agent's snapshot store. Take, Restore and GC run one at a
 // time; List, Show and Diff run concurrently with them and each other.
-// It composes the store's parts: the store on disk (repo), the workdir,
-// taking (take), verification (verify), retention (gc) and snapshots
-// across machines (transfer).
+// It composes the store's parts (see the package's comment).
 type Store struct {
 	opt  Options
 	repo *repo.Repo
@@ -75,16 +73,14 @@ type Store struct {
 	work string // Workdir, absolute and clean
 	// workdir is the directory Open found at Workdir.
 	workdir *workdir.Workdir
-	lock    *repo.WriteLock // one writer: Take, Restore, an object received, GC's refs, Close
-	take    *take.Taker
+	lock    *repo.WriteLock    // one writer: Take, Restore, an object received, GC's refs, Close
+	take    *take.Taker        // taking snapshots
 	notes   *take.Notes        // what the watcher says changed, for the Taker
+	restore *restore.Restorer  // restoring them
 	verify  *verify.Checker    // a snapshot's tree, before a restore writes it
 	gc      *gc.Collector      // retention and GC, in the background
 	xfer    *transfer.Transfer // snapshots to and from other machines
-
-	restore *restore.Restorer
-
-	recent recent // what the newest Take told of its snapshot (Show, Between)
+	recent  recent             // what the newest Take told of its snapshot (Show, Between)
 }
 
 // ErrGitUnavailable is wrapped by Open's error when git is missing or too

@@ -231,7 +231,7 @@ func CheckGit(ctx context.Context, bin string) (*gittool.Tool, error) {
 	return tool, nil
 }
 
-// ErrGitUnavailable is wrapped by Open's error when git is missing or too
+// ErrGitUnavailable is wrapped by CheckGit's error when git is missing or too
 // old: the daemon keeps running and marks the agent degraded ["snapshots"]
 // with the error's text as the reason.
 var ErrGitUnavailable = errors.New("work snapshots unavailable: git")

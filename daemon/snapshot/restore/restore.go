@@ -106,7 +106,7 @@ type Refusal struct {
 // Every file is read, written and removed through directory handles
 // opened beneath the workdir, never through a symbolic link (workTree),
 // in the directory Open found (a workdir path that leads elsewhere now is
-// refused: workdir.go); the restore is journaled, and one interrupted is
+// refused: package workdir); the restore is journaled, and one interrupted is
 // finished at the next Open (journal.go).
 func (rs *Restorer) Restore(ctx context.Context, id string, paths []string, dryRun bool) (Result, error) {
 	clean, err := rs.checkPaths(paths)

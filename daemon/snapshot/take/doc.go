@@ -68,9 +68,9 @@
 // `git ls-files -o --exclude-standard` lists under the store's rules (so
 // exactly those git add -A would add) are read inside the workdir
 // (os.Root), their blobs and the trees written into one new pack
-// (packwrite.go: git's pack and index version 2, no deltas, fsynced as
+// (repo.PackWriter: git's pack and index version 2, no deltas, fsynced as
 // git fsyncs packs) and the private index written with each file's stat
-// data as git would write it (indexfile.go), so the next full add reads
+// data as git would write it (repo.IndexWriter), so the next full add reads
 // again only the files that changed. Anything git would decide otherwise
 // (a directory it lists whole, a path that changed kind while read, a
 // file too large to read in process) leaves the Take to git add.

@@ -25,7 +25,7 @@ import (
 // read, hashed and written as blobs; the trees on the way from each root
 // to the top are written anew; unchanged subtrees keep their ids. The
 // changes against the newest snapshot and their line counts come from the
-// same pass. No git process runs but the long-lived ones (gitpipe.go), and
+// same pass. No git process runs but the long-lived ones (repo.Pipes), and
 // only for a new file (check-ignore) or a packed object (cat-file).
 //
 // The private index is not touched: it falls behind, and the next full

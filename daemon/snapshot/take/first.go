@@ -26,7 +26,7 @@ import (
 // one pack instead (core.bigFileThreshold=1), git 2.39 looks each new
 // object up in a list of those written before it, which is quadratic. A
 // first snapshot therefore writes its objects itself into one pack
-// (packwrite.go) and the private index itself (indexfile.go), with each
+// (repo.PackWriter) and the private index itself (repo.IndexWriter), with each
 // file's stat data as it was opened, so the next full add reads again
 // only the files that changed since. Readers read, hash and compress
 // the files a chunk at a time (reads overlap; compression uses every

@@ -291,7 +291,7 @@ const maxCountedPaths = 1000
 // store: the size walk, the exclusions, `git add -A` into the private
 // index, `git write-tree`. With notes that vouch for what changed since
 // the last Take, the walk and the add look at those paths only (see
-// changed.go). The files of force that exist are added even when an
+// notes.go). The files of force that exist are added even when an
 // ignore rule covers them (a restore's safety snapshot holds what the
 // previous restore wrote).
 func (t *Taker) stage(ctx context.Context, force []string, notes changeNotes) (staged, error) {
