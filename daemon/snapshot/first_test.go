@@ -59,7 +59,7 @@ func firstTree(t *testing.T, work string) {
 	userGit(t, filepath.Join(work, "nested"), "init", "-q")
 }
 
-// TestFirstEqualsGitAdd: a first snapshot written in process (first.go)
+// TestFirstEqualsGitAdd: a first snapshot written in process (package take)
 // is the one git add -A stages, on trees of random edits (in one pack,
 // or in several for odd seeds): the same tree,
 // skipped files and permissions, and a private index with the same

@@ -139,7 +139,7 @@ exec ` + real + ` "$@"
 		}
 	}
 	// Each store's first snapshot is staged by git add, as a full add
-	// after it would be (first.go writes it in process otherwise).
+	// after it would be (package take writes it in process otherwise).
 	var log logSink
 	s := newStore(t, wd, Options{Git: git, Logger: log.logger()})
 	s.take.Hooks.FirstByGit = true
