@@ -5,6 +5,7 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/daemon/snapshot/take"
+	"github.com/continuityd/continuityd/internal/ops"
 )
 
 // The store's answers, as the daemon, the API and the owner's worker see
@@ -52,12 +53,9 @@ type Timings struct {
 	Paths       int  `json:"paths,omitempty"`
 }
 
-// Skipped is a file a snapshot left out.
-type Skipped struct {
-	Path   string `json:"path"`   // relative to the workdir, with "/"
-	Size   int64  `json:"size"`   // bytes, when known
-	Reason string `json:"reason"` // ReasonTooLarge, ReasonUnreadable, ReasonRepository, ReasonGitName, ReasonPathTooLong
-}
+// Skipped is a file a snapshot left out (internal/ops declares it, as the
+// API answers it).
+type Skipped = ops.Skipped
 
 // Skip reasons.
 const (
@@ -83,14 +81,9 @@ const (
 	StepTree  = take.StepTree
 )
 
-// FileChange is one file a snapshot changed against its parent.
-type FileChange struct {
-	Path         string `json:"path"`
-	Status       string `json:"status"` // "added", "modified" or "deleted"
-	LinesAdded   int    `json:"lines_added"`
-	LinesDeleted int    `json:"lines_deleted"`
-	Binary       bool   `json:"binary,omitempty"` // no line counts
-}
+// FileChange is one file a snapshot changed against its parent
+// (internal/ops declares it, as the API answers it).
+type FileChange = ops.FileChange
 
 // Detail is one snapshot with its files.
 type Detail struct {
@@ -113,9 +106,9 @@ type Detail struct {
 
 // Status names of FileChange.
 const (
-	StatusAdded    = repo.StatusAdded
-	StatusModified = repo.StatusModified
-	StatusDeleted  = repo.StatusDeleted
+	StatusAdded    = ops.StatusAdded
+	StatusModified = ops.StatusModified
+	StatusDeleted  = ops.StatusDeleted
 )
 
 // Conversation is the point of the agent's conversation a snapshot
@@ -148,38 +141,19 @@ type Object struct {
 	Type string `json:"type"` // "commit", "tree" or "blob"
 }
 
-// Withheld is a file a snapshot's copy for the fleet left out, and why
-// (a credential file, say): the machine that receives it has no content
-// for it, and a restore there leaves the file as it is.
-type Withheld struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
+// Withheld is a file a snapshot's copy for the fleet left out, and why (a
+// credential file, say): the machine that receives it has no content for
+// it, and a restore there leaves the file as it is. internal/ops declares
+// it, as the API answers it.
+type Withheld = ops.Withheld
 
-// RestoreResult says what a restore changed (or, in a dry run, would).
-type RestoreResult struct {
-	Snapshot string `json:"snapshot"` // the snapshot restored from
-	DryRun   bool   `json:"dry_run"`
-	// Safety is the snapshot of the tree as it was before the restore (a
-	// new one, or the newest when the tree had not changed since):
-	// restoring it undoes this restore. Empty in a dry run.
-	Safety    string `json:"safety,omitempty"`
-	SafetyNew bool   `json:"safety_new,omitempty"`
-	// Changes are the files the restore writes or removes: "added" (comes
-	// back), "modified" (content, mode or type changes), "deleted" (is
-	// removed: it is not in the snapshot).
-	Changes []FileChange `json:"changes"`
-	// Refused are files the restore leaves alone, with the reason: a file
-	// or directory that no snapshot holds is in the way, or a nested
-	// repository.
-	Refused []Refusal `json:"refused,omitempty"`
-}
-
-// Refusal is a file a restore left alone.
-type Refusal struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
+// RestoreResult says what a restore changed (or, in a dry run, would);
+// Refusal is a file it left alone. internal/ops declares them, as the API
+// answers them.
+type (
+	RestoreResult = ops.RestoreResult
+	Refusal       = ops.Refusal
+)
 
 // InterruptedRestore is a restore that a kill, a crash or a full disk
 // interrupted: what it was, how far it got, and what the store did about
