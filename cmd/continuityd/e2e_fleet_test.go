@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,46 +58,116 @@ func loopbackPort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// fleetWorkspace is a daemon config for agent builder shipping to the
-// fleet at url (and nothing else).
-func fleetWorkspace(t *testing.T, url string, extra string) *workspace {
+// fleetDaemon is how a fleet test's daemon differs from the others: one
+// agent, builder, shipping to the NATS fleet at a URL, written by
+// workspace. Every fleet test's daemon is made here.
+type fleetDaemon struct {
+	upstreams []string // the agent's; default only the fleet
+	timeout   string   // the fleet's; default "2s"
+	fleet     string   // more lines of [upstream.fleet]
+	daemon    string   // more lines of [daemon]
+	more      string   // more tables: another upstream, [watch], [policy], …
+}
+
+// Tables most fleet tests add: the outbox retries soon, and no snapshot
+// policy runs (the tests write the state they check).
+const (
+	quickOutbox = "\n[outbox]\nmin_backoff = \"100ms\"\nmax_backoff = \"1s\"\n"
+	policyOff   = "\n[policy]\nenabled = false\n"
+)
+
+func (d fleetDaemon) workspace(t *testing.T, url string) *workspace {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "cdfleet")
-	if err != nil {
-		t.Fatal(err)
+	w := tempWorkspace(t, "cdfleet")
+	upstreams, timeout := d.upstreams, d.timeout
+	if upstreams == nil {
+		upstreams = []string{"fleet"}
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	w := &workspace{dir: dir, config: filepath.Join(dir, "continuityd.toml"),
-		socket: filepath.Join(dir, "d.sock"), state: filepath.Join(dir, "state")}
-	work := filepath.Join(dir, "work")
-	os.MkdirAll(work, 0o755)
-	cfg := fmt.Sprintf(`[daemon]
+	if timeout == "" {
+		timeout = "2s"
+	}
+	quoted, _ := json.Marshal(upstreams) // a TOML array of strings, as JSON writes it
+	w.writeConfig(t, fmt.Sprintf(`[daemon]
 state_dir = %q
 socket = %q
 shutdown_timeout = "3s"
-
+%s
 [[agent]]
 name = "builder"
 workdir = %q
-upstreams = ["fleet"]
+upstreams = %s
 
 [upstream.fleet]
 kind = "nats"
 url = %q
-timeout = "2s"
-conflict_window = "1m"
-%s
-[outbox]
-min_backoff = "100ms"
-max_backoff = "1s"
+timeout = %q
+%s%s`, w.state, w.socket, d.daemon, w.work(), quoted, url, timeout, d.fleet, d.more))
+	return w
+}
 
-[policy]
-enabled = false
-`, w.state, w.socket, work, url, extra)
-	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
+// fleetWorkspace is the usual fleet daemon: a conflict window of a
+// minute, the outbox quick, no policy; extra is more lines of
+// [upstream.fleet] (and may open tables of its own after them).
+func fleetWorkspace(t *testing.T, url string, extra string) *workspace {
+	t.Helper()
+	return fleetDaemon{fleet: "conflict_window = \"1m\"\n" + extra, more: quickOutbox + policyOff}.workspace(t, url)
+}
+
+// fleetJS is a JetStream client of the fleet at url, for a test's own look
+// at what the daemons wrote there (or to write there as another machine
+// would); close it when done.
+func fleetJS(t *testing.T, url string) (jetstream.JetStream, func()) {
+	t.Helper()
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		t.Fatalf("connecting to the fleet at %s: %v", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
 		t.Fatal(err)
 	}
-	return w
+	return js, nc.Close
+}
+
+// waitingForDirections is a fleet daemon whose agent has checkpointed and
+// waits for directions, and the cursor its wait is at.
+func waitingForDirections(t *testing.T, url string) (*proc, uint64) {
+	t.Helper()
+	w := fleetWorkspace(t, url, "")
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	fleetPost(t, p, "/v1/continuity/checkpoint?sync=1", map[string]any{"focus": "waiting for directions"})
+	return p, uint64(get(t, p.client(), "/v1/continuity/wait?max_seconds=1")["cursor"].(float64))
+}
+
+// publishDirection sends the agent builder a direction through the
+// fleet, as an operator's tool would: body as it is, id its dedup id.
+func publishDirection(t *testing.T, js jetstream.JetStream, id, body string) {
+	t.Helper()
+	msg := natsgo.NewMsg("continuityd.directions.builder")
+	msg.Data = []byte(body)
+	msg.Header.Set("Nats-Msg-Id", id)
+	if _, err := js.PublishMsg(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitDirections waits (up to a minute) for n directions in the agent's
+// wait after cursor, and returns them as JSON with the cursor it reached.
+func waitDirections(t *testing.T, p *proc, cursor uint64, n int) ([]string, uint64) {
+	t.Helper()
+	var got []string
+	deadline := time.Now().Add(60 * time.Second)
+	for len(got) < n && time.Now().Before(deadline) {
+		ans := get(t, p.client(), fmt.Sprintf("/v1/continuity/wait?max_seconds=5&after=%d", cursor))
+		cursor = uint64(ans["cursor"].(float64))
+		for _, e := range ans["events"].([]any) {
+			if ev := e.(map[string]any); ev["kind"] == "direction" {
+				got = append(got, fleetJSON(ev))
+			}
+		}
+	}
+	return got, cursor
 }
 
 func fleetPost(t *testing.T, p *proc, path string, body any) map[string]any {
@@ -124,12 +193,8 @@ func fleetWait(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // fleetSeq is the seq of the agent's state in the fleet's bucket (0: none).
 func fleetSeq(t *testing.T, url, agent string) uint64 {
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		return 0
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, "continuityd")
@@ -427,37 +492,14 @@ func TestFleetSplitWriters(t *testing.T) {
 func TestFleetDirections(t *testing.T) {
 	srv := startNATS(t, natsOpts(t.TempDir(), -1))
 	url := srv.ClientURL()
-	w := fleetWorkspace(t, url, "")
-	p := startProc(t, w.socket, nil, "run", "--config", w.config)
-	fleetPost(t, p, "/v1/continuity/checkpoint?sync=1", map[string]any{"focus": "waiting for directions"})
-	cursor := uint64(get(t, p.client(), "/v1/continuity/wait?max_seconds=1")["cursor"].(float64))
+	p, cursor := waitingForDirections(t, url)
 
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
 	for _, m := range []struct{ id, text string }{{"d-1", "rebase first"}, {"d-1", "rebase first"}, {"d-2", "then ship"}} {
-		msg := natsgo.NewMsg("continuityd.directions.builder")
-		msg.Data = []byte(m.text)
-		msg.Header.Set("Nats-Msg-Id", m.id)
-		if _, err := js.PublishMsg(context.Background(), msg); err != nil {
-			t.Fatal(err)
-		}
+		publishDirection(t, js, m.id, m.text)
 	}
-	var texts []string
-	deadline := time.Now().Add(60 * time.Second)
-	for len(texts) < 2 && time.Now().Before(deadline) {
-		ans := get(t, p.client(), fmt.Sprintf("/v1/continuity/wait?max_seconds=5&after=%d", cursor))
-		cursor = uint64(ans["cursor"].(float64))
-		for _, e := range ans["events"].([]any) {
-			ev := e.(map[string]any)
-			if ev["kind"] == "direction" {
-				texts = append(texts, fleetJSON(ev))
-			}
-		}
-	}
+	texts, cursor := waitDirections(t, p, cursor, 2)
 	if len(texts) != 2 || !strings.Contains(texts[0], "rebase first") || !strings.Contains(texts[1], "then ship") {
 		t.Fatalf("directions relayed: %v", texts)
 	}
@@ -516,20 +558,20 @@ func fleetCLI(t *testing.T, args ...string) (string, int) {
 // stream order, retrying through a cluster's leader elections.
 func readFleetStream(t *testing.T, url, filter string, fn func(jetstream.Msg)) {
 	t.Helper()
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(2 * time.Minute) // generous: -race beside other packages reads slowly
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
+	// Generous: under -race beside other packages, and through a node's
+	// restart, a cluster can take minutes to answer again.
+	deadline := time.Now().Add(4 * time.Minute)
 	var next, last uint64 = 1, 0
+	var lastErr error // what stopped the last read, for the failure
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if last == 0 {
 			info, err := js.Stream(ctx, "CONTINUITYD")
 			if err != nil {
 				cancel()
+				lastErr = err
 				time.Sleep(200 * time.Millisecond)
 				continue
 			}
@@ -539,6 +581,7 @@ func readFleetStream(t *testing.T, url, filter string, fn func(jetstream.Msg)) {
 			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next})
 		cancel()
 		if err != nil {
+			lastErr = err
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
@@ -548,6 +591,7 @@ func readFleetStream(t *testing.T, url, filter string, fn func(jetstream.Msg)) {
 				if next > last || errors.Is(err, natsgo.ErrTimeout) {
 					return // nothing more on the filter
 				}
+				lastErr = err
 				break // a leader election: read on from next
 			}
 			md, _ := msg.Metadata()
@@ -559,7 +603,7 @@ func readFleetStream(t *testing.T, url, filter string, fn func(jetstream.Msg)) {
 		}
 	}
 	if next <= last {
-		t.Fatalf("could not read the stream up to %d (at %d)", last, next)
+		t.Fatalf("could not read the stream up to %d (at %d); the last read stopped on: %v", last, next, lastErr)
 	}
 }
 
@@ -597,12 +641,8 @@ func startFleetCluster(t *testing.T) *fleetCluster {
 			}
 		}
 	})
-	nc, err := natsgo.Connect(cl.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeJS := fleetJS(t, cl.url())
+	defer closeJS()
 	fleetWait(t, 30*time.Second, "the cluster's JetStream", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

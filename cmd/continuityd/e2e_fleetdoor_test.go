@@ -4,14 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/continuityd/continuityd/capsule"
 	fleet "github.com/continuityd/continuityd/upstream/nats"
@@ -76,12 +71,8 @@ func forgeFleetState(t *testing.T, url string) {
 	doc, _ := json.Marshal(state)
 	env, _ := json.Marshal(map[string]any{"v": 1, "agent": "builder", "machine": forgedMachine, "seq": 5,
 		"at": time.Now().UTC(), "state": json.RawMessage(doc)})
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
 	kv, err := js.KeyValue(ctx, "continuityd")
 	if err != nil {
 		t.Fatal(err)
@@ -111,45 +102,12 @@ func forgeFleetState(t *testing.T, url string) {
 // re-sends the stored public status) and debug logs.
 func doorWorkspace(t *testing.T, url, qday string) *workspace {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "cddoor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	w := &workspace{dir: dir, config: filepath.Join(dir, "continuityd.toml"),
-		socket: filepath.Join(dir, "d.sock"), state: filepath.Join(dir, "state")}
-	work := filepath.Join(dir, "work")
-	os.MkdirAll(work, 0o755)
-	cfg := fmt.Sprintf(`[daemon]
-state_dir = %q
-socket = %q
-shutdown_timeout = "3s"
-log_level = "debug"
-
-[[agent]]
-name = "builder"
-workdir = %q
-upstreams = ["fleet", "qday"]
-
-[upstream.fleet]
-kind = "nats"
-url = %q
-timeout = "5s"
-
-[upstream.qday]
-kind = "qday"
-url = %q
-token_env = "CD_DOOR_TOKEN"
-timeout = "5s"
-
-[outbox]
-min_backoff = "100ms"
-max_backoff = "1s"
-`, w.state, w.socket, work, url, qday)
-	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return fleetDaemon{
+		upstreams: []string{"fleet", "qday"},
+		timeout:   "5s",
+		daemon:    "log_level = \"debug\"\n",
+		more:      fmt.Sprintf("\n[upstream.qday]\nkind = \"qday\"\nurl = %q\ntoken_env = \"CD_DOOR_TOKEN\"\ntimeout = \"5s\"\n", qday) + quickOutbox,
+	}.workspace(t, url)
 }
 
 // A forged state in the bucket and forged writes in the stream: the agent
@@ -284,39 +242,17 @@ func TestFleetForgedStateIsRefused(t *testing.T) {
 func TestFleetDirectionsAreCleaned(t *testing.T) {
 	srv := startNATS(t, natsOpts(t.TempDir(), -1))
 	url := srv.ClientURL()
-	w := fleetWorkspace(t, url, "")
-	p := startProc(t, w.socket, nil, "run", "--config", w.config)
-	fleetPost(t, p, "/v1/continuity/checkpoint?sync=1", map[string]any{"focus": "waiting for directions"})
-	cursor := uint64(get(t, p.client(), "/v1/continuity/wait?max_seconds=1")["cursor"].(float64))
+	p, cursor := waitingForDirections(t, url)
 
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
 	for i, body := range []string{
 		"\x1b]0;pwned\x07rebase first\u202e key AKIAIOSFODNN7EXAMPLQ",
 		`{"text":"\u001b[2Jthen ship\u200b","from":"ops\u0007"}`,
 	} {
-		msg := natsgo.NewMsg("continuityd.directions.builder")
-		msg.Data = []byte(body)
-		msg.Header.Set("Nats-Msg-Id", fmt.Sprintf("d-%d", i))
-		if _, err := js.PublishMsg(context.Background(), msg); err != nil {
-			t.Fatal(err)
-		}
+		publishDirection(t, js, fmt.Sprintf("d-%d", i), body)
 	}
-	var got []string
-	deadline := time.Now().Add(30 * time.Second)
-	for len(got) < 2 && time.Now().Before(deadline) {
-		ans := get(t, p.client(), fmt.Sprintf("/v1/continuity/wait?max_seconds=5&after=%d", cursor))
-		cursor = uint64(ans["cursor"].(float64))
-		for _, e := range ans["events"].([]any) {
-			if ev := e.(map[string]any); ev["kind"] == "direction" {
-				got = append(got, fleetJSON(ev))
-			}
-		}
-	}
+	got, _ := waitDirections(t, p, cursor, 2)
 	if len(got) != 2 || !strings.Contains(got[0], `\\x1b]0;pwned\\x07rebase first`) || !strings.Contains(got[1], `\\x1b[2Jthen ship`) {
 		t.Fatalf("directions relayed: %v", got)
 	}
@@ -329,12 +265,8 @@ func TestFleetDirectionsAreCleaned(t *testing.T) {
 
 // fleetValue is the raw value of key in the fleet's bucket (nil: none).
 func fleetValue(t *testing.T, url, key string) []byte {
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		return nil
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, "continuityd")

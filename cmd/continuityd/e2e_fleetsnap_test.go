@@ -14,20 +14,16 @@ import (
 	"testing"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/continuityd/continuityd/capsule"
 )
 
 // fleetHasObject reports whether the fleet's snapshot bucket holds name.
-func fleetHasObject(url, name string) bool {
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		return false
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+func fleetHasObject(t *testing.T, url, name string) bool {
+	t.Helper()
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	obj, err := js.ObjectStore(ctx, "continuityd-snapshots")
@@ -66,19 +62,11 @@ func TestFleetSnapshotRestoreOnAnotherMachine(t *testing.T) {
 	a := startProc(t, wa.socket, nil, "run", "--config", wa.config)
 	id := newestSnapshot(t, a)
 	fleetWait(t, 60*time.Second, "the manifest in the bucket", func() bool {
-		return fleetHasObject(url, "snap/builder/"+id)
+		return fleetHasObject(t, url, "snap/builder/"+id)
 	})
 	a.terminate(t)
 
-	wb := fleetWorkspace(t, url, "snapshots = true\n")
-	workB := filepath.Join(wb.dir, "work")
-	b := startProc(t, wb.socket, nil, "run", "--config", wb.config)
-	defer b.terminate(t)
-	env := []string{"CONTINUITYD_SOCKET=" + wb.socket}
-	code, out, errOut := cli(t, env, "", "snapshot", "restore", id[:12], "--all")
-	if code != 0 {
-		t.Fatalf("restore on B: exit %d: %s %s", code, out, errOut)
-	}
+	workB, env, _ := restoreOnMachineB(t, url, id, nil)
 	if got := readFile(t, workB, "main.go"); got != "package main // from A\n" {
 		t.Errorf("main.go on B = %q", got)
 	}
@@ -95,16 +83,33 @@ func TestFleetSnapshotRestoreOnAnotherMachine(t *testing.T) {
 	}
 }
 
+// restoreOnMachineB starts a second daemon for agent builder on the same
+// fleet (another state directory and workdir: another machine), lets
+// prepare write into its workdir first, and restores snapshot id there
+// whole with the CLI. It returns B's workdir, the CLI's environment for B
+// and what the restore printed; B runs until the test ends.
+func restoreOnMachineB(t *testing.T, url, id string, prepare func(workB string)) (string, []string, string) {
+	t.Helper()
+	wb := fleetWorkspace(t, url, "snapshots = true\n")
+	if prepare != nil {
+		prepare(wb.work())
+	}
+	b := startProc(t, wb.socket, nil, "run", "--config", wb.config)
+	t.Cleanup(func() { b.terminate(t) })
+	env := []string{"CONTINUITYD_SOCKET=" + wb.socket}
+	code, out, errOut := cli(t, env, "", "snapshot", "restore", id[:12], "--all")
+	if code != 0 {
+		t.Fatalf("restore on B: exit %d: %s %s", code, out, errOut)
+	}
+	return wb.work(), env, out
+}
+
 // fleetObjects reads every object of the fleet's snapshot bucket whole:
 // name → content.
 func fleetObjects(t *testing.T, url string) map[string]string {
 	t.Helper()
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	obj, err := js.ObjectStore(ctx, "continuityd-snapshots")
@@ -152,7 +157,7 @@ func TestFleetSnapshotWithholdsCredentials(t *testing.T) {
 	a := startProc(t, wa.socket, nil, "run", "--config", wa.config)
 	id := newestSnapshot(t, a)
 	fleetWait(t, 20*time.Second, "the manifest in the bucket", func() bool {
-		return fleetHasObject(url, "snap/builder/"+id)
+		return fleetHasObject(t, url, "snap/builder/"+id)
 	})
 
 	objects := fleetObjects(t, url)
@@ -182,16 +187,7 @@ func TestFleetSnapshotWithholdsCredentials(t *testing.T) {
 	})
 	a.terminate(t)
 
-	wb := fleetWorkspace(t, url, "snapshots = true\n")
-	workB := filepath.Join(wb.dir, "work")
-	writeFile(t, workB, ".env", "B_OWN=1\n")
-	b := startProc(t, wb.socket, nil, "run", "--config", wb.config)
-	defer b.terminate(t)
-	env := []string{"CONTINUITYD_SOCKET=" + wb.socket}
-	code, out, errOut := cli(t, env, "", "snapshot", "restore", id[:12], "--all")
-	if code != 0 {
-		t.Fatalf("restore on B: exit %d: %s %s", code, out, errOut)
-	}
+	workB, env, out := restoreOnMachineB(t, url, id, func(workB string) { writeFile(t, workB, ".env", "B_OWN=1\n") })
 	if got := readFile(t, workB, "main.go"); got != "package main // ordinary code from A\n" {
 		t.Errorf("main.go on B = %q", got)
 	}
@@ -246,12 +242,8 @@ func gitID(typ string, size int64, content io.Reader) string {
 // stored under the blob's name holds other bytes. It returns the id.
 func forgeSnapshot(t *testing.T, url string, size int64, badHash bool) string {
 	t.Helper()
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeJS := fleetJS(t, url)
+	defer closeJS()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "continuityd-snapshots", Storage: jetstream.FileStorage})
@@ -372,34 +364,12 @@ func TestFleetSnapshotUntrustedObjects(t *testing.T) {
 func TestFleetSnapshotWorkRecordNamesWithheld(t *testing.T) {
 	t.Parallel()
 	srv := startNATS(t, natsOpts(t.TempDir(), -1))
-	w := newWorkspace(t)
-	work := filepath.Join(w.dir, "work")
-	cfg := fmt.Sprintf(`[daemon]
-state_dir = %q
-socket = %q
-shutdown_timeout = "5s"
-
-[[agent]]
-name = "builder"
-workdir = %q
-upstreams = ["local", "fleet"]
-
-[upstream.fleet]
-kind = "nats"
-url = %q
-timeout = "2s"
-snapshots = true
-
-[watch]
-quiet = "100ms"
-
-[policy]
-quiet = "500ms"
-min_interval = "500ms"
-`, w.state, w.socket, work, srv.ClientURL())
-	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	w := fleetDaemon{
+		upstreams: []string{"local", "fleet"},
+		fleet:     "snapshots = true\n",
+		more:      "\n[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n",
+	}.workspace(t, srv.ClientURL())
+	work := w.work()
 	writeFile(t, work, "main.go", "package main\n")
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	defer p.terminate(t)

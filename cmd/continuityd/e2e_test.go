@@ -99,22 +99,40 @@ type workspace struct {
 }
 
 func newWorkspace(t *testing.T) *workspace {
-	dir, err := os.MkdirTemp("", "cde2e")
+	w := tempWorkspace(t, "cde2e")
+	w.writeConfig(t, fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", w.state, w.socket, w.work()))
+	return w
+}
+
+// tempWorkspace is a fresh directory (removed at the test's end) with the
+// paths of a config, a socket and a state directory in it, and the
+// agent's work directory: the agent works in a directory of its own, so
+// files the tests write beside the config are not its work. The config is
+// the caller's to write.
+func tempWorkspace(t *testing.T, prefix string) *workspace {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	w := &workspace{dir: dir, config: filepath.Join(dir, "continuityd.toml"),
 		socket: filepath.Join(dir, "d.sock"), state: filepath.Join(dir, "state")}
-	// The agent works in its own directory: files the tests write beside
-	// the config are not its work.
-	work := filepath.Join(dir, "work")
-	os.MkdirAll(work, 0o755)
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", w.state, w.socket, work)
-	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
+	if err := os.MkdirAll(w.work(), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// work is the agent's work directory.
+func (w *workspace) work() string { return filepath.Join(w.dir, "work") }
+
+// writeConfig writes the daemon's config.
+func (w *workspace) writeConfig(t *testing.T, cfg string) {
+	t.Helper()
+	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func startProc(t *testing.T, socket string, env []string, args ...string) *proc {
