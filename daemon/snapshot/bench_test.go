@@ -51,6 +51,9 @@ func BenchmarkSnapshot10kFiles5Changed(b *testing.B) {
 	s := newStore(b, ours, Options{Dir: filepath.Join(b.TempDir(), "snapshots.git")})
 	mustTake(b, s, "start", 1)
 	plainGit(b, plain, "init", "-q")
+	// No automatic gc: git's detached one would still be writing into the
+	// repository when the benchmark's temporary directory is removed.
+	plainGit(b, plain, "config", "gc.auto", "0")
 	plainGit(b, plain, "add", "-A")
 	plainGit(b, plain, "commit", "-q", "-m", "start")
 	// One round of each first: caches warm for both.
