@@ -42,6 +42,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/sources/spool"
+	"github.com/continuityd/continuityd/daemon/ui"
 	"github.com/continuityd/continuityd/internal/safesocket"
 	"github.com/continuityd/continuityd/internal/statefiles"
 )
@@ -101,6 +102,9 @@ type Daemon struct {
 	// runs as root over other users' workdirs (owners.go); none start
 	// otherwise.
 	owners *asowner.Pool
+
+	// page is the web page (package ui), once Run serves.
+	page atomic.Pointer[ui.Server]
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="
@@ -224,21 +228,27 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	servers := make([]*http.Server, len(listeners))
 	serveErr := make(chan error, len(listeners))
 	var wg sync.WaitGroup
+	timeouts := api.Timeouts{Read: next.cfg.Daemon.ReadTimeout.Duration,
+		Idle: next.cfg.Daemon.IdleTimeout.Duration, Write: next.cfg.Daemon.WriteTimeout.Duration}
+	var pageAPI http.Handler // the page calls the operations here, in process
+	page := newPage(d.log, timeouts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { pageAPI.ServeHTTP(w, r) }))
+	d.page.Store(page)
 	doors := api.New(api.Options{Runtime: d, Version: d.version, Logger: d.log,
 		Metrics: d.metrics.handler(), Requests: d.metrics.requests, Refused: d.metrics.refused,
 		MCPMaxSessions: next.cfg.Daemon.MCPMaxSessions, MCPSessionIdle: next.cfg.Daemon.MCPSessionIdle.Duration,
 		MCPSessions: d.metrics.mcpLive, MCPEvicted: d.metrics.mcpEvicted,
-		Stopping: shipCtx, Token: d.token})
+		Stopping: shipCtx, Token: d.token, UI: page})
+	pageAPI = doors.Handler()
 	for i, l := range listeners {
 		h := doors.Handler()
-		if i > 0 { // the loopback TCP listener
-			_, port, _ := net.SplitHostPort(l.Addr().String())
-			h = doors.LoopbackHandler(port)
+		if i > 0 { // the loopback TCP listener, which serves the page too
+			h = loopbackDoors(doors, page, l.Addr())
 		}
-		servers[i] = api.NewServer(h, reqCtx, d.log, api.Timeouts{Read: next.cfg.Daemon.ReadTimeout.Duration,
-			Idle: next.cfg.Daemon.IdleTimeout.Duration, Write: next.cfg.Daemon.WriteTimeout.Duration})
+		servers[i] = api.NewServer(h, reqCtx, d.log, timeouts)
 		if i == 0 { // the Unix socket: each agent serves only the users it admits
 			servers[i].ConnContext = api.PeerContext
+		} else {
+			servers[i].ConnContext = ui.ConnContext
 		}
 		wg.Add(1)
 		go func() {
@@ -313,6 +323,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			d.log.Warn("shutdown: requests still running were cut", "err", serr)
 			s.Close()
 		}
+	}
+	if serr := page.Shutdown(shutCtx); serr != nil {
+		d.log.Warn("shutdown: the web page's requests still running were cut", "err", serr)
 	}
 	if werr := doors.WaitStdioSessions(shutCtx); werr != nil {
 		d.log.Warn("shutdown: MCP sessions on stdio still running were left", "err", werr)

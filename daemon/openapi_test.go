@@ -189,6 +189,8 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		openapiCall{op: "healthz", method: "GET", path: "/healthz", status: 200},
 		openapiCall{op: "metrics", method: "GET", path: "/metrics", status: 200},
 		openapiCall{op: "openapi", method: "GET", path: "/v1/openapi.json", status: 200},
+		openapiCall{op: "ui_login", method: "POST", path: "/v1/ui/login", status: 200},
+		openapiCall{op: "ui_revoke", method: "POST", path: "/v1/ui/revoke", status: 200},
 	)
 	// A loss (a.go, held by the start snapshot, removed: outside a
 	// repository nothing is committed; the quiet work record's snapshot
@@ -229,6 +231,10 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 	for _, op := range []string{"status", "healthz", "metrics", "openapi"} {
 		path := map[string]string{"status": "/v1/status", "healthz": "/healthz", "metrics": "/metrics", "openapi": "/v1/openapi.json"}[op]
 		do(loopback, "http://"+cfg.Daemon.Listen, openapiCall{op: op, method: "GET", path: path, status: http.StatusUnauthorized})
+		refused[op] = true
+	}
+	for _, op := range []string{"ui_login", "ui_revoke"} {
+		do(loopback, "http://"+cfg.Daemon.Listen, openapiCall{op: op, method: "POST", path: "/v1/" + strings.Replace(op, "_", "/", 1), status: http.StatusUnauthorized})
 		refused[op] = true
 	}
 

@@ -40,6 +40,11 @@ func (d *Daemon) Status() api.Status {
 		Socket:    cfg.Daemon.Socket, Listen: cfg.Daemon.Listen, StateDir: cfg.Daemon.StateDir,
 		Config: configName(cfg), Agents: []api.AgentStatus{}, LastReload: d.lastReload.Load(),
 	}
+	if page := d.page.Load(); page != nil {
+		if base, own := page.Listening(); base != "" {
+			st.UI = &api.UIStatus{URL: base + "/ui/", OwnListener: own}
+		}
+	}
 	for _, ac := range cfg.Agents {
 		name := ac.Name
 		if err := snap.damaged[name]; err != nil {

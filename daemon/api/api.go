@@ -61,6 +61,8 @@ type Options struct {
 	// Token is the loopback listener's bearer token now (a reload may
 	// change it); "" refuses every request there.
 	Token func() string
+	// UI is the web page (nil: none; its operations are not found).
+	UI UI
 }
 
 // API is the local API: HTTP handlers that are doors onto the agents'
@@ -155,6 +157,8 @@ func (a *API) doors(api http.Handler) map[string]door {
 		ops.MCPStream.Op().Name:         {plain: mcp},
 		ops.MCPClose.Op().Name:          {plain: mcp},
 		ops.MCPStdio.Op().Name:          {plain: a.mcpStdioHandler(api)},
+		ops.UILogin.Op().Name:           {plain: a.handleUILogin},
+		ops.UIRevoke.Op().Name:          {plain: a.handleUIRevoke},
 	}
 }
 

@@ -14,6 +14,7 @@ type (
 	Status       = ops.StatusAnswer
 	ReloadStatus = ops.ReloadStatus
 	AgentStatus  = ops.AgentStatus
+	UIStatus     = ops.UIStatus
 )
 
 // handleStatus answers the daemon's state; a peer on the socket sees only

@@ -133,6 +133,7 @@ func commands() []Command {
 		{Name: "install", Summary: "claude-code|codex|mcp [--scope user|project] [--dry-run]: the hooks, status line and MCP server into the agent's files", Run: cmdInstall, Subs: agents, SubsAre: "agent"},
 		{Name: "uninstall", Summary: "claude-code|codex|mcp [--scope user|project] [--dry-run]: take them out again, and nothing else", Run: cmdUninstall, Subs: agents, SubsAre: "agent"},
 		{Name: "doctor", Summary: "check every part (binaries, daemon, hooks, git, state directory, upstreams), each with the command that fixes it (--json)", Run: cmdDoctor},
+		{Name: "ui", Summary: "the local web page: a one-time loopback URL, opened in the browser (--print only prints it; --revoke ends the sessions)", Run: cmdUI},
 		{Name: "resume", Summary: "where the agent was (markdown; --json)", Run: cmdResume},
 		{Name: "checkpoint", Summary: "save focus, working state, a decision, public status, commitments", Run: cmdCheckpoint},
 		{Name: "capsule", Summary: "show | seal | validate FILE | put FILE", Run: cmdCapsule, Subs: opSubs("capsule", "validate")},

@@ -37,6 +37,8 @@ var cliArgs = map[string][]string{
 	"status":                  {"status"},
 	"fleet":                   {"fleet"},
 	"log":                     {"log"},
+	"ui":                      {"ui", "--print"},
+	"ui --revoke":             {"ui", "--revoke"},
 }
 
 // notOperations are the commands that are no door of one operation, and

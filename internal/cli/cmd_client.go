@@ -208,6 +208,9 @@ func cmdStatus(ctx context.Context, e *Env, args []string) int {
 	}
 	fmt.Fprintf(e.Stdout, "continuityd %s, pid %d, up %s\nsocket %s\nstate  %s\nconfig %s\n\n",
 		termsafe.Line(st.Version), st.PID, (time.Duration(st.UptimeSec) * time.Second).String(), termsafe.Name(st.Socket), termsafe.Name(st.StateDir), termsafe.Name(st.Config))
+	if st.UI != nil {
+		fmt.Fprintf(e.Stdout, "web page %s (%s)\n\n", termsafe.Name(st.UI.URL), pageListener(st.UI.OwnListener))
+	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSEQ\tSTOPPED\tLAST WRITE\tUPSTREAM\tSTATE\tPENDING\tDEAD\tLAST ERROR")
 	var damaged []ops.AgentStatus

@@ -90,6 +90,7 @@ var daemonWiring = map[string]string{
 	"watches.go":      "the workdirs' shared watchers, held over a reload, counted for the metrics",
 	"apitoken.go":     "the loopback listener's token held, read again at each reload",
 	"spool.go":        "the spool's events handed to the agent they name, from the users it admits",
+	"page.go":         "the web page built, and served beside the API on the configured loopback listener",
 }
 
 // TestDaemonHoldsOnlyWiring: every production file of package daemon is

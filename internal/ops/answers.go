@@ -61,6 +61,17 @@ type StatusAnswer struct {
 	// LastReload is how the last configuration reload went; absent
 	// before any.
 	LastReload *ReloadStatus `json:"last_reload,omitempty"`
+	// UI is where the web page is served, once a login URL was asked
+	// for (continuityd ui); absent before.
+	UI *UIStatus `json:"ui,omitempty"`
+}
+
+// UIStatus is where the web page is served: the configured loopback
+// listener (daemon.listen), or one the daemon opened for it on 127.0.0.1
+// (OwnListener).
+type UIStatus struct {
+	URL         string `json:"url"`
+	OwnListener bool   `json:"own_listener"`
 }
 
 // ReloadStatus is the outcome of a configuration reload (SIGHUP, or the
@@ -120,4 +131,22 @@ type FleetAnswer struct {
 	Bucket   string               `json:"bucket"`
 	Health   capsule.FleetHealth  `json:"health"`
 	Agents   []capsule.FleetEntry `json:"agents"`
+}
+
+// UILoginAnswer is the answer to POST /v1/ui/login: the one-time URL, for
+// the caller alone (it opens a session once, within ExpiresIn).
+type UILoginAnswer struct {
+	URL string `json:"url"`
+	// Listener says what serves the page: "configured" (daemon.listen)
+	// or "own" (a loopback listener the daemon opened for the page).
+	Listener  string `json:"listener"`
+	ExpiresIn string `json:"expires_in"`
+}
+
+// UIRevokeAnswer is the answer to POST /v1/ui/revoke.
+type UIRevokeAnswer struct {
+	Revoked int `json:"revoked"`
+	// All says every user's sessions ended (root, the daemon's user);
+	// else the caller's own.
+	All bool `json:"all"`
 }

@@ -254,6 +254,23 @@ var (
 	})
 )
 
+// The web page's door: a one-time login URL for the caller, and the end
+// of sessions (the page itself, /ui/, is served on loopback only).
+var (
+	UILogin = endpoint[None, UILoginAnswer](Op{
+		Name: "ui_login", Method: http.MethodPost, Path: "/v1/ui/login",
+		Summary: "a one-time loopback URL (one use, within a minute) that opens a web page session for the caller's user",
+		Errors:  []string{capsule.CodeAgentForbidden, capsule.CodeNotFound, capsule.CodeInternal},
+		CLI:     []string{"ui"},
+	})
+	UIRevoke = endpoint[None, UIRevokeAnswer](Op{
+		Name: "ui_revoke", Method: http.MethodPost, Path: "/v1/ui/revoke",
+		Summary: "end the web page's sessions: every one for root and the daemon's user, the caller's own for anyone else",
+		Errors:  []string{capsule.CodeAgentForbidden, capsule.CodeNotFound},
+		CLI:     []string{"ui --revoke"},
+	})
+)
+
 // MCPStdioUpgrade is the Upgrade token of MCPStdio's request and 101.
 const MCPStdioUpgrade = "continuityd-mcp-stdio"
 
@@ -284,6 +301,7 @@ func Table() []Op {
 		Status.Op(), Health.Op(), Metrics.Op(),
 		Fleet.Op(), OpenAPI.Op(),
 		MCPPost.Op(), MCPStream.Op(), MCPClose.Op(), MCPStdio.Op(),
+		UILogin.Op(), UIRevoke.Op(),
 	}
 }
 
