@@ -210,6 +210,8 @@ func TestUIDoorRefuses(t *testing.T) {
 		{"POST with a wrong CSRF", "POST", "/ui/a/builder/file/restore", map[string]string{"Cookie": cookie, "Origin": origin},
 			url.Values{"snapshot": {start}, "path": {"a.txt"}, "csrf": {"x" + csrf}}, 403, "CSRF_REQUIRED"},
 		{"POST from a foreign Origin", "POST", "/ui/a/builder/file/restore", map[string]string{"Cookie": cookie, "Origin": "http://evil.example"}, withCSRF, 403, "FORBIDDEN_ORIGIN"},
+		{"POST from a null Origin another site starts", "POST", "/ui/a/builder/file/restore", map[string]string{"Cookie": cookie, "Origin": "null", "Sec-Fetch-Site": "cross-site"}, withCSRF, 403, "FORBIDDEN_ORIGIN"},
+		{"POST from a null Origin, no fetch metadata", "POST", "/ui/a/builder/file/restore", map[string]string{"Cookie": cookie, "Origin": "null"}, withCSRF, 403, "FORBIDDEN_ORIGIN"},
 		{"POST without Origin", "POST", "/ui/a/builder/file/restore", map[string]string{"Cookie": cookie}, withCSRF, 403, "FORBIDDEN_ORIGIN"},
 		{"POST without a cookie", "POST", "/ui/a/builder/file/restore", map[string]string{"Origin": origin}, withCSRF, 401, "UNAUTHORIZED"},
 	} {

@@ -95,7 +95,11 @@ func (s *Server) door(port string, next http.Handler) http.Handler {
 			return
 		}
 		origin := r.Header.Get("Origin")
-		if origin != "" && !loopbackOrigin(origin, port) {
+		// With no referrer, a browser sends its own page's form POST with
+		// Origin "null"; it is believed only beside Sec-Fetch-Site:
+		// same-origin, which the browser sets and no page can.
+		sameOrigin := r.Header.Get("Sec-Fetch-Site") == "same-origin"
+		if origin != "" && !loopbackOrigin(origin, port) && !(origin == "null" && sameOrigin) {
 			s.refuse(w, r, http.StatusForbidden, "FORBIDDEN_ORIGIN", "requests from a page on another origin are refused")
 			return
 		}
