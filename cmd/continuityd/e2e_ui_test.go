@@ -284,23 +284,8 @@ func TestUIAnotherUsersCookie(t *testing.T) {
 	u, _ := url.Parse(base)
 	askTCP := func(req *http.Request) (int, string) {
 		t.Helper()
-		var in, out, errb strings.Builder
-		if err := req.Write(&in); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(helper)
-		cmd.Env = append(os.Environ(), askTCPEnv+"="+u.Host)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: asOutsider}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(in.String()), &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("as uid %d: %v %s", asOutsider.Uid, err, errb.String())
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(out.String())), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		resp, body := askTCPAs(t, helper, asOutsider, u.Host, req)
+		return resp.StatusCode, body
 	}
 	req, _ := http.NewRequest("GET", base+"/ui/", nil)
 	req.Header.Set("Cookie", cookie)
@@ -317,5 +302,77 @@ func TestUIAnotherUsersCookie(t *testing.T) {
 	}
 	if a := uiDo(t, "GET", base, "/ui/", map[string]string{"Cookie": cookie}, nil); a.status != 200 {
 		t.Errorf("root's own session after the other user's tries: %d %s", a.status, a.body)
+	}
+}
+
+// askTCPAs sends req to the loopback address hostport from a process of
+// cred (helper, askTCPEnv) and returns the answer with its body read.
+func askTCPAs(t *testing.T, helper string, cred *syscall.Credential, hostport string, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	var in, out, errb strings.Builder
+	if err := req.Write(&in); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(helper)
+	cmd.Env = append(os.Environ(), askTCPEnv+"="+hostport)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(in.String()), &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s as uid %d: %v %s", req.Method, req.URL, cred.Uid, err, errb.String())
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(out.String())), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// TestUIPerAgentAccess: the page shows a user what the socket serves it.
+// The daemon runs as its own user with a socket its group shares; the
+// member asks for the page over the socket and opens it from its own
+// process: it sees ours, not theirs, and a view of theirs is refused with
+// the socket's AGENT_FORBIDDEN; its --revoke ends its own session only.
+func TestUIPerAgentAccess(t *testing.T) {
+	top, _, socket, cfgPath := accessWorkspace(t, "cduiaccess")
+	helper := helperBinary(t, top)
+	startProcWith(t, func(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon} }, socket, nil, "run", "--config", cfgPath)
+	login, err := url.Parse(uiLoginURL(t, socket, asMember))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(path, cookie string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+login.Host+path, nil)
+		if cookie != "" {
+			req.Header.Set("Cookie", cookie)
+		}
+		return askTCPAs(t, helper, asMember, login.Host, req)
+	}
+	resp, body := ask(login.RequestURI(), "")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the member opens its login URL: %d %s", resp.StatusCode, body)
+	}
+	cookie, _, _ := strings.Cut(resp.Header.Get("Set-Cookie"), ";")
+	resp, body = ask("/ui/", cookie)
+	if resp.StatusCode != 200 || !strings.Contains(body, `data-place="ours"`) || strings.Contains(body, "theirs") {
+		t.Errorf("the member's places: %d %s, want ours and not theirs", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/ui/a/theirs/", "/ui/a/theirs/lost", "/ui/a/theirs/s/latest"} {
+		resp, body = ask(path, cookie)
+		if resp.StatusCode != 403 || !strings.Contains(body, "AGENT_FORBIDDEN") {
+			t.Errorf("the member's %s: %d %s, want 403 AGENT_FORBIDDEN", path, resp.StatusCode, body)
+		}
+	}
+	if resp, body = ask("/ui/a/ours/", cookie); resp.StatusCode != 200 {
+		t.Errorf("the member's timeline of ours: %d %s", resp.StatusCode, body)
+	}
+	code, out, errs := runAs(t, asMember, nil, "", "ui", "--revoke", "--socket", socket)
+	if code != 0 || !strings.Contains(out, "ended 1 web page sessions (yours)") {
+		t.Errorf("the member's ui --revoke: %d %s %s", code, out, errs)
+	}
+	if resp, body = ask("/ui/", cookie); resp.StatusCode != 401 {
+		t.Errorf("the member's revoked session: %d %s", resp.StatusCode, body)
 	}
 }
