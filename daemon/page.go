@@ -16,10 +16,14 @@ import (
 // duration), so a test sees one expire without waiting hours.
 const SessionTTLEnv = "CONTINUITYD_TEST_UI_SESSION_TTL"
 
+// StaticPageEnv is a test hook: a file the page serves as it is at
+// /ui/static, the benchmarks' reference page.
+const StaticPageEnv = "CONTINUITYD_TEST_UI_STATIC"
+
 // newPage is the web page, calling the operations through apiRoutes.
 func newPage(log *slog.Logger, to api.Timeouts, apiRoutes http.Handler) *ui.Server {
 	ttl, _ := time.ParseDuration(os.Getenv(SessionTTLEnv))
-	return ui.New(ui.Options{API: apiRoutes, Logger: log, Timeouts: to, SessionTTL: ttl})
+	return ui.New(ui.Options{API: apiRoutes, Logger: log, Timeouts: to, SessionTTL: ttl, StaticFile: os.Getenv(StaticPageEnv)})
 }
 
 // loopbackDoors is the configured loopback listener's handler: the page

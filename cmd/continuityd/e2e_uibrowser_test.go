@@ -23,7 +23,7 @@ const shotsEnv = "CONTINUITYD_UI_SHOTS"
 // chromium is the headless browser the page's tests drive: Debian's
 // chromium, which .ci/run installs. Without it the tests are skipped,
 // except in CI (CI set), where its absence fails them.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -38,7 +38,7 @@ func chromium(t *testing.T) string {
 }
 
 // browser starts a headless chromium for the test, its window w×h.
-func browser(t *testing.T, w, h int) context.Context {
+func browser(t testing.TB, w, h int) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)), chromedp.WindowSize(w, h),
@@ -75,7 +75,7 @@ func shoot(t *testing.T, ctx context.Context, name string) {
 }
 
 // run runs browser actions, failing the test with what was asked.
-func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+func run(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	step, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
@@ -92,7 +92,7 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 const stepTimeout = 60 * time.Second
 
 // value runs one browser action that answers a value.
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+func value[T any](t testing.TB, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
 	step, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
@@ -104,7 +104,7 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 }
 
 // count is how many elements the page has that match sel.
-func count(t *testing.T, ctx context.Context, sel string) int {
+func count(t testing.TB, ctx context.Context, sel string) int {
 	t.Helper()
 	return value(t, ctx, "count "+sel, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
 }

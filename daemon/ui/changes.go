@@ -1,7 +1,11 @@
 package ui
 
 import (
+	"fmt"
+	"html"
+	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/continuityd/continuityd/internal/ops"
@@ -17,8 +21,8 @@ type changes struct {
 	Split   bool
 	Files   []fileDiff
 	Cut     bool
-	// Prev and Next are the snapshots before and after this one on the
-	// timeline (arrow keys step to them).
+	// Prev is the snapshot before this one (its parent), Next the way to
+	// the one after it: the arrow keys step to them.
 	Prev, Next string
 	DiffErr    string
 }
@@ -65,19 +69,8 @@ func (s *Server) changesView(w http.ResponseWriter, r *http.Request) {
 	} else {
 		c.Files, c.Cut = parseDiff(diff, c.Split)
 	}
-	if list, err := call(r.Context(), s, ops.Snapshots, ops.Args{Query: agentQuery(name)}); err == nil {
-		for i, sn := range list.Snapshots { // newest first
-			if sn.ID == d.ID {
-				if i > 0 {
-					c.Next = list.Snapshots[i-1].ID
-				}
-				if i+1 < len(list.Snapshots) {
-					c.Prev = list.Snapshots[i+1].ID
-				}
-				break
-			}
-		}
-	}
+	c.Prev = d.Parent
+	c.Next = "newer"
 	s.render(w, r, http.StatusOK, "changes", page{Title: "Changes " + shortID(d.ID), Nav: "timeline", Agent: name, Data: c})
 }
 
@@ -185,4 +178,59 @@ func splitRows(lines []diffLine) []splitRow {
 	}
 	flush()
 	return rows
+}
+
+// newerView sends the browser to the snapshot taken after id (the right
+// arrow on a snapshot's changes): found in the place's list only when
+// asked for, so showing a snapshot does not list them all.
+func (s *Server) newerView(w http.ResponseWriter, r *http.Request) {
+	name, id := r.PathValue("agent"), r.PathValue("id")
+	res, err := call(r.Context(), s, ops.Resume, ops.Args{Query: agentQuery(name, "peek", "1", "local", "1")})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, err := s.snapshotList(r.Context(), name, res.Snapshot)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for i, sn := range list { // newest first
+		if sn.ID == id && i > 0 {
+			http.Redirect(w, r, "/ui/a/"+url.PathEscape(name)+"/s/"+url.PathEscape(list[i-1].ID), http.StatusSeeOther)
+			return
+		}
+	}
+	http.Redirect(w, r, "/ui/a/"+url.PathEscape(name)+"/", http.StatusSeeOther)
+}
+
+// diffChunk is how many lines of a diff go in one block of the page: the
+// browser lays out the blocks out of view only when they come into view
+// (content-visibility), so a 10,000-line diff shows at once.
+const diffChunk = 400
+
+// Body is the file's unified diff as HTML: each line escaped here (the
+// text is already redacted and free of control characters), in blocks of
+// diffChunk lines. Built by hand rather than by the template: the
+// template's escaping per line took most of a 10,000-line diff's time.
+func (f fileDiff) Body() template.HTML {
+	var b strings.Builder
+	b.Grow(len(f.Lines) * 64)
+	for i, l := range f.Lines {
+		if i%diffChunk == 0 {
+			if i > 0 {
+				b.WriteString("</div>")
+			}
+			fmt.Fprintf(&b, `<div class="chunk" data-lines="%d">`, min(diffChunk, len(f.Lines)-i))
+		}
+		b.WriteString(`<span class="`)
+		b.WriteString(l.Kind) // one of a few fixed words
+		b.WriteString(`">`)
+		b.WriteString(html.EscapeString(l.Text))
+		b.WriteString("</span>") // each line a block: no newline between them
+	}
+	if len(f.Lines) > 0 {
+		b.WriteString("</div>")
+	}
+	return template.HTML(b.String())
 }

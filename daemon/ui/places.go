@@ -85,15 +85,20 @@ type timeline struct {
 // session; with the place's decisions and lost work beside them.
 func (s *Server) timelineView(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("agent")
-	list, err := call(r.Context(), s, ops.Snapshots, ops.Args{Query: agentQuery(name)})
+	res, err := call(r.Context(), s, ops.Resume, ops.Args{Query: agentQuery(name, "peek", "1", "local", "1")})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, err := s.snapshotList(r.Context(), name, res.Snapshot)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	tl := timeline{Agent: name, Session: r.URL.Query().Get("session")}
 	seen := map[string]bool{}
-	snaps := list.Snapshots[:0:0]
-	for _, sn := range list.Snapshots {
+	snaps := list[:0:0]
+	for _, sn := range list {
 		if cv := sn.Conversation; cv != nil && cv.Session != "" && !seen[cv.Session] {
 			seen[cv.Session] = true
 			tl.Sessions = append(tl.Sessions, cv.Session)
@@ -108,11 +113,9 @@ func (s *Server) timelineView(w http.ResponseWriter, r *http.Request) {
 	tl.Page = min(max(tl.Page, 1), tl.Pages)
 	from := (tl.Page - 1) * pageSize
 	tl.Snapshots = snaps[from:min(from+pageSize, len(snaps))]
-	if res, err := call(r.Context(), s, ops.Resume, ops.Args{Query: agentQuery(name, "peek", "1", "local", "1")}); err == nil {
-		tl.Decisions = slices.Clone(res.Decisions)
-		slices.Reverse(tl.Decisions)
-		tl.WorkLost = res.WorkLost
-		tl.Context = res.Context
-	}
+	tl.Decisions = slices.Clone(res.Decisions)
+	slices.Reverse(tl.Decisions)
+	tl.WorkLost = res.WorkLost
+	tl.Context = res.Context
 	s.render(w, r, http.StatusOK, "timeline", page{Title: "Timeline of " + name, Nav: "timeline", Agent: name, Data: tl})
 }

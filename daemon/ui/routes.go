@@ -15,6 +15,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /ui/fleet", s.fleetView)
 	mux.HandleFunc("GET /ui/a/{agent}/{$}", s.timelineView)
 	mux.HandleFunc("GET /ui/a/{agent}/s/{id}", s.changesView)
+	mux.HandleFunc("GET /ui/a/{agent}/s/{id}/newer", s.newerView)
 	mux.HandleFunc("GET /ui/a/{agent}/file", s.fileView)
 	mux.HandleFunc("GET /ui/a/{agent}/file/restore", s.fileRestoreView)
 	mux.HandleFunc("POST /ui/a/{agent}/file/restore", s.fileRestore)
@@ -22,6 +23,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /ui/a/{agent}/lost/{id}/restore", s.lostRestore)
 	mux.HandleFunc("GET /ui/a/{agent}/context", s.contextView)
 	mux.HandleFunc("POST /ui/logout", s.logout)
+	if f := s.o.StaticFile; f != "" {
+		mux.HandleFunc("GET /ui/static", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			http.ServeFile(w, r, f)
+		})
+	}
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusNotFound, "error", page{Title: "not found",
 			Data: map[string]string{"Code": "NOT_FOUND", "Message": "the page has no view at this address"}})
@@ -35,5 +42,6 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		s.sessions.end(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieOf(r), Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	refusedPage.Execute(w, map[string]string{"Code": "Logged out", "Message": "this session has ended; run `continuityd ui` to open the page again"})
 }

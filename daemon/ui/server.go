@@ -29,6 +29,9 @@ type Options struct {
 	// Timeouts are the connection timeouts of the listener the page opens
 	// itself.
 	Timeouts api.Timeouts
+	// StaticFile, when set, is served as it is at /ui/static (behind the
+	// door): the benchmarks' reference, a static page of a view's size.
+	StaticFile string
 	// OwnListenerAddr is where the page's own listener is opened when no
 	// loopback listener is configured ("": 127.0.0.1 on a port the kernel
 	// picks).
@@ -45,6 +48,7 @@ type Server struct {
 	sessions *sessions
 	history  History
 	streams  atomic.Int32 // live streams open
+	lists    listCache    // the places' snapshot lists
 
 	// stop ends the page's own listener's requests (its live streams)
 	// when it shuts down.
