@@ -93,6 +93,12 @@ func (c *Capture) toolSignal(s *capsule.Signal) {
 		if len(paths) == 0 {
 			return
 		}
+		if snaps := c.snapshotter(); snaps != nil {
+			// The turn's Stop may come before the watcher reports the
+			// edit (it waits for the burst to go quiet): the snapshot at
+			// Stop looks at the paths the tool named too.
+			snaps.store.NoteChanged(paths)
+		}
 		c.credited(a.ledger.Tool(attribution.ToolEvent{Agent: c.o.Agent, Kind: attribution.KindEdit, Paths: paths, At: at}))
 	case capsule.ToolShellStart:
 		c.credited(a.ledger.ShellStart(c.o.Agent, shellID(t.ID), at))

@@ -50,6 +50,14 @@
 //     write one work record (capsule.WriteWork) before their checkpoint, so
 //     a capsule sealed with them carries its receipt. It counts in the
 //     hourly cap; a quiet one moves MinInterval like a quiet checkpoint.
+//   - turn_start, turn_end: with a Snapshotter, the agent's prompt
+//     (activity signal, event prompt) and its Stop (session signal, event
+//     stop) each take a work snapshot at once, and a work record when
+//     something is new, so the two bound the turn: one diff. No
+//     checkpoint of their own (the quiet period after a Stop sends it).
+//     The snapshot is taken even when the hourly cap holds its record
+//     back; a later trigger finds the same tree and takes none, so when
+//     a turn and a policy trigger coincide the turn names the snapshot.
 //
 // # What an automatic checkpoint carries
 //
@@ -99,6 +107,7 @@ const Table = `| trigger | default | what is sent |
 | ` + "`idle`" + ` | 10m without activity | the public status ` + "`waiting`" + ` ("waiting for the next instruction"), only when it changes |
 | ` + "`refresh`" + ` | every 45m while the agent is alive (session not ended, active within 24h) | the current public status re-sent (45m after the last saved one, the agent's own included), so the Q-Day office (one hour) keeps listing the agent |
 | ` + "`work`" + ` (the work itself) | on (` + "`[snapshots] enabled`" + `): with each quiet, threshold, pre-compaction and session-end trigger, before its checkpoint; after the agent's own checkpoints too with ` + "`on_explicit_checkpoint`" + ` | a snapshot of the workdir, and one work record when something is new: the snapshot id, files added/modified/deleted with line counts, the commits since the last one, the context used fraction, the plan. The local archive keeps it whole; its receipt reaches Delx in the next capsule; Q-Day gets only a private ` + "`working_state.last_result`" + ` summary ("3 files changed (+120 −8); commit a1b2c3d …") with ` + "`result_ref`" + ` the snapshot id, left out when the agent wrote its own working state since the last record; never the public status |
+| ` + "`turn_start`" + `, ` + "`turn_end`" + ` (the agent's turn) | on (` + "`[snapshots] enabled`" + `): at each prompt the agent is given (UserPromptSubmit) and at its Stop, from the hooks | a snapshot of the workdir when it changed, so a turn is the diff between its two snapshots; a work record when something is new (the snapshot is taken even when the hourly cap holds the record back); no checkpoint: the quiet period after the turn sends it. A policy trigger that comes after finds the same tree and takes no second snapshot |
 | hourly cap | 3600 / ` + "`min_interval`" + ` + 10 = 70 | hard ceiling on automatic writes (checkpoints, work records and capsules) in any sliding hour, the last 4 kept for compaction and session end; a trigger over it is retried when a slot frees, with only what is still pending |
 
 Automatic checkpoints never invent content. They carry only fields derived from the agent's own handoff file (goal → focus, next → next_action, done → last_result, blockers → waiting_for), each only when the file changed after the agent last wrote that part itself, and the public status: the observed phase with a fixed neutral text, or the agent's own next_action/reason/until for that phase, keeping its tool/route/experiment. Private fields never reach the public status. Nothing is sent while the residency is stopped, and everything goes through the outbox and its rate limits.

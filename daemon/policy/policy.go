@@ -375,6 +375,9 @@ func (p *Policy) signal(ctx context.Context, s *capsule.Signal, at, now time.Tim
 	switch s.Kind {
 	case capsule.SignalActivity:
 		p.activity(at)
+		if s.Event == "prompt" {
+			return p.turn(ctx, TriggerTurnStart, now)
+		}
 	case capsule.SignalContext:
 		if s.UsedFraction == nil {
 			return nil
@@ -405,6 +408,7 @@ func (p *Policy) signal(ctx context.Context, s *capsule.Signal, at, now time.Tim
 			p.activity(at)
 		case "stop": // the agent's turn ended: its last activity for now
 			p.activity(at)
+			return p.turn(ctx, TriggerTurnEnd, now)
 		case "end":
 			p.ended, p.quietArmed = true, false
 			p.phase, p.phaseAt = PhaseResting, at

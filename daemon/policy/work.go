@@ -27,11 +27,37 @@ type Snapshotter interface {
 // checkpoint (snapshots.on_explicit_checkpoint).
 const TriggerCheckpoint = "checkpoint"
 
+// The agent's turn: a snapshot as its prompt arrives and one as it stops,
+// so that the two bound what the turn changed (one diff), whatever quiet
+// periods fell inside it.
+const (
+	TriggerTurnStart = "turn_start" // UserPromptSubmit: the tree the turn starts from
+	TriggerTurnEnd   = "turn_end"   // Stop: the tree the turn leaves
+)
+
 // workTriggers are the triggers that follow changes and so take a work
 // snapshot: idle and refresh only re-send the status.
 var workTriggers = map[string]bool{
 	TriggerQuiet: true, TriggerThreshold: true, TriggerPreCompaction: true,
 	TriggerSessionEnd: true, TriggerCheckpoint: true,
+	TriggerTurnStart: true, TriggerTurnEnd: true,
+}
+
+// turnTriggers take their snapshot even when the hourly cap holds the
+// work record back: a snapshot stays on the machine and costs no write
+// upstream, and a turn that is not bounded by two snapshots cannot be
+// rewound as one. The record waits for the next trigger, which finds
+// the snapshot not yet recorded.
+var turnTriggers = map[string]bool{TriggerTurnStart: true, TriggerTurnEnd: true}
+
+// turn is a turn's snapshot (and its work record, when something is new).
+// A policy trigger that comes after it finds the same tree and takes no
+// second snapshot of it, so the turn's trigger names the snapshot.
+func (p *Policy) turn(ctx context.Context, trigger string, now time.Time) []Action {
+	if p.snap == nil {
+		return nil
+	}
+	return p.fire(ctx, plan{trigger: trigger, workOnly: true}, now)
 }
 
 // SetSnapshotter makes every trigger that follows changes take a work
@@ -53,6 +79,10 @@ func (p *Policy) work(ctx context.Context, pl plan, st capsule.Resume, now time.
 		return nil, false
 	}
 	if !p.allow(now, false) {
+		if turnTriggers[pl.trigger] {
+			_, _ = p.snap.Work(ctx, pl.trigger, st.Seq) // the snapshot only; the record waits
+			return []Action{{Trigger: pl.trigger, Work: true, Err: ErrRateLimited}}, false
+		}
 		p.holdBack(pl.trigger, pl.seal)
 		return []Action{{Trigger: pl.trigger, Work: true, Err: ErrRateLimited}}, false
 	}

@@ -123,4 +123,51 @@ func TestNoWorkRecordWhileStopped(t *testing.T) {
 	}
 }
 
+func TestTurnSnapshotsBoundTheTurn(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	snap := &fakeSnap{}
+	h.p.SetSnapshotter(snap)
+
+	// A person edited between turns: the prompt's snapshot holds it.
+	snap.changed = true
+	acts := h.signal(capsule.Signal{Kind: capsule.SignalActivity, Event: "prompt"})
+	if len(acts) != 1 || !acts[0].Work || acts[0].Trigger != TriggerTurnStart || acts[0].Err != nil {
+		t.Fatalf("prompt actions: %+v", acts)
+	}
+	// The agent works; its Stop snapshots what the turn left, and sends
+	// no checkpoint of its own.
+	cps := len(h.store.checkpoints())
+	snap.changed = true
+	h.clk.Advance(5 * time.Second)
+	acts = h.signal(capsule.Signal{Kind: capsule.SignalSession, Event: "stop"})
+	if len(acts) != 1 || !acts[0].Work || acts[0].Trigger != TriggerTurnEnd {
+		t.Fatalf("stop actions: %+v", acts)
+	}
+	if len(h.store.checkpoints()) != cps {
+		t.Errorf("a turn's snapshot sent a checkpoint")
+	}
+	if got := []string{h.store.works[0].W.Trigger, h.store.works[1].W.Trigger}; got[0] != TriggerTurnStart || got[1] != TriggerTurnEnd {
+		t.Errorf("records %v", got)
+	}
+	// The quiet period after the Stop finds the same tree: no second
+	// record of it, its checkpoint still goes.
+	h.advance(time.Minute)
+	if len(h.store.works) != 2 {
+		t.Errorf("%d work records after the quiet period, want the turn's 2", len(h.store.works))
+	}
+
+	// Over the hourly cap the turn's snapshot is still taken.
+	for range h.p.cap {
+		h.p.writes = append(h.p.writes, h.clk.Now())
+	}
+	snap.triggers = nil
+	acts = h.signal(capsule.Signal{Kind: capsule.SignalActivity, Event: "prompt"})
+	if len(snap.triggers) != 1 || snap.triggers[0] != TriggerTurnStart {
+		t.Errorf("capped turn: snapshots %v", snap.triggers)
+	}
+	if len(acts) != 1 || acts[0].Err != ErrRateLimited || h.p.owed != "" {
+		t.Errorf("capped turn: actions %+v, owed %q", acts, h.p.owed)
+	}
+}
+
 func ptr(s string) *string { return &s }
