@@ -184,6 +184,8 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		openapiCall{op: "snapshot_show", method: "GET", path: "/v1/snapshots/nosuchsnapshot", status: 400},
 		openapiCall{op: "snapshot_restore", method: "POST", path: "/v1/snapshots/" + snapID + "/restore", body: `{"dry_run":true,"all":true}`, status: 200},
 		openapiCall{op: "snapshot_restore", method: "POST", path: "/v1/snapshots/" + snapID + "/restore", body: `{"dry_run":"yes"}`, status: 400, outside: true},
+		openapiCall{op: "snapshot_take", method: "POST", path: "/v1/snapshots", body: `{"message":"before the rewrite"}`, status: 200},
+		openapiCall{op: "snapshot_take", method: "POST", path: "/v1/snapshots", body: `{"message":1}`, status: 400, outside: true},
 		openapiCall{op: "status", method: "GET", path: "/v1/status", status: 200},
 		openapiCall{op: "fleet", method: "GET", path: "/v1/fleet", status: 404},
 		openapiCall{op: "healthz", method: "GET", path: "/healthz", status: 200},

@@ -209,7 +209,27 @@ func (a *Agent) SnapshotList(ctx context.Context) ([]ops.Snapshot, error) {
 func wireSnapshot(s snapshot.Snapshot) ops.Snapshot {
 	return ops.Snapshot{ID: s.ID, Time: s.Time, Trigger: s.Trigger, Seq: s.Seq, Parent: s.Parent,
 		Added: s.Added, Modified: s.Modified, Deleted: s.Deleted, Skipped: s.Skipped,
-		Conversation: (*ops.Conversation)(s.Conversation)}
+		Conversation: (*ops.Conversation)(s.Conversation), Message: s.Message}
+}
+
+// SnapshotTake answers POST /v1/snapshots: a snapshot of the work tree
+// now, with the message body gives (checked by g like any text the daemon
+// keeps), taken as the automatic ones are (the capture looks for work
+// lost after it). An unchanged tree makes none: the newest is answered,
+// New false.
+func (a *Agent) SnapshotTake(ctx context.Context, g *guard.Guard, body []byte) (ops.TakeAnswer, error) {
+	req, err := g.DecodeTakeRequest(body)
+	if err != nil {
+		return ops.TakeAnswer{}, err
+	}
+	if _, err := a.snapStore(); err != nil {
+		return ops.TakeAnswer{}, err
+	}
+	snap, isNew, err := a.capture.TakeSnapshot(ctx, req.Message)
+	if err != nil {
+		return ops.TakeAnswer{}, snapErr(err)
+	}
+	return ops.TakeAnswer{Snapshot: wireSnapshot(snap), New: isNew}, nil
 }
 
 // Latest names the newest snapshot where an id is asked for.

@@ -144,6 +144,7 @@ func (a *API) doors(api http.Handler) map[string]door {
 		ops.DeadLetterRetry.Op().Name:   {agent: a.handleDeadLetterAction(true)},
 		ops.DeadLetterDiscard.Op().Name: {agent: a.handleDeadLetterAction(false)},
 		ops.Snapshots.Op().Name:         {agent: a.handleSnapshots},
+		ops.SnapshotTake.Op().Name:      {agent: bodyDoor((*agent.Agent).SnapshotTake)},
 		ops.SnapshotShow.Op().Name:      {agent: a.handleSnapshot},
 		ops.SnapshotRestore.Op().Name:   {agent: a.handleSnapshotRestore},
 		ops.WorkLostRestore.Op().Name:   {agent: a.handleWorkLostRestore},

@@ -27,6 +27,7 @@ var strictCases = map[string][]struct {
 	"signal":             {{"kind", `{"kind":"context","kind":"context"}`, `{"kind":1}`}},
 	"deadletter_retry":   {{"upstream", `{"upstream":"local","upstream":"local"}`, `{"upstream":1}`}},
 	"deadletter_discard": {{"seq", `{"upstream":"local","seq":1,"seq":2}`, `{"upstream":"local","seq":"1"}`}},
+	"snapshot_take":      {{"message", `{"message":"a","message":"b"}`, `{"message":1}`}},
 	"snapshot_restore":   {{"dry_run", `{"dry_run":true,"dry_run":false}`, `{"dry_run":"yes"}`}},
 	"work_lost_restore":  {{"dry_run", `{"dry_run":true,"dry_run":false}`, `{"dry_run":"yes"}`}},
 }

@@ -194,7 +194,11 @@ func (s *server) do(ctx context.Context, op string, req request) (any, error) {
 	switch op {
 	case opTake:
 		h.conv.Store(req.Conversation)
-		snap, isNew, err := st.Take(ctx, req.Trigger, req.Seq)
+		var opt []snapshot.TakeOptions
+		if req.Take != nil {
+			opt = append(opt, *req.Take)
+		}
+		snap, isNew, err := st.Take(ctx, req.Trigger, req.Seq, opt...)
 		return takeAnswer{Snapshot: snap, New: isNew, Took: snap.Took}, err
 	case opRestore:
 		h.conv.Store(req.Conversation)

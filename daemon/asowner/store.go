@@ -127,9 +127,13 @@ func (s *Store) Tool() *gittool.Tool { return s.tool }
 func (s *Store) SetConversation(point func() snapshot.Conversation) { s.conv.Store(&point) }
 
 // Take is (*snapshot.Store).Take.
-func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (snapshot.Snapshot, bool, error) {
+func (s *Store) Take(ctx context.Context, trigger string, seq uint64, opt ...snapshot.TakeOptions) (snapshot.Snapshot, bool, error) {
 	var ans takeAnswer
-	err := s.call(ctx, opTake, request{Trigger: trigger, Seq: seq, Conversation: s.conversation()}, &ans)
+	req := request{Trigger: trigger, Seq: seq, Conversation: s.conversation()}
+	for _, o := range opt {
+		req.Take = &o
+	}
+	err := s.call(ctx, opTake, req, &ans)
 	if err == nil {
 		err = s.check(opTake, ans.Snapshot)
 	}

@@ -62,6 +62,7 @@ type request struct {
 	Trigger      string                 `json:"trigger,omitempty"`
 	Seq          uint64                 `json:"seq,omitempty"`
 	Conversation *snapshot.Conversation `json:"conversation,omitempty"`
+	Take         *snapshot.TakeOptions  `json:"take,omitempty"` // a Take's message
 	ID           string                 `json:"id,omitempty"`
 	Against      string                 `json:"against,omitempty"`
 	From         string                 `json:"from,omitempty"`

@@ -24,7 +24,7 @@ const TriggerStart = "start"
 // another user's workdir, the store in that owner's worker
 // (asowner.Store).
 type Snapshots interface {
-	Take(ctx context.Context, trigger string, seq uint64) (snapshot.Snapshot, bool, error)
+	Take(ctx context.Context, trigger string, seq uint64, opt ...snapshot.TakeOptions) (snapshot.Snapshot, bool, error)
 	Show(ctx context.Context, id string) (snapshot.Detail, error)
 	Between(ctx context.Context, from, to string) ([]snapshot.TreeChange, error)
 	Progress() snapshot.Progress
@@ -72,6 +72,22 @@ func (c *Capture) UseSnapshots(store Snapshots, taken func()) {
 	s.repo = worklost.NewRepo(c.gitTool(), c.o.Workdir)
 	c.policy.SetSnapshotter(s)
 	store.SetConversation(c.transcripts.conversationPoint)
+}
+
+// TriggerManual is a snapshot a person or the agent asked for (snapshot
+// take, POST /v1/snapshots, the snapshot_take tool).
+const TriggerManual = "manual"
+
+// TakeSnapshot takes a snapshot now, asked for with message ("" : none,
+// already checked), as the automatic ones are taken: work lost is looked
+// for after it, and the next work record carries it. An unchanged tree
+// makes none: the newest snapshot is returned with false.
+func (c *Capture) TakeSnapshot(ctx context.Context, message string) (snapshot.Snapshot, bool, error) {
+	s := c.snapshotter()
+	if s == nil {
+		return snapshot.Snapshot{}, false, errors.New("work snapshots are off for this agent")
+	}
+	return s.take(ctx, TriggerManual, c.store.Resume().Seq, snapshot.TakeOptions{Message: message})
 }
 
 // ExplicitCheckpoint tells the policy the agent saved a checkpoint of its
@@ -202,9 +218,9 @@ func groupThousands(n int64) string {
 	return s
 }
 
-func (s *snapshots) take(ctx context.Context, trigger string, seq uint64) (snapshot.Snapshot, bool, error) {
+func (s *snapshots) take(ctx context.Context, trigger string, seq uint64, opt ...snapshot.TakeOptions) (snapshot.Snapshot, bool, error) {
 	s.c.lost.gate.Lock()
-	snap, isNew, err := s.store.Take(ctx, trigger, seq)
+	snap, isNew, err := s.store.Take(ctx, trigger, seq, opt...)
 	if err == nil {
 		s.checkLoss(ctx, snap) // before a restore may change the tree again
 	}

@@ -28,6 +28,9 @@ type Snapshot struct {
 	// snapshot was taken (SetConversation); nil when no transcript was
 	// followed, and for snapshots taken before it was recorded.
 	Conversation *Conversation `json:"conversation,omitempty"`
+	// Message is the message it was asked for with (snapshot take
+	// --message); "" for the automatic ones.
+	Message string `json:"message,omitempty"`
 	// Took is how long the Take that made it spent, phase by phase; zero
 	// on snapshots read back by List or Show.
 	Took Timings `json:"-"`

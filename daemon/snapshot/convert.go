@@ -9,7 +9,7 @@ import "github.com/continuityd/continuityd/daemon/snapshot/repo"
 func snapshotOf(snap repo.Snapshot, took Timings) Snapshot {
 	return Snapshot{ID: snap.ID, Time: snap.Time, Trigger: snap.Trigger, Seq: snap.Seq, Parent: snap.Parent,
 		Added: snap.Added, Modified: snap.Modified, Deleted: snap.Deleted, Skipped: snap.Skipped,
-		Conversation: (*Conversation)(snap.Conversation), Took: took}
+		Conversation: (*Conversation)(snap.Conversation), Message: snap.Note, Took: took}
 }
 
 // snapshotsOf is snapshotOf of each.

@@ -11,15 +11,30 @@ import (
 // Taking snapshots (take), and what the newest Take told of its snapshot.
 
 // Take snapshots the workdir. When the tree is the same as the newest
-// snapshot's, it makes none and returns the newest with false. trigger
-// names the cause (lower case letters, digits, "_", "-", "."); seq is the
-// residency seq the snapshot belongs to.
-func (s *Store) Take(ctx context.Context, trigger string, seq uint64) (Snapshot, bool, error) {
-	snap, took, isNew, err := s.take.Take(ctx, trigger, seq)
+// snapshot's, it makes none and returns the newest with false: no two
+// snapshots hold the same tree, so a message given then is not recorded.
+// trigger names the cause (lower case letters, digits, "_", "-", ".");
+// seq is the residency seq the snapshot belongs to; opt, at most one,
+// gives the snapshot its message.
+func (s *Store) Take(ctx context.Context, trigger string, seq uint64, opt ...TakeOptions) (Snapshot, bool, error) {
+	var note string
+	for _, o := range opt {
+		note = o.Message
+	}
+	snap, took, isNew, err := s.take.Take(ctx, trigger, seq, note)
 	if err != nil {
 		return Snapshot{}, false, err
 	}
 	return snapshotOf(snap, Timings(took)), isNew, nil
+}
+
+// TakeOptions are what a Take asked for by a person or an agent carries
+// besides its trigger.
+type TakeOptions struct {
+	// Message is the snapshot's message (snapshot take --message), shown
+	// in list and show. The caller has checked it (guard.DecodeTakeRequest):
+	// the store writes it escaped into the snapshot's metadata line.
+	Message string `json:"message,omitempty"`
 }
 
 // Progress says how far the Take under way got; safe from any goroutine,

@@ -30,6 +30,7 @@ var cliArgs = map[string][]string{
 	"deadletter retry":        {"deadletter", "retry", "--upstream", "qday", "7"},
 	"deadletter discard":      {"deadletter", "discard", "--upstream", "qday", "--all"},
 	"snapshot list":           {"snapshot", "list"},
+	"snapshot take":           {"snapshot", "take", "--message", "before the rewrite"},
 	"snapshot show":           {"snapshot", "show", "abc1234"},
 	"snapshot diff":           {"snapshot", "diff", "abc1234"},
 	"snapshot restore":        {"snapshot", "restore", "abc1234", "--dry-run"},

@@ -33,10 +33,11 @@ func (p *pathList) Set(v string) error {
 	return nil
 }
 
-// cmdSnapshot is `snapshot list|show ID|diff [ID [ID2]]|restore ID`: the
-// agent's work snapshots, and rewinding the workdir to one.
+// cmdSnapshot is `snapshot list|take|show ID|diff [ID [ID2]]|restore ID`:
+// the agent's work snapshots, taking one now, and rewinding the workdir
+// to one.
 func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
-	fs := NewFlagSet(e, "snapshot", "list | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run] [--agent A] [--json] | restore --lost LOSTID [--dry-run] [--agent A] [--json]")
+	fs := NewFlagSet(e, "snapshot", "list | take [--message TEXT] | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run] [--agent A] [--json] | restore --lost LOSTID [--dry-run] [--agent A] [--json]")
 	var cf ClientFlags
 	cf.Register(fs)
 	var paths pathList
@@ -46,15 +47,16 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 	dry := fs.Bool("dry-run", false, "restore: list what would change, change nothing")
 	asJSON := fs.Bool("json", false, "the daemon's JSON answer")
 	stat := fs.Bool("stat", false, "diff: each changed file with its lines added and deleted, not the diff")
+	message := fs.String("message", "", "take: the snapshot's message, shown in list and show (one line, at most 500 characters)")
 	pos, filter, err := ParseFlagsSplit(fs, args)
 	if err != nil {
 		return ExitUsage
 	}
 	if len(pos) == 0 {
-		return Missing(e, "snapshot", "the action: list, show ID, diff [ID [ID2]] or restore ID")
+		return Missing(e, "snapshot", "the action: list, take, show ID, diff [ID [ID2]] or restore ID")
 	}
 	sub, rest := pos[0], pos[1:]
-	nargs := map[string][2]int{"list": {0, 0}, "show": {1, 1}, "diff": {0, 2}, "restore": {1, 1}}
+	nargs := map[string][2]int{"list": {0, 0}, "take": {0, 0}, "show": {1, 1}, "diff": {0, 2}, "restore": {1, 1}}
 	n, ok := nargs[sub]
 	if !ok {
 		return UnknownSub(e, "snapshot", sub)
@@ -80,6 +82,10 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 		fmt.Fprintf(e.Stderr, "continuityd snapshot %s: --stat and -- PATH... go with diff\n", sub)
 		return ExitUsage
 	}
+	if sub != "take" && *message != "" {
+		fmt.Fprintf(e.Stderr, "continuityd snapshot %s: --message goes with take\n", sub)
+		return ExitUsage
+	}
 	if *all && len(paths) > 0 {
 		fmt.Fprintln(e.Stderr, "continuityd snapshot restore: --all restores the whole tree and --path only the paths named: give one of them")
 		return ExitUsage
@@ -92,6 +98,8 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 	switch sub {
 	case "list":
 		return snapshotList(ctx, e, c, *asJSON)
+	case "take":
+		return snapshotTake(ctx, e, c, *message, *asJSON)
 	case "show":
 		return snapshotShow(ctx, e, c, rest[0], *asJSON)
 	case "diff":
@@ -131,9 +139,9 @@ func snapshotList(ctx context.Context, e *Env, c *client.Client, asJSON bool) in
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAT\tTRIGGER\tSEQ\tADDED\tMODIFIED\tDELETED\tSKIPPED")
+	fmt.Fprintln(tw, "ID\tAT\tTRIGGER\tSEQ\tADDED\tMODIFIED\tDELETED\tSKIPPED\tMESSAGE")
 	for _, s := range ans.Snapshots {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", termsafe.Name(short(s.ID)), s.Time.Local().Format(time.DateTime), termsafe.Name(s.Trigger), s.Seq, s.Added, s.Modified, s.Deleted, s.Skipped)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", termsafe.Name(short(s.ID)), s.Time.Local().Format(time.DateTime), termsafe.Name(s.Trigger), s.Seq, s.Added, s.Modified, s.Deleted, s.Skipped, termsafe.Line(s.Message))
 	}
 	tw.Flush()
 	return ExitOK
@@ -151,6 +159,9 @@ func snapshotShow(ctx context.Context, e *Env, c *client.Client, id string, asJS
 	fmt.Fprintf(e.Stdout, "snapshot %s (%s, seq %d) at %s\n", termsafe.Name(d.ID), termsafe.Line(d.Trigger), d.Seq, d.Time.Local().Format(time.DateTime))
 	if d.Parent != "" {
 		fmt.Fprintf(e.Stdout, "parent %s\n", termsafe.Name(d.Parent))
+	}
+	if d.Message != "" {
+		fmt.Fprintf(e.Stdout, "message: %s\n", termsafe.Line(d.Message))
 	}
 	if cv := d.Conversation; cv != nil {
 		// Which turn of the conversation the code matches.

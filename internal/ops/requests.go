@@ -48,6 +48,16 @@ func (r *SealRequest) Apply(c *capsule.Capsule) {
 	}
 }
 
+// TakeRequest is the body of POST /v1/snapshots: the message the snapshot
+// is asked for with, one line of at most MaxTakeMessage characters, no
+// control character and no credential (refused, naming "message").
+type TakeRequest struct {
+	Message string `json:"message,omitempty"`
+}
+
+// MaxTakeMessage bounds a snapshot's message, in characters.
+const MaxTakeMessage = 500
+
 // RestoreRequest is the body of POST /v1/snapshots/{id}/restore: the paths
 // to bring back, or all of the tree (All), or, with neither, the paths the
 // agent itself changed since the snapshot; and whether only to list what

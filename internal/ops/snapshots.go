@@ -35,6 +35,17 @@ type Snapshot struct {
 	// snapshot was taken; nil when no transcript was followed, and for
 	// snapshots taken before it was recorded.
 	Conversation *Conversation `json:"conversation,omitempty"`
+	// Message is the message it was asked for with (snapshot take
+	// --message); none on the automatic ones.
+	Message string `json:"message,omitempty"`
+}
+
+// TakeAnswer is what POST /v1/snapshots did: the snapshot taken, or, when
+// the tree had not changed since the newest one, that one with New false
+// (no two snapshots hold the same tree; the message is then not kept).
+type TakeAnswer struct {
+	Snapshot Snapshot `json:"snapshot"`
+	New      bool     `json:"new"`
 }
 
 // Conversation is where an agent's conversation stood: its session and

@@ -140,6 +140,16 @@ var (
 				"The daemon snapshots the workdir on automatic checkpoints into its own store, never the agent's repository."},
 		CLI: []string{"snapshot list"},
 	})
+	SnapshotTake = endpoint[TakeRequest, TakeAnswer](Op{
+		Name: "snapshot_take", Method: http.MethodPost, Path: "/v1/snapshots", Agent: true,
+		Summary:      "take a snapshot of the work tree now, with an optional message (trigger manual); an unchanged tree makes none and answers the newest",
+		Errors:       append([]string{capsule.CodeInvalidField, capsule.CodeSecretDetected, capsule.CodeShuttingDown}, snapshotErrors...),
+		BodyOptional: true,
+		MCP: &Tool{Name: "snapshot_take", Title: "Take a work snapshot",
+			Description: "Snapshot the workdir now into the daemon's own store (never the agent's repository), e.g. before a risky change; " +
+				"message (one line, at most 500 characters) is shown in the snapshot list. An unchanged tree makes no new snapshot."},
+		CLI: []string{"snapshot take"},
+	})
 	SnapshotShow = endpoint[None, Detail](Op{
 		Name: "snapshot_show", Path: "/v1/snapshots/{id}", Agent: true,
 		Summary: "one work snapshot with its files and line counts",
@@ -296,7 +306,7 @@ func Table() []Op {
 		CapsuleGet.Op(), CapsulePut.Op(), Seal.Op(),
 		Signal.Op(),
 		DeadLetters.Op(), DeadLetterRetry.Op(), DeadLetterDiscard.Op(),
-		Snapshots.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(), WorkLostRestore.Op(),
+		Snapshots.Op(), SnapshotTake.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(), WorkLostRestore.Op(),
 		Log.Op(),
 		Status.Op(), Health.Op(), Metrics.Op(),
 		Fleet.Op(), OpenAPI.Op(),

@@ -29,6 +29,9 @@ type Snapshot struct {
 	Parent                            string
 	Added, Modified, Deleted, Skipped int
 	Conversation                      *Conversation // nil when none was recorded
+	// Note is the message a person or an agent gave the snapshot when
+	// asking for it (snapshot take --message); "" for the automatic ones.
+	Note string
 }
 
 // CommitID is the snapshot's commit in this store.
@@ -70,6 +73,7 @@ const (
 //	skipped size=12582912 path="data/big.bin"
 //
 // session and message (the Conversation) come last and only when known,
+// then note (the message a snapshot was asked for with) when there is one,
 // their values escaped as in a URL query (subjectValue); a snapshot taken
 // before they were recorded has neither, and reads back with no
 // Conversation. A reader ignores keys it does not know, so an older daemon
@@ -96,6 +100,9 @@ func Message(snap Snapshot, skipped []Skipped, modes string) string {
 	}
 	if c := snap.Conversation; c != nil && c.Message != "" {
 		b.WriteString(" message=" + subjectValue(c.Message))
+	}
+	if snap.Note != "" {
+		b.WriteString(" note=" + subjectValue(snap.Note))
 	}
 	b.WriteString("\n")
 	if len(skipped) > 0 {
@@ -146,6 +153,8 @@ func ParseSubject(id, tree, subject string) (Snapshot, bool) {
 			snap.Deleted, err = strconv.Atoi(v)
 		case "skipped":
 			snap.Skipped, err = strconv.Atoi(v)
+		case "note":
+			snap.Note, err = parseSubjectValue(v)
 		case "session", "message":
 			var val string
 			if val, err = parseSubjectValue(v); err == nil {

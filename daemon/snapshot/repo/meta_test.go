@@ -13,14 +13,17 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/subject.golden")
 
 // The metadata line, as written, is the golden file's: one snapshot
 // without a conversation (the format of every snapshot taken before it
-// was recorded) and one with, whose ids need escaping. Both read back.
+// was recorded), one with, whose ids need escaping, and one taken with a
+// message (note). All read back.
 func TestSubjectGolden(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	old := Snapshot{N: 7, Trigger: "quiet", Seq: 42, Time: at, Parent: "0123456789abcdef0123456789abcdef01234567", Added: 3, Modified: 1, Skipped: 1}
 	withConv := old
 	withConv.Conversation = &Conversation{Session: "9f1c7e2a-3b4d-4c5e-8f60-718293a4b5c6", Message: "item 7=x%y"}
+	taken := old
+	taken.Trigger, taken.Note = "manual", "before the parser rewrite: 100% sure=no"
 	var got strings.Builder
-	for _, snap := range []Snapshot{old, withConv} {
+	for _, snap := range []Snapshot{old, withConv, taken} {
 		msg := Message(snap, nil, "")
 		got.WriteString(msg)
 	}
@@ -38,13 +41,16 @@ func TestSubjectGolden(t *testing.T) {
 		t.Fatalf("metadata lines:\n%s\nwant (testdata/subject.golden; -update rewrites it):\n%s", got.String(), want)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(want), "\n"), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("golden holds %d lines, want 2", len(lines))
+	if len(lines) != 3 {
+		t.Fatalf("golden holds %d lines, want 3", len(lines))
 	}
-	for i, wantSnap := range []Snapshot{old, withConv} {
+	for i, wantSnap := range []Snapshot{old, withConv, taken} {
 		back, ok := ParseSubject("id", "tree", lines[i])
 		if !ok {
 			t.Fatalf("line %d does not parse: %s", i, lines[i])
+		}
+		if back.Note != wantSnap.Note {
+			t.Errorf("line %d: note %q, want %q", i, back.Note, wantSnap.Note)
 		}
 		if back.N != wantSnap.N || back.Seq != wantSnap.Seq || !back.Time.Equal(at) || back.Parent != wantSnap.Parent || back.Added != 3 {
 			t.Errorf("line %d reads back as %+v", i, back)

@@ -186,8 +186,9 @@ func (t *Taker) PackedReads() int { return t.pipes.PackedReads() }
 // Take snapshots the workdir. When the tree is the same as the newest
 // snapshot's, it makes none and returns the newest with false. trigger
 // names the cause (lower case letters, digits, "_", "-", "."); seq is the
-// residency seq the snapshot belongs to.
-func (t *Taker) Take(ctx context.Context, trigger string, seq uint64) (repo.Snapshot, Timings, bool, error) {
+// residency seq the snapshot belongs to; note is the message it was asked
+// for with ("" : none), already checked by the caller.
+func (t *Taker) Take(ctx context.Context, trigger string, seq uint64, note string) (repo.Snapshot, Timings, bool, error) {
 	if !triggerRE.MatchString(trigger) {
 		return repo.Snapshot{}, Timings{}, false, capsule.Refuse(capsule.CodeInvalidField, "trigger",
 			"a trigger is 1 to 64 lower-case letters, digits, '_', '-' or '.'")
@@ -207,6 +208,7 @@ func (t *Taker) Take(ctx context.Context, trigger string, seq uint64) (repo.Snap
 		t.notes.keep(notes)
 		return repo.Snapshot{}, Timings{}, false, err
 	}
+	st.note = note
 	snap, isNew, err := t.Commit(ctx, &st, trigger, seq)
 	if err != nil {
 		t.notes.keep(notes)
@@ -252,6 +254,8 @@ type Staged struct {
 	// added bounds the bytes of the files the add read (the changed
 	// paths' regular files); -1 for a full add.
 	added int64
+	// note is the message the snapshot was asked for with (Take).
+	note string
 }
 
 // reach runs the test hook at point p.
@@ -514,6 +518,7 @@ func (t *Taker) Commit(ctx context.Context, st *Staged, trigger string, seq uint
 
 		Conversation: t.conversationNow(),
 		N:            t.newest.N + 1,
+		Note:         st.note,
 	}
 	snap.Added, snap.Modified, snap.Deleted = st.counts.added, st.counts.modified, st.counts.deleted
 	// No git parent: every snapshot is a root commit, its parent is in the
