@@ -80,6 +80,10 @@ type WorkFile struct {
 	LinesAdded   int    `json:"lines_added"`
 	LinesDeleted int    `json:"lines_deleted"`
 	Binary       bool   `json:"binary,omitempty"`
+	// By is whose change the file is, as the agent sees it: "agent" (its
+	// own tool calls), "agent:NAME" (another agent of the daemon) or
+	// "outside" (nobody claimed it); "" when the daemon cannot tell.
+	By string `json:"by,omitempty"`
 }
 
 // Lines sums the line counts of the files listed.

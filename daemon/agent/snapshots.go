@@ -251,6 +251,13 @@ func (a *Agent) SnapshotShow(ctx context.Context, id string) (ops.Detail, error)
 	}
 	var d snapshot.Detail
 	err = a.orFromFleet(ctx, st, id, func() (err error) { d, err = st.Show(ctx, id); return err })
+	if err == nil && len(d.Files) > 0 {
+		whose := a.capture.Whose(ctx, d.Snapshot)
+		d.Files = slices.Clone(d.Files) // the store may keep the newest's list
+		for i := range d.Files {
+			d.Files[i].By = whose(d.Files[i].Path)
+		}
+	}
 	return ops.Detail{Snapshot: wireSnapshot(d.Snapshot), Files: d.Files, FilesCut: d.FilesCut, ParentGone: d.ParentGone,
 		SkippedFiles: d.SkippedFiles, SkippedMore: d.SkippedMore, Withheld: d.Withheld}, snapErr(err)
 }

@@ -26,6 +26,7 @@ const TriggerStart = "start"
 type Snapshots interface {
 	Take(ctx context.Context, trigger string, seq uint64, opt ...snapshot.TakeOptions) (snapshot.Snapshot, bool, error)
 	Show(ctx context.Context, id string) (snapshot.Detail, error)
+	Lookup(ctx context.Context, id string) (snapshot.Snapshot, error)
 	Between(ctx context.Context, from, to string) ([]snapshot.TreeChange, error)
 	Progress() snapshot.Progress
 	Follow()
@@ -269,13 +270,14 @@ func (s *snapshots) Work(ctx context.Context, trigger string, seq uint64) (*caps
 		}
 		w.Snapshot = ws
 		if d, derr := s.store.Show(ctx, snap.ID); derr == nil {
+			whose := s.c.Whose(ctx, snap)
 			for i, f := range d.Files {
 				if i == capsule.MaxWorkFiles {
 					w.FilesMore = len(d.Files) - i
 					break
 				}
 				w.Files = append(w.Files, capsule.WorkFile{Path: s.c.guard.Redact(f.Path), Status: f.Status,
-					LinesAdded: f.LinesAdded, LinesDeleted: f.LinesDeleted, Binary: f.Binary})
+					LinesAdded: f.LinesAdded, LinesDeleted: f.LinesDeleted, Binary: f.Binary, By: whose(f.Path)})
 			}
 			if d.FilesCut {
 				w.FilesMore = max(w.FilesMore, ws.Added+ws.Modified+ws.Deleted-len(w.Files))

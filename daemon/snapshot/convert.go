@@ -40,7 +40,7 @@ func fileChangesOf(list []repo.FileChange) []FileChange {
 	}
 	out := make([]FileChange, len(list))
 	for i, f := range list {
-		out[i] = FileChange(f)
+		out[i] = FileChange{Path: f.Path, Status: f.Status, LinesAdded: f.LinesAdded, LinesDeleted: f.LinesDeleted, Binary: f.Binary}
 	}
 	return out
 }

@@ -176,7 +176,11 @@ func snapshotShow(ctx context.Context, e *Env, c *client.Client, id string, asJS
 		if f.Binary {
 			lines = "binary"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Name(f.Status), lines, termsafe.Name(f.Path))
+		by := f.By // whose change: agent, agent:NAME, outside
+		if by == "" {
+			by = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termsafe.Name(f.Status), lines, termsafe.Line(by), termsafe.Name(f.Path))
 	}
 	tw.Flush()
 	if more := d.Added + d.Modified + d.Deleted - len(d.Files); d.FilesCut && more > 0 {

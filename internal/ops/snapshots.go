@@ -82,6 +82,11 @@ type FileChange struct {
 	LinesAdded   int    `json:"lines_added"`
 	LinesDeleted int    `json:"lines_deleted"`
 	Binary       bool   `json:"binary,omitempty"` // no line counts
+	// By is whose change the file is, in a snapshot's file list: "agent"
+	// (this agent's own tool calls), "agent:NAME" (another agent of the
+	// daemon) or "outside" (nobody claimed it); left out when the daemon
+	// cannot tell (the first snapshot, a change made before it watched).
+	By string `json:"by,omitempty"`
 }
 
 // Status names of FileChange.
