@@ -79,15 +79,19 @@ func (c *Capture) UseSnapshots(store Snapshots, taken func()) {
 // take, POST /v1/snapshots, the snapshot_take tool).
 const TriggerManual = "manual"
 
-// TakeSnapshot takes a snapshot now, asked for with message ("" : none,
-// already checked), as the automatic ones are taken: work lost is looked
-// for after it, and the next work record carries it. An unchanged tree
+// TakeSnapshot takes a snapshot of the whole tree now, asked for with
+// message ("" : none, already checked), as the automatic ones are taken:
+// work lost is looked for after it, and the next work record carries it. An unchanged tree
 // makes none: the newest snapshot is returned with false.
 func (c *Capture) TakeSnapshot(ctx context.Context, message string) (snapshot.Snapshot, bool, error) {
 	s := c.snapshotter()
 	if s == nil {
 		return snapshot.Snapshot{}, false, errors.New("work snapshots are off for this agent")
 	}
+	// The whole tree is looked at again: a file saved a moment ago may not
+	// be reported by the watcher yet (it waits for a burst to go quiet),
+	// and whoever asks for a snapshot means the tree as it is now.
+	s.store.NoteUnknown()
 	return s.take(ctx, TriggerManual, c.store.Resume().Seq, snapshot.TakeOptions{Message: message})
 }
 
