@@ -84,6 +84,10 @@ func (r *Resume) workingStateText(now time.Time, draft Capsule) (next, done, blo
 		if ws.ResultRef != nil && *ws.ResultRef != "" {
 			done = strings.TrimSpace(done + "\n(result: " + *ws.ResultRef + ")")
 		}
+		if ws.Lost != "" && done != "" {
+			done = "**Lost since**: the files of this work vanished without a commit (work lost " + ws.Lost +
+				"; bring them back: `continuityd snapshot restore --lost " + ws.Lost + "`). It was:\n" + done
+		}
 		if next != "" {
 			next += fmt.Sprintf("\n_(working state saved %s)_", age(now, ws.UpdatedAt))
 		}
@@ -134,6 +138,10 @@ func (r *Resume) planText(now time.Time) string {
 			mark = "[>]"
 		case PlanCompleted:
 			mark = "[x]"
+		}
+		if s.Lost != "" {
+			fmt.Fprintf(&b, "- %s %s (**its work was lost since**: work lost %s)\n", mark, s.Step, s.Lost)
+			continue
 		}
 		fmt.Fprintf(&b, "- %s %s\n", mark, s.Step)
 	}

@@ -6,6 +6,10 @@ package capsule
 type PlanStep struct {
 	Step   string `json:"step"`
 	Status string `json:"status"` // PlanPending, PlanInProgress or PlanCompleted
+	// Lost names the loss (a work_lost id) that took the work of a
+	// completed step: files changed in the turn it was completed in
+	// vanished without a commit since. Set by the daemon at read time.
+	Lost string `json:"lost,omitempty"`
 }
 
 // Plan step statuses: the three both agents use.

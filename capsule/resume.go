@@ -58,6 +58,10 @@ type WorkingStateRecord struct {
 	WaitingFor *string   `json:"waiting_for"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	Origin     Origin    `json:"origin"`
+	// Lost names the loss (a work_lost id) that took the work this result
+	// reports: its files vanished without a commit after it was written.
+	// The daemon sets it at read time; it is never stored.
+	Lost string `json:"lost,omitempty"`
 }
 
 // Commitment states.

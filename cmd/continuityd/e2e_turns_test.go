@@ -231,3 +231,84 @@ func TestSnapshotTakeWithMessage(t *testing.T) {
 		t.Errorf("the MCP tool's snapshot: %+v", n)
 	}
 }
+
+// TestResumeMarksDoneWorkLost is the issue's second scenario: the agent
+// edits main.go (its Write and PostToolUse), reports the result done and
+// stops; then `git checkout -- main.go` throws the edit away. Resume
+// still lists the result, but marked with the loss that took its work
+// (JSON working_state.lost, the markdown says so plainly), never as if
+// the work existed.
+func TestResumeMarksDoneWorkLost(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	w, work := turnsWorkspace(t)
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	c := p.client()
+	defer c.CloseIdleConnections()
+	env := []string{"CONTINUITYD_SOCKET=" + w.socket}
+	hook := func(file string, set func(m map[string]any)) {
+		t.Helper()
+		payload := hookPayload(t, file, func(m map[string]any) {
+			m["cwd"] = work
+			delete(m, "transcript_path")
+			if set != nil {
+				set(m)
+			}
+		})
+		if code, out, errs := cli(t, env, payload, "hook", "--agent", "builder"); code != 0 || out != "" {
+			t.Fatalf("hook %s: exit %d, out %q, err %s", file, code, out, errs)
+		}
+	}
+	waitSnapshot(t, c, "start")
+
+	// The prompt's snapshot is taken as the daemon handles its hook; the
+	// test lets it be taken (a file of the person's makes it new) before
+	// the agent edits.
+	writeFile(t, work, "TODO.md", "wire the tax in\n")
+	waitUntil(t, func() string { return "the daemon to see TODO.md" },
+		func() bool { return slices.Contains(byOthers(t, c, "builder"), "TODO.md outside") })
+	hook("input-userpromptsubmit.json", nil)
+	waitSnapshot(t, c, "turn_start")
+	writeFile(t, work, "main.go", "package main\n\nfunc tax() int { return 7 }\n\nfunc main() { println(tax()) }\n")
+	hook("input-posttooluse-write.json", func(m map[string]any) {
+		m["tool_input"].(map[string]any)["file_path"] = filepath.Join(work, "main.go")
+	})
+	if status, m, err := post(c, "/v1/continuity/checkpoint", map[string]any{
+		"working_state": map[string]any{"last_result": "Tax wired into main"}}); err != nil || status != 200 {
+		t.Fatalf("checkpoint: %d %v %v", status, m, err)
+	}
+	hook("input-stop.json", nil)
+	end := waitSnapshot(t, c, "turn_end")
+	var files []any
+	waitUntil(t, func() string { return fmt.Sprintf("main.go to be credited to the agent in %s; its files: %v", end.ID, files) }, func() bool {
+		files = asList(get(t, c, "/v1/snapshots/"+end.ID)["files"])
+		for _, f := range files {
+			if m := f.(map[string]any); m["path"] == "main.go" && m["by"] == "agent" {
+				return true
+			}
+		}
+		return false
+	})
+
+	// Thrown away; the next snapshot finds the loss.
+	userGit(t, work, "checkout", "--", "main.go")
+	if code, out, errOut := cli(t, env, "", "snapshot", "take"); code != 0 {
+		t.Fatalf("snapshot take (exit %d): %s%s", code, out, errOut)
+	}
+	var r map[string]any
+	waitUntil(t, func() string { return fmt.Sprintf("resume to list the loss; it is %v", r["work_lost"]) }, func() bool {
+		r = get(t, c, "/v1/continuity?peek=1&local=1")
+		return len(asList(r["work_lost"])) > 0
+	})
+	lost := asList(r["work_lost"])[0].(map[string]any)
+	ws, _ := r["working_state"].(map[string]any)
+	if ws["last_result"] != "Tax wired into main" || ws["lost"] != lost["id"] {
+		t.Errorf("working_state %v, want its lost = the loss %v", ws, lost["id"])
+	}
+	code, out, errOut := cli(t, env, "", "resume", "--peek")
+	if code != 0 || !strings.Contains(out, "**Lost since**") || !strings.Contains(out, fmt.Sprint(lost["id"])) {
+		t.Errorf("the markdown resume (exit %d) does not say the done work was lost:\n%s%s", code, out, errOut)
+	}
+}

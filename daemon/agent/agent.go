@@ -345,6 +345,7 @@ func (a *Agent) withLocal(r capsule.Resume) capsule.Resume {
 	a.fillSnapshot(&r)
 	a.fillAttribution(&r)
 	r.WorkLost = a.capture.WorkLost()
+	a.markLostDone(&r)
 	return r
 }
 

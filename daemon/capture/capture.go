@@ -50,6 +50,7 @@ type Capture struct {
 	gitOnce     sync.Once                 // finds git (gittool.go)
 	git         *gittool.Tool             // the git run on the agent's repository; nil when there is none
 	startDone   chan struct{}             // closed once the start snapshot is over (StartSnapshotDone)
+	prompts     []time.Time               // when the last turns began (donelost.go)
 
 	// refusedLogged holds, per repository root, the reason git is not run
 	// on it that was logged last (under mu).
@@ -428,6 +429,7 @@ func (c *Capture) Signal(s *capsule.Signal) {
 	}
 	c.toolSignal(s)
 	c.sessionStopped(s)
+	c.notePrompt(s)
 	sc := *s
 	c.feed(policy.Input{Kind: policy.KindSignal, At: s.At, Signal: &sc})
 }

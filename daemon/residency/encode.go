@@ -276,6 +276,7 @@ func writeWorkingState(w *jsonappend.Writer, ws *capsule.WorkingStateRecord) {
 	w.StringPtr(ws.WaitingFor)
 	w.TimeField("updated_at", ws.UpdatedAt)
 	w.StringField("origin", string(ws.Origin))
+	w.OmitEmptyString("lost", ws.Lost)
 	w.EndObject()
 }
 
@@ -346,6 +347,7 @@ func writePlanStep(w *jsonappend.Writer, s *capsule.PlanStep) {
 	w.BeginObject()
 	w.StringField("step", s.Step)
 	w.StringField("status", s.Status)
+	w.OmitEmptyString("lost", s.Lost)
 	w.EndObject()
 }
 
