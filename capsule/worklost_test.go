@@ -103,3 +103,25 @@ func TestCodeSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownDoneWorkLost: a result and completed plan steps marked with
+// the loss that took their work say so plainly; unmarked ones read as
+// before.
+func TestMarkdownDoneWorkLost(t *testing.T) {
+	now := time.Now()
+	r := &Resume{Agent: "builder",
+		WorkingState: &WorkingStateRecord{LastResult: "Tax wired into main", UpdatedAt: now, Lost: "wl-0123456789ab"},
+		Plan:         []PlanStep{{Step: "wire the tax", Status: PlanCompleted, Lost: "wl-0123456789ab"}, {Step: "test it", Status: PlanPending}},
+	}
+	md := r.Markdown(0)
+	if !strings.Contains(md, "## Done\n**Lost since**: the files of this work vanished without a commit (work lost wl-0123456789ab; "+
+		"bring them back: `continuityd snapshot restore --lost wl-0123456789ab`). It was:\nTax wired into main") ||
+		!strings.Contains(md, "- [x] wire the tax (**its work was lost since**: work lost wl-0123456789ab)") ||
+		!strings.Contains(md, "- [ ] test it\n") {
+		t.Fatalf("markdown:\n%s", md)
+	}
+	r.WorkingState.Lost, r.Plan[0].Lost = "", ""
+	if md := r.Markdown(0); strings.Contains(md, "lost") || !strings.Contains(md, "## Done\nTax wired into main") {
+		t.Fatalf("unmarked:\n%s", md)
+	}
+}
