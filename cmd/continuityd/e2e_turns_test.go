@@ -282,7 +282,9 @@ func TestResumeMarksDoneWorkLost(t *testing.T) {
 	hook("input-stop.json", nil)
 	end := waitSnapshot(t, c, "turn_end")
 	var files []any
-	waitUntil(t, func() string { return fmt.Sprintf("main.go to be credited to the agent in %s; its files: %v", end.ID, files) }, func() bool {
+	waitUntil(t, func() string {
+		return fmt.Sprintf("main.go to be credited to the agent in %s; its files: %v", end.ID, files)
+	}, func() bool {
 		files = asList(get(t, c, "/v1/snapshots/"+end.ID)["files"])
 		for _, f := range files {
 			if m := f.(map[string]any); m["path"] == "main.go" && m["by"] == "agent" {
