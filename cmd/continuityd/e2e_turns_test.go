@@ -152,6 +152,12 @@ func TestTurnIsOneDiff(t *testing.T) {
 		t.Errorf("snapshot show (exit %d) does not say whose each file is: %s%s", code, out, errOut)
 	}
 
+	// The log names the turn's snapshots by their triggers.
+	code, out, errOut = cli(t, env, "", "log")
+	if code != 0 || !lineWith(out, "turn_end", "+1", "~1", "-0", last.ID[:12]) || !lineWith(out, "turn_start", first.ID[:12]) {
+		t.Errorf("continuityd log (exit %d) does not show the turn:\n%s%s", code, out, errOut)
+	}
+
 	// A Stop with nothing changed since takes no snapshot.
 	hook("input-stop.json", nil)
 	hook("input-userpromptsubmit.json", nil)

@@ -40,7 +40,7 @@ func (l LogAnswer) Lines() []string {
 	}
 	out := make([]string, 0, len(l.Entries))
 	for _, e := range l.Entries {
-		line := fmt.Sprintf("%s  %-9s  +%d ~%d -%d  %s  seq %d  %s", e.Time.Local().Format("2006-01-02 15:04:05"),
+		line := fmt.Sprintf("%s  %-10s  +%d ~%d -%d  %s  seq %d  %s", e.Time.Local().Format("2006-01-02 15:04:05"),
 			e.Trigger, e.Added, e.Modified, e.Deleted, e.Who, e.Seq, shortID(e.Snapshot))
 		if e.Session != "" {
 			line += "  session " + shortID(e.Session)
