@@ -52,6 +52,8 @@ type Options struct {
 	// newest is always kept). 0 means the default.
 	KeepCount int   `json:"keep_count,omitempty"`
 	KeepBytes int64 `json:"keep_bytes,omitempty"`
+	// Journal configures the version journal (off when not Enabled).
+	Journal JournalOptions `json:"journal,omitzero"`
 	// Git is the git binary; "" looks up "git" on PATH.
 	Git string `json:"git,omitempty"`
 	// Logger receives what the store does on its own (stale locks cleared,
@@ -81,6 +83,12 @@ type Store struct {
 	gc      *gc.Collector      // retention and GC, in the background
 	xfer    *transfer.Transfer // snapshots to and from other machines
 	recent  recent             // what the newest Take told of its snapshot (Show, Between)
+
+	// Versions is the version journal: nil when off, or when it could
+	// not be opened (VersionsProblem says why). A field, not a method:
+	// the store's jobs each live in a type of their own.
+	Versions        *Versions
+	VersionsProblem string
 }
 
 // ErrGitUnavailable is wrapped by Open's error when git is missing or too
@@ -168,6 +176,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	s.restore = restore.New(restore.Options{Repo: s.repo, Lock: s.lock, Take: s.take, Verify: s.verify, Workdir: wd,
 		ExcludeAbs: excludeAbs, Log: s.log, Now: s.now})
 	s.gc = gc.Start(s.repo, s.lock, len(all), opt.KeepCount, opt.KeepBytes, s.log)
+	s.openVersions()
 	// A restore a kill, a crash or a full disk interrupted is finished
 	// before the store is used.
 	s.restore.FinishInterrupted(ctx)
@@ -179,6 +188,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 // running Take or Restore ends.
 func (s *Store) Close() error {
 	s.gc.Stop()
+	if s.Versions != nil {
+		s.Versions.J.Close()
+	}
 	s.lock.Lock()
 	defer s.lock.Unlock()
 	s.lock.MarkClosed()

@@ -52,6 +52,10 @@ type Collector struct {
 	// CompactHook, when set (by tests), runs as a GC starts to pack: it
 	// holds a GC there.
 	CompactHook func()
+	// BeforeCompact, when set, runs as a GC starts to pack, before the
+	// refs are read: the version journal points its ref at the blobs it
+	// keeps. A failure fails the GC (the journal's blobs would go).
+	BeforeCompact func(ctx context.Context) error
 
 	kick   chan struct{} // buffered 1: a snapshot was made
 	cancel context.CancelFunc
@@ -462,6 +466,11 @@ func (c *Collector) drop(ctx context.Context, snaps []repo.Snapshot) error {
 func (c *Collector) compact(ctx context.Context, cut time.Time) error {
 	if c.CompactHook != nil {
 		c.CompactHook()
+	}
+	if c.BeforeCompact != nil {
+		if err := c.BeforeCompact(ctx); err != nil {
+			return fmt.Errorf("snapshot store %s: gc: %w", c.repo.Dir(), err)
+		}
 	}
 	expire := cut.Add(-time.Second)
 	if c.holds.Load() > 0 {

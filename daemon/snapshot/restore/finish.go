@@ -65,7 +65,7 @@ func (rs *Restorer) FinishInterrupted(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	res, err := rs.restore(ctx, head.Snapshot, head.Paths, false, &finishing{prior: head, only: only})
+	res, err := rs.restore(ctx, head.Snapshot, head.Paths, false, &finishing{prior: head, only: only}, nil)
 	if err != nil {
 		r.Problem = "finishing it failed: " + err.Error() + "; the next start tries again"
 		rs.setInterrupted(&r)

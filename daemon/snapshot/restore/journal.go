@@ -111,12 +111,15 @@ func (rs *Restorer) InterruptedChanges() []string {
 
 // journalHead is the journal's first line.
 type journalHead struct {
-	V        int       `json:"v"`
-	ID       string    `json:"id"` // names the restore's temporary files (tempName)
-	Snapshot string    `json:"snapshot"`
-	Safety   string    `json:"safety"`
-	Paths    []string  `json:"paths,omitempty"`
-	Began    time.Time `json:"began"`
+	V        int    `json:"v"`
+	ID       string `json:"id"` // names the restore's temporary files (tempName)
+	Snapshot string `json:"snapshot"`
+	// Tree is the tree restored when no ref names Snapshot: a version of
+	// one file from the version journal (Version).
+	Tree   string    `json:"tree,omitempty"`
+	Safety string    `json:"safety"`
+	Paths  []string  `json:"paths,omitempty"`
+	Began  time.Time `json:"began"`
 	// Workdir is the directory the restore acts in (links resolved), Dev
 	// and Ino its identity: a finish acts only there.
 	Workdir string          `json:"workdir"`

@@ -113,12 +113,12 @@ func (rs *Restorer) Restore(ctx context.Context, id string, paths []string, dryR
 	if err != nil {
 		return Result{}, err
 	}
-	return rs.restore(ctx, id, clean, dryRun, nil)
+	return rs.restore(ctx, id, clean, dryRun, nil, nil)
 }
 
 // restore is Restore with the paths checked; fin is set when it finishes
 // an interrupted restore.
-func (rs *Restorer) restore(ctx context.Context, id string, clean []string, dryRun bool, fin *finishing) (Result, error) {
+func (rs *Restorer) restore(ctx context.Context, id string, clean []string, dryRun bool, fin *finishing, ver *Version) (Result, error) {
 	if err := rs.lock.LockOpen(); err != nil {
 		return Result{}, err
 	}
@@ -135,7 +135,7 @@ func (rs *Restorer) restore(ctx context.Context, id string, clean []string, dryR
 				"a path through the symbolic link %s (restore the link itself); give a path relative to the workdir %s", link, rs.work)
 		}
 	}
-	target, _, err := rs.repo.Resolve(ctx, id, "id")
+	target, err := rs.target(ctx, id, fin, ver)
 	if err != nil {
 		return Result{}, err
 	}
@@ -247,6 +247,9 @@ func (rs *Restorer) restore(ctx context.Context, id string, clean []string, dryR
 	owners := w.ownersBefore(writes)
 	head := journalHead{V: 1, ID: newJournalID(), Snapshot: target.ID, Safety: safety.ID, Paths: clean,
 		Began: rs.now().UTC(), Workdir: rs.workdir.Real()}
+	if ver != nil || fin != nil && fin.prior.Tree != "" {
+		head.Tree = target.Tree // a version's: no ref names it
+	}
 	head.Dev, head.Ino, _ = rs.workdir.ID()
 	if fin != nil {
 		// The safety snapshot that undoes it all is the first one'rs.

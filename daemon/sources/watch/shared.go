@@ -39,6 +39,8 @@ type Subscriber struct {
 	// subscribers one after another: it must return quickly and must not
 	// change the Summary (the others read the same one).
 	Summary func(Summary)
+	// Settled is called like Options.OnSettled.
+	Settled func([]Settled)
 	// GitEvent is called like Options.OnGitEvent.
 	GitEvent func(dir string)
 	// Stopped is called when the Watcher stopped on its own (err says
@@ -116,6 +118,7 @@ func (s *Shared) start(o Options) (*sharedRun, error) {
 	r := &sharedRun{s: s, o: o, done: make(chan struct{})}
 	o.Logger = s.Logger
 	o.OnGitEvent = r.gitEvent
+	o.OnSettled = r.settled
 	w, err := New(o)
 	if err != nil {
 		return nil, err
@@ -150,7 +153,7 @@ func (s *Shared) start(o Options) (*sharedRun, error) {
 // same tree, read with the same rights (Opener).
 func sameOptions(a, b Options) bool {
 	return a.Root == b.Root && slices.Equal(a.Ignore, b.Ignore) && slices.Equal(a.IgnoreDirs, b.IgnoreDirs) &&
-		a.Quiet == b.Quiet && a.MaxWait == b.MaxWait && a.MaxPaths == b.MaxPaths && sameOpener(a.Opener, b.Opener)
+		a.Quiet == b.Quiet && a.Settle == b.Settle && a.MaxWait == b.MaxWait && a.MaxPaths == b.MaxPaths && sameOpener(a.Opener, b.Opener)
 }
 
 // sameOpener compares two Openers without panicking on one whose type is
@@ -175,6 +178,16 @@ func (r *sharedRun) summary(sum Summary) {
 		x.call(func(sub Subscriber) {
 			if sub.Summary != nil {
 				sub.Summary(sum)
+			}
+		})
+	}
+}
+
+func (r *sharedRun) settled(paths []Settled) {
+	for _, x := range r.subscribers() {
+		x.call(func(sub Subscriber) {
+			if sub.Settled != nil {
+				sub.Settled(paths)
 			}
 		})
 	}

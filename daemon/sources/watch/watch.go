@@ -48,6 +48,11 @@ const (
 	DefaultQuiet    = 2 * time.Second
 	DefaultMaxWait  = 30 * time.Second
 	DefaultMaxPaths = 50
+	// DefaultSettle is how long a file must go without a write before
+	// OnSettled reports it: long enough that an editor's or an agent's
+	// write-then-rename lands as one version, short enough that a change
+	// undone a second later was still seen settled.
+	DefaultSettle = 300 * time.Millisecond
 
 	// gitQuiet debounces OnGitEvent: a commit writes a lock file, renames
 	// it and appends logs within a few milliseconds.
@@ -110,6 +115,14 @@ type Options struct {
 	// goroutine of its own (never concurrently with itself); a slow call
 	// delays later calls, not the watching. Optional.
 	OnGitEvent func(dir string)
+	// Settle is how long a path must go without a change before
+	// OnSettled reports it (default DefaultSettle).
+	Settle time.Duration
+	// OnSettled, when set, is called on Run's goroutine with the paths
+	// (as Summary.Paths names them) that have had no change for Settle,
+	// each with the time of its last change: the version journal's
+	// trigger, independent of Quiet. It must return quickly.
+	OnSettled func([]Settled)
 	// Opener opens the files whose content the Watcher reads (each
 	// .gitignore, .git/info/exclude, a .git file and the commondir it
 	// leads to) with the rights of the tree's owner; nil: this process
@@ -156,6 +169,12 @@ type Summary struct {
 	// files above Root, a .git/info/exclude) may hide a directory; and
 	// when the burst changed more paths than the Watcher remembers.
 	Complete bool
+}
+
+// Settled is a path that has had no change for Options.Settle.
+type Settled struct {
+	Path string
+	Last time.Time
 }
 
 // Stats are counters for status and metrics.
@@ -257,6 +276,10 @@ type Watcher struct {
 	creates   []pendingCreate // Create events of the batch, not settled yet
 	createIdx map[string]int  // path → index in creates
 
+	// settling are the paths changed that have not settled yet: path →
+	// when last changed (OnSettled).
+	settling map[string]time.Time
+
 	gitPending    map[string]bool
 	resyncPending map[*dirInfo]bool
 	maintFirst    time.Time
@@ -313,6 +336,9 @@ func New(o Options) (*Watcher, error) {
 	}
 	if o.MaxPaths <= 0 {
 		o.MaxPaths = DefaultMaxPaths
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultSettle
 	}
 	if o.Opener == nil {
 		o.Opener = safefile.Here
@@ -422,8 +448,8 @@ var errEventsClosed = errors.New("watch: fsnotify closed its event channel")
 
 // loopTimers are Run's timers; a nil channel is a timer not running.
 type loopTimers struct {
-	sum, maint, pause    *time.Timer
-	sumC, maintC, pauseC <-chan time.Time
+	sum, maint, pause, settle     *time.Timer
+	sumC, maintC, pauseC, settleC <-chan time.Time
 }
 
 func newLoopTimers() *loopTimers {
@@ -432,7 +458,7 @@ func newLoopTimers() *loopTimers {
 		t.Stop()
 		return t
 	}
-	return &loopTimers{sum: stopped(), maint: stopped(), pause: stopped()}
+	return &loopTimers{sum: stopped(), maint: stopped(), pause: stopped(), settle: stopped()}
 }
 
 // arm starts the summary and maintenance timers when work waits for them
@@ -445,6 +471,10 @@ func (t *loopTimers) arm(w *Watcher) {
 	if t.maintC == nil && !w.maintFirst.IsZero() {
 		t.maint.Reset(gitQuiet)
 		t.maintC = t.maint.C
+	}
+	if t.settleC == nil && len(w.settling) > 0 {
+		t.settle.Reset(w.o.Settle)
+		t.settleC = t.settle.C
 	}
 }
 
@@ -465,6 +495,7 @@ func (t *loopTimers) stop() {
 	t.maint.Stop()
 	t.sum.Stop()
 	t.pause.Stop()
+	t.settle.Stop()
 }
 
 // loop is Run's event loop: events in batches, errors, and the debounced
@@ -521,6 +552,9 @@ func (w *Watcher) loop(ctx context.Context, out func(Summary)) error {
 		case <-t.maintC:
 			t.maintC = nil
 			w.maintenanceDue(t)
+		case <-t.settleC:
+			t.settleC = nil
+			w.settleDue(t)
 		}
 		t.arm(w)
 	}
@@ -610,6 +644,40 @@ func (w *Watcher) record(rel string, t int64, now time.Time) {
 		b.first = now
 	}
 	b.last = now
+	if w.o.OnSettled != nil && !strings.HasSuffix(rel, "/") {
+		if w.settling == nil {
+			w.settling = map[string]time.Time{}
+		}
+		if _, ok := w.settling[rel]; ok || len(w.settling) < maxTracked {
+			w.settling[rel] = now
+		}
+	}
+}
+
+// settleDue reports the paths that had no change for Settle and sets the
+// timer for the next one due.
+func (w *Watcher) settleDue(t *loopTimers) {
+	now := time.Now()
+	var due []Settled
+	next := time.Duration(-1)
+	for p, last := range w.settling {
+		if wait := last.Add(w.o.Settle).Sub(now); wait > 0 {
+			if next < 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		due = append(due, Settled{Path: p, Last: last})
+		delete(w.settling, p)
+	}
+	if len(due) > 0 {
+		slices.SortFunc(due, func(a, b Settled) int { return strings.Compare(a.Path, b.Path) })
+		w.o.OnSettled(due)
+	}
+	if next >= 0 {
+		t.settle.Reset(next)
+		t.settleC = t.settle.C
+	}
 }
 
 // emit hands the pending batch to out and starts a new one.
