@@ -35,6 +35,7 @@ type Watch struct {
 	Ignore      []string `toml:"ignore"`       // extra gitignore-style patterns, relative to the workdir
 	IgnoreDirs  []string `toml:"ignore_dirs"`  // directory names never watched; default: node_modules, .venv, …
 	Quiet       Duration `toml:"quiet"`        // activity is summarised after this long without change (default 2s)
+	Settle      Duration `toml:"settle"`       // a file is taken as settled after this long without a write: the version journal's (default 300ms)
 	ShellMax    Duration `toml:"shell_max"`    // a shell tool call without its end counts as the agent's this long at most (default 10m)
 	HandoffFile string   `toml:"handoff_file"` // default "HANDOFF.md"
 	CapsuleFile string   `toml:"capsule_file"` // default ".continuity/capsule.json"
@@ -78,6 +79,17 @@ type Snapshots struct {
 	// (a nats upstream's `snapshots = true`), besides the well-known
 	// credential files and those the secret guard flags. Default none.
 	FleetWithhold []string `toml:"fleet_withhold"`
+	// Journal keeps every version of every file the watcher saw settle
+	// (the version journal: history, restore --at). Default true.
+	Journal bool `toml:"journal"`
+	// JournalKeepAll keeps every version this long (default 24h), then
+	// the newest of each hour until JournalKeepHourly (default 168h),
+	// then the newest of each day.
+	JournalKeepAll    Duration `toml:"journal_keep_all"`
+	JournalKeepHourly Duration `toml:"journal_keep_hourly"`
+	// JournalShare is the part of keep_bytes the journal's versions may
+	// take, 0.05 to 0.95 (default 0.5).
+	JournalShare float64 `toml:"journal_share"`
 }
 
 // Outbox is the [outbox] table: how accepted writes wait for and are retried

@@ -88,6 +88,10 @@ type rawSnapshots struct {
 	KeepBytes            *int64   `toml:"keep_bytes"`
 	OnExplicitCheckpoint *bool    `toml:"on_explicit_checkpoint"`
 	FleetWithhold        []string `toml:"fleet_withhold"`
+	Journal              *bool    `toml:"journal"`
+	JournalKeepAll       *string  `toml:"journal_keep_all"`
+	JournalKeepHourly    *string  `toml:"journal_keep_hourly"`
+	JournalShare         *float64 `toml:"journal_share"`
 }
 
 type rawWatch struct {
@@ -95,6 +99,7 @@ type rawWatch struct {
 	Ignore      []string `toml:"ignore"`
 	IgnoreDirs  []string `toml:"ignore_dirs"`
 	Quiet       *string  `toml:"quiet"`
+	Settle      *string  `toml:"settle"`
 	ShellMax    *string  `toml:"shell_max"`
 	HandoffFile string   `toml:"handoff_file"`
 	CapsuleFile string   `toml:"capsule_file"`

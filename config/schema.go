@@ -98,6 +98,7 @@ var keySpecs = []keySpec{
 	{"watch.ignore_dirs", "an array of strings", arrayKinds},
 	{"watch.ignore_dirs[]", "a string", stringKinds},
 	{"watch.quiet", wantDuration, stringKinds},
+	{"watch.settle", wantDuration, stringKinds},
 	{"watch.shell_max", wantDuration, stringKinds},
 	{"watch.handoff_file", "a string", stringKinds},
 	{"watch.capsule_file", "a string", stringKinds},
@@ -126,6 +127,10 @@ var keySpecs = []keySpec{
 	{"snapshots.on_explicit_checkpoint", "true or false", boolKinds},
 	{"snapshots.fleet_withhold", "an array of strings", arrayKinds},
 	{"snapshots.fleet_withhold[]", "a string", stringKinds},
+	{"snapshots.journal", "true or false", boolKinds},
+	{"snapshots.journal_keep_all", wantDuration, stringKinds},
+	{"snapshots.journal_keep_hourly", wantDuration, stringKinds},
+	{"snapshots.journal_share", "a number from 0.05 to 0.95", numberKinds},
 }
 
 func specOf(path string) (keySpec, bool) {

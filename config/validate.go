@@ -640,6 +640,7 @@ func (c *checker) watch(r rawWatch) Watch {
 		Ignore:      r.Ignore,
 		IgnoreDirs:  r.IgnoreDirs,
 		Quiet:       c.timeout("watch.quiet", r.Quiet, 2*time.Second),
+		Settle:      c.timeoutWithin("watch.settle", r.Settle, 300*time.Millisecond, 50*time.Millisecond, 5*time.Second, "must be from 50ms to 5s"),
 		ShellMax:    c.timeout("watch.shell_max", r.ShellMax, 10*time.Minute),
 		HandoffFile: orDefault(r.HandoffFile, "HANDOFF.md"),
 		CapsuleFile: orDefault(r.CapsuleFile, filepath.Join(".continuity", "capsule.json")),
@@ -744,6 +745,17 @@ func (c *checker) snapshots(r rawSnapshots) Snapshots {
 			c.failGot("snapshots.keep_bytes", "must be at least 1048576 (1 MiB)", *n)
 		} else {
 			s.KeepBytes = *n
+		}
+	}
+	s.Journal = boolOr(r.Journal, true)
+	s.JournalKeepAll = c.timeoutWithin("snapshots.journal_keep_all", r.JournalKeepAll, 24*time.Hour, time.Minute, 365*24*time.Hour, "must be from 1m to 8760h")
+	s.JournalKeepHourly = c.timeoutWithin("snapshots.journal_keep_hourly", r.JournalKeepHourly, 7*24*time.Hour, time.Minute, 10*365*24*time.Hour, "must be from 1m to 87600h")
+	s.JournalShare = 0.5
+	if f := r.JournalShare; f != nil {
+		if *f < 0.05 || *f > 0.95 {
+			c.failGot("snapshots.journal_share", "must be from 0.05 to 0.95", *f)
+		} else {
+			s.JournalShare = *f
 		}
 	}
 	for i, p := range r.FleetWithhold {

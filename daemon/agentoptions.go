@@ -67,6 +67,8 @@ func snapshotOptions(cfg *config.Config, ac config.Agent) *worksnap.Options {
 	return &worksnap.Options{
 		Ignore: cfg.Watch.Ignore, IgnoreDirs: cfg.Watch.IgnoreDirs, Exclude: ownDirs(cfg),
 		MaxFileBytes: maxFile, KeepCount: cfg.Snapshots.Keep, KeepBytes: cfg.Snapshots.KeepBytes,
+		Journal: worksnap.JournalOptions{Enabled: cfg.Snapshots.Journal, KeepAll: cfg.Snapshots.JournalKeepAll.Duration,
+			KeepHourly: cfg.Snapshots.JournalKeepHourly.Duration, Share: cfg.Snapshots.JournalShare},
 	}
 }
 
@@ -76,7 +78,7 @@ func captureOptions(cfg *config.Config, ac config.Agent) capture.Options {
 	return capture.Options{
 		Policy: policyConfig(cfg.Policy, publicStatusOn(cfg.Policy.PublicStatus, ac, cfg)),
 		Watch: capture.WatchOptions{Enabled: w.Enabled, Ignore: w.Ignore, IgnoreDirs: w.IgnoreDirs, Quiet: w.Quiet.Duration,
-			HandoffFile: w.HandoffFile, CapsuleFile: w.CapsuleFile, Own: ownDirs(cfg)},
+			Settle: w.Settle.Duration, HandoffFile: w.HandoffFile, CapsuleFile: w.CapsuleFile, Own: ownDirs(cfg)},
 		Transcripts: capture.TranscriptOptions{Enabled: t.Enabled && ac.Transcript != config.TranscriptOff, Kind: transcriptKind(ac.Transcript),
 			ClaudeHome: t.ClaudeHome, CodexHome: t.CodexHome, Rescan: t.Rescan.Duration},
 		SnapshotOnExplicitCheckpoint: cfg.Snapshots.OnExplicitCheckpoint,

@@ -99,3 +99,51 @@ func DecodeLostRestoreRequest(body []byte) (*LostRestoreRequest, error) {
 	}
 	return req, nil
 }
+
+// VersionRestoreRequest is the body of POST /v1/history/restore
+// (internal/ops declares it with the operation).
+type VersionRestoreRequest = ops.VersionRestoreRequest
+
+// DecodeVersionRestoreRequest decodes such a body as strictly as every
+// other body: path a string (in its exact form, as history gives it), at
+// an RFC 3339 time or version a history id (one of them), dry_run a
+// boolean, nothing else.
+func DecodeVersionRestoreRequest(body []byte) (*VersionRestoreRequest, error) {
+	req := &VersionRestoreRequest{}
+	if err := checkBody(body, MaxBodyBytes); err != nil {
+		return nil, err
+	}
+	ms, _ := readMembers(body)
+	for _, m := range ms {
+		var err *capsule.Error
+		switch m.name {
+		case "path":
+			var p string
+			if p, err = decodeString(m.value, capsule.CodeInvalidField, m.name); err == nil {
+				name, perr := termsafe.ParseExact(p)
+				if perr != nil {
+					return nil, capsule.Refuse(capsule.CodeInvalidField, m.name, "%v", perr)
+				}
+				req.Path = name
+			}
+		case "at":
+			req.At, err = decodeString(m.value, capsule.CodeInvalidField, m.name)
+		case "version":
+			req.Version, err = decodeString(m.value, capsule.CodeInvalidField, m.name)
+		case "dry_run":
+			req.DryRun, err = decodeBool(m.value, capsule.CodeInvalidField, m.name)
+		default:
+			return nil, unknownField(capsule.CodeUnknownField, "", m.name)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case req.Path == "":
+		return nil, capsule.Refuse(capsule.CodeInvalidField, "path", "path is required: the file whose version to restore, relative to the workdir")
+	case (req.At == "") == (req.Version == ""):
+		return nil, capsule.Refuse(capsule.CodeInvalidField, "at", "give one of at (a time) and version (an id history gives)")
+	}
+	return req, nil
+}

@@ -95,9 +95,12 @@ type Agent struct {
 	fleets  []*fleetLink     // its fleet upstreams (fleet.go)
 
 	// Work snapshots (snapshots.go): the store, or why there is none.
-	snaps   SnapshotStore
-	snapErr error
-	fsnaps  *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
+	snaps SnapshotStore
+	// versions is the store's version journal (history.go); nil: off,
+	// or the store runs in its owner's worker.
+	versions *snapshot.Versions
+	snapErr  error
+	fsnaps   *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc

@@ -89,6 +89,7 @@ func (a *Agent) openSnapshots(o *snapshot.Options, open OpenSnapshots) {
 		a.fsnaps.snapshotTaken() // nil (a no-op) when the fleet does not take snapshots
 	})
 	a.capture.OnWorkLost(a.workLost)
+	a.useVersions(st)
 	a.reportInterrupted(st)
 }
 

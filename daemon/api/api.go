@@ -148,6 +148,8 @@ func (a *API) doors(api http.Handler) map[string]door {
 		ops.SnapshotShow.Op().Name:      {agent: a.handleSnapshot},
 		ops.SnapshotRestore.Op().Name:   {agent: a.handleSnapshotRestore},
 		ops.WorkLostRestore.Op().Name:   {agent: a.handleWorkLostRestore},
+		ops.History.Op().Name:           {agent: a.handleHistory},
+		ops.HistoryRestore.Op().Name:    {agent: a.handleHistoryRestore},
 		ops.Log.Op().Name:               {agent: a.handleLog},
 		ops.Status.Op().Name:            {plain: a.handleStatus},
 		ops.Health.Op().Name:            {plain: a.handleHealth},

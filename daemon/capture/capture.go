@@ -45,6 +45,7 @@ type Capture struct {
 	repos       map[string]*gitwatch.Repo // worktree root → repository seen
 	snaps       *snapshots                // work snapshots (snapshots.go); nil when off
 	attr        *attributing              // whose work each change is (attribution.go); nil when off
+	journal     journalFeed               // the version journal, fed each settled path (journal.go)
 	lost        losses                    // uncommitted work that vanished (worklost.go)
 	started     time.Time                 // when Start ran: commits older are not new work
 	gitOnce     sync.Once                 // finds git (gittool.go)
@@ -176,9 +177,10 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	stopped := make(chan struct{})
 	sub, err := shared.Subscribe(watch.Options{
 		Root: wd, Ignore: ignore, IgnoreDirs: c.o.Watch.IgnoreDirs, Quiet: c.o.Watch.Quiet,
-		Opener: c.o.Opener, // its ignore and git files are read with the owner's rights
+		Settle: c.o.Watch.Settle, Opener: c.o.Opener, // its ignore and git files are read with the owner's rights
 	}, watch.Subscriber{
 		Summary:  func(s watch.Summary) { c.activity(ctx, s) },
+		Settled:  c.settled,
 		GitEvent: func(dir string) { c.gitCheck(ctx, dir) },
 		Stopped: func(err error) {
 			c.log.Warn("workdir watcher stopped", "err", err)

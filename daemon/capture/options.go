@@ -79,6 +79,7 @@ type WatchOptions struct {
 	Ignore     []string      // gitignore-style patterns, relative to the workdir
 	IgnoreDirs []string      // directory names never watched
 	Quiet      time.Duration // activity is summarised after this long without change
+	Settle     time.Duration // a file settled after this long without a write (the version journal); 0: watch's default
 	// HandoffFile and CapsuleFile are the handoff files, relative to the
 	// workdir: the first becomes derived focus and working state, the
 	// second a capsule draft.

@@ -143,6 +143,7 @@ func commands() []Command {
 		{Name: "mcp", Summary: "MCP server on stdio, backed by the daemon", Flags: []string{"socket", "config", "agent"}},
 		{Name: "status", Summary: "the daemon's state (--json)", Run: cmdStatus},
 		{Name: "deadletter", Summary: "list | retry | discard writes an upstream refused for good", Run: cmdDeadLetter, Subs: opSubs("deadletter")},
+		{Name: "history", Summary: "PATH: a file's versions from the version journal: time, size, lines, who, turn, snapshot (--json)", Run: cmdHistory},
 		{Name: "fleet", Summary: "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", Run: cmdFleet},
 		{Name: "snapshot", Summary: "list | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", Run: cmdSnapshot, Subs: opSubs("snapshot")},
 		{Name: "recover", Summary: "an agent refused for damaged files: what was found; --accept-loss to go on", Flags: []string{"socket", "config", "agent", "accept-loss"}},

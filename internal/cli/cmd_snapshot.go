@@ -43,6 +43,8 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 	var paths pathList
 	fs.Var(&paths, "path", "restore: only this path (a file or directory, relative to the workdir; a name that begins with \" is read with C escapes, as restore prints names: '\"\\377.txt\"'); repeat for more")
 	lost := fs.String("lost", "", "restore: bring back the loss resume's work_lost names by this id (no snapshot id, no --path)")
+	at := fs.String("at", "", "restore: with one --path, the version of that file that stood at this time (RFC 3339, or how long ago: 90s, 5m), from the version journal")
+	version := fs.String("version", "", "restore: with one --path, this version of that file (an id history gives: v42)")
 	all := fs.Bool("all", false, "restore: the whole tree, every agent's files and everyone's (without it and --path: only the files this agent changed since the snapshot)")
 	dry := fs.Bool("dry-run", false, "restore: list what would change, change nothing")
 	asJSON := fs.Bool("json", false, "the daemon's JSON answer")
@@ -67,6 +69,9 @@ func cmdSnapshot(ctx context.Context, e *Env, args []string) int {
 			return ExitUsage
 		}
 		n = [2]int{0, 0} // the loss names its snapshot
+	}
+	if sub == "restore" && (*at != "" || *version != "") {
+		return restoreVersion(ctx, e, cf, rest, paths, *at, *version, *dry, *all || *lost != "", *asJSON)
 	}
 	if sub != "diff" {
 		rest, filter = append(rest, filter...), nil // -- PATH... is diff's

@@ -195,6 +195,26 @@ var (
 		CLI:          []string{"snapshot restore --lost"},
 		waits:        fleetFetchWait,
 	})
+	History = endpoint[None, HistoryAnswer](Op{
+		Name: "history", Path: "/v1/history", Agent: true,
+		Summary: "a file's versions from the version journal, oldest first: time, size, lines, who, session, the snapshot holding it, and what retention thinned",
+		Params: []Param{
+			{Name: "path", In: "query", Type: "string", Summary: "the file, relative to the workdir"},
+		},
+		Errors: append([]string{capsule.CodeInvalidQuery}, snapshotErrors...),
+		MCP: &Tool{Name: "file_history", Title: "A file's versions",
+			Description: "Every version of one file the daemon's watcher saw settle (whoever made it), oldest first, with who made each and the snapshot holding it; restore one with history_restore.",
+			Params:      []string{"path"}},
+		CLI: []string{"history"},
+	})
+	HistoryRestore = endpoint[VersionRestoreRequest, VersionRestoreAnswer](Op{
+		Name: "history_restore", Method: http.MethodPost, Path: "/v1/history/restore", Agent: true,
+		Summary: "bring back one version of one file from the version journal (by its id, or the one that stood at a time), after snapshotting the tree as it is; dry_run lists what would change",
+		Errors:  snapshotErrors,
+		MCP: &Tool{Name: "history_restore", Title: "Restore a file's version",
+			Description: "Restore one version of one file (path, and version from file_history or at, an RFC 3339 time), after a safety snapshot that undoes it; dry_run only says what would change."},
+		CLI: []string{"snapshot restore --at"},
+	})
 	Log = endpoint[None, LogAnswer](Op{
 		Name: "log", Path: "/v1/log", Agent: true,
 		Summary: "the agent's work, one line per snapshot, newest first: time, trigger, files added/modified/deleted, whose, session/message (--json)",
@@ -307,6 +327,8 @@ func Table() []Op {
 		Signal.Op(),
 		DeadLetters.Op(), DeadLetterRetry.Op(), DeadLetterDiscard.Op(),
 		Snapshots.Op(), SnapshotTake.Op(), SnapshotShow.Op(), SnapshotDiff.Op(), SnapshotRestore.Op(), WorkLostRestore.Op(),
+		History.Op(),
+		HistoryRestore.Op(),
 		Log.Op(),
 		Status.Op(), Health.Op(), Metrics.Op(),
 		Fleet.Op(), OpenAPI.Op(),

@@ -63,7 +63,7 @@ type Options struct {
 
 // Who says who changed path at at: the agent's name ("" for outside) and
 // its session when known.
-type Who func(path string, at time.Time) (by, session string)
+type Who = func(path string, at time.Time) (by, session string)
 
 // Journal keeps the versions of one workdir's files (see the package's
 // comment). Its methods are safe for concurrent use.
