@@ -37,6 +37,22 @@ type WorkLost struct {
 	// named (--path as termsafe.Name prints each, single-quoted), for a
 	// person to read or adapt.
 	RestorePaths string `json:"restore_paths,omitempty"`
+	// Versions are, for the paths whose newest content the version
+	// journal kept (newer than the snapshot's), that version: Restore
+	// brings it back, not the snapshot's.
+	Versions []LostVersion `json:"versions,omitempty"`
+	// NotCovered says what the journal could not have captured before the
+	// loss (a change inside its settle window, or while the daemon was
+	// not watching) and for how long; "" never: it is always said.
+	NotCovered string `json:"not_covered,omitempty"`
+}
+
+// LostVersion is the newest version of a lost path the version journal
+// kept.
+type LostVersion struct {
+	Path    string    `json:"path"`
+	Version string    `json:"version"` // history's id
+	At      time.Time `json:"at"`
 }
 
 // workLostText is the markdown resume's first section: each loss, its
@@ -56,6 +72,12 @@ func (r *Resume) workLostText(now time.Time) string {
 		fmt.Fprintf(&b, "- %s: uncommitted %s %s%s vanished without a commit; bring %s back: %s\n",
 			age(now, w.At), Plural(len(w.Paths), "change to", "changes to"), strings.Join(shown, ", "), more,
 			Plural(len(w.Paths), "it", "them"), CodeSpan(termsafe.Line(w.Restore)))
+		if len(w.Versions) > 0 {
+			fmt.Fprintf(&b, "  (at the newest version the journal kept, %s)\n", age(now, w.Versions[len(w.Versions)-1].At))
+		}
+		if w.NotCovered != "" {
+			fmt.Fprintf(&b, "  Not covered: %s\n", termsafe.Line(w.NotCovered))
+		}
 	}
 	return b.String()
 }

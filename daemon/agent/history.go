@@ -26,7 +26,7 @@ func (a *Agent) useVersions(st SnapshotStore) {
 		return
 	}
 	a.versions = s.Versions
-	a.capture.UseJournal(s.Versions.J)
+	a.capture.UseJournal(s.Versions)
 }
 
 // journal is the version journal, or why there is none.

@@ -2,9 +2,12 @@ package agent
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
+	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -28,12 +31,78 @@ func (a *Agent) RestoreLost(ctx context.Context, id string, body []byte) (Restor
 		return RestoreAnswer{}, capsule.Refuse(capsule.CodeNotFound, "id",
 			"agent %s knows no lost work %s: resume's work_lost gives the id of each loss", a.name, termsafe.Name(id))
 	}
+	if len(l.Versions) > 0 && a.versions != nil {
+		return a.restoreLostVersions(ctx, l, req.DryRun)
+	}
 	ans, err := a.restore(ctx, l.Snapshot, &guard.RestoreRequest{Paths: l.Paths, DryRun: req.DryRun})
 	if err == nil {
 		ans.Scope = ScopeLost
 	}
 	exactPaths(&ans)
 	return ans, err
+}
+
+// restoreLostVersions brings a loss back at the newest versions the
+// version journal kept (what stood just before it vanished), and the
+// paths it kept none newer of from the loss's snapshot. Each version's
+// restore snapshots the tree first; the first safety snapshot undoes
+// them all.
+func (a *Agent) restoreLostVersions(ctx context.Context, l capsule.WorkLost, dryRun bool) (RestoreAnswer, error) {
+	byPath := map[string]string{}
+	for _, v := range l.Versions {
+		name := v.Path
+		if n, err := termsafe.ParseExact(v.Path); err == nil {
+			name = n
+		}
+		byPath[name] = v.Version
+	}
+	var rest []string
+	for _, p := range l.Paths {
+		if n, err := termsafe.ParseExact(p); err == nil && byPath[n] != "" || byPath[p] != "" {
+			continue
+		}
+		rest = append(rest, p)
+	}
+	ans := RestoreAnswer{Scope: ScopeLost}
+	ans.Snapshot, ans.DryRun = l.Snapshot, dryRun
+	merge := func(r RestoreAnswer) {
+		if ans.Safety == "" {
+			ans.Safety, ans.SafetyNew = r.Safety, r.SafetyNew
+		}
+		ans.Changes = append(ans.Changes, r.Changes...)
+		ans.Refused = append(ans.Refused, r.Refused...)
+	}
+	if len(rest) > 0 {
+		r, err := a.restore(ctx, l.Snapshot, &guard.RestoreRequest{Paths: rest, DryRun: dryRun})
+		if err != nil {
+			exactPaths(&r)
+			return r, err
+		}
+		merge(r)
+	}
+	paths := make([]string, 0, len(byPath))
+	for p := range byPath {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		var r RestoreAnswer
+		_, err := a.capture.Restoring(func() (snapshot.RestoreResult, error) {
+			var err error
+			r.RestoreResult, _, err = a.versions.Restore(ctx, p, byPath[p], time.Time{}, dryRun)
+			return r.RestoreResult, err
+		})
+		if err != nil {
+			exactPaths(&ans)
+			return ans, snapErr(err)
+		}
+		merge(r)
+	}
+	if ans.Changes == nil {
+		ans.Changes = []snapshot.FileChange{}
+	}
+	exactPaths(&ans)
+	return ans, nil
 }
 
 // exactPaths puts the names of a restore's answer in their exact form

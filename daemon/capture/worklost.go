@@ -365,7 +365,10 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	var w *worklost.WorkLost
 	if snap.Parent != before.Snapshot || snap.Modified > 0 || snap.Deleted > 0 { // files added only: nothing held before is gone
 		w, err = worklost.Detect(ctx, worklost.Input{Store: s.store, Repo: s.repo,
-			Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC()})
+			Agent: s.c.o.Agent, Before: before, After: after, Restored: restored, At: time.Now().UTC(), Journal: s.c.lossJournal()})
+		if w != nil && s.c.lossJournal() != nil {
+			w.NotCovered = s.c.notCovered(snapshotPoint{at: snap.Time, start: snap.Trigger == TriggerStart}, s.beforeTime(ctx, before.Snapshot, w))
+		}
 	}
 	if err != nil {
 		s.lossFailed(ctx, err)

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -216,3 +217,31 @@ func (v *Versions) Restore(ctx context.Context, p, id string, at time.Time, dryR
 	res, err := v.restore.RestoreVersion(ctx, restore.Version{Path: e.Path, Blob: repo.OID(e.Blob), Mode: e.Mode}, dryRun)
 	return restoreResultOf(res), ver, err
 }
+
+// NewestExcept is p's newest kept version not after until whose content
+// is none of not (blob ids): work lost asks it for what stood just
+// before a file vanished.
+func (v *Versions) NewestExcept(p string, until time.Time, not ...string) (id string, at time.Time, ok bool) {
+	h, err := v.J.History(p)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	for i := len(h.Versions) - 1; i >= 0; i-- {
+		e := h.Versions[i]
+		if e.At.After(until) || !e.Kept() {
+			continue
+		}
+		blob := repo.OID(e.Blob).String()
+		if slices.Contains(not, blob) {
+			continue
+		}
+		return "v" + strconv.FormatUint(e.Seq, 10), e.At, true
+	}
+	return "", time.Time{}, false
+}
+
+// Settled tells the journal path settled (journal.Journal.Settled).
+func (v *Versions) Settled(path string, last time.Time) { v.J.Settled(path, last) }
+
+// SetWho sets who versions are credited to (journal.Journal.SetWho).
+func (v *Versions) SetWho(w func(path string, at time.Time) (by, session string)) { v.J.SetWho(w) }

@@ -73,6 +73,16 @@ type Input struct {
 	// daemon wrote or removed since Before: its changes are not losses.
 	Restored []string
 	At       time.Time // when the loss was seen
+	// Journal, when set, is the version journal: a lost path whose newer
+	// content it kept is brought back at that version.
+	Journal Journal
+}
+
+// Journal is what Detect asks of the version journal.
+type Journal interface {
+	// NewestExcept is p's newest kept version not after until whose
+	// content (blob id) is none of not: its id and time.
+	NewestExcept(p string, until time.Time, not ...string) (id string, at time.Time, ok bool)
 }
 
 // Detect returns the work lost from Before to After, nil when none was.
@@ -114,6 +124,7 @@ func Detect(ctx context.Context, in Input) (*WorkLost, error) {
 		}
 	}
 	var lost []string
+	var versions []capsule.LostVersion
 	for _, c := range candidates {
 		if headBefore[c.Path] == c.OldID {
 			continue // Before held what HEAD held: no uncommitted work
@@ -121,15 +132,32 @@ func Detect(ctx context.Context, in Input) (*WorkLost, error) {
 		gone := c.NewID == "" || c.NewID == headAfter[c.Path]
 		if gone && headAfter[c.Path] != c.OldID {
 			lost = append(lost, c.Path)
+			if in.Journal == nil {
+				continue
+			}
+			// What stood just before it vanished: the journal's newest
+			// version that is neither what replaced it nor HEAD's; when
+			// that is the snapshot's own content, the snapshot has it.
+			if vid, at, ok := in.Journal.NewestExcept(c.Path, in.At, c.NewID, headAfter[c.Path]); ok && isNewer(in.Journal, c.Path, at, c.OldID) {
+				versions = append(versions, capsule.LostVersion{Path: termsafe.Exact(c.Path), Version: vid, At: at})
+			}
 		}
 	}
 	if len(lost) == 0 {
 		return nil, nil
 	}
 	slices.Sort(lost)
+	slices.SortFunc(versions, func(a, b capsule.LostVersion) int { return a.At.Compare(b.At) })
 	id := ID(in.Before.Snapshot, in.At)
-	return &WorkLost{ID: id, At: in.At, Paths: lost, Snapshot: in.Before.Snapshot,
+	return &WorkLost{ID: id, At: in.At, Paths: lost, Snapshot: in.Before.Snapshot, Versions: versions,
 		Restore: RestoreCommand(id, in.Agent), RestorePaths: PathsCommand(in.Before.Snapshot, in.Agent, ExactPaths(lost))}, nil
+}
+
+// isNewer reports whether p's version at at holds other content than the
+// snapshot's (old): the journal's is newer work then.
+func isNewer(j Journal, p string, at time.Time, old string) bool {
+	_, at2, ok := j.NewestExcept(p, at, old)
+	return ok && at2.Equal(at)
 }
 
 // ID names the loss found at at in snapshot (a resume's work_lost entry):
