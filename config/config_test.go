@@ -354,7 +354,7 @@ func TestOutboxValues(t *testing.T) {
 }
 
 func defaultWatch() Watch {
-	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: DefaultIgnoreDirs(), Quiet: Duration{2 * time.Second}, ShellMax: Duration{10 * time.Minute},
+	return Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: DefaultIgnoreDirs(), Quiet: Duration{2 * time.Second}, Settle: Duration{300 * time.Millisecond}, ShellMax: Duration{10 * time.Minute},
 		HandoffFile: "HANDOFF.md", CapsuleFile: ".continuity/capsule.json"}
 }
 
@@ -377,7 +377,8 @@ func TestDefaultTOMLIgnoreDirsAreTheWatchersDefault(t *testing.T) {
 }
 
 func defaultSnapshots() Snapshots {
-	return Snapshots{Enabled: true, MaxFileSize: DefaultSnapshotMaxFileSize, Keep: DefaultSnapshotKeep, KeepBytes: DefaultSnapshotKeepBytes}
+	return Snapshots{Enabled: true, MaxFileSize: DefaultSnapshotMaxFileSize, Keep: DefaultSnapshotKeep, KeepBytes: DefaultSnapshotKeepBytes,
+		Journal: true, JournalKeepAll: Duration{24 * time.Hour}, JournalKeepHourly: Duration{7 * 24 * time.Hour}, JournalShare: 0.5}
 }
 
 func TestSnapshotsTableIsStrict(t *testing.T) {
@@ -404,7 +405,8 @@ func TestSnapshotsTableIsStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := (Snapshots{MaxFileSize: 0, Keep: 5, KeepBytes: 2 << 20, OnExplicitCheckpoint: true,
-		FleetWithhold: []string{"*.tfstate", "secrets/*"}}); !reflect.DeepEqual(cfg.Snapshots, want) {
+		FleetWithhold: []string{"*.tfstate", "secrets/*"}, Journal: true, JournalKeepAll: Duration{24 * time.Hour},
+		JournalKeepHourly: Duration{7 * 24 * time.Hour}, JournalShare: 0.5}); !reflect.DeepEqual(cfg.Snapshots, want) {
 		t.Errorf("got %+v, want %+v", cfg.Snapshots, want)
 	}
 }

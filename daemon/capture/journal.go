@@ -3,6 +3,9 @@ package capture
 import (
 	"context"
 	"fmt"
+
+	"github.com/continuityd/continuityd/capsule"
+	"github.com/continuityd/continuityd/internal/termsafe"
 	"sync/atomic"
 	"time"
 
@@ -95,4 +98,20 @@ func (s *snapshots) beforeTime(ctx context.Context, before string, w *worklost.W
 		}
 	}
 	return t
+}
+
+// shownVersions are a loss's journal versions as resume shows them: a
+// secret-shaped name redacted, as the loss's paths are.
+func (c *Capture) shownVersions(vs []capsule.LostVersion) []capsule.LostVersion {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]capsule.LostVersion, len(vs))
+	for i, v := range vs {
+		out[i] = v
+		if name := termsafe.Name(v.Path); c.guard.Redact(name) != name {
+			out[i].Path = c.guard.Redact(name)
+		}
+	}
+	return out
 }

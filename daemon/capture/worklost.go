@@ -285,7 +285,8 @@ func (c *Capture) shown(e capsule.WorkLost) capsule.WorkLost {
 	}
 	return capsule.WorkLost{ID: e.ID, At: e.At, Paths: paths, Snapshot: e.Snapshot,
 		Restore:      worklost.RestoreCommand(e.ID, c.o.Agent),
-		RestorePaths: worklost.PathsCommand(e.Snapshot, c.o.Agent, paths)}
+		RestorePaths: worklost.PathsCommand(e.Snapshot, c.o.Agent, paths),
+		Versions:     c.shownVersions(e.Versions), NotCovered: e.NotCovered}
 }
 
 // checkpointed drops the losses found before at: the agent checkpointed

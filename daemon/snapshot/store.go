@@ -176,7 +176,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	s.restore = restore.New(restore.Options{Repo: s.repo, Lock: s.lock, Take: s.take, Verify: s.verify, Workdir: wd,
 		ExcludeAbs: excludeAbs, Log: s.log, Now: s.now})
 	s.gc = gc.Start(s.repo, s.lock, len(all), opt.KeepCount, opt.KeepBytes, s.log)
-	s.openVersions()
+	openVersions(s)
 	// A restore a kill, a crash or a full disk interrupted is finished
 	// before the store is used.
 	s.restore.FinishInterrupted(ctx)

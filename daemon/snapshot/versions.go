@@ -41,7 +41,7 @@ type Versions struct {
 
 // openVersions opens the version journal when the options ask for it;
 // a failure leaves the store working without it, the reason kept.
-func (s *Store) openVersions() {
+func openVersions(s *Store) {
 	jo := s.opt.Journal
 	if !jo.Enabled {
 		return

@@ -40,6 +40,8 @@ var cliArgs = map[string][]string{
 	"log":                     {"log"},
 	"ui":                      {"ui", "--print"},
 	"ui --revoke":             {"ui", "--revoke"},
+	"history":                 {"history", "main.go"},
+	"snapshot restore --at":   {"snapshot", "restore", "--path", "main.go", "--at", "5m", "--dry-run"},
 }
 
 // notOperations are the commands that are no door of one operation, and
