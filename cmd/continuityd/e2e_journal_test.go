@@ -49,7 +49,9 @@ func waitVersion(t *testing.T, env []string, work, rel, content, by string) ops.
 	want := gitBlobID(content)
 	var h ops.HistoryAnswer
 	var found ops.HistoryVersion
-	waitUntil(t, func() string { return fmt.Sprintf("history of %s to list %q by %s; it lists %+v", rel, content, by, h.Versions) },
+	waitUntil(t, func() string {
+		return fmt.Sprintf("history of %s to list %q by %s; it lists %+v", rel, content, by, h.Versions)
+	},
 		func() bool {
 			h = history(t, env, work, rel)
 			for _, v := range h.Versions {
