@@ -66,7 +66,7 @@ func TestMCPOverHTTP(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if strings.Join(names, ",") != "capsule_read,capsule_seal,capsule_write,checkpoint,resume,signal,snapshot_diff,snapshot_list,snapshot_take,wait_for_event" {
+	if strings.Join(names, ",") != "capsule_read,capsule_seal,capsule_write,checkpoint,file_history,history_restore,resume,signal,snapshot_diff,snapshot_list,snapshot_take,wait_for_event" {
 		t.Fatalf("tools: %v", names)
 	}
 

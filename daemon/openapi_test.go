@@ -48,7 +48,7 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 	cfg.Watch = config.Watch{Enabled: true, Ignore: []string{}, IgnoreDirs: config.DefaultIgnoreDirs(),
 		Quiet: config.Duration{Duration: 100 * time.Millisecond}, HandoffFile: "HANDOFF.md", CapsuleFile: ".continuity/capsule.json"}
 	cfg.Snapshots = config.Snapshots{Enabled: true, MaxFileSize: config.DefaultSnapshotMaxFileSize,
-		Keep: config.DefaultSnapshotKeep, KeepBytes: config.DefaultSnapshotKeepBytes}
+		Keep: config.DefaultSnapshotKeep, KeepBytes: config.DefaultSnapshotKeepBytes, Journal: true}
 	// The policy for the quiet work record (a snapshot) that follows the
 	// files' changes: they change only where the test says.
 	cfg.Policy = config.Policy{Enabled: true, Quiet: config.Duration{Duration: 100 * time.Millisecond}, MaxDelay: config.Duration{Duration: time.Hour},
@@ -219,6 +219,31 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		openapiCall{op: "work_lost_restore", method: "POST", path: "/v1/continuity/work_lost/" + lostID + "/restore", body: `{"dry_run":true}`, status: 200},
 		openapiCall{op: "work_lost_restore", method: "POST", path: "/v1/continuity/work_lost/wl-000000000000/restore", status: 404},
 		openapiCall{op: "work_lost_restore", method: "POST", path: "/v1/continuity/work_lost/" + lostID + "/restore", body: `{"dry_run":"yes"}`, status: 400, outside: true},
+	)
+
+	// The version journal: a file's versions, one restored (a dry run).
+	if err := os.WriteFile(filepath.Join(wd, "v.go"), []byte("package v\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var version string
+	testwait.Until(t, func() string { return "the version journal lists no version of v.go" }, func() bool {
+		var h struct {
+			Versions []struct {
+				ID string `json:"id"`
+			} `json:"versions"`
+		}
+		if err := json.Unmarshal(run(openapiCall{op: "history", method: "GET", path: "/v1/history?path=v.go", status: 200}), &h); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Versions) > 0 {
+			version = h.Versions[0].ID
+		}
+		return version != ""
+	})
+	run(
+		openapiCall{op: "history", method: "GET", path: "/v1/history", status: 400},
+		openapiCall{op: "history_restore", method: "POST", path: "/v1/history/restore", body: `{"path":"v.go","version":"` + version + `","dry_run":true}`, status: 200},
+		openapiCall{op: "history_restore", method: "POST", path: "/v1/history/restore", body: `{"path":"v.go","version":"v999999"}`, status: 404},
 	)
 
 	// The capsule sealed above, stored again as it came back.

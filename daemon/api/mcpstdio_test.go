@@ -171,7 +171,7 @@ func TestMCPStdioSessionOnPipes(t *testing.T) {
 		conn, br, cs := handStdio(t, sock)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 10 {
+		if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 12 {
 			t.Fatalf("tools: %v %v", tools, err)
 		}
 		second, _, status, code := askUpgrade(t, sock, true, "")
@@ -382,7 +382,7 @@ func TestMCPStdioSessionOnSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 10 {
+	if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 12 {
 		t.Fatalf("tools over sockets: %v %v", tools, err)
 	}
 }

@@ -30,6 +30,7 @@ var strictCases = map[string][]struct {
 	"snapshot_take":      {{"message", `{"message":"a","message":"b"}`, `{"message":1}`}},
 	"snapshot_restore":   {{"dry_run", `{"dry_run":true,"dry_run":false}`, `{"dry_run":"yes"}`}},
 	"work_lost_restore":  {{"dry_run", `{"dry_run":true,"dry_run":false}`, `{"dry_run":"yes"}`}},
+	"history_restore":    {{"dry_run", `{"path":"a","at":"5m","dry_run":true,"dry_run":false}`, `{"path":"a","at":"5m","dry_run":"yes"}`}},
 }
 
 // target is a request target for o: {id} is "latest".
