@@ -58,18 +58,17 @@ func (j *Journal) Retain() (RetainResult, error) {
 				v := &file[i]
 				age := now - v.at
 				v.newest = i == len(file)-1
+				slot := v.at / int64(time.Hour)
+				if age > hourly {
+					slot = -1 - v.at/int64(24*time.Hour)
+				}
 				switch {
 				case v.newest || age <= all:
 					v.kept = true
-				case age <= hourly:
-					slot := v.at / int64(time.Hour)
-					v.kept = !seen[slot]
-					seen[slot] = true
 				default:
-					slot := -1 - v.at/int64(24*time.Hour)
 					v.kept = !seen[slot]
-					seen[slot] = true
 				}
+				seen[slot] = true
 			}
 			cands = append(cands, file...)
 			file = file[:0]
