@@ -20,7 +20,6 @@ type lockedClock struct {
 }
 
 func (c *lockedClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *lockedClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // settle has the journal keep rel as it stands, as written at at.
 func settle(t *testing.T, s *Store, rel string, at time.Time) {
