@@ -19,7 +19,7 @@ type lockedClock struct {
 	t  time.Time
 }
 
-func (c *lockedClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *lockedClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 // settle has the journal keep rel as it stands, as written at at.
 func settle(t *testing.T, s *Store, rel string, at time.Time) {
