@@ -403,9 +403,9 @@ func (j *Journal) write(ctx context.Context, batch map[string]time.Time) error {
 	if err != nil {
 		return err
 	}
-	now := j.now()
+	// Elapsed time, by the real clock: the settle time came from it.
 	for _, v := range vs {
-		j.lat.add(now.Sub(v.e.At))
+		j.lat.add(time.Since(v.e.At))
 	}
 	return nil
 }
