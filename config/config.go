@@ -18,7 +18,7 @@ import (
 // Config is the whole daemon configuration after defaults.
 type Config struct {
 	Daemon      Daemon              `toml:"daemon"`
-	Agents      []Agent             `toml:"agent"`
+	Agents      []Agent             `toml:"agent,omitempty"`
 	Upstreams   map[string]Upstream `toml:"upstream"`
 	Guard       Guard               `toml:"guard"`
 	Outbox      Outbox              `toml:"outbox"`
@@ -26,7 +26,40 @@ type Config struct {
 	Policy      Policy              `toml:"policy"`
 	Transcripts Transcripts         `toml:"transcripts"`
 	Snapshots   Snapshots           `toml:"snapshots"`
+	Places      Places              `toml:"places"`
 	Path        string              `toml:"-"` // file it was loaded from; "" for the embedded default
+}
+
+// Places is the [places] table: the projects agent sessions report from,
+// each adopted as a place of its own (its own agent state, watcher,
+// snapshots and transcripts), so one daemon serves every project a user
+// works in without a line of configuration.
+type Places struct {
+	Adopt bool `toml:"adopt"` // default true
+	// Roots are the only trees places are adopted under (never / or a
+	// home itself). "~" and "~/dir" stay as written: they are the home of
+	// the user whose project it is (a root service's caller), expanded
+	// when a place is adopted; other entries are absolute. Default ["~"].
+	Roots      []string `toml:"roots"`
+	MaxWatched int      `toml:"max_watched"` // places watched at once; default 32
+	IdleAfter  Duration `toml:"idle_after"`  // a place this long without a session is unwatched; default 8h
+}
+
+// RootsFor are the roots for a user whose home is home, absolute: "~"
+// entries are home's (left out when home is not absolute).
+func (p Places) RootsFor(home string) []string {
+	var out []string
+	for _, r := range p.Roots {
+		switch {
+		case r == "~" || strings.HasPrefix(r, "~/"):
+			if filepath.IsAbs(home) {
+				out = append(out, filepath.Join(home, r[1:]))
+			}
+		default:
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Watch is the [watch] table: how each agent's workdir is watched.

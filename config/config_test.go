@@ -76,6 +76,7 @@ func TestDecodeEmptyGivesDefaults(t *testing.T) {
 		Outbox:    defaultOutbox(),
 		Watch:     defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex", Rescan: Duration{DefaultTranscriptRescan}},
 		Snapshots: defaultSnapshots(),
+		Places:    defaultPlaces(),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -140,6 +141,7 @@ func TestDecodeFullConfig(t *testing.T) {
 		Outbox: defaultOutbox(),
 		Watch:  defaultWatch(), Policy: defaultPolicy(), Transcripts: Transcripts{Enabled: true, ClaudeHome: "/home/u/.claude", CodexHome: "/home/u/.codex", Rescan: Duration{DefaultTranscriptRescan}},
 		Snapshots: defaultSnapshots(),
+		Places:    defaultPlaces(),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)

@@ -79,6 +79,14 @@ type rawConfig struct {
 	Policy      rawPolicy              `toml:"policy"`
 	Transcripts rawTranscripts         `toml:"transcripts"`
 	Snapshots   rawSnapshots           `toml:"snapshots"`
+	Places      rawPlaces              `toml:"places"`
+}
+
+type rawPlaces struct {
+	Adopt      *bool    `toml:"adopt"`
+	Roots      []string `toml:"roots"` // nil: left out
+	MaxWatched *int64   `toml:"max_watched"`
+	IdleAfter  *string  `toml:"idle_after"`
 }
 
 type rawSnapshots struct {

@@ -131,6 +131,12 @@ var keySpecs = []keySpec{
 	{"snapshots.journal_keep_all", wantDuration, stringKinds},
 	{"snapshots.journal_keep_hourly", wantDuration, stringKinds},
 	{"snapshots.journal_share", "a number from 0.05 to 0.95", numberKinds},
+	{"places", "a table ([places])", tableKinds},
+	{"places.adopt", "true or false", boolKinds},
+	{"places.roots", "an array of strings", arrayKinds},
+	{"places.roots[]", "a string", stringKinds},
+	{"places.max_watched", "an integer", integerKinds},
+	{"places.idle_after", wantDuration, stringKinds},
 }
 
 func specOf(path string) (keySpec, bool) {

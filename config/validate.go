@@ -68,6 +68,7 @@ func (c *checker) build(raw *rawConfig) *Config {
 		Policy:      c.policy(raw.Policy),
 		Transcripts: c.transcripts(raw.Transcripts),
 		Snapshots:   c.snapshots(raw.Snapshots),
+		Places:      c.places(raw.Places),
 	}
 	cfg.Agents = c.agents(raw.Agents, cfg.Upstreams)
 	return cfg

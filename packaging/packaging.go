@@ -98,18 +98,20 @@ type Unit struct {
 	// User=, no file-system sandbox, WantedBy=default.target. Otherwise the
 	// unit is a system service running as SystemUser in a sandbox.
 	UserUnit bool
-	// Packaged selects the comments of the units shipped in the packages,
-	// and, for a user unit, the config ~/.config/continuityd/continuityd.toml
-	// of whichever user runs it (the unit does not start without one).
+	// Packaged selects the comments of the units shipped in the packages.
+	// A packaged user unit runs `run` alone: the daemon then reads
+	// ~/.config/continuityd/continuityd.toml of whichever user runs it
+	// when that file exists, and serves the places that user's sessions
+	// adopt either way.
 	Packaged bool
 
 	// Binary is the continuityd executable.
 	Binary string
 	// Config is the config file passed to `run --config`; "" runs the
-	// embedded default (unless Packaged makes it the user's file).
+	// user's own file when it exists, else the embedded default.
 	Config string
 	// WorkingDirectory is where the daemon starts, which is the work
-	// directory of agent "default" when the config declares no agents; ""
+	// directory, a place when the config declares no agents; ""
 	// leaves systemd's default (/ for the system, the home for a user).
 	WorkingDirectory string
 
@@ -149,10 +151,7 @@ func (u Unit) Render() ([]byte, error) {
 	}
 	v := unitView{Unit: u, User: SystemUser}
 	args := []string{execWord(u.Binary), "run"}
-	switch {
-	case u.UserUnit && u.Packaged:
-		args = append(args, "--config", "%h/.config/continuityd/continuityd.toml")
-	case u.Config != "":
+	if u.Config != "" {
 		args = append(args, "--config", execWord(u.Config))
 	}
 	v.ExecStart = strings.Join(args, " ")
@@ -305,8 +304,8 @@ type Plist struct {
 	// Binary is the continuityd executable; Config the file passed to
 	// `run --config`, "" for the embedded default.
 	Binary, Config string
-	// WorkingDirectory is where the daemon starts (the work directory of
-	// agent "default" when the config declares no agents); "" for /.
+	// WorkingDirectory is where the daemon starts (a place when the
+	// config declares no agents); "" for /.
 	WorkingDirectory string
 	// UserName runs a system job (a LaunchDaemon) as that user; "" for a
 	// LaunchAgent, which runs as the user who loads it.

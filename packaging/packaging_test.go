@@ -158,14 +158,19 @@ func TestUserUnitDirectives(t *testing.T) {
 		}
 	}
 
-	// The packaged user unit serves any user, with their own config.
+	// The packaged user unit serves any user's places, with their own
+	// config when they have one (run reads it): it starts without one.
 	b, err = Unit{UserUnit: true, Packaged: true, Binary: PackagedBinary}.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
 	d = directives(t, b)
-	wantDirective(t, d, "Service.ExecStart", "/usr/bin/continuityd run --config %h/.config/continuityd/continuityd.toml")
-	wantDirective(t, d, "Unit.ConditionPathExists", "%h/.config/continuityd/continuityd.toml")
+	wantDirective(t, d, "Service.ExecStart", "/usr/bin/continuityd run")
+	for _, k := range []string{"Unit.ConditionPathExists", "Service.WorkingDirectory"} {
+		if v, ok := d[k]; ok {
+			t.Errorf("the packaged user unit sets %s = %q", k, v)
+		}
+	}
 }
 
 func TestUnitEscaping(t *testing.T) {

@@ -255,7 +255,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-11s %s\n", c.Name, c.Summary)
 	}
 	fmt.Fprintln(w, "\ncontinuityd COMMAND --help prints a command's usage and flags.")
-	fmt.Fprintln(w, "client commands find the daemon by --socket, $CONTINUITYD_SOCKET, the socket in --config FILE, or the default socket (continuityd socket prints it).")
+	fmt.Fprintln(w, "client commands find the daemon by --socket, $CONTINUITYD_SOCKET, the socket in --config FILE (else in the config file run reads), or the default socket (continuityd socket prints it).")
 	fmt.Fprintln(w, "exit status: 0 done, 1 failed, 2 bad usage or config, 3 daemon unreachable.")
 }
 
@@ -282,7 +282,7 @@ func (cf *ClientFlags) Client(e *Env) (*client.Client, error) {
 }
 
 // SocketPath resolves the socket: --socket, $CONTINUITYD_SOCKET, --config,
-// default.
+// the config file `run` reads when it exists (UserConfigFile), default.
 func (cf *ClientFlags) SocketPath(e *Env) (string, error) {
 	if cf.Socket != "" {
 		return cf.Socket, nil
@@ -290,8 +290,12 @@ func (cf *ClientFlags) SocketPath(e *Env) (string, error) {
 	if v := e.Getenv("CONTINUITYD_SOCKET"); v != "" {
 		return v, nil
 	}
-	if cf.Config != "" {
-		cfg, err := config.Load(cf.Config)
+	file := cf.Config
+	if file == "" && e.DefaultPaths == nil {
+		file = UserConfigFile(e) // the daemon `run` starts reads it too
+	}
+	if file != "" {
+		cfg, err := config.Load(file)
 		if err != nil {
 			return "", err
 		}
@@ -301,11 +305,15 @@ func (cf *ClientFlags) SocketPath(e *Env) (string, error) {
 	return sock, nil
 }
 
-// LoadConfig loads the config file, or the embedded default when there is
-// none. Without a file, $CONTINUITYD_STATE_DIR and $CONTINUITYD_SOCKET move
+// LoadConfig loads the config file: path, else the file `run` reads when
+// it exists (UserConfigFile), else the embedded default. Only for the
+// embedded default, $CONTINUITYD_STATE_DIR and $CONTINUITYD_SOCKET move
 // the default state directory and socket (tests, and trying it out without
 // touching the real default places).
 func LoadConfig(e *Env, path string) (*config.Config, error) {
+	if path == "" {
+		path = UserConfigFile(e)
+	}
 	if path != "" {
 		return config.Load(path)
 	}
@@ -320,6 +328,20 @@ func LoadConfig(e *Env, path string) (*config.Config, error) {
 		cfg.Daemon.Socket = v
 	}
 	return cfg, nil
+}
+
+// UserConfigFile is the config file `run` reads without --config, when it
+// exists: $XDG_CONFIG_HOME/continuityd/continuityd.toml (root:
+// /etc/continuityd/continuityd.toml); "" when there is none.
+func UserConfigFile(e *Env) string {
+	p := config.UserFileFor(e.Getenv, os.Geteuid())
+	if p == "" {
+		return ""
+	}
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 // Fail reports an error and maps it to an exit status. Messages carry
