@@ -105,6 +105,14 @@ type Daemon struct {
 
 	// page is the web page (package ui), once Run serves.
 	page atomic.Pointer[ui.Server]
+
+	// places are the projects sessions adopted (places.go), set by Run
+	// before it serves; adopts carries a request to watch one to Run.
+	places *placeSet
+	adopts chan placeRequest
+	// placeNames are the agents of the configuration being built that
+	// are places (withPlaces; used by build, both on Run's goroutine).
+	placeNames map[string]bool
 }
 
 // workdirs names each agent's workdir, "name=dir" in config order ("name="
@@ -120,7 +128,11 @@ func (s *snapshot) workdirs() []string {
 // snapshot is one running configuration. Agents and upstream runtimes are
 // carried over between snapshots when their configuration did not change.
 type snapshot struct {
-	cfg    *config.Config
+	cfg *config.Config
+	// base is the configuration cfg was made from: cfg is base with the
+	// watched places added as agents, places names them.
+	base   *config.Config
+	places map[string]bool
 	guard  *guard.Guard
 	agents map[string]*agent.Agent
 	names  []string // config order
@@ -146,8 +158,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, version: opts.Version, metrics: newMetrics(),
-		reloads: make(chan reloadRequest), notServing: make(chan struct{})}
-	d.st.Store(&snapshot{cfg: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
+		reloads: make(chan reloadRequest), notServing: make(chan struct{}), adopts: make(chan placeRequest)}
+	d.st.Store(&snapshot{cfg: cfg, base: cfg, guard: g, agents: map[string]*agent.Agent{}, ups: map[string]*agent.Upstream{}, damaged: map[string]error{}})
 	d.metrics.register(d)
 	d.ledgers.Conflicts = d.metrics.conflicts
 	d.spool = spool.New(cfg.Daemon.StateDir, d.storeSpooled, d.log)
@@ -190,6 +202,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}
 		d.owners.Close() // after the agents, whose stores they host
 		d.ledgers.Save() // what the agents' last events told it
+		if d.places != nil {
+			d.places.reg.Save() // the places' last sessions
+		}
 	}()
 	if err := statefiles.Prepare(st.cfg.Daemon.StateDir, statefiles.ModesFor(st.cfg.Daemon.SocketPerm())); err != nil {
 		return fmt.Errorf("state directory %s: %w", st.cfg.Daemon.StateDir, err)
@@ -206,11 +221,16 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	next, err := d.build(st.cfg, st)
+	if d.places, err = d.openPlaces(st.cfg); err != nil {
+		return err
+	}
+	withPlaces, placeNames := d.withPlaces(st.base)
+	next, err := d.build(withPlaces, st)
 	if err != nil {
 		next.closeNew(st)
 		return err
 	}
+	next.base, next.places = st.base, placeNames
 	d.st.Store(next)
 	next.logDamaged(d.log)
 
@@ -295,6 +315,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		d.opts.Ready()
 	}
 
+	idle := time.NewTicker(d.places.idleEvery())
+	defer idle.Stop()
 	for serving := true; serving; {
 		select {
 		case <-ctx.Done():
@@ -304,6 +326,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			serving = false
 		case req := <-d.reloads:
 			d.serveReloads(shipCtx, req)
+		case req := <-d.adopts:
+			d.servePlace(shipCtx, req)
+		case <-idle.C:
+			d.unwatchIdle(shipCtx)
 		}
 	}
 	// From here a Reload (the config watcher's, a SIGHUP's) returns at once
@@ -446,15 +472,37 @@ func (s *snapshot) closeNew(old *snapshot) {
 // holds cwd (hooks know their directory, not the agent's name); else the
 // only one. Its refusals are api.AgentChoice, which the API shows a caller
 // naming only the agents it may use.
+//
+// A cwd that lies in no agent's workdir picks none, when any agent has a
+// workdir or places are adopted: an agent is its place, and another directory's state is not
+// this one's (the refusal's Reason says so; the daemon may then adopt the
+// directory's project as a place).
 func (s *snapshot) agentFor(name, cwd string) (*agent.Agent, *api.AgentChoice) {
 	if name == "" && cwd != "" {
-		workdirs := map[string]string{}
+		workdirs, placed := map[string]string{}, false
 		for _, ac := range s.cfg.Agents {
 			if s.agents[ac.Name] != nil || s.damaged[ac.Name] != nil {
 				workdirs[ac.Name] = ac.Workdir
+				placed = placed || ac.Workdir != ""
 			}
 		}
 		name = statefiles.AgentByCwd(workdirs, cwd)
+		if name == "" && placed {
+			// The workdirs as places compare them: symbolic links
+			// resolved on both sides.
+			canon := map[string]string{}
+			for n, wd := range workdirs {
+				if wd != "" {
+					canon[n] = place.Canonical(wd)
+				}
+			}
+			name = statefiles.AgentByCwd(canon, place.Canonical(cwd))
+		}
+		if name == "" && (placed || s.cfg.Places.Adopt) {
+			why := fmt.Sprintf("%s lies in no place of this daemon", cwd)
+			return nil, &api.AgentChoice{Served: s.names, Reason: why, Refusal: capsule.Refuse(capsule.CodeAgentRequired, "agent",
+				"%s; the agents here: %v; name one with ?agent=", why, s.names)}
+		}
 	}
 	if name == "" {
 		if len(s.names) == 1 && len(s.damaged) == 0 {

@@ -85,7 +85,7 @@ func (d *Daemon) reload(ctx context.Context) error {
 	d.reloadToken(old.cfg.Daemon.StateDir)
 	// The embedded default has no file to read again; a reload then only
 	// retries the agents refused for damage (after `recover --accept-loss`).
-	cfg := old.cfg
+	cfg := old.base
 	if d.opts.Load != nil {
 		var err error
 		if cfg, err = d.opts.Load(); err != nil {
@@ -106,7 +106,9 @@ func (d *Daemon) reload(ctx context.Context) error {
 	// The workdirs' watchers outlive the agents reopened on them.
 	release := d.watches.hold()
 	defer release()
-	next, err := d.build(cfg, old)
+	withPlaces, placeNames := d.withPlaces(cfg)
+	next, err := d.build(withPlaces, old)
+	next.base, next.places = cfg, placeNames
 	d.st.Store(next)
 	next.logDamaged(d.log)
 	var added, removed, kept []string
@@ -225,7 +227,14 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		if missing {
 			continue // reported above
 		}
+		isPlace := d.placeNames[ac.Name]
+		if !isPlace {
+			d.inherit(ac, cfg) // an adopted place configured by name keeps its history
+		}
 		ao := agentOptions(cfg, ac, next.ups, d.ledgers.For(ac.Workdir), next.guard, d.log, d.metrics)
+		// A place watched again reports what changed while it was not
+		// as changed by nobody's tool: outside.
+		ao.Capture.CatchUpOutside = isPlace
 		if ac.Workdir != "" {
 			ao.Capture.OnConflict = d.ledgers.Teller(ac.Workdir)
 		}

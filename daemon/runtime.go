@@ -27,7 +27,10 @@ func (d *Daemon) Agent(name, cwd string) (*agent.Agent, *guard.Guard, error) {
 // AgentConfig is the running configuration of the agent named
 // (api.Runtime).
 func (d *Daemon) AgentConfig(name string) (config.Agent, bool) {
-	return d.snap().cfg.Agent(name)
+	if ac, ok := d.snap().cfg.Agent(name); ok {
+		return ac, true
+	}
+	return d.placeConfig(name) // a place not watched now
 }
 
 // Status is the daemon's state (api.Runtime).
@@ -64,5 +67,6 @@ func (d *Daemon) Status() api.Status {
 			SnapshotProblem: a.SnapshotProblem(), RestoreInterrupted: res.RestoreInterrupted,
 		})
 	}
+	d.placesStatus(snap, &st)
 	return st
 }

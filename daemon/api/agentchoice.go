@@ -25,6 +25,9 @@ type AgentChoice struct {
 	// daemon serves, in configuration order.
 	Asked  string
 	Served []string
+	// Reason, when set, says why no agent was picked before the way out
+	// (a directory that lies in no place, and why it is not adopted).
+	Reason string
 }
 
 func (e *AgentChoice) Error() string { return e.Refusal.Error() }
@@ -64,6 +67,9 @@ func agentRefusal(rt Runtime, p *peer, err error) error {
 	}
 	switch ch.Refusal.Code {
 	case capsule.CodeAgentRequired:
+		if ch.Reason != "" {
+			return capsule.Refuse(capsule.CodeAgentRequired, "agent", "%s; name an agent with ?agent=; %s", ch.Reason, yours)
+		}
 		return capsule.Refuse(capsule.CodeAgentRequired, "agent", "name an agent with ?agent=; %s", yours)
 	case capsule.CodeUnknownAgent:
 		return capsule.Refuse(capsule.CodeUnknownAgent, "agent", "no agent %q that you may use; %s", ch.Asked, yours)

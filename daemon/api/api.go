@@ -262,7 +262,7 @@ func (a *API) withAgent(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		p := peerOf(r.Context())
-		ag, g, err := a.o.Runtime.Agent(q.Get("agent"), q.Get("cwd"))
+		ag, g, err := a.pickAgent(r.Context(), q.Get("agent"), q.Get("cwd"))
 		if err == nil {
 			err = p.mayUse(ag.Config())
 		} else {

@@ -26,6 +26,8 @@ func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {
 			ac, ok := a.o.Runtime.AgentConfig(as.Name)
 			return !ok || p.mayUse(ac) != nil
 		})
+		st.Places = slices.DeleteFunc(st.Places, func(ps ops.PlaceStatus) bool { return !mayUsePlace(p, ps.Name, ps.Workdir) })
+		st.Moved = slices.DeleteFunc(st.Moved, func(m ops.PlaceMove) bool { return !mayUsePlace(p, m.To, m.Workdir) })
 	}
 	writeJSON(w, http.StatusOK, st)
 }

@@ -48,6 +48,11 @@ type Options struct {
 	// RestoreGate is shared by every agent on the workdir, so a restore by
 	// one is not lost work for the others; nil: the agent is alone.
 	RestoreGate *RestoreGate
+	// CatchUpOutside has the start snapshot's changes against the last
+	// snapshot (what changed while the workdir was not watched: a place
+	// watched again) credited to nobody's tool, outside, and noted as
+	// activity, so resume names them and the policy records them.
+	CatchUpOutside bool
 	// SnapshotOnExplicitCheckpoint lets the agent's own checkpoint be
 	// followed by a work record (snapshots.on_explicit_checkpoint).
 	SnapshotOnExplicitCheckpoint bool

@@ -11,6 +11,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/snapshot"
+	"github.com/continuityd/continuityd/daemon/sources/watch"
 	"github.com/continuityd/continuityd/daemon/worklost"
 	"github.com/continuityd/continuityd/internal/gittool"
 )
@@ -191,7 +192,35 @@ func (s *snapshots) start(ctx context.Context) {
 	if err == nil {
 		s.c.log.Info("start snapshot taken", "snapshot", snap.ID, "files", snap.Took.Files, "changed", snap.Files(),
 			"took", time.Since(began).Round(time.Millisecond))
+		if s.c.o.CatchUpOutside && snap.Parent != "" && snap.Files() > 0 {
+			s.catchUp(ctx, snap)
+		}
 	}
+}
+
+// catchUp reports the start snapshot's changes against the snapshot
+// before it, made while nothing watched the workdir: credited to
+// outside, and noted as the workdir's activity.
+func (s *snapshots) catchUp(ctx context.Context, snap snapshot.Snapshot) {
+	d, err := s.store.Show(ctx, snap.ID)
+	if err != nil {
+		s.c.log.Warn("what changed while the workdir was not watched cannot be read", "snapshot", snap.ID, "err", err)
+		return
+	}
+	paths := make([]string, 0, len(d.Files))
+	for _, f := range d.Files {
+		paths = append(paths, f.Path)
+	}
+	n := max(len(paths), snap.Files())
+	s.c.log.Info("changed while the workdir was not watched: reported as outside", "files", n, "snapshot", snap.ID)
+	now := time.Now()
+	s.c.burst(watch.Summary{Paths: paths, Count: n, First: snap.Time, Last: now})
+	redacted := make([]string, 0, len(paths))
+	for _, p := range paths {
+		redacted = append(redacted, s.c.guard.Redact(p))
+	}
+	s.c.store.NoteActivity(redacted, n)
+	s.c.feed(policy.Input{Kind: policy.KindActivity, At: now})
 }
 
 // startProgress is the snapshots component's detail while the start

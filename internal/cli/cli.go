@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/internal/client"
@@ -278,6 +279,10 @@ func (cf *ClientFlags) Client(e *Env) (*client.Client, error) {
 	}
 	c := client.New(sock)
 	c.Agent = cf.Agent
+	if cf.Agent == "" {
+		// The daemon acts on the place the current directory lies in.
+		c.Cwd, _ = os.Getwd()
+	}
 	return c, nil
 }
 
@@ -352,10 +357,15 @@ func Fail(e *Env, err error) int {
 	var ue *client.UnreachableError
 	switch {
 	case errors.As(err, &ae):
-		if ae.Field != "" {
-			fmt.Fprintf(e.Stderr, "continuityd: %s (%s): %s\n", termsafe.Line(ae.Code), termsafe.Line(ae.Field), termsafe.Text(ae.Message))
+		msg, field := ae.Message, ae.Field
+		if ae.Code == capsule.CodeAgentRequired || ae.Code == capsule.CodeUnknownAgent {
+			// The daemon names the API's way to pick one; here it is a flag.
+			msg, field = strings.ReplaceAll(msg, "with ?agent=", "with --agent NAME"), ""
+		}
+		if field != "" {
+			fmt.Fprintf(e.Stderr, "continuityd: %s (%s): %s\n", termsafe.Line(ae.Code), termsafe.Line(field), termsafe.Text(msg))
 		} else {
-			fmt.Fprintf(e.Stderr, "continuityd: %s: %s\n", termsafe.Line(ae.Code), termsafe.Text(ae.Message))
+			fmt.Fprintf(e.Stderr, "continuityd: %s: %s\n", termsafe.Line(ae.Code), termsafe.Text(msg))
 		}
 		return ExitFailed
 	case errors.As(err, &ue) && ue.NoAnswer:

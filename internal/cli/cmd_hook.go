@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -85,7 +86,7 @@ func cmdHook(ctx context.Context, e *Env, args []string) int {
 			down = unreachable(err)
 			if down {
 				spoolEvent(e, cf, ev)
-			} else {
+			} else if noPlaceNote(err) == "" { // no place here: SessionStart says so below
 				fmt.Fprintf(e.Stderr, "continuityd hook: %v\n", err)
 			}
 		}
@@ -101,8 +102,14 @@ func cmdHook(ctx context.Context, e *Env, args []string) int {
 		q.Set("local", "1")
 		// An answer that does not decode is as good as none: the last
 		// resume on disk stands in below.
-		if r, _, err := ops.Resume.Call(ctx, c, ops.Args{Query: q}); err == nil {
+		r, _, err := ops.Resume.Call(ctx, c, ops.Args{Query: q})
+		if err == nil {
 			md = r.Markdown(statefiles.ResumeMarkdownLimit)
+		} else if note := noPlaceNote(err); note != "" {
+			// A directory in no place gets nothing of any place: not
+			// the last resume of another, only why.
+			e.Stdout.Write(hook.SessionStartOutput(termsafe.Text(note)))
+			return ExitOK
 		}
 	}
 	if md == "" {
@@ -114,6 +121,20 @@ func cmdHook(ctx context.Context, e *Env, args []string) int {
 		e.Stdout.Write(hook.SessionStartOutput(termsafe.Text(md)))
 	}
 	return ExitOK
+}
+
+// noPlaceNote is the short answer to a session whose directory lies in
+// no place of the daemon (or one the caller may not adopt): why, and that
+// nothing of any project is shown; "" for any other error.
+func noPlaceNote(err error) string {
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Code != capsule.CodeAgentRequired && ae.Code != capsule.CodeAgentForbidden {
+		return ""
+	}
+	why, _, _ := strings.Cut(ae.Message, "; name ")
+	why, _, _ = strings.Cut(why, "; the places and agents here")
+	why, _, _ = strings.Cut(why, "; the agents here")
+	return "continuityd: " + why + ". Nothing of any project is shown here; `continuityd doctor` in this directory says more.\n"
 }
 
 // unreachable reports whether err means the daemon could not be reached

@@ -41,6 +41,9 @@ type Client struct {
 	Socket string
 	// Agent, when set, is sent as ?agent= on every agent call.
 	Agent string
+	// Cwd, when set and Agent is not, is sent as ?cwd= on every call
+	// that names neither: the daemon acts on the place that holds it.
+	Cwd string
 	// Timeout bounds one request (zero: DefaultTimeout), plus what the
 	// call waits by design (DoWaiting's wait).
 	Timeout time.Duration
@@ -140,6 +143,33 @@ func (c *Client) do(ctx context.Context, hc *http.Client, wait time.Duration, me
 	if c.Agent != "" && query.Get("agent") == "" {
 		query.Set("agent", c.Agent)
 	}
+	if c.Agent != "" || c.Cwd == "" || query.Get("agent") != "" || query.Get("cwd") != "" {
+		return c.doOnce(ctx, hc, wait, method, path, query, body)
+	}
+	// The place the current directory lies in; when it lies in none, the
+	// daemon's only agent, as without a directory: the refusal (which
+	// names the places, and why this directory is none) stands when the
+	// daemon serves several.
+	query.Set("cwd", c.Cwd)
+	out, err := c.doOnce(ctx, hc, wait, method, path, query, body)
+	if !agentRequired(err) {
+		return out, err
+	}
+	query.Del("cwd")
+	if out2, err2 := c.doOnce(ctx, hc, wait, method, path, query, body); !agentRequired(err2) {
+		return out2, err2
+	}
+	return out, err
+}
+
+// agentRequired reports whether err is the daemon's refusal to pick an
+// agent for a request that named none.
+func agentRequired(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == capsule.CodeAgentRequired
+}
+
+func (c *Client) doOnce(ctx context.Context, hc *http.Client, wait time.Duration, method, path string, query url.Values, body []byte) ([]byte, error) {
 	u := "http://continuityd" + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()

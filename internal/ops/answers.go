@@ -64,6 +64,12 @@ type StatusAnswer struct {
 	// UI is where the web page is served, once a login URL was asked
 	// for (continuityd ui); absent before.
 	UI *UIStatus `json:"ui,omitempty"`
+	// Places are the projects sessions adopted, watched or not; Moved
+	// says where state went when a place was configured by name (or an
+	// agent renamed); Watches the inotify watches in use and the limit.
+	Places  []PlaceStatus `json:"places,omitempty"`
+	Moved   []PlaceMove   `json:"moved,omitempty"`
+	Watches *WatchUse     `json:"watches,omitempty"`
 }
 
 // UIStatus is where the web page is served: the configured loopback

@@ -13,6 +13,7 @@ import (
 
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon"
+	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/internal/cli"
 	"github.com/continuityd/continuityd/internal/termsafe"
 	"github.com/continuityd/continuityd/internal/timerslack"
@@ -51,6 +52,10 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	if err == nil && *workdir != "" {
 		err = setDefaultWorkdir(cfg, *cfgPath, *workdir)
 	}
+	placesOnly := false
+	if err == nil && *workdir == "" {
+		placesOnly = servePlacesOnly(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "continuityd: %v\n", err)
 		return cli.ExitUsage
@@ -62,6 +67,9 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	// before the front has handed over.
 	slackErr := timerslack.Ensure(cfg.Daemon.TimerSlack.Duration)
 	log := newLogger(e.Stderr, cfg.Daemon.LogLevel, cfg.Daemon.LogFormat)
+	if placesOnly {
+		log.Info("started in / or the home directory, which is never a place: this daemon serves the projects agent sessions report from, each a place of its own")
+	}
 	if slackErr != nil {
 		log.Warn("daemon.timer_slack not applied: the daemon runs on with the slack it has", "err", slackErr)
 	}
@@ -103,6 +111,23 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	return cli.ExitOK
 }
 
+// servePlacesOnly takes the embedded default's agent out when the daemon
+// was started in / or the home directory (a user service starts there):
+// neither is ever a place, and the daemon then serves only the places
+// sessions adopt. It reports whether it did.
+func servePlacesOnly(cfg *config.Config) bool {
+	if len(cfg.Agents) != 1 || cfg.Agents[0].Name != config.DefaultAgent || cfg.Path != "" {
+		return false
+	}
+	wd := place.Canonical(cfg.Agents[0].Workdir)
+	home, _ := os.UserHomeDir()
+	if wd != "/" && (home == "" || wd != place.Canonical(home)) {
+		return false
+	}
+	cfg.Agents = nil
+	return true
+}
+
 // setDefaultWorkdir points the embedded default's agent at dir, which
 // must be an existing directory. A config file names its agents' workdirs
 // itself, so --workdir goes with no --config only.
@@ -116,6 +141,9 @@ func setDefaultWorkdir(cfg *config.Config, cfgPath, dir string) error {
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return fmt.Errorf("run: --workdir %q is not a directory", dir)
+	}
+	if home, _ := os.UserHomeDir(); place.Canonical(abs) == "/" || home != "" && place.Canonical(abs) == place.Canonical(home) {
+		return fmt.Errorf("run: --workdir %q: / and a home directory itself are never a place; name a project, or leave --workdir out to serve the projects sessions report from", dir)
 	}
 	for i := range cfg.Agents {
 		cfg.Agents[i].Workdir = abs
