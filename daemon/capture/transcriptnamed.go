@@ -53,8 +53,8 @@ func (c *Capture) TranscriptNamed(path string, caller uint32) error {
 	if owner, _, ok := safefile.Owner(fi); ok && caller != 0 && owner != caller {
 		return fmt.Errorf("%s is uid %d's, not the hook's user's (uid %d): a hook names only a transcript its user may read", path, owner, caller)
 	}
-	if !transcript.BelongsTo(op, t.ClaudeHome, t.CodexHome, c.o.Workdir, path) {
-		return fmt.Errorf("%s is no transcript of a session launched in the agent's workdir %s", path, c.o.Workdir)
+	if !transcript.BelongsUnder(op, t.ClaudeHome, t.CodexHome, c.o.Workdir, path) {
+		return fmt.Errorf("%s is no transcript of a session launched in the agent's workdir %s or below it", path, c.o.Workdir)
 	}
 	if holder := c.o.TranscriptClaims.BoundTo(c.o.Agent, path); holder != "" {
 		return fmt.Errorf("%s is agent %s's: its hook named it first", path, holder)

@@ -1,6 +1,9 @@
 package transcript
 
 import (
+	"bufio"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -262,4 +265,56 @@ func BelongsTo(op safefile.Opener, claudeHome, codexHome, workdir, path string) 
 	}
 	cwd, _ := codexRolloutCwd(op, path)
 	return cwd != "" && filepath.Clean(cwd) == workdir
+}
+
+// BelongsUnder is BelongsTo for a session launched in workdir or in a
+// directory below it, as a hook names its session's transcript: a session
+// in a project's subdirectory is the project's. A Claude Code transcript
+// in another project folder must name a cwd under workdir in its first
+// lines, and its folder's name must continue the workdir's (a neighbour,
+// work-2 beside work, is not below it).
+func BelongsUnder(op safefile.Opener, claudeHome, codexHome, workdir, path string) bool {
+	if BelongsTo(op, claudeHome, codexHome, workdir, path) {
+		return true
+	}
+	path, workdir = filepath.Clean(path), filepath.Clean(workdir)
+	name, dir := filepath.Base(path), filepath.Dir(path)
+	if op == nil {
+		op = safefile.Here
+	}
+	below := func(cwd string) bool {
+		return cwd != "" && strings.HasPrefix(filepath.Clean(cwd), workdir+string(filepath.Separator))
+	}
+	switch {
+	case !strings.HasSuffix(name, ".jsonl"):
+		return false
+	case claudeHome != "" && !strings.HasPrefix(name, "agent-") && filepath.Dir(dir) == filepath.Join(claudeHome, "projects") &&
+		strings.HasPrefix(filepath.Base(dir), EncodeClaudeProject(workdir)+"-"):
+		return below(claudeTranscriptCwd(op, path))
+	case codexHome != "" && strings.HasPrefix(path, filepath.Join(codexHome, "sessions")+string(filepath.Separator)) && strings.HasPrefix(name, "rollout-"):
+		cwd, _ := codexRolloutCwd(op, path)
+		return below(cwd)
+	}
+	return false
+}
+
+// claudeTranscriptCwd is the cwd the first lines of a Claude Code
+// transcript name ("" when none does).
+func claudeTranscriptCwd(op safefile.Opener, path string) string {
+	f, _, err := op.Open(path, safefile.OpenOptions{})
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for i := 0; i < 50 && sc.Scan(); i++ {
+		var l struct {
+			Cwd string `json:"cwd"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && filepath.IsAbs(l.Cwd) {
+			return l.Cwd
+		}
+	}
+	return ""
 }

@@ -253,3 +253,45 @@ func TestBelongsTo(t *testing.T) {
 		t.Error("a transcript of a kind the agent has no home for belongs to it")
 	}
 }
+
+// TestBelongsUnder: a hook's session in a subdirectory of the workdir is
+// the workdir's, by the cwd its transcript names; a neighbour's (work-2)
+// and a subdirectory's transcript naming another cwd are not.
+func TestBelongsUnder(t *testing.T) {
+	top := t.TempDir()
+	claude, codex := filepath.Join(top, "claude"), filepath.Join(top, "codex")
+	work := filepath.Join(top, "work")
+	sub, neighbour := filepath.Join(work, "sub"), filepath.Join(top, "work-2")
+	claudeT := func(launch, cwd string) string {
+		p := filepath.Join(ClaudeProjectDir(claude, launch), "s.jsonl")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		line := `{"type":"file-history-snapshot"}` + "\n" + `{"type":"user","cwd":"` + cwd + `"}` + "\n"
+		if err := os.WriteFile(p, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rollout := func(name, cwd string) string {
+		p := filepath.Join(codex, "sessions", "2026", "05", "11", name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(codexMeta("id", cwd)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for path, want := range map[string]bool{
+		claudeT(work, work):                   true,
+		claudeT(sub, sub):                     true,
+		claudeT(neighbour, neighbour):         false,
+		rollout("rollout-a.jsonl", sub):       true,
+		rollout("rollout-b.jsonl", neighbour): false,
+	} {
+		if got := BelongsUnder(nil, claude, codex, work, path); got != want {
+			t.Errorf("BelongsUnder(%s) = %v, want %v", path, got, want)
+		}
+	}
+	// A subdirectory's folder whose transcript names another cwd.
+	if p := claudeT(filepath.Join(work, "x"), neighbour); BelongsUnder(nil, claude, codex, work, p) {
+		t.Errorf("BelongsUnder(%s) naming %s = true", p, neighbour)
+	}
+}

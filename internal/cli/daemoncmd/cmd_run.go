@@ -74,8 +74,14 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 		log.Warn("daemon.timer_slack not applied: the daemon runs on with the slack it has", "err", slackErr)
 	}
 	opts := daemon.Options{Logger: log, Version: e.Version, Ready: notifyReady, Stopping: notifyStopping}
-	if *cfgPath != "" {
-		opts.Load = func() (*config.Config, error) { return config.Load(*cfgPath) }
+	if cfg.Path != "" { // --config, or the user's own file
+		opts.Load = func() (*config.Config, error) {
+			c, err := config.Load(cfg.Path)
+			if err == nil && *workdir == "" {
+				servePlacesOnly(c)
+			}
+			return c, err
+		}
 	} else {
 		opts.FollowCwd = true // the embedded default's agent is the directory's
 	}
@@ -111,12 +117,13 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	return cli.ExitOK
 }
 
-// servePlacesOnly takes the embedded default's agent out when the daemon
-// was started in / or the home directory (a user service starts there):
+// servePlacesOnly takes the default agent (a config without [[agent]]
+// tables) out when it would work in / or the home directory (a user
+// service starts there):
 // neither is ever a place, and the daemon then serves only the places
 // sessions adopt. It reports whether it did.
 func servePlacesOnly(cfg *config.Config) bool {
-	if len(cfg.Agents) != 1 || cfg.Agents[0].Name != config.DefaultAgent || cfg.Path != "" {
+	if len(cfg.Agents) != 1 || cfg.Agents[0].Name != config.DefaultAgent {
 		return false
 	}
 	wd := place.Canonical(cfg.Agents[0].Workdir)
@@ -134,6 +141,9 @@ func servePlacesOnly(cfg *config.Config) bool {
 func setDefaultWorkdir(cfg *config.Config, cfgPath, dir string) error {
 	if cfgPath != "" {
 		return fmt.Errorf("run: --workdir is for the embedded default; with --config %s, set each agent's workdir in the file", cfgPath)
+	}
+	if len(cfg.Agents) != 1 || cfg.Agents[0].Name != config.DefaultAgent {
+		return fmt.Errorf("run: --workdir is for a config without [[agent]] tables; %s has them: set each agent's workdir there", cfg.Path)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
