@@ -139,6 +139,15 @@ func (d *Daemon) withPlaces(base *config.Config) (*config.Config, map[string]boo
 // holds cwd; a cwd in no agent's workdir adopts its project as a place
 // (or watches it again), when the caller may (api.PlaceRuntime).
 func (d *Daemon) AgentFor(ctx context.Context, name, cwd string) (*agent.Agent, *guard.Guard, error) {
+	uid, ok := api.Caller(ctx)
+	if !ok {
+		uid = uint32(os.Geteuid())
+	}
+	return d.agentAs(ctx, name, cwd, uid)
+}
+
+// agentAs is AgentFor for the user uid.
+func (d *Daemon) agentAs(ctx context.Context, name, cwd string, uid uint32) (*agent.Agent, *guard.Guard, error) {
 	st := d.snap()
 	a, choice := st.agentFor(name, cwd)
 	if choice == nil {
@@ -147,10 +156,6 @@ func (d *Daemon) AgentFor(ctx context.Context, name, cwd string) (*agent.Agent, 
 	}
 	if choice.Reason == "" || d.places == nil {
 		return nil, nil, choice
-	}
-	uid, ok := api.Caller(ctx)
-	if !ok {
-		uid = uint32(os.Geteuid())
 	}
 	dir, err := d.places.rules.Where(cwd, uid)
 	if err != nil {

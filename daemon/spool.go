@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"os"
 
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
@@ -18,8 +19,13 @@ import (
 // writers (only their members may write in it). Anyone else's event, a
 // tool claim among them, is set aside (spool.ForeignError).
 func (d *Daemon) storeSpooled(ctx context.Context, e spool.Entry) error {
-	st := d.snap()
-	a, cerr := st.agentFor(e.Event.Agent, e.Event.Cwd)
+	// A place unwatched (or never adopted) is watched for it, as its
+	// hook would have had it, for the user who spooled it.
+	uid := uint32(os.Geteuid())
+	if e.Owned {
+		uid = e.Owner
+	}
+	a, g, cerr := d.agentAs(ctx, e.Event.Agent, e.Event.Cwd, uid)
 	if cerr != nil {
 		return cerr
 	}
@@ -38,6 +44,6 @@ func (d *Daemon) storeSpooled(ctx context.Context, e spool.Entry) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.Signal(ctx, st.guard, body)
+	_, err = a.Signal(ctx, g, body)
 	return err
 }

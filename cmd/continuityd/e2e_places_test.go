@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,7 +249,9 @@ func TestPlacesEachSessionItsOwnProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	var alphaCtx string
-	waitUntil(t, func() string { return "alpha's work lost in its SessionStart: " + alphaCtx + "\nlog:\n" + p.stderr.String() }, func() bool {
+	waitUntil(t, func() string {
+		return "alpha's work lost in its SessionStart: " + alphaCtx + "\nlog:\n" + p.stderr.String()
+	}, func() bool {
 		_, out, _ := h.cli(t, sessions["alpha"].dir, sessions["alpha"].payload, "hook")
 		alphaCtx = sessionContext(t, out)
 		return strings.Contains(alphaCtx, "unsaved_alpha.go") && strings.Contains(alphaCtx, "continuityd snapshot restore")
@@ -302,5 +305,174 @@ func TestPlacesEachSessionItsOwnProject(t *testing.T) {
 	}
 	if st := get(t, c, "/v1/status"); st["watches"] == nil {
 		t.Errorf("status does not say the inotify watches in use: %v", st)
+	}
+}
+
+// quickPolicy is a user config file without [[agent]] whose snapshots
+// follow a change within a second.
+const quickPolicy = "[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n"
+
+// TestPlaceConfiguredByNameKeepsHistory: a place adopted from a session,
+// with a goal, a decision and snapshots, then configured by name in the
+// user's config file (the daemon reloads it): the configured agent has
+// the place's resume, snapshots and history, the place is gone with
+// nothing left behind, and status says where its state went.
+func TestPlaceConfiguredByNameKeepsHistory(t *testing.T) {
+	h := newPlacesHome(t)
+	proj := filepath.Join(h.home, "delta")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	userGit(t, proj, "init", "-q", "-b", "main")
+	writeFile(t, proj, "main.go", "package main\n")
+	cfgDir := filepath.Join(h.home, ".config", "continuityd")
+	writeFile(t, cfgDir, "continuityd.toml", quickPolicy)
+	h.own(t)
+	p := startProcWith(t, h.setup(h.home), h.sock, h.env, "run")
+	c := p.client()
+	defer c.CloseIdleConnections()
+
+	if code, out, errs := h.cli(t, proj, claudeSessionStart(t, proj, "", "s-delta"), "hook"); code != 0 || !strings.Contains(sessionContext(t, out), "# Where delta was") {
+		t.Fatalf("delta's SessionStart: %d %q %s", code, out, errs)
+	}
+	if code, _, errs := h.cli(t, proj, "", "checkpoint", "--focus", "delta's goal", "--decide", "keep the parser", "--because", "the rewrite loses the error positions"); code != 0 {
+		t.Fatalf("checkpoint: %d %s", code, errs)
+	}
+	writeFile(t, proj, "main.go", "package main // changed\n")
+	var before []string
+	waitUntil(t, func() string { return fmt.Sprintf("delta's snapshots %v; log:\n%s", before, p.stderr) },
+		func() bool { before = agentSnapshots(t, c, "delta"); return len(before) >= 2 })
+
+	// Configured by name, in the file `run` reads: the daemon reloads it.
+	h.write(t, filepath.Join(cfgDir, "continuityd.toml"), quickPolicy+fmt.Sprintf("\n[[agent]]\nname = \"myproject\"\nworkdir = %q\n", proj))
+	var res map[string]any
+	waitUntil(t, func() string { return fmt.Sprintf("myproject's resume %v; log:\n%s", res, p.stderr) }, func() bool {
+		res = get(t, c, "/v1/continuity?peek=1&local=1&agent=myproject")
+		return res["focus"] == "delta's goal"
+	})
+	if !strings.Contains(mustJSON(t, res["decisions"]), "keep the parser") {
+		t.Errorf("myproject's decisions: %v", res["decisions"])
+	}
+	after := agentSnapshots(t, c, "myproject")
+	for _, id := range before {
+		if !slices.Contains(after, id) {
+			t.Errorf("snapshot %s of the place is not myproject's: %v", id, after)
+		}
+	}
+	// The CLI in the project acts on it, by its new name.
+	if code, out, errs := h.cli(t, proj, "", "resume", "--peek"); code != 0 || !strings.Contains(out, "# Where myproject was") || !strings.Contains(out, "delta's goal") {
+		t.Errorf("resume in %s: %d %q %s", proj, code, out, errs)
+	}
+	st := get(t, c, "/v1/status")
+	if placeStatus(t, p, "delta") != nil {
+		t.Errorf("delta is still a place: %v", st["places"])
+	}
+	if moved := mustJSON(t, st["moved"]); !strings.Contains(moved, `"from":"delta"`) || !strings.Contains(moved, `"to":"myproject"`) {
+		t.Errorf("status does not say where delta's state went: %v", st["moved"])
+	}
+	state := filepath.Join(h.home, ".local", "state", "continuityd", "agents")
+	if _, err := os.Stat(filepath.Join(state, "delta")); err == nil {
+		t.Errorf("the place's state directory is left behind in %s", state)
+	}
+}
+
+// write replaces a file the home's user owns.
+func (h *placesHome) write(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h.cred != nil {
+		os.Lchown(tmp, daemonID, daemonID)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlaceIdleUnwatchedThenCaughtUp: a place with no session for
+// idle_after (the test hook sets a second) is unwatched, its state kept;
+// files changed meanwhile are found at its next session, by comparing
+// with its last snapshot, reported as outside and snapshotted.
+func TestPlaceIdleUnwatchedThenCaughtUp(t *testing.T) {
+	h := newPlacesHome(t)
+	proj := filepath.Join(h.home, "epsilon")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, proj, "notes.md", "first\n")
+	writeFile(t, filepath.Join(h.home, ".config", "continuityd"), "continuityd.toml", quickPolicy)
+	h.own(t)
+	p := startProcWith(t, h.setup(h.home), h.sock, append(h.env, "CONTINUITYD_TEST_IDLE_AFTER=1s"), "run")
+	c := p.client()
+	defer c.CloseIdleConnections()
+	if code, out, errs := h.cli(t, proj, claudeSessionStart(t, proj, "", "s-eps"), "hook"); code != 0 || !strings.Contains(sessionContext(t, out), "# Where epsilon was") {
+		t.Fatalf("epsilon's SessionStart: %d %q %s", code, out, errs)
+	}
+	var ids []string
+	waitUntil(t, func() string { return "epsilon's start snapshot; log:\n" + p.stderr.String() },
+		func() bool { ids = agentSnapshots(t, c, "epsilon"); return len(ids) >= 1 })
+	waitUntil(t, func() string {
+		return fmt.Sprintf("epsilon unwatched: %v; log:\n%s", placeStatus(t, p, "epsilon"), p.stderr)
+	},
+		func() bool { st := placeStatus(t, p, "epsilon"); return st != nil && st["watched"] == false })
+
+	// Changed while nobody watched.
+	writeFile(t, proj, "notes.md", "changed while unwatched\n")
+	writeFile(t, proj, "added.md", "new while unwatched\n")
+	if code, out, errs := h.cli(t, proj, claudeSessionStart(t, proj, "", "s-eps-2"), "hook"); code != 0 || !strings.Contains(sessionContext(t, out), "# Where epsilon was") {
+		t.Fatalf("epsilon's next SessionStart: %d %q %s", code, out, errs)
+	}
+	var got []string
+	waitUntil(t, func() string { return fmt.Sprintf("epsilon's by_others %v; log:\n%s", got, p.stderr) },
+		func() bool {
+			got = byOthers(t, c, "epsilon")
+			return hasAll(got, "notes.md outside", "added.md outside")
+		})
+	var now []string
+	waitUntil(t, func() string { return fmt.Sprintf("a snapshot of the changes: %v after %v", now, ids) },
+		func() bool { now = agentSnapshots(t, c, "epsilon"); return len(now) > len(ids) })
+	code, out, errs := h.cli(t, proj, "", "snapshot", "show", now[0])
+	if code != 0 || !strings.Contains(out, "notes.md") || !strings.Contains(out, "added.md") {
+		t.Errorf("the newest snapshot %s: %d %q %s", now[0], code, out, errs)
+	}
+}
+
+// TestRootServiceAdoptsOnlyTheCallersOwn: a daemon running as root (a
+// system service, its socket open to everyone) adopts a project for the
+// peer that owns it, and refuses a peer adopting a directory it does not
+// own: the SessionStart says so and the directory is no place.
+func TestRootServiceAdoptsOnlyTheCallersOwn(t *testing.T) {
+	top := usersTop(t, "cdrootplaces", "projects", "projects/zeta")
+	zeta := filepath.Join(top, "projects", "zeta")
+	writeFile(t, zeta, "z.go", "package zeta\n")
+	os.Chown(filepath.Join(zeta, "z.go"), daemonID, daemonID)
+	state, socket := filepath.Join(top, "state"), filepath.Join(top, "d.sock")
+	cfg := filepath.Join(top, "continuityd.toml")
+	writeFile(t, top, "continuityd.toml", fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0666\"\n\n[places]\nroots = [%q]\n",
+		state, socket, filepath.Join(top, "projects")))
+	// Started in /, as a system service is: it serves places only.
+	p := startProcIn(t, "/", socket, nil, "run", "--config", cfg)
+	env := []string{"CONTINUITYD_SOCKET=" + socket, "HOME=" + top}
+
+	// Another user's project: refused.
+	code, out, errs := runAs(t, asOutsider, env, claudeSessionStart(t, zeta, "", "s-outsider"), "hook")
+	ctx := sessionContext(t, out)
+	if code != 0 || !strings.Contains(ctx, "not the caller's") || strings.Contains(ctx, "# Where") {
+		t.Fatalf("an outsider's session in %s: %d %q %s", zeta, code, ctx, errs)
+	}
+	if placeStatus(t, p, "zeta") != nil {
+		t.Fatalf("%s was adopted for a user who does not own it", zeta)
+	}
+	// Its owner's session adopts it.
+	code, out, errs = runAs(t, asDaemon, env, claudeSessionStart(t, zeta, "", "s-owner"), "hook")
+	if ctx := sessionContext(t, out); code != 0 || !strings.Contains(ctx, "# Where zeta was") {
+		t.Fatalf("the owner's session in %s: %d %q %s", zeta, code, ctx, errs)
+	}
+	// Now a place, it is still not the outsider's.
+	code, out, _ = runAs(t, asOutsider, env, claudeSessionStart(t, zeta, "", "s-outsider-2"), "hook")
+	if ctx := sessionContext(t, out); code != 0 || strings.Contains(ctx, "# Where zeta was") {
+		t.Fatalf("an outsider's session in the place %s: %q", zeta, ctx)
 	}
 }

@@ -506,6 +506,29 @@ func hookFixtures(t *testing.T) [][]byte {
 	return out
 }
 
+// withCwd is a hook or statusline payload (a captured one may wrap it
+// in "payload") with its session's directory set to dir.
+func withCwd(t *testing.T, payload []byte, dir string) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(payload, &m); err != nil {
+		t.Fatal(err)
+	}
+	inner := m
+	if p, ok := m["payload"].(map[string]any); ok {
+		inner = p
+	}
+	inner["cwd"] = dir
+	if ws, ok := inner["workspace"].(map[string]any); ok {
+		ws["current_dir"], ws["project_dir"] = dir, dir
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestHookCommandWithDaemonUp feeds every real payload through
 // `continuityd hook` and checks the signal the daemon received.
 func TestHookCommandWithDaemonUp(t *testing.T) {
@@ -517,6 +540,9 @@ func TestHookCommandWithDaemonUp(t *testing.T) {
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket}
 	cursor := get(t, c, "/v1/continuity/wait?max_seconds=1")["cursor"]
 	for i, payload := range hookFixtures(t) {
+		// Each session runs in the agent's workdir: a hook from another
+		// directory gets nothing of it.
+		payload = withCwd(t, payload, filepath.Join(w.dir, "work"))
 		var probe struct {
 			Payload struct {
 				Name string `json:"hook_event_name"`
@@ -573,7 +599,7 @@ func TestHookCommandWithDaemonUp(t *testing.T) {
 func TestHookCommandWithDaemonDown(t *testing.T) {
 	w := newWorkspace(t)
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
-	pre := `{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"PreCompact","trigger":"auto"}`
+	pre := `{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"` + filepath.Join(w.dir, "work") + `","hook_event_name":"PreCompact","trigger":"auto"}`
 	start := time.Now()
 	code, out, _ := cli(t, env, pre, "hook")
 	if code != 0 || out != "" {
@@ -622,8 +648,10 @@ func TestStatuslineCommand(t *testing.T) {
 		}
 		return string(b)
 	}
-	later := fixture("statusline-captured-later-render-v2.1.226-windows.json")
 	w := newWorkspace(t)
+	// The session runs in the agent's workdir (the capture's is a
+	// Windows path, which lies in no place here).
+	later := string(withCwd(t, []byte(fixture("statusline-captured-later-render-v2.1.226-windows.json")), filepath.Join(w.dir, "work")))
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
 	if code, out, _ := cli(t, env, later, "statusline"); code != 0 || !strings.Contains(out, "ctx 22%") || !strings.Contains(out, "continuityd down") {
 		t.Fatalf("daemon down: %d %q", code, out)
@@ -641,7 +669,7 @@ func TestStatuslineCommand(t *testing.T) {
 	}
 	// A payload without usage (the first render) forwards nothing, and
 	// shows the daemon's figure of the session, saying whose it is.
-	first := fixture("statusline-captured-first-render-v2.1.226-windows.json")
+	first := string(withCwd(t, []byte(fixture("statusline-captured-first-render-v2.1.226-windows.json")), filepath.Join(w.dir, "work")))
 	if code, out, _ := cli(t, env, first, "statusline"); code != 0 || !strings.HasPrefix(out, "ctx 22% (statusline) · ") {
 		t.Fatalf("first render: %d %q", code, out)
 	}

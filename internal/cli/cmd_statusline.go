@@ -74,6 +74,9 @@ func statusText(ctx context.Context, e *Env, cf ClientFlags, raw []byte) string 
 		if unreachable(err) {
 			return ctxPart + " · continuityd down"
 		}
+		if noPlaceNote(err) != "" { // nothing of any place here
+			return ctxPart + " · continuityd: no place here"
+		}
 		return ctxPart + " · continuityd: " + err.Error()
 	}
 	r, err := ops.Resume.Decode(out)
