@@ -51,10 +51,11 @@ func BenchmarkHookWallTime(b *testing.B) {
 	// The events a session sends most: a prompt, and the tool events the
 	// integrations' matchers add (an edit's PostToolUse, a shell's
 	// PreToolUse), each of which carries a tool call to the daemon.
+	work := filepath.Join(w.dir, "work") // the agent's: a session elsewhere gets nothing of it
 	payloads := []struct{ name, payload string }{
-		{"prompt", `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"UserPromptSubmit","prompt":"go on"}`},
-		{"edit", `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"PostToolUse","tool_name":"Edit","tool_use_id":"toolu_1","tool_input":{"file_path":"` + filepath.Join(w.dir, "a.go") + `","old_string":"x","new_string":"y"},"tool_response":{"success":true}}`},
-		{"shell_start", `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"toolu_2","tool_input":{"command":"make"}}`},
+		{"prompt", `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + work + `","hook_event_name":"UserPromptSubmit","prompt":"go on"}`},
+		{"edit", `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + work + `","hook_event_name":"PostToolUse","tool_name":"Edit","tool_use_id":"toolu_1","tool_input":{"file_path":"` + filepath.Join(work, "a.go") + `","old_string":"x","new_string":"y"},"tool_response":{"success":true}}`},
+		{"shell_start", `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + work + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"toolu_2","tool_input":{"command":"make"}}`},
 	}
 	env := append(os.Environ(), "CONTINUITYD_SOCKET="+w.socket)
 	for _, pl := range payloads {

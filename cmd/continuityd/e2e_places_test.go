@@ -370,6 +370,9 @@ func TestPlaceConfiguredByNameKeepsHistory(t *testing.T) {
 	if moved := mustJSON(t, st["moved"]); !strings.Contains(moved, `"from":"delta"`) || !strings.Contains(moved, `"to":"myproject"`) {
 		t.Errorf("status does not say where delta's state went: %v", st["moved"])
 	}
+	if code, out, _ := h.cli(t, proj, "", "status"); code != 0 || !strings.Contains(out, "delta is now myproject") {
+		t.Errorf("status does not say where delta's state went: %d %s", code, out)
+	}
 	state := filepath.Join(h.home, ".local", "state", "continuityd", "agents")
 	if _, err := os.Stat(filepath.Join(state, "delta")); err == nil {
 		t.Errorf("the place's state directory is left behind in %s", state)
@@ -418,6 +421,9 @@ func TestPlaceIdleUnwatchedThenCaughtUp(t *testing.T) {
 	},
 		func() bool { st := placeStatus(t, p, "epsilon"); return st != nil && st["watched"] == false })
 
+	if code, out, _ := h.cli(t, proj, "", "status"); code != 0 || !strings.Contains(out, "unwatched (idle") || !strings.Contains(out, "inotify watches:") {
+		t.Errorf("status of the unwatched place: %d %s", code, out)
+	}
 	// Changed while nobody watched.
 	writeFile(t, proj, "notes.md", "changed while unwatched\n")
 	writeFile(t, proj, "added.md", "new while unwatched\n")

@@ -67,7 +67,7 @@ func sparse(t *testing.T, path string) {
 func TestSpoolFIFOAndDevZeroAreRefused(t *testing.T) {
 	w := newWorkspace(t)
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket, "CONTINUITYD_STATE_DIR=" + w.state}
-	pre := `{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"` + w.dir + `","hook_event_name":"PreCompact","trigger":"auto"}`
+	pre := `{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"` + filepath.Join(w.dir, "work") + `","hook_event_name":"PreCompact","trigger":"auto"}`
 	if code, _, errs := cli(t, env, pre, "hook"); code != 0 {
 		t.Fatalf("hook: %d %s", code, errs)
 	}

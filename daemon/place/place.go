@@ -5,6 +5,12 @@
 // with the way out, and the embedded default agent, which belongs to
 // whatever directory the daemon was started in, keeps one parked state per
 // directory and brings back the one of the directory it runs in.
+//
+// The projects agent sessions report from are places too: Rules decide
+// which directory a session adopts (its git top-level, only under the
+// roots, only the caller's own), the Registry names each place and keeps
+// the list, and moves a place's state whole when an agent is configured
+// for its workdir, so no history is orphaned.
 package place
 
 import (

@@ -237,6 +237,7 @@ func cmdStatus(ctx context.Context, e *Env, args []string) int {
 	}
 	tw.Flush()
 	printHealth(e.Stdout, st)
+	printPlaces(e.Stdout, st)
 	for _, a := range damaged {
 		fmt.Fprintf(e.Stdout, "\nagent %s is not served: %s\n", termsafe.Name(a.Name), termsafe.Text(a.Damaged))
 	}

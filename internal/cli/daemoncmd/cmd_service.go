@@ -15,6 +15,7 @@ import (
 	"github.com/kardianos/service"
 
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/internal/cli"
 )
 
@@ -150,13 +151,15 @@ func newServiceSpec(sa serviceArgs) (*serviceSpec, error) {
 		return nil, errUsage{err} // as `run` would refuse it
 	}
 	// Without [[agent]] tables the config serves agent "default" in the
-	// current directory: the service must start there too.
+	// current directory: the service must start there too. From / or the
+	// home, which are never a place, it starts where its manager starts
+	// it (/ or the home) and serves only the places sessions adopt.
 	cwd, err := os.Getwd()
 	if err == nil && len(s.cfg.Agents) == 1 && s.cfg.Agents[0].Name == config.DefaultAgent && s.cfg.Agents[0].Workdir == filepath.Clean(cwd) {
-		if filepath.Dir(cwd) == cwd {
-			return nil, errUsage{fmt.Errorf("the config declares no agents, so the service's agent %q would watch %s: run this from the agent's work directory, or give --config with [[agent]] tables", config.DefaultAgent, cwd)}
+		home, _ := os.UserHomeDir()
+		if wd := place.Canonical(cwd); wd != "/" && (home == "" || wd != place.Canonical(home)) {
+			s.workdir = cwd
 		}
-		s.workdir = cwd
 	}
 	return s, nil
 }

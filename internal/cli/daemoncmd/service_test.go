@@ -135,10 +135,16 @@ func TestServiceInstallDefaultAgent(t *testing.T) {
 		t.Errorf("the unit does not run the embedded default in %s:\n%s", dir, out)
 	}
 
-	// ...which must not be the root directory.
-	t.Chdir("/")
-	if code, _, errs := runService(t, "install", "--print", "--user"); code != cli.ExitUsage || !strings.Contains(errs, "declares no agents") {
-		t.Errorf("install from / : exit %d, %q; want %d", code, errs, cli.ExitUsage)
+	// From / or the home, which are never a place, the service serves
+	// the places sessions adopt: it does not start in either on purpose.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, d := range []string{"/", home} {
+		t.Chdir(d)
+		code, out, errs := runService(t, "install", "--print", "--user")
+		if code != cli.ExitOK || strings.Contains(out, "\nWorkingDirectory=") || !strings.Contains(out, " run\n") {
+			t.Errorf("install from %s: exit %d, %q\n%s", d, code, errs, out)
+		}
 	}
 }
 
