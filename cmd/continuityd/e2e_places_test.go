@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,6 +135,21 @@ func codexSessionStart(t *testing.T, cwd, transcriptPath string) string {
 	})
 }
 
+// component is the state and detail of agent's part name in status.
+func component(t *testing.T, c *http.Client, agent, name string) string {
+	t.Helper()
+	for _, a := range asList(get(t, c, "/v1/status")["agents"]) {
+		if am := a.(map[string]any); am["name"] == agent {
+			for _, comp := range asList(am["components"]) {
+				if cm := comp.(map[string]any); cm["name"] == name {
+					return fmt.Sprintf("%v: %v", cm["state"], cm["detail"])
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // placeStatus is the place name as status lists it, nil when it does not.
 func placeStatus(t *testing.T, p *proc, name string) map[string]any {
 	t.Helper()
@@ -245,17 +261,24 @@ func TestPlacesEachSessionItsOwnProject(t *testing.T) {
 	// brings it back; the others' say nothing of it.
 	waitUntil(t, func() string { return "alpha's start snapshot: " + p.stderr.String() },
 		func() bool { return len(agentSnapshots(t, c, "alpha")) >= 1 })
+	// A place is served before its tree is watched: wait for the watches.
+	var watchState string
+	waitUntil(t, func() string { return "alpha's tree watched: " + watchState },
+		func() bool { watchState = component(t, c, "alpha", "watch"); return watchState == "ok: <nil>" })
 	if err := os.Remove(filepath.Join(alpha, "src", "unsaved_alpha.go")); err != nil {
 		t.Fatal(err)
 	}
-	var alphaCtx string
-	waitUntil(t, func() string {
-		return "alpha's work lost in its SessionStart: " + alphaCtx + "\nlog:\n" + p.stderr.String()
-	}, func() bool {
-		_, out, _ := h.cli(t, sessions["alpha"].dir, sessions["alpha"].payload, "hook")
-		alphaCtx = sessionContext(t, out)
-		return strings.Contains(alphaCtx, "unsaved_alpha.go") && strings.Contains(alphaCtx, "continuityd snapshot restore")
+	// Waited for on resume's peek (a SessionStart each poll would be
+	// activity, holding off the snapshot that finds the loss).
+	var lost any
+	waitUntil(t, func() string { return fmt.Sprintf("alpha's work lost: %v; log:\n%s", lost, p.stderr) }, func() bool {
+		lost = get(t, c, "/v1/continuity?peek=1&local=1&agent=alpha")["work_lost"]
+		return strings.Contains(mustJSON(t, lost), "unsaved_alpha.go")
 	})
+	_, out, _ := h.cli(t, sessions["alpha"].dir, sessions["alpha"].payload, "hook")
+	if alphaCtx := sessionContext(t, out); !strings.Contains(alphaCtx, "unsaved_alpha.go") || !strings.Contains(alphaCtx, "continuityd snapshot restore") {
+		t.Fatalf("alpha's SessionStart does not name its work lost: %q", alphaCtx)
+	}
 	for _, name := range []string{"beta", "gamma"} {
 		_, out, _ := h.cli(t, sessions[name].dir, sessions[name].payload, "hook")
 		ctx := sessionContext(t, out)
@@ -338,6 +361,9 @@ func TestPlaceConfiguredByNameKeepsHistory(t *testing.T) {
 	if code, _, errs := h.cli(t, proj, "", "checkpoint", "--focus", "delta's goal", "--decide", "keep the parser", "--because", "the rewrite loses the error positions"); code != 0 {
 		t.Fatalf("checkpoint: %d %s", code, errs)
 	}
+	var watchState string
+	waitUntil(t, func() string { return "delta's tree watched: " + watchState },
+		func() bool { watchState = component(t, c, "delta", "watch"); return watchState == "ok: <nil>" })
 	writeFile(t, proj, "main.go", "package main // changed\n")
 	var before []string
 	waitUntil(t, func() string { return fmt.Sprintf("delta's snapshots %v; log:\n%s", before, p.stderr) },

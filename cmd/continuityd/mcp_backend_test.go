@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -87,12 +89,15 @@ func TestMCPClientBackendRequests(t *testing.T) {
 	}
 	seen()
 
-	// No agent anywhere: none is sent, the daemon picks its only one.
+	// No agent anywhere: the directory the client runs in is sent, and
+	// the daemon acts on the place holding it (its only agent when none
+	// does: the client asks again without it).
 	cs = mcpConnect(t, sock)
 	seen()
 	mcptest.CallTool(t, cs, "capsule_read", "")
-	if got := seen(); len(got) != 1 || got[0].Query != "" {
-		t.Errorf("no agent: %+v, want no query", got)
+	wd, _ := os.Getwd()
+	if got, want := seen(), (url.Values{"cwd": {wd}}).Encode(); len(got) != 1 || got[0].Query != want {
+		t.Errorf("no agent: %+v, want cwd=%s", got, wd)
 	}
 }
 

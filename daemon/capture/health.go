@@ -34,6 +34,10 @@ func (c *Capture) watchHealth() Component {
 		h.State, h.Detail = StateDegraded, failed
 	case w == nil:
 		h.State, h.Detail = StateOK, "starting"
+	case !isClosed(w.Ready()):
+		// A place adopted by a session is served before its tree is
+		// watched: until then a change may go unseen.
+		h.State, h.Detail = StateOK, "starting: adding the watches"
 	case w.Degraded() != "":
 		h.State, h.Detail = StateDegraded, w.Degraded()
 	default:
@@ -81,4 +85,14 @@ func (f *transcriptFollower) health() Component {
 		h.State, h.Detail = StateOK, "starting"
 	}
 	return h
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
