@@ -154,7 +154,18 @@ func (d *Daemon) agentAs(ctx context.Context, name, cwd string, uid uint32) (*ag
 		d.places.touch(st, a.Config().Name)
 		return a, st.guard, nil
 	}
-	if choice.Reason == "" || d.places == nil {
+	if d.places == nil {
+		return nil, nil, choice
+	}
+	if name != "" && choice.Refusal.Code == capsule.CodeUnknownAgent {
+		// A place not watched now, named: watched again, for whoever may
+		// adopt its directory.
+		e, ok := d.places.reg.Get(name)
+		if !ok {
+			return nil, nil, choice
+		}
+		cwd = e.Workdir
+	} else if choice.Reason == "" {
 		return nil, nil, choice
 	}
 	dir, err := d.places.rules.Where(cwd, uid)

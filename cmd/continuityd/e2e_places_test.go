@@ -469,6 +469,12 @@ func TestPlaceIdleUnwatchedThenCaughtUp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "notes.md") || !strings.Contains(out, "added.md") {
 		t.Errorf("the newest snapshot %s: %d %q %s", now[0], code, out, errs)
 	}
+	// Unwatched again, then named with --agent: watched for the call.
+	waitUntil(t, func() string { return "epsilon unwatched again; log:\n" + p.stderr.String() },
+		func() bool { st := placeStatus(t, p, "epsilon"); return st != nil && st["watched"] == false })
+	if code, out, errs := h.cli(t, h.top, "", "resume", "--peek", "--agent", "epsilon"); code != 0 || !strings.Contains(out, "# Where epsilon was") {
+		t.Errorf("resume --agent epsilon while unwatched: %d %q %s", code, out, errs)
+	}
 }
 
 // TestRootServiceAdoptsOnlyTheCallersOwn: a daemon running as root (a

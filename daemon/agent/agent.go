@@ -100,7 +100,10 @@ type Agent struct {
 	// or the store runs in its owner's worker.
 	versions *snapshot.Versions
 	snapErr  error
-	fsnaps   *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
+	// newestAtOpen is the store's newest snapshot as it opened, what
+	// resume names while the start snapshot is under way.
+	newestAtOpen snapshot.Snapshot
+	fsnaps       *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc

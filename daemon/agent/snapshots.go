@@ -83,6 +83,9 @@ func (a *Agent) openSnapshots(o *snapshot.Options, open OpenSnapshots) {
 		return
 	}
 	a.snaps = st
+	if s, ok := st.Newest(); ok {
+		a.newestAtOpen = s
+	}
 	// The store collects its own garbage, in the background, when it
 	// passes its bounds.
 	a.capture.UseSnapshots(st, func() {
@@ -162,7 +165,13 @@ func (a *Agent) fillSnapshot(r *capsule.Resume) {
 	if ir, ok := a.snaps.Interrupted(); ok {
 		r.RestoreInterrupted = a.restoreInterrupted(ir)
 	}
-	if s, ok := a.snaps.Newest(); ok {
+	s, ok := a.newestAtOpen, a.newestAtOpen.ID != ""
+	if !a.capture.StartSnapshotRunning() {
+		// Otherwise the newest as the store opened: the store answers
+		// once the start snapshot, seconds in a large tree, is done.
+		s, ok = a.snaps.Newest()
+	}
+	if ok {
 		r.Snapshot = &capsule.SnapshotRef{ID: s.ID, At: s.Time, Trigger: s.Trigger, Files: s.Files()}
 	}
 }

@@ -66,7 +66,9 @@ type snapshots struct {
 // the workdir into store and write work records; taken runs after each
 // snapshot. Call it before Start.
 func (c *Capture) UseSnapshots(store Snapshots, taken func()) {
-	s := &snapshots{c: c, store: store, taken: taken}
+	// Starting from here: the start snapshot is the first thing Start
+	// does, and until it is taken the store's newest is the one it had.
+	s := &snapshots{c: c, store: store, taken: taken, starting: true}
 	c.loadLosses()
 	c.mu.Lock()
 	c.snaps = s
@@ -221,6 +223,19 @@ func (s *snapshots) catchUp(ctx context.Context, snap snapshot.Snapshot) {
 	}
 	s.c.store.NoteActivity(redacted, n)
 	s.c.feed(policy.Input{Kind: policy.KindActivity, At: now})
+}
+
+// StartSnapshotRunning reports whether the start snapshot is under way:
+// the store's newest snapshot is then read only once it is done, which
+// for a large tree is seconds that a hook's answer cannot wait.
+func (c *Capture) StartSnapshotRunning() bool {
+	s := c.snapshotter()
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.starting
 }
 
 // startProgress is the snapshots component's detail while the start
