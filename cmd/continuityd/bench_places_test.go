@@ -20,8 +20,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/testwait"
 )
+
+// benchUntil waits for cond up to half an hour (a 100,000-file tree on a
+// loaded machine takes minutes), failing with what.
+func benchUntil(b testing.TB, what func() string, cond func() bool) {
+	b.Helper()
+	for deadline := time.Now().Add(30 * time.Minute); !cond(); {
+		if time.Now().After(deadline) {
+			b.Fatalf("waited 30m: %s", what())
+		}
+		time.Sleep(50 * time.Millisecond) // benchmark only: polling what the daemon does at its own pace
+	}
+}
 
 // benchInt is the environment variable name as a number, else def.
 func benchInt(name string, def int) int {
@@ -78,7 +89,7 @@ func (pb *placesBench) start() {
 	}
 	go func() { pb.cmd.Wait(); close(pb.exited) }()
 	pb.b.Cleanup(pb.stop)
-	testwait.Until(pb.b, func() string { return "the daemon answers: " + pb.stderr.String() }, func() bool {
+	benchUntil(pb.b, func() string { return "the daemon answers: " + pb.stderr.String() }, func() bool {
 		resp, err := pb.c.Get("http://d/healthz")
 		if err != nil {
 			return false
@@ -216,11 +227,11 @@ func BenchmarkPlacesStart(b *testing.B) {
 				b.Fatalf("the session in %s: %q", d, out)
 			}
 		}
-		testwait.Until(b, func() string { return "every place's start snapshot: " + pb.stderr.String() }, func() bool { return pb.healthy(n) })
+		benchUntil(b, func() string { return "every place's start snapshot: " + pb.stderr.String() }, func() bool { return pb.healthy(n) })
 		pb.stop()
 
 		pb.start()
-		testwait.Until(b, func() string { return "every place healthy again: " + pb.stderr.String() }, func() bool { return pb.healthy(n) })
+		benchUntil(b, func() string { return "every place healthy again: " + pb.stderr.String() }, func() bool { return pb.healthy(n) })
 		healthy := time.Since(pb.started)
 		pid := pb.cmd.Process.Pid
 		pb.c.CloseIdleConnections()
@@ -282,8 +293,8 @@ func BenchmarkPlaceAdoptLarge(b *testing.B) {
 				}
 			}
 		}
-		testwait.Until(b, func() string { return "the start snapshot: " + pb.stderr.String() }, func() bool { return len(startSnapshotTook(pb.stderr.String())) >= 1 })
-		testwait.Until(b, func() string { return "the place unwatched: " + pb.stderr.String() }, func() bool {
+		benchUntil(b, func() string { return "the start snapshot: " + pb.stderr.String() }, func() bool { return len(startSnapshotTook(pb.stderr.String())) >= 1 })
+		benchUntil(b, func() string { return "the place unwatched: " + pb.stderr.String() }, func() bool {
 			return strings.Contains(pb.stderr.String(), "idle places unwatched")
 		})
 		if err := os.WriteFile(filepath.Join(proj, "changed-while-unwatched.txt"), []byte("new\n"), 0o644); err != nil {
@@ -291,7 +302,7 @@ func BenchmarkPlaceAdoptLarge(b *testing.B) {
 		}
 		began := time.Now()
 		pb.session(proj)
-		testwait.Until(b, func() string { return "the catch-up snapshot: " + pb.stderr.String() }, func() bool { return len(startSnapshotTook(pb.stderr.String())) >= 2 })
+		benchUntil(b, func() string { return "the catch-up snapshot: " + pb.stderr.String() }, func() bool { return len(startSnapshotTook(pb.stderr.String())) >= 2 })
 		caughtUp := time.Since(began)
 		took := startSnapshotTook(pb.stderr.String())
 		b.ReportMetric(float64(hookTook.Milliseconds()), "adopting-hook-ms")
