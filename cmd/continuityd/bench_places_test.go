@@ -250,7 +250,7 @@ func BenchmarkPlacesStart(b *testing.B) {
 	}
 }
 
-var tookRE = regexp.MustCompile(`start snapshot taken .* took=([0-9.]+[a-zµ]+)`)
+var tookRE = regexp.MustCompile(`start snapshot taken.* took=([0-9.]+[a-zµ]+)`)
 
 // startSnapshotTook is how long each start snapshot in log took, in order.
 func startSnapshotTook(log string) []time.Duration {
