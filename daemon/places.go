@@ -275,10 +275,14 @@ func (d *Daemon) servePlace(ctx context.Context, req placeRequest) {
 // again.
 func (d *Daemon) unwatchIdle(ctx context.Context) {
 	ps := d.places
+	st := d.snap()
 	cut := time.Now().Add(-ps.idle)
 	ps.mu.Lock()
 	var idle []string
 	for name, last := range ps.watched {
+		if a := st.agents[name]; a != nil && a.Capture().StartSnapshotRunning() {
+			continue // not idle until its tree is snapshotted: that would start over
+		}
 		if last.Before(cut) {
 			idle = append(idle, name)
 			delete(ps.watched, name)
