@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // benchUntil waits for cond up to half an hour (a 100,000-file tree on a
