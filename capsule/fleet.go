@@ -143,3 +143,29 @@ var ErrFleetObjectMissing = errors.New("no such object in the fleet's snapshot b
 // ErrFleetObjectDamaged is wrapped by the errors of a fleet's reader whose
 // content does not match the digest the fleet recorded for it.
 var ErrFleetObjectDamaged = errors.New("the object's content does not match the digest the bucket recorded")
+
+// ErrFleetObjectChanged is wrapped by a fleet's answer to a touch or a
+// delete of a snapshot object that was written (put, touched or deleted)
+// since the caller looked at it: the caller looks again.
+var ErrFleetObjectChanged = errors.New("the object changed in the fleet's snapshot bucket since it was looked at")
+
+// FleetObject is one object of a fleet's snapshot bucket as a lookup or a
+// listing sees it. Seq is its record's position in the bucket (what a
+// touch or a delete must still find: 0 when a listing does not say) and
+// At the fleet server's time of its last put or touch.
+type FleetObject struct {
+	Name string    `json:"name"`
+	Size int64     `json:"size"`
+	Seq  uint64    `json:"seq,omitempty"`
+	At   time.Time `json:"at"`
+}
+
+// FleetSnapshotBucket is the size of a fleet's snapshot bucket, for
+// `continuityd fleet`: the bytes of its objects (git objects and
+// manifests), how many git objects and how many manifests (snapshots).
+type FleetSnapshotBucket struct {
+	Bucket    string `json:"bucket"`
+	Bytes     int64  `json:"bytes"`
+	Objects   int    `json:"objects"`
+	Manifests int    `json:"manifests"`
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
@@ -101,5 +102,33 @@ func (d *Daemon) Fleet(ctx context.Context, upstreamName string) (*api.FleetAnsw
 	if ans.Agents == nil {
 		ans.Agents = []capsule.FleetEntry{}
 	}
+	if ur.Cfg.Snapshots {
+		b, err := snapshotBucket(ctx, ur.Fleet)
+		if err != nil {
+			return nil, capsule.Refuse(capsule.CodeFleetUnavailable, "upstream",
+				"the fleet's snapshot bucket (upstream %s) could not be listed: %v", upstreamName, err)
+		}
+		ans.Snapshots = b
+	}
 	return ans, nil
+}
+
+// snapshotBucket sizes the fleet's snapshot bucket: the bytes of all its
+// objects, its git objects and its manifests.
+func snapshotBucket(ctx context.Context, f agent.Fleet) (*capsule.FleetSnapshotBucket, error) {
+	objs, err := f.ObjectList(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	b := &capsule.FleetSnapshotBucket{Bucket: f.SnapshotBucket()}
+	for _, o := range objs {
+		b.Bytes += o.Size
+		switch {
+		case strings.HasPrefix(o.Name, "git/"):
+			b.Objects++
+		case strings.HasPrefix(o.Name, "snap/"):
+			b.Manifests++
+		}
+	}
+	return b, nil
 }

@@ -62,6 +62,7 @@ func loopbackPort(t *testing.T) int {
 // agent, builder, shipping to the NATS fleet at a URL, written by
 // workspace. Every fleet test's daemon is made here.
 type fleetDaemon struct {
+	agent     string   // its name; default builder
 	upstreams []string // the agent's; default only the fleet
 	timeout   string   // the fleet's; default "2s"
 	fleet     string   // more lines of [upstream.fleet]
@@ -79,7 +80,10 @@ const (
 func (d fleetDaemon) workspace(t *testing.T, url string) *workspace {
 	t.Helper()
 	w := tempWorkspace(t, "cdfleet")
-	upstreams, timeout := d.upstreams, d.timeout
+	upstreams, timeout, agent := d.upstreams, d.timeout, d.agent
+	if agent == "" {
+		agent = "builder"
+	}
 	if upstreams == nil {
 		upstreams = []string{"fleet"}
 	}
@@ -93,7 +97,7 @@ socket = %q
 shutdown_timeout = "3s"
 %s
 [[agent]]
-name = "builder"
+name = %q
 workdir = %q
 upstreams = %s
 
@@ -101,7 +105,7 @@ upstreams = %s
 kind = "nats"
 url = %q
 timeout = %q
-%s%s`, w.state, w.socket, d.daemon, w.work(), quoted, url, timeout, d.fleet, d.more))
+%s%s`, w.state, w.socket, d.daemon, agent, w.work(), quoted, url, timeout, d.fleet, d.more))
 	return w
 }
 

@@ -211,7 +211,7 @@ func Open(o Options) (*Agent, error) {
 		a.shippers = append(a.shippers, outbox.New(oo))
 	}
 	a.openFleets()
-	a.openFleetSnaps(o.FleetWithhold, g)
+	a.openFleetSnaps(o.FleetWithhold, g, o.Snapshots)
 	return a, nil
 }
 

@@ -63,8 +63,10 @@ type Fleet interface {
 	// Machine names this daemon in the fleet; the work snapshots it ships
 	// are signed with it.
 	Machine() string
-	// The fleet's snapshot bucket: work snapshots shipped and fetched.
+	// The fleet's snapshot bucket: work snapshots shipped and fetched,
+	// and its name.
 	fleetsnap.Bucket
+	SnapshotBucket() string
 }
 
 // publishEvery bounds how often the state is put to the fleet's bucket.

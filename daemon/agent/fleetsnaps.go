@@ -30,6 +30,7 @@ type fleetSnaps struct {
 	upstream string
 	bucket   fleetsnap.Bucket
 	ship     *fleetsnap.Shipper // used by the shipping goroutine alone
+	keeper   *fleetsnap.Keeper  // the same
 	due      chan struct{}      // buffered 1: a snapshot was taken
 }
 
@@ -37,9 +38,16 @@ type fleetSnaps struct {
 // snapshots on, and has each work record name the files kept off the
 // fleet (withhold: snapshots.fleet_withhold). Called by Open after the
 // store and the fleets are open.
-func (a *Agent) openFleetSnaps(withhold []string, g *guard.Guard) {
+func (a *Agent) openFleetSnaps(withhold []string, g *guard.Guard, so *snapshot.Options) {
 	if a.snaps == nil {
 		return
+	}
+	keep, keepBytes := snapshot.DefaultKeepCount, int64(snapshot.DefaultKeepBytes)
+	if so != nil && so.KeepCount > 0 {
+		keep = so.KeepCount
+	}
+	if so != nil && so.KeepBytes > 0 {
+		keepBytes = so.KeepBytes
 	}
 	for _, ur := range a.ups {
 		f := ur.Fleet
@@ -54,8 +62,9 @@ func (a *Agent) openFleetSnaps(withhold []string, g *guard.Guard) {
 			return
 		}
 		a.fsnaps = &fleetSnaps{upstream: name, bucket: f,
-			ship: fleetsnap.NewShipper(a.snaps, f, w, a.name, f.Machine(), a.log),
-			due:  make(chan struct{}, 1)}
+			ship:   fleetsnap.NewShipper(a.snaps, f, w, a.name, f.Machine(), a.log),
+			keeper: fleetsnap.NewKeeper(f, a.name, keep, keepBytes, a.log),
+			due:    make(chan struct{}, 1)}
 		st := a.snaps
 		a.capture.NameWithheld(func(ctx context.Context, id string) ([]snapshot.Withheld, error) { return w.Withheld(ctx, st, id) })
 		return
@@ -76,14 +85,27 @@ func (fs *fleetSnaps) snapshotTaken() {
 // shipSnapshots ships the newest snapshot after each one taken (and the
 // newest at start) until ctx is done. A failure is logged and retried at
 // the next snapshot, which ships every object the bucket still lacks.
+// Between snapshots, and at most every quarter of the grace period, it
+// applies the agent's retention to the bucket (keepFleetSnapshots).
 func (a *Agent) shipSnapshots(ctx context.Context) {
 	fs := a.fsnaps
 	fs.snapshotTaken()
+	every := fleetsnap.Grace() / 4
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var kept time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-tick.C:
+			a.keepFleetSnapshots(ctx)
+			kept = time.Now()
+			continue
 		case <-fs.due:
+		}
+		if !a.fleetWriter() {
+			continue // another daemon writes this agent now: its snapshots are its own
 		}
 		newest, ok := a.snaps.Newest()
 		if !ok {
@@ -99,8 +121,36 @@ func (a *Agent) shipSnapshots(ctx context.Context) {
 		case err == nil && !st.Already:
 			a.log.Debug("work snapshot shipped to the fleet", "upstream", fs.upstream, "snapshot", newest.ID,
 				"objects", st.Objects, "sent", st.Sent, "bytes", st.Bytes, "withheld", len(st.Withheld))
+			if time.Since(kept) >= every {
+				a.keepFleetSnapshots(ctx)
+				kept = time.Now()
+			}
 		}
 	}
+}
+
+// keepFleetSnapshots applies the agent's retention to the fleet's bucket
+// (fleetsnap.Keeper) when this daemon writes the agent.
+func (a *Agent) keepFleetSnapshots(ctx context.Context) {
+	if !a.fleetWriter() {
+		return
+	}
+	kctx, cancel := context.WithTimeout(ctx, shipTimeout)
+	defer cancel()
+	if _, err := a.fsnaps.keeper.Keep(kctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("fleet snapshot retention failed; tried again later", "upstream", a.fsnaps.upstream, "err", err)
+	}
+}
+
+// fleetWriter reports whether this daemon writes the agent in its fleets:
+// no other daemon holds the agent's state there.
+func (a *Agent) fleetWriter() bool {
+	for _, c := range a.FleetConflicts() {
+		if !c.Held {
+			return false
+		}
+	}
+	return true
 }
 
 // orFromFleet runs op on the local store; when the store lacks snapshot

@@ -22,6 +22,33 @@
 // restarted daemon) costs one lookup. Fetch asks the store which objects it lacks and
 // reads only those.
 //
+// # Retention
+//
+// The daemon that writes an agent keeps its snapshots in the bucket to
+// the same bounds as on its disk ([snapshots] keep and keep_bytes): a
+// Keeper deletes the agent's manifests beyond them, then the git objects
+// that no manifest of any agent names. Another machine may be shipping a
+// snapshot that names such an object at that very moment (it found the
+// object there and did not send it again), so an object is deleted only
+// when all of this holds, with every time the fleet server's (the
+// machines' clocks need not agree) and G the grace period (an hour):
+//
+//  1. the Keeper read the server's time T, then listed the bucket, and
+//     no manifest in that listing names the object;
+//  2. the object's record (its last put or touch) is older than T - G;
+//  3. the delete is a compare-and-set on that record: it lands only if
+//     nothing put or touched the object since the Keeper looked.
+//
+// A Ship, for its part, names in a manifest only objects whose record is
+// younger than S - G/2 (S: the server's time when it began looking; an
+// older one it touches, a compare-and-set too, or sends again), and
+// writes the manifest before S + G/4 (else it looks again). Say the
+// manifest lands at C, after the listing began (else 1 fails), so after
+// T. An object it names was put or touched at A >= S - G/2 > C - 3G/4 >
+// T - G: if the Keeper saw that record, 2 fails; if it saw an older one,
+// 3 fails (the touch came between) or the touch failed and the Ship sent
+// the object again. Either way the object stays.
+//
 // # Trust
 //
 // Nothing secret is shipped (withhold.go): credential files and files the
@@ -58,6 +85,18 @@ type Bucket interface {
 	PutObject(ctx context.Context, name string, data []byte) error
 	OpenObject(ctx context.Context, name string) (io.ReadCloser, int64, error)
 	ListObjects(ctx context.Context, prefix string) ([]string, error)
+
+	// What retention (keep.go) and a Ship that names an object it did
+	// not send need: the server's clock; an object's record (its
+	// position and the server's time of its last put or touch;
+	// capsule.ErrFleetObjectMissing when absent); a listing with sizes;
+	// and a touch and a delete that take effect only while the record is
+	// the one looked at (else capsule.ErrFleetObjectChanged).
+	ServerTime(ctx context.Context) (time.Time, error)
+	StatObject(ctx context.Context, name string) (capsule.FleetObject, error)
+	ObjectList(ctx context.Context, prefix string) ([]capsule.FleetObject, error)
+	TouchObject(ctx context.Context, o capsule.FleetObject) error
+	DeleteObject(ctx context.Context, o capsule.FleetObject) error
 }
 
 // Store is the agent's snapshot store as this package uses it:
@@ -117,7 +156,8 @@ type Shipper struct {
 	agent    string
 	machine  string
 	log      *slog.Logger
-	known    map[string]bool // object names seen in the bucket
+	known    map[string]time.Time // names seen in the bucket: when they were put or touched
+	grace    time.Duration        // retention's (Grace)
 }
 
 // NewShipper ships agent's snapshots from store to bucket, without the
@@ -126,7 +166,7 @@ func NewShipper(store Store, bucket Bucket, withhold *Withholder, agent, machine
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Shipper{store: store, bucket: bucket, withhold: withhold, agent: agent, machine: machine, log: log, known: map[string]bool{}}
+	return &Shipper{store: store, bucket: bucket, withhold: withhold, agent: agent, machine: machine, log: log, known: map[string]time.Time{}, grace: Grace()}
 }
 
 // Stats say what one Ship did.
@@ -143,6 +183,12 @@ type Stats struct {
 // ships as a copy of its commit without them, and the manifest names
 // them. A failure leaves what was sent (each object is whole or absent)
 // and is retried by the next Ship.
+//
+// Retention (keep.go) may delete an object no manifest names while this
+// runs; what makes the manifest safe is in the package comment: every
+// object it names was put or touched within half the grace period, and
+// the manifest is written within a quarter of it after the objects were
+// looked at (or they are looked at again).
 func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 	snap, objs, err := s.store.Objects(ctx, id)
 	if err != nil {
@@ -150,7 +196,7 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 	}
 	var st Stats
 	mname := manifestName(s.agent, snap.ID)
-	if !s.known[mname] {
+	if _, ok := s.known[mname]; !ok {
 		// A manifest is written after its objects: when it is there (a
 		// restarted daemon, a snapshot shipped before), so are they.
 		has, err := s.bucket.HasObject(ctx, mname)
@@ -158,10 +204,10 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 			return st, fmt.Errorf("fleet snapshots: looking up %s: %w", mname, err)
 		}
 		if has {
-			s.remember(mname)
+			s.remember(mname, time.Time{})
 		}
 	}
-	if s.known[mname] {
+	if _, ok := s.known[mname]; ok {
 		st.Already = true
 		return st, nil
 	}
@@ -170,34 +216,99 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 		return st, err
 	}
 	st.Objects, st.Withheld = len(sh.objects), sh.withheld
+	window := s.grace / 4
+	for pass := 1; ; pass++ {
+		start := time.Now()
+		now, err := s.bucket.ServerTime(ctx)
+		if err != nil {
+			return st, fmt.Errorf("fleet snapshots: asking the fleet's time: %w", err)
+		}
+		if err := s.send(ctx, &st, sh, now); err != nil {
+			return st, err
+		}
+		if time.Since(start) < window {
+			mctx, cancel := context.WithDeadline(ctx, start.Add(window))
+			err := s.putManifest(mctx, snap, sh, mname)
+			cancel()
+			if err != nil {
+				return st, err
+			}
+			break
+		}
+		// Too slow to name what was looked at: look again (what was sent
+		// is fresh now, so the next pass is quick).
+		if pass == maxPasses {
+			return st, fmt.Errorf("fleet snapshots: sending the objects of %s took over %s %d times; retried after the next snapshot", short(snap.ID), window, pass)
+		}
+	}
+	if len(sh.withheld) > 0 {
+		s.log.Info("work snapshot shipped to the fleet without the files that stay on this machine",
+			"snapshot", snap.ID, "withheld", len(sh.withheld), "files", withheldText(sh.withheld, maxLoggedWithheld))
+	}
+	return st, nil
+}
+
+// maxPasses bounds the looks at a snapshot's objects one Ship makes.
+const maxPasses = 3
+
+// send makes every object of sh present in the bucket and fresh: put or
+// touched since the server's time now less half the grace period.
+func (s *Shipper) send(ctx context.Context, st *Stats, sh shipment, now time.Time) error {
+	fresh := now.Add(-s.grace / 2)
 	var need []string
 	for _, o := range sh.objects {
 		name := objectName(o.ID)
-		if s.known[name] {
+		if at, ok := s.known[name]; ok && !at.Before(fresh) {
 			continue
 		}
-		has, err := s.bucket.HasObject(ctx, name)
+		there, err := s.present(ctx, name, fresh, now)
 		if err != nil {
-			return st, fmt.Errorf("fleet snapshots: looking up %s: %w", name, err)
+			return err
 		}
-		if has {
-			s.remember(name)
+		if there {
 			continue
 		}
 		if data, ok := sh.made[o.ID]; ok {
-			if err := s.put(ctx, &st, o, data); err != nil {
-				return st, err
+			if err := s.put(ctx, st, o, data, now); err != nil {
+				return err
 			}
 			continue
 		}
 		need = append(need, o.ID)
 	}
-	if len(need) > 0 {
-		err = s.store.ReadObjects(ctx, need, func(o snapshot.Object, data []byte) error { return s.put(ctx, &st, o, data) })
-		if err != nil {
-			return st, err
-		}
+	if len(need) == 0 {
+		return nil
 	}
+	return s.store.ReadObjects(ctx, need, func(o snapshot.Object, data []byte) error { return s.put(ctx, st, o, data, now) })
+}
+
+// present reports whether the bucket holds name fresh, touching it when
+// it is older than fresh; false: it must be sent (absent, or deleted or
+// replaced while it was touched).
+func (s *Shipper) present(ctx context.Context, name string, fresh, now time.Time) (bool, error) {
+	ob, err := s.bucket.StatObject(ctx, name)
+	switch {
+	case errors.Is(err, capsule.ErrFleetObjectMissing):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("fleet snapshots: looking up %s: %w", name, err)
+	case !ob.At.Before(fresh):
+		s.remember(name, ob.At)
+		return true, nil
+	}
+	err = s.bucket.TouchObject(ctx, ob)
+	switch {
+	case err == nil:
+		s.remember(name, now)
+		return true, nil
+	case errors.Is(err, capsule.ErrFleetObjectChanged):
+		return false, nil
+	}
+	return false, fmt.Errorf("fleet snapshots: touching %s: %w", name, err)
+}
+
+// putManifest writes snapshot snap's manifest, naming sh's objects.
+func (s *Shipper) putManifest(ctx context.Context, snap snapshot.Snapshot, sh shipment, mname string) error {
 	m := Manifest{V: 1, Agent: s.agent, Machine: s.machine, ID: snap.ID, Tree: sh.objects[1].ID, At: snap.Time,
 		Trigger: snap.Trigger, Seq: snap.Seq, Parent: snap.Parent, Files: snap.Files(), Objects: sh.objects,
 		Uploaded: time.Now().UTC(), Withheld: sh.withheld}
@@ -206,26 +317,22 @@ func (s *Shipper) Ship(ctx context.Context, id string) (Stats, error) {
 	}
 	doc, err := json.Marshal(m)
 	if err != nil {
-		return st, err
+		return err
 	}
 	if err := s.bucket.PutObject(ctx, mname, doc); err != nil {
-		return st, fmt.Errorf("fleet snapshots: sending the manifest %s: %w", mname, err)
+		return fmt.Errorf("fleet snapshots: sending the manifest %s: %w", mname, err)
 	}
-	s.remember(mname)
-	if len(sh.withheld) > 0 {
-		s.log.Info("work snapshot shipped to the fleet without the files that stay on this machine",
-			"snapshot", snap.ID, "withheld", len(sh.withheld), "files", withheldText(sh.withheld, maxLoggedWithheld))
-	}
-	return st, nil
+	s.remember(mname, time.Time{})
+	return nil
 }
 
-// put sends one object.
-func (s *Shipper) put(ctx context.Context, st *Stats, o snapshot.Object, data []byte) error {
+// put sends one object; now is the server's time before it was sent.
+func (s *Shipper) put(ctx context.Context, st *Stats, o snapshot.Object, data []byte, now time.Time) error {
 	name := objectName(o.ID)
 	if err := s.bucket.PutObject(ctx, name, data); err != nil {
 		return fmt.Errorf("fleet snapshots: sending %s: %w", name, err)
 	}
-	s.remember(name)
+	s.remember(name, now)
 	st.Sent++
 	st.Bytes += int64(len(data))
 	return nil
@@ -250,11 +357,13 @@ func withheldText(list []snapshot.Withheld, max int) string {
 	return b.String()
 }
 
-func (s *Shipper) remember(name string) {
+// remember notes name in the bucket, put or touched at the server's time
+// at (zero for a manifest).
+func (s *Shipper) remember(name string, at time.Time) {
 	if len(s.known) >= maxKnown {
 		clear(s.known)
 	}
-	s.known[name] = true
+	s.known[name] = at
 }
 
 // Fetch brings snapshot id (a full id or a unique prefix of 7+

@@ -69,6 +69,9 @@ func cmdFleet(ctx context.Context, e *Env, args []string) int {
 	if len(ans.Agents) == 0 {
 		fmt.Fprintln(e.Stdout, "(the bucket knows no agent yet)")
 	}
+	if b := ans.Snapshots; b != nil {
+		fmt.Fprintf(e.Stdout, "\nsnapshots: bucket %s, %s in %d objects and %d manifests\n", termsafe.Name(b.Bucket), bytesText(b.Bytes), b.Objects, b.Manifests)
+	}
 	return ExitOK
 }
 

@@ -137,6 +137,9 @@ type FleetAnswer struct {
 	Bucket   string               `json:"bucket"`
 	Health   capsule.FleetHealth  `json:"health"`
 	Agents   []capsule.FleetEntry `json:"agents"`
+	// Snapshots is the size of the fleet's snapshot bucket, when the
+	// upstream carries work snapshots (snapshots = true).
+	Snapshots *capsule.FleetSnapshotBucket `json:"snapshots,omitempty"`
 }
 
 // UILoginAnswer is the answer to POST /v1/ui/login: the one-time URL, for
