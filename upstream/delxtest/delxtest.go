@@ -29,6 +29,12 @@
 //     HTTP status; structured content {"error":{"code","message"}}), with
 //     an explanation that never repeats the value.
 //
+// Fleets (Options.Fleets, see fleets.go) are the one exception to "a
+// capsule is private to its agent": an agent joins a fleet by presenting
+// its invite token, and a member reads another member's capsule with
+// resume_session {agent_id: the member, fleet_id}. The fake enforces it
+// from its own records of who joined, never from what the client claims.
+//
 // Every tools/call is recorded as a Call, whatever became of it; every HTTP
 // request as a Request.
 package delxtest
@@ -105,6 +111,12 @@ type Options struct {
 	Window time.Duration // default 60s
 	// RateLimitStyle is StyleHTTP (default), StyleJSONRPC or StyleBoth.
 	RateLimitStyle string
+	// Fleets maps a fleet_id to its invite token: an agent that presents
+	// the token (invite_token beside fleet_id) joins the fleet.
+	Fleets map[string]string
+	// SkipMembershipCheck lets any caller read a fleet member's capsule:
+	// only for the tests that prove a refusal comes from the fake's check.
+	SkipMembershipCheck bool
 }
 
 // Call is one tools/call as the fake saw it.
@@ -125,6 +137,9 @@ type Call struct {
 	Result string
 	// Message is the tool error text, for tool_error.
 	Message string
+	// FleetID and InviteToken are the fleet_id and invite_token arguments.
+	FleetID     string
+	InviteToken string
 	// Header is the HTTP request's header.
 	Header http.Header
 }
@@ -169,6 +184,8 @@ type Server struct {
 	notes    []json.RawMessage
 	latest   map[string]stored // by agent id
 	sessions map[string]string // session_id → agent_id
+	members  map[string]map[string]bool   // fleet_id → agent_ids that joined
+	inFleet  map[string]map[string]stored // fleet_id → agent_id → its latest capsule there
 	regs     []Registration
 	requests []Request
 	windows  map[string][]time.Time // rate-limit log per client
@@ -205,6 +222,11 @@ func New(o Options) *Server {
 		tokens[k] = v
 	}
 	o.AgentTokens = tokens
+	fleets := make(map[string]string, len(o.Fleets))
+	for k, v := range o.Fleets {
+		fleets[k] = v
+	}
+	o.Fleets = fleets
 	s := &Server{
 		opts:     o,
 		guard:    sharedGuard(),
@@ -212,6 +234,8 @@ func New(o Options) *Server {
 		latest:   make(map[string]stored),
 		sessions: make(map[string]string, len(o.Sessions)),
 		windows:  make(map[string][]time.Time),
+		members:  make(map[string]map[string]bool),
+		inFleet:  make(map[string]map[string]stored),
 	}
 	for k, v := range o.Sessions {
 		s.sessions[k] = v

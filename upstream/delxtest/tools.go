@@ -22,6 +22,7 @@ const (
 		"capsule":{"type":"object"},
 		"agent_id":{"type":"string"},
 		"fleet_id":{"type":"string"},
+		"invite_token":{"type":"string"},
 		"agent_token":{"type":"string"}},
 		"required":["session_id","capsule"]}`
 	closeSessionSchema = `{"type":"object","properties":{
@@ -32,7 +33,9 @@ const (
 		"required":["session_id"]}`
 	resumeSessionSchema = `{"type":"object","properties":{
 		"agent_id":{"type":"string"},
-		"lookback_days":{"type":"integer","minimum":1,"maximum":90,"default":30}},
+		"lookback_days":{"type":"integer","minimum":1,"maximum":90,"default":30},
+		"fleet_id":{"type":"string"},
+		"invite_token":{"type":"string"}},
 		"required":["agent_id"]}`
 )
 
@@ -147,13 +150,14 @@ func (s *Server) leaveHiveNote(ctx context.Context, req *mcp.CallToolRequest) (*
 		SessionID  string          `json:"session_id"`
 		Capsule    json.RawMessage `json:"capsule"`
 		AgentID    string          `json:"agent_id"`
-		FleetID    string          `json:"fleet_id"`
-		AgentToken string          `json:"agent_token"`
+		FleetID     string          `json:"fleet_id"`
+		InviteToken string          `json:"invite_token"`
+		AgentToken  string          `json:"agent_token"`
 	}
 	if err := decodeArgs(req, &args); err != nil {
 		return s.toolError(c, "INVALID_ARGUMENTS", err.Error())
 	}
-	c.SessionID = args.SessionID
+	c.SessionID, c.FleetID, c.InviteToken = args.SessionID, args.FleetID, args.InviteToken
 	if args.SessionID == "" {
 		return s.toolError(c, "INVALID_ARGUMENTS", "session_id is required")
 	}
@@ -169,12 +173,27 @@ func (s *Server) leaveHiveNote(ctx context.Context, req *mcp.CallToolRequest) (*
 	if code, text, ok := s.checkCapsule(args.Capsule); !ok {
 		return s.toolError(c, code, text)
 	}
+	if args.InviteToken != "" && args.FleetID == "" {
+		return s.toolError(c, "INVALID_ARGUMENTS", "invite_token needs the fleet_id it is the invite token of")
+	}
+	if args.FleetID != "" {
+		if code, text, ok := s.joinFleet(args.FleetID, c.AgentID, args.InviteToken); !ok {
+			return s.toolError(c, code, text)
+		}
+		if code, text, ok := s.checkMember(args.FleetID, c.AgentID, "the calling agent"); !ok {
+			return s.toolError(c, code, text)
+		}
+	}
 	now := time.Now()
 	c.Capsule = compact(args.Capsule)
+	st := stored{capsule: c.Capsule, sessionID: args.SessionID, at: now}
 	s.mu.Lock()
 	s.notes = append(s.notes, c.Capsule)
-	s.latest[c.AgentID] = stored{capsule: c.Capsule, sessionID: args.SessionID, at: now}
+	s.latest[c.AgentID] = st
 	s.mu.Unlock()
+	if args.FleetID != "" {
+		s.storeInFleet(args.FleetID, c.AgentID, st)
+	}
 	return s.ok(c, map[string]any{
 		"stored":     true,
 		"agent_id":   c.AgentID,
@@ -226,15 +245,29 @@ func (s *Server) resumeSession(ctx context.Context, req *mcp.CallToolRequest) (*
 	var args struct {
 		AgentID      string          `json:"agent_id"`
 		LookbackDays json.RawMessage `json:"lookback_days"`
+		FleetID      string          `json:"fleet_id"`
+		InviteToken  string          `json:"invite_token"`
 	}
 	if err := decodeArgs(req, &args); err != nil {
 		return s.toolError(c, "INVALID_ARGUMENTS", err.Error())
 	}
+	c.FleetID, c.InviteToken = args.FleetID, args.InviteToken
 	if args.AgentID == "" {
 		return s.toolError(c, "INVALID_ARGUMENTS", "agent_id is required")
 	}
-	if args.AgentID != c.AgentID {
-		return s.toolError(c, "AGENT_MISMATCH", "agent_id does not match the agent of the request")
+	if args.InviteToken != "" && args.FleetID == "" {
+		return s.toolError(c, "INVALID_ARGUMENTS", "invite_token needs the fleet_id it is the invite token of")
+	}
+	if args.FleetID == "" && args.AgentID != c.AgentID {
+		return s.toolError(c, "AGENT_MISMATCH", "agent_id does not match the agent of the request; another agent's capsule is read only through a fleet both are members of (fleet_id)")
+	}
+	if args.FleetID != "" {
+		if code, text, ok := s.joinFleet(args.FleetID, c.AgentID, args.InviteToken); !ok {
+			return s.toolError(c, code, text)
+		}
+		if code, text, ok := s.readMemberAllowed(args.FleetID, c.AgentID, args.AgentID); !ok {
+			return s.toolError(c, code, text)
+		}
 	}
 	days := 30
 	if present(args.LookbackDays) {
@@ -245,17 +278,30 @@ func (s *Server) resumeSession(ctx context.Context, req *mcp.CallToolRequest) (*
 		days = int(n)
 	}
 	now := time.Now()
-	s.mu.Lock()
-	st, found := s.latest[args.AgentID]
-	s.mu.Unlock()
+	var (
+		st    stored
+		found bool
+	)
+	if args.FleetID != "" {
+		st, found = s.fleetCapsule(args.FleetID, args.AgentID)
+	} else {
+		s.mu.Lock()
+		st, found = s.latest[args.AgentID]
+		s.mu.Unlock()
+	}
 	if found && now.Sub(st.at) > time.Duration(days)*24*time.Hour {
 		found = false
 	}
 	out := map[string]any{"agent_id": args.AgentID, "found": found, "lookback_days": days}
+	if args.FleetID != "" {
+		out["fleet_id"] = args.FleetID
+	}
 	if found {
 		age := now.Sub(st.at)
 		out["capsule"] = st.capsule
-		out["session_id"] = st.sessionID
+		if args.AgentID == c.AgentID { // another member's session is its own
+			out["session_id"] = st.sessionID
+		}
 		out["written_at"] = st.at.UTC().Format(time.RFC3339Nano)
 		out["age_seconds"] = int64(age.Seconds())
 		out["age"] = fmt.Sprint(age.Round(time.Second))
