@@ -182,8 +182,8 @@ type Server struct {
 	faults   []Fault
 	calls    []Call
 	notes    []json.RawMessage
-	latest   map[string]stored // by agent id
-	sessions map[string]string // session_id → agent_id
+	latest   map[string]stored            // by agent id
+	sessions map[string]string            // session_id → agent_id
 	members  map[string]map[string]bool   // fleet_id → agent_ids that joined
 	inFleet  map[string]map[string]stored // fleet_id → agent_id → its latest capsule there
 	regs     []Registration

@@ -147,9 +147,9 @@ func present(raw json.RawMessage) bool {
 func (s *Server) leaveHiveNote(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c := newCall(req, ToolLeaveHiveNote)
 	var args struct {
-		SessionID  string          `json:"session_id"`
-		Capsule    json.RawMessage `json:"capsule"`
-		AgentID    string          `json:"agent_id"`
+		SessionID   string          `json:"session_id"`
+		Capsule     json.RawMessage `json:"capsule"`
+		AgentID     string          `json:"agent_id"`
 		FleetID     string          `json:"fleet_id"`
 		InviteToken string          `json:"invite_token"`
 		AgentToken  string          `json:"agent_token"`
