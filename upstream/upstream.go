@@ -39,6 +39,19 @@ type Resumer interface {
 	Resume(ctx context.Context, agent string) (json.RawMessage, error)
 }
 
+// MemberReader is implemented by upstreams where the members of a group of
+// agents may read each other's capsules (Delx fleets). ReadMember returns
+// the upstream's answer for member (the upstream's id of a fellow agent),
+// read as agent; ErrNoFleet when agent is in no such group there. The
+// answer is remote input: the caller guards it before anyone sees it.
+type MemberReader interface {
+	ReadMember(ctx context.Context, agent, member string) (json.RawMessage, error)
+}
+
+// ErrNoFleet is ReadMember's error for an agent that belongs to no fleet
+// at the upstream.
+var ErrNoFleet = errors.New("the agent is in no fleet at this upstream")
+
 // Waiter is implemented by upstreams with a long poll for events (Q-Day's
 // GET /v1/continuity/wait). Wait returns the upstream's answer as is; the
 // daemon relays its events to local wait callers. maxSeconds is 1..90.

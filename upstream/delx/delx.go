@@ -5,9 +5,16 @@
 //
 // Mapping of writes to Delx tools:
 //
-//	capsule, capsule_seal -> leave_hive_note {session_id, capsule, agent_id}
+//	capsule, capsule_seal -> leave_hive_note {session_id, capsule, agent_id, fleet_id?, invite_token?}
 //	session_end           -> close_session   {session_id, capsule?, reason?}
 //	Resume                -> resume_session  {agent_id, lookback_days: 30}
+//	ReadMember            -> resume_session  {agent_id: the member, lookback_days: 30, fleet_id, invite_token?}
+//
+// fleet_id and invite_token are sent when the agent's identity names a
+// Delx fleet (Identity.FleetID): what Delx publishes of fleets is that
+// they are the one exception to a capsule's privacy, for members who
+// joined with an invite token; where the two travel is assumed
+// (docs/DELX.md).
 //
 // Each agent has its own Delx identity (Identity: agent_id, session_id,
 // token), as Delx's registration issues one per agent: Options.Identity
@@ -162,8 +169,9 @@ type agentConn struct {
 }
 
 var (
-	_ upstream.Upstream = (*Client)(nil)
-	_ upstream.Resumer  = (*Client)(nil)
+	_ upstream.Upstream     = (*Client)(nil)
+	_ upstream.Resumer      = (*Client)(nil)
+	_ upstream.MemberReader = (*Client)(nil)
 )
 
 // New checks o and returns a Client. It does no I/O: sessions connect on
@@ -284,6 +292,7 @@ func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) err
 		tool = ToolLeaveHiveNote
 		args["capsule"] = json.RawMessage(raw)
 		args["agent_id"] = id.AgentID
+		id.fleetArgs(args)
 	case capsule.WriteSessionEnd:
 		tool = ToolCloseSession
 		if w.Capsule != nil {
@@ -319,9 +328,8 @@ func (c *Client) identityOf(agent string) (Identity, error) {
 }
 
 // Resume implements upstream.Resumer: resume_session for the agent over the
-// last DefaultLookbackDays days. The answer is the tool result as raw JSON:
-// its structured content when it has some, else its text when that is JSON,
-// else the text as a JSON string.
+// last DefaultLookbackDays days. The answer is the tool result as raw JSON
+// (resultJSON).
 func (c *Client) Resume(ctx context.Context, agent string) (json.RawMessage, error) {
 	id, err := c.identityOf(agent)
 	if err != nil {
@@ -334,18 +342,59 @@ func (c *Client) Resume(ctx context.Context, agent string) (json.RawMessage, err
 	if err != nil {
 		return nil, err
 	}
+	return resultJSON(res), nil
+}
+
+// ReadMember implements upstream.MemberReader: resume_session for member
+// (a fellow member's Delx agent_id) with the agent's fleet_id (and invite
+// token, when it has one), over the last DefaultLookbackDays days. Delx
+// answers only when both are members of the fleet; the answer is
+// resume_session's, as Resume returns it.
+func (c *Client) ReadMember(ctx context.Context, agent, member string) (json.RawMessage, error) {
+	id, err := c.identityOf(agent)
+	if err != nil {
+		return nil, err
+	}
+	if id.FleetID == "" {
+		return nil, upstream.ErrNoFleet
+	}
+	args := map[string]any{"agent_id": member, "lookback_days": DefaultLookbackDays}
+	id.fleetArgs(args)
+	res, err := c.call(ctx, agent, id, ToolResumeSession, args, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	return resultJSON(res), nil
+}
+
+// fleetArgs adds the fleet's arguments to a call's: fleet_id, and the
+// invite token that joins the agent to it.
+func (id Identity) fleetArgs(args map[string]any) {
+	if id.FleetID == "" {
+		return
+	}
+	args["fleet_id"] = id.FleetID
+	if id.InviteToken != "" {
+		args["invite_token"] = id.InviteToken
+	}
+}
+
+// resultJSON is a tool result as raw JSON: its structured content when it
+// has some, else its text when that is JSON, else the text as a JSON
+// string.
+func resultJSON(res *mcp.CallToolResult) json.RawMessage {
 	if res.StructuredContent != nil {
 		raw, err := json.Marshal(res.StructuredContent)
 		if err == nil {
-			return raw, nil
+			return raw
 		}
 	}
 	text := resultText(res)
 	if t := strings.TrimSpace(text); t != "" && json.Valid([]byte(t)) {
-		return json.RawMessage(t), nil
+		return json.RawMessage(t)
 	}
 	raw, _ := json.Marshal(text)
-	return raw, nil
+	return raw
 }
 
 // Close closes every agent's MCP session (each sends its DELETE) and waits
@@ -503,10 +552,23 @@ func (c *Client) call(ctx context.Context, agent string, id Identity, tool strin
 			c.drop(agent, cs)
 		}
 		ue.Err = fmt.Errorf("%s: %w", tool, ue.Err)
-		return nil, ue
+		return nil, withoutInvite(ue, id.InviteToken)
 	}
 	if res.IsError {
-		return nil, toolError(tool, res, sent)
+		return nil, withoutInvite(toolError(tool, res, sent), id.InviteToken)
 	}
 	return res, nil
+}
+
+// withoutInvite replaces the fleet's invite token wherever a server's text
+// in ue repeats it: errors reach logs, status and resume.
+func withoutInvite(ue *upstream.Error, invite string) *upstream.Error {
+	if invite == "" {
+		return ue
+	}
+	if ue.Err != nil && strings.Contains(ue.Err.Error(), invite) {
+		ue.Err = errors.New(strings.ReplaceAll(ue.Err.Error(), invite, "[invite token]"))
+	}
+	ue.Code = strings.ReplaceAll(ue.Code, invite, "[invite token]")
+	return ue
 }

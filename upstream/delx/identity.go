@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/continuityd/continuityd/internal/atomicfile"
@@ -23,6 +24,13 @@ type Identity struct {
 	AgentID   string
 	SessionID string
 	Token     string
+	// FleetID is the Delx fleet the agent belongs to ("" none): its
+	// capsules are written to the fleet too, and it may read its fellow
+	// members' (ReadMember). InviteToken is the fleet's invite token, sent
+	// beside fleet_id so Delx joins the agent ("" once it has joined). Both
+	// travel only as tool arguments to the configured Delx endpoint.
+	FleetID     string
+	InviteToken string
 }
 
 // check says what makes id unusable, never repeating the token.
@@ -36,6 +44,12 @@ func (id Identity) check() error {
 		return errors.New("its token is empty")
 	case !validHeaderValue(id.Token):
 		return errors.New("its token has characters a header cannot carry")
+	case id.InviteToken != "" && id.FleetID == "":
+		return errors.New("it has a fleet invite token but no fleet_id")
+	case !validHeaderValue(id.FleetID) || strings.TrimSpace(id.FleetID) != id.FleetID:
+		return errors.New("its fleet_id has characters Delx's ids do not")
+	case !validHeaderValue(id.InviteToken):
+		return errors.New("its fleet invite token has characters a token does not")
 	}
 	return nil
 }
