@@ -188,6 +188,9 @@ type Agent struct {
 	// has one in the file ([agent.identity.UPSTREAM]). An agent without one
 	// uses what `continuityd delx register` kept in its state directory.
 	Identity map[string]DelxIdentity `toml:"identity"`
+	// DelxFleet names the Delx fleet the agent is a member of at each
+	// delx upstream that has one ([agent.delx_fleet.UPSTREAM]).
+	DelxFleet map[string]DelxFleet `toml:"delx_fleet,omitempty"`
 	// Users and Groups name who else may use the agent on a shared socket
 	// (socket_mode "0660"): user and group names or numeric ids. Root and
 	// the daemon's own user always may; with neither key, the owner of the
@@ -205,6 +208,16 @@ type Agent struct {
 type DelxIdentity struct {
 	AgentID   string `toml:"agent_id"`
 	SessionID string `toml:"session_id"`
+	TokenEnv  string `toml:"token_env"`
+	TokenFile string `toml:"token_file"`
+}
+
+// DelxFleet is a Delx fleet an agent is a member of: its fleet_id, and
+// where the fleet's invite token is (token_env or token_file, never the
+// token itself). Delx remembers who joined, so the token may be left out
+// once the agent is a member.
+type DelxFleet struct {
+	FleetID   string `toml:"fleet_id"`
 	TokenEnv  string `toml:"token_env"`
 	TokenFile string `toml:"token_file"`
 }

@@ -112,7 +112,7 @@ func lastPart(path string) string {
 
 // schemaKey maps a path to its entry in the schema: array indices become
 // "[]" and the user's name of an upstream table (in [upstream.NAME] and
-// [agent.identity.NAME]) becomes "*".
+// [agent.identity.NAME], [agent.delx_fleet.NAME]) becomes "*".
 func schemaKey(path string) string {
 	parts := splitKey(path)
 	for i, p := range parts {
@@ -121,7 +121,7 @@ func schemaKey(path string) string {
 			parts[i] = "[]"
 		case i == 1 && parts[0] == "upstream":
 			parts[i] = "*"
-		case i == 3 && parts[0] == "agent" && parts[2] == "identity":
+		case i == 3 && parts[0] == "agent" && (parts[2] == "identity" || parts[2] == "delx_fleet"):
 			parts[i] = "*"
 		}
 	}

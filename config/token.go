@@ -37,6 +37,16 @@ func (i DelxIdentity) Token() (string, error) {
 	return readToken(i.TokenEnv, i.TokenFile, "the identity")
 }
 
+// InviteToken returns the fleet's invite token, read like an upstream's
+// token (see Upstream.Token) at every call; "" when the fleet names none
+// (the agent has joined already).
+func (f DelxFleet) InviteToken() (string, error) {
+	if f.TokenEnv == "" && f.TokenFile == "" {
+		return "", nil
+	}
+	return readToken(f.TokenEnv, f.TokenFile, "the fleet")
+}
+
 // ReadSecretFile reads a one-line secret from a file the operator named
 // (such as a registration key): a regular file (a link to one is
 // followed) private to its owner, at most 64 KiB, trimmed. Errors name the
@@ -117,6 +127,9 @@ func (c *Config) CheckSecretFiles() []error {
 	for _, a := range c.Agents {
 		for _, up := range slices.Sorted(maps.Keys(a.Identity)) {
 			check("agent."+a.Name+".identity."+up+".token_file", a.Identity[up].TokenFile)
+		}
+		for _, up := range slices.Sorted(maps.Keys(a.DelxFleet)) {
+			check("agent."+a.Name+".delx_fleet."+up+".token_file", a.DelxFleet[up].TokenFile)
 		}
 	}
 	return errs

@@ -320,6 +320,7 @@ func (c *checker) agents(raw []rawAgent, ups map[string]Upstream) []Agent {
 		}
 		a.Transcript = c.oneOf(joinKey(p, "transcript"), orDefault(r.Transcript, TranscriptAuto), TranscriptAuto, TranscriptClaudeCode, TranscriptCodex, TranscriptOff)
 		a.Identity = c.identities(joinKey(p, "identity"), r.Identity, a.Upstreams, ups)
+		a.DelxFleet = c.delxFleets(joinKey(p, "delx_fleet"), r.DelxFleet, a.Upstreams, ups)
 		if len(r.Users) > 0 { // an empty list is the same as none
 			a.Users, a.UIDs = r.Users, c.accounts(joinKey(p, "users"), r.Users, lookupUID)
 		}
@@ -383,6 +384,48 @@ func (c *checker) identities(key string, raw map[string]rawIdentity, agentUps []
 			id.TokenFile, _ = c.absPath(fileKey, r.TokenFile)
 		}
 		out[name] = id
+	}
+	return out
+}
+
+// delxFleets checks an agent's [agent.delx_fleet.UPSTREAM] tables: each
+// names a delx upstream the agent ships to, a fleet_id, and at most one
+// place for the fleet's invite token.
+func (c *checker) delxFleets(key string, raw map[string]DelxFleet, agentUps []string, ups map[string]Upstream) map[string]DelxFleet {
+	if len(raw) == 0 {
+		return nil
+	}
+	out := make(map[string]DelxFleet, len(raw))
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		p := joinKey(key, name)
+		f := raw[name]
+		u, declared := ups[name]
+		switch {
+		case !slices.Contains(agentUps, name):
+			c.fail(p, fmt.Sprintf("the agent does not ship to upstream %q; add it to the agent's upstreams, or remove this table", name))
+		case !declared || u.Kind != KindDelx:
+			c.fail(p, fmt.Sprintf("upstream %q is not of kind \"delx\"; only Delx has fleets of agents", name))
+		}
+		idKey := joinKey(p, "fleet_id")
+		switch {
+		case f.FleetID == "":
+			c.fail(p, "fleet_id is required: the id of the Delx fleet the agent is a member of")
+		case len(f.FleetID) > maxIdentityValue:
+			c.fail(idKey, fmt.Sprintf("is longer than %d characters", maxIdentityValue))
+		case !headerSafe(f.FleetID):
+			c.failGot(idKey, "must be visible ASCII characters without spaces, as Delx names the fleet", f.FleetID)
+		}
+		envKey, fileKey := joinKey(p, "token_env"), joinKey(p, "token_file")
+		if f.TokenEnv != "" && f.TokenFile != "" {
+			c.fail(fileKey, "set token_env or token_file (where the fleet's invite token is), not both")
+		}
+		if f.TokenEnv != "" && !envNamePattern.MatchString(f.TokenEnv) {
+			c.fail(envKey, "must be the name of an environment variable (letters, digits and _), not the invite token itself")
+		}
+		if f.TokenFile != "" {
+			f.TokenFile, _ = c.absPath(fileKey, f.TokenFile)
+		}
+		out[name] = f
 	}
 	return out
 }
