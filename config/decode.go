@@ -163,7 +163,7 @@ type rawAgent struct {
 	Workdir    string                 `toml:"workdir"`
 	Upstreams  []string               `toml:"upstreams"` // nil: left out
 	Transcript string                 `toml:"transcript"`
-	Identity   map[string]rawIdentity `toml:"identity"` // [agent.identity.UPSTREAM]
+	Identity   map[string]rawIdentity `toml:"identity"`   // [agent.identity.UPSTREAM]
 	DelxFleet  map[string]DelxFleet   `toml:"delx_fleet"` // [agent.delx_fleet.UPSTREAM]
 	Users      []string               `toml:"users"`
 	Groups     []string               `toml:"groups"`
