@@ -54,7 +54,12 @@ const (
 	CodeTooManyConnections = "TOO_MANY_CONNECTIONS"
 
 	// The fleet.
-	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream did not answer `continuityd fleet`
+	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream (nats, or a Delx fleet) did not answer
+
+	// Delx fleets: reading a fellow member's capsule.
+	CodeNoDelxFleet          = "NO_DELX_FLEET"          // 409: the agent is in no Delx fleet ([agent.delx_fleet.UPSTREAM])
+	CodeFleetReadRefused     = "FLEET_READ_REFUSED"     // 403: Delx refused the read (not a member, a wrong invite token, an unknown fleet); the message carries Delx's code
+	CodeRemoteCapsuleInvalid = "REMOTE_CAPSULE_INVALID" // 502: the member's capsule from Delx fails the schema or the guards; nothing of it is shown
 
 	// Per-agent access on a shared socket.
 	CodeAgentForbidden = "AGENT_FORBIDDEN" // 403: the socket's peer is not one of the agent's users
@@ -93,7 +98,7 @@ func StatusOf(code string) int {
 		return 400
 	case CodeUnauthorized:
 		return 401
-	case CodeForbiddenOrigin, CodeForbiddenHost, CodeAgentForbidden:
+	case CodeForbiddenOrigin, CodeForbiddenHost, CodeAgentForbidden, CodeFleetReadRefused:
 		return 403
 	case CodeNoCapsule, CodeNotFound, CodeUnknownAgent:
 		return 404
@@ -101,7 +106,7 @@ func StatusOf(code string) int {
 		return 405
 	case CodeRequestTimeout:
 		return 408
-	case CodeResidencyStopped, CodeAgentMoved, CodeWhoseUnknown:
+	case CodeResidencyStopped, CodeAgentMoved, CodeWhoseUnknown, CodeNoDelxFleet:
 		return 409
 	case CodeBodyTooLarge:
 		return 413
@@ -109,7 +114,7 @@ func StatusOf(code string) int {
 		return 415
 	case CodeInternal:
 		return 500
-	case CodeFleetSnapshotDamaged:
+	case CodeFleetSnapshotDamaged, CodeRemoteCapsuleInvalid:
 		return 502
 	case CodeShuttingDown, CodeAgentDamaged, CodeMCPSessionsFull, CodeFleetUnavailable, CodeSnapshotsOff, CodeTooManyConnections:
 		return 503

@@ -115,6 +115,20 @@ type CapsuleRecord struct {
 	StoredAt time.Time `json:"stored_at"`
 	Sealed   bool      `json:"sealed"`
 	Seq      uint64    `json:"seq"`
+	// FleetMember is set on a fellow Delx fleet member's capsule (GET
+	// /v1/capsule?fleet_member=): it came from a remote service, passed the
+	// guards for remote text and the schema, and StoredAt is when Delx says
+	// it was written; Seq and Sealed are not the agent's.
+	FleetMember *FleetMemberSource `json:"fleet_member,omitempty"`
+}
+
+// FleetMemberSource is where a fellow fleet member's capsule came from.
+type FleetMemberSource struct {
+	Upstream string `json:"upstream"`
+	FleetID  string `json:"fleet_id"`
+	AgentID  string `json:"agent_id"`
+	// Source frames the capsule as remote data, never the user's words.
+	Source string `json:"source"`
 }
 
 // SinceLastVisit accumulates what happened since the agent last read its

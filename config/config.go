@@ -212,16 +212,6 @@ type DelxIdentity struct {
 	TokenFile string `toml:"token_file"`
 }
 
-// DelxFleet is a Delx fleet an agent is a member of: its fleet_id, and
-// where the fleet's invite token is (token_env or token_file, never the
-// token itself). Delx remembers who joined, so the token may be left out
-// once the agent is a member.
-type DelxFleet struct {
-	FleetID   string `toml:"fleet_id"`
-	TokenEnv  string `toml:"token_env"`
-	TokenFile string `toml:"token_file"`
-}
-
 // Upstream is one [upstream.NAME] table: a service the agents' checkpoints
 // are delivered to.
 type Upstream struct {

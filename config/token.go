@@ -37,16 +37,6 @@ func (i DelxIdentity) Token() (string, error) {
 	return readToken(i.TokenEnv, i.TokenFile, "the identity")
 }
 
-// InviteToken returns the fleet's invite token, read like an upstream's
-// token (see Upstream.Token) at every call; "" when the fleet names none
-// (the agent has joined already).
-func (f DelxFleet) InviteToken() (string, error) {
-	if f.TokenEnv == "" && f.TokenFile == "" {
-		return "", nil
-	}
-	return readToken(f.TokenEnv, f.TokenFile, "the fleet")
-}
-
 // ReadSecretFile reads a one-line secret from a file the operator named
 // (such as a registration key): a regular file (a link to one is
 // followed) private to its owner, at most 64 KiB, trimmed. Errors name the

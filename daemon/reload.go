@@ -336,14 +336,12 @@ func (d *Daemon) newUpstream(name string, uc config.Upstream, cfg *config.Config
 // directory (read at every call, so a registration applies without a
 // restart), else the upstream's older shared token under the agent's name
 // and a made-up session (which a Delx that checks sessions refuses).
+//
+// An agent with an [agent.delx_fleet.NAME] has its fleet_id and the fleet's
+// invite token (read at every call, like the token) added to its identity.
 func (d *Daemon) delxIdentity(name string, built *config.Config) func(string) (delx.Identity, error) {
 	var warned sync.Map // agents told they use the shared token
-	return func(agent string) (delx.Identity, error) {
-		cfg := built
-		if s := d.snap(); s != nil {
-			cfg = s.cfg
-		}
-		ac, _ := cfg.Agent(agent)
+	own := func(cfg *config.Config, ac config.Agent, agent string) (delx.Identity, error) {
 		if id, ok := ac.Identity[name]; ok {
 			tok, err := id.Token()
 			if err != nil {
@@ -367,6 +365,25 @@ func (d *Daemon) delxIdentity(name string, built *config.Config) func(string) (d
 		}
 		return delx.Identity{}, fmt.Errorf("agent %s has no Delx identity for upstream %s: run `continuityd delx register --agent %s --upstream %s`, or set [agent.identity.%s] in the config",
 			agent, name, agent, name, name)
+	}
+	return func(agent string) (delx.Identity, error) {
+		cfg := built
+		if s := d.snap(); s != nil {
+			cfg = s.cfg
+		}
+		ac, _ := cfg.Agent(agent)
+		id, err := own(cfg, ac, agent)
+		if err != nil {
+			return id, err
+		}
+		if f, ok := ac.DelxFleet[name]; ok {
+			invite, err := f.InviteToken()
+			if err != nil {
+				return delx.Identity{}, fmt.Errorf("[agent.delx_fleet.%s] of agent %s: %w", name, agent, err)
+			}
+			id.FleetID, id.InviteToken = f.FleetID, invite
+		}
+		return id, nil
 	}
 }
 

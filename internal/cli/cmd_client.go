@@ -60,9 +60,11 @@ func printRaw(e *Env, out []byte, err error) int {
 
 // cmdCapsule is `capsule show|seal|validate FILE|put FILE`.
 func cmdCapsule(ctx context.Context, e *Env, args []string) int {
-	fs := NewFlagSet(e, "capsule", "show | seal | validate FILE | put FILE [--agent A]")
+	fs := NewFlagSet(e, "capsule", "show [--fleet-member AGENT_ID [--upstream NAME]] | seal | validate FILE | put FILE [--agent A]")
 	var cf ClientFlags
 	cf.Register(fs)
+	member := fs.String("fleet-member", "", "show: the capsule of this fellow Delx fleet member (its Delx `AGENT_ID`), read through the agent's fleet")
+	up := fs.String("upstream", "", "show --fleet-member: the delx upstream by `NAME` (needed when the agent is in fleets at several)")
 	pos, err := ParseFlags(fs, args)
 	if err != nil {
 		return ExitUsage
@@ -80,6 +82,12 @@ func cmdCapsule(ctx context.Context, e *Env, args []string) int {
 		return Missing(e, "capsule "+sub, "the capsule's FILE (- for stdin)")
 	case len(rest) > n:
 		return TooMany(e, "capsule "+sub, rest[n])
+	case sub != "show" && (*member != "" || *up != ""):
+		fmt.Fprintf(e.Stderr, "continuityd capsule %s: --fleet-member and --upstream go with capsule show\n", sub)
+		return ExitUsage
+	case *up != "" && *member == "":
+		fmt.Fprintln(e.Stderr, "continuityd capsule show: --upstream goes with --fleet-member")
+		return ExitUsage
 	}
 	if sub == "validate" {
 		// Offline: the same guard the daemon runs, no daemon needed; its
@@ -119,9 +127,20 @@ func cmdCapsule(ctx context.Context, e *Env, args []string) int {
 	var ans *ops.CapsuleAnswer
 	switch sub {
 	case "show":
-		rec, _, err := ops.CapsuleGet.Call(ctx, c, ops.Args{})
+		q := url.Values{}
+		if *member != "" {
+			q.Set("fleet_member", *member)
+			if *up != "" {
+				q.Set("upstream", *up)
+			}
+		}
+		rec, _, err := ops.CapsuleGet.Call(ctx, c, ops.Args{Query: q})
 		if err != nil {
 			return Fail(e, err)
+		}
+		if fm := rec.FleetMember; fm != nil {
+			// Where it came from, for people; stdout stays the capsule.
+			fmt.Fprintf(e.Stderr, "%s (fleet %s, written %s)\n", termsafe.Line(fm.Source), termsafe.Name(fm.FleetID), rec.StoredAt.Format(time.RFC3339))
 		}
 		out, err := json.MarshalIndent(rec.Capsule, "", "  ")
 		if err != nil {

@@ -1,5 +1,10 @@
 package delxtest
 
+import (
+	"encoding/json"
+	"time"
+)
+
 // Fleets, as the fake plays them (Delx publishes no more than that a fleet
 // is the one exception to a capsule's privacy, for members who joined with
 // an invite token; the rest is continuityd's assumption, docs/DELX.md):
@@ -90,4 +95,18 @@ func (s *Server) readMemberAllowed(fleet, caller, target string) (code, text str
 		}
 	}
 	return "", "", true
+}
+
+// PlantFleetCapsule makes agent a member of fleet holding raw as its
+// latest capsule there, unchecked: what a Delx that let something through,
+// or one that is not what it seems, would serve. Tests use it to show that
+// the reader guards what it is given.
+func (s *Server) PlantFleetCapsule(fleet, agent string, raw json.RawMessage) {
+	s.mu.Lock()
+	if s.members[fleet] == nil {
+		s.members[fleet] = make(map[string]bool)
+	}
+	s.members[fleet][agent] = true
+	s.mu.Unlock()
+	s.storeInFleet(fleet, agent, stored{capsule: append(json.RawMessage(nil), raw...), sessionID: "planted", at: time.Now()})
 }
