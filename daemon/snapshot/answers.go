@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/daemon/snapshot/restore"
 	"github.com/continuityd/continuityd/daemon/snapshot/take"
 	"github.com/continuityd/continuityd/internal/ops"
 )
@@ -159,32 +160,9 @@ type (
 )
 
 // InterruptedRestore is a restore that a kill, a crash or a full disk
-// interrupted: what it was, how far it got, and what the store did about
-// it (it finishes it at its next start).
-type InterruptedRestore struct {
-	Snapshot string `json:"snapshot"` // the snapshot it restored
-	// Safety is the snapshot of the tree before the restore: restoring it
-	// (as Paths say) undoes the restore.
-	Safety string `json:"safety"`
-	// Paths are what the restore was limited to (none: the whole tree),
-	// each in its exact form (termsafe.Exact: valid UTF-8, read back by
-	// termsafe.ParseExact), as `continuityd snapshot restore --path`
-	// takes it.
-	Paths []string  `json:"paths,omitempty"`
-	Began time.Time `json:"began"`
-	// Found is when the store found it interrupted: its next start, or
-	// the failure that stopped it.
-	Found time.Time `json:"found"`
-	Files int       `json:"files"` // the files it was to change
-	Done  int       `json:"done"`  // of them, known done when it stopped (at least)
-	// Finished is set once the store finished it; FinishSafety is then the
-	// snapshot of the tree as the finish found it (what changed after the
-	// interruption is there).
-	Finished     bool   `json:"finished"`
-	FinishSafety string `json:"finish_safety,omitempty"`
-	// Problem says why it is not finished (yet).
-	Problem string `json:"problem,omitempty"`
-}
+// interrupted (the restore package keeps it across restarts, and says
+// what each field means).
+type InterruptedRestore = restore.Interrupted
 
 // GCResult says what a GC did.
 type GCResult struct {

@@ -38,8 +38,7 @@ func (s *Store) Restore(ctx context.Context, id string, paths []string, dryRun b
 // restore that failed part way), until a restore succeeds after it or a
 // week passed; ok is false when there is none.
 func (s *Store) Interrupted() (InterruptedRestore, bool) {
-	r, ok := s.restore.Interrupted()
-	return InterruptedRestore(r), ok
+	return s.restore.Interrupted()
 }
 
 // InterruptedChanges are the files the interrupted restore found at Open
