@@ -82,6 +82,7 @@ func normalizeStatus(out, dir string) string {
 		{`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`, "TIME"},
 		{`sessions/\d{4}/\d\d/\d\d`, "sessions/YYYY/MM/DD"},
 		{`\d+(\.\d+)?(ms|s|m|h)+ ago`, "AGO"},
+		{`inotify watches: \d+ in use of the system's \d+`, "inotify watches: N in use of the system's LIMIT"},
 	} {
 		out = regexp.MustCompile(r.re).ReplaceAllString(out, r.with)
 	}

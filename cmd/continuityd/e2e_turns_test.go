@@ -16,6 +16,25 @@ import (
 // turnsWorkspace is one agent, builder, on a real git repository, the
 // watcher quick to report and the policy's quiet period far away: the
 // only snapshots after the start one are those the test causes.
+// turnHook runs the hook command for agent builder on a real payload
+// (testdata file), its cwd the workdir, no transcript, set changing it
+// further; the hook must answer nothing and succeed.
+func turnHook(t *testing.T, env []string, work string) func(file string, set func(m map[string]any)) {
+	return func(file string, set func(m map[string]any)) {
+		t.Helper()
+		payload := hookPayload(t, file, func(m map[string]any) {
+			m["cwd"] = work
+			delete(m, "transcript_path")
+			if set != nil {
+				set(m)
+			}
+		})
+		if code, out, errs := cli(t, env, payload, "hook", "--agent", "builder"); code != 0 || out != "" {
+			t.Fatalf("hook %s: exit %d, out %q, err %s", file, code, out, errs)
+		}
+	}
+}
+
 func turnsWorkspace(t *testing.T) (*workspace, string) {
 	t.Helper()
 	w := newWorkspace(t)
@@ -88,19 +107,7 @@ func TestTurnIsOneDiff(t *testing.T) {
 	c := p.client()
 	defer c.CloseIdleConnections()
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket}
-	hook := func(file string, set func(m map[string]any)) {
-		t.Helper()
-		payload := hookPayload(t, file, func(m map[string]any) {
-			m["cwd"] = work
-			delete(m, "transcript_path")
-			if set != nil {
-				set(m)
-			}
-		})
-		if code, out, errs := cli(t, env, payload, "hook", "--agent", "builder"); code != 0 || out != "" {
-			t.Fatalf("hook %s: exit %d, out %q, err %s", file, code, out, errs)
-		}
-	}
+	hook := turnHook(t, env, work)
 	start := waitSnapshot(t, c, "start")
 
 	// Before the turn a person edits a file; the daemon sees it.
@@ -254,19 +261,7 @@ func TestResumeMarksDoneWorkLost(t *testing.T) {
 	c := p.client()
 	defer c.CloseIdleConnections()
 	env := []string{"CONTINUITYD_SOCKET=" + w.socket}
-	hook := func(file string, set func(m map[string]any)) {
-		t.Helper()
-		payload := hookPayload(t, file, func(m map[string]any) {
-			m["cwd"] = work
-			delete(m, "transcript_path")
-			if set != nil {
-				set(m)
-			}
-		})
-		if code, out, errs := cli(t, env, payload, "hook", "--agent", "builder"); code != 0 || out != "" {
-			t.Fatalf("hook %s: exit %d, out %q, err %s", file, code, out, errs)
-		}
-	}
+	hook := turnHook(t, env, work)
 	waitSnapshot(t, c, "start")
 
 	// The prompt's snapshot is taken as the daemon handles its hook; the
