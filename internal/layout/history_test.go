@@ -5,9 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -67,38 +65,15 @@ func historyInComments(name string, src []byte) ([]string, error) {
 // TestNoHistoryInProductionComments: no comment of the module's production
 // code (every .go file but tests and testdata) cites an issue or a session.
 func TestNoHistoryInProductionComments(t *testing.T) {
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	files := productionFiles(t)
+	for _, rel := range slices.Sorted(maps.Keys(files)) {
+		found, err := historyInComments(rel, files[rel])
 		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); p != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		found, err := historyInComments(filepath.ToSlash(rel), src)
-		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, f := range found {
 			t.Errorf("%s: say why the code is so, not which issue or session asked for it", f)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
