@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
 )
 
 // groupCommitServer is the physical baseline of (c) over the socket: an

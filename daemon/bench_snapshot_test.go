@@ -15,9 +15,9 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/internal/baseline"
-	"github.com/continuityd/continuityd/internal/sourcetree"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/sourcetree"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 	"github.com/continuityd/continuityd/upstream/local"
 	"github.com/fsnotify/fsnotify"
 )

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
 )
 
 var benchBody = []byte(`{"focus":"ship the parser fix","working_state":{"next_action":"run the fuzzers","last_result":"tests green on linux"},"decide":{"chosen":"retry with backoff","because":"the upstream drops bursts over sixty a minute"}}`)

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/internal/openapi/openapitest"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/daemonside/openapi/openapitest"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/openapi.json from what the daemon serves")

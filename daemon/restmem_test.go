@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/continuityd/continuityd/config"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // TestStartMemoryReturnedOnceStartUpIsDone: the start-up's garbage is

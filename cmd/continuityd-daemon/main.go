@@ -1,15 +1,15 @@
 // Command continuityd-daemon is continuityd whole: every command, the
 // daemon's own (run, service, mcp, delx) included, in its own process.
 // The continuityd front runs the light commands itself and hands these to
-// this binary, found beside it or on $PATH; see internal/cli.
+// this binary, found beside it or on $PATH; see internal/front/cli.
 // main only wires the process to the command line.
 package main
 
 import (
 	"os"
 
-	"github.com/continuityd/continuityd/internal/cli"
-	"github.com/continuityd/continuityd/internal/cli/daemoncmd"
+	"github.com/continuityd/continuityd/internal/daemonside/daemoncmd"
+	"github.com/continuityd/continuityd/internal/front/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; otherwise

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/sourcetree"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/sourcetree"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // BenchmarkRestingMemory (issue 23: resting memory, one agent, ≤ 25 MiB):

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	cmdline "github.com/continuityd/continuityd/internal/cli"
+	cmdline "github.com/continuityd/continuityd/internal/front/cli"
 )
 
 // The completion scripts name every command of the table and its

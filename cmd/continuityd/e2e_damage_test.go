@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/residency"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // damageWorkspace is a config with two agents: "builder", whose files the

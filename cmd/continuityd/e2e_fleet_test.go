@@ -19,7 +19,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/continuityd/continuityd/internal/openapi/openapitest"
+	"github.com/continuityd/continuityd/internal/daemonside/openapi/openapitest"
 )
 
 // The fleet end to end: subprocess daemons against a real NATS JetStream

@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/continuityd/continuityd/internal/mcptest"
+	"github.com/continuityd/continuityd/internal/testkit/mcptest"
 )
 
 // agentPayload reads a real hook payload (testdata/agents/NOTE.md says

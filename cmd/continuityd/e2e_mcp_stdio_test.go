@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/mcptest"
+	"github.com/continuityd/continuityd/internal/testkit/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/internal/holdgit"
+	"github.com/continuityd/continuityd/internal/testkit/holdgit"
 )
 
 // killTreeFiles is the size of the tree the kill test snapshots. Its size
@@ -207,7 +207,7 @@ func waitWatching(t *testing.T, p *proc, when string) {
 // snapshot is killed with SIGKILL at each point of the snapshot where
 // the store is changing that a git run marks: in the middle of git add
 // (the index locked, half the new objects written), before write-tree,
-// and a snapshot from what changed before it writes its objects. A git wrapper (internal/holdgit) holds the snapshot
+// and a snapshot from what changed before it writes its objects. A git wrapper (internal/testkit/holdgit) holds the snapshot
 // at the point until the test has killed the daemon, so the kill lands
 // there on any machine. The daemon's git dies with it. Each time the
 // store is whole (git fsck), no snapshot of the interrupted one is

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 	"github.com/continuityd/continuityd/upstream/local"
 )
 

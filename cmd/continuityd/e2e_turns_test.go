@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/continuityd/continuityd/internal/mcptest"
+	"github.com/continuityd/continuityd/internal/testkit/mcptest"
 )
 
 // turnsWorkspace is one agent, builder, on a real git repository, the

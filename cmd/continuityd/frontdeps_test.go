@@ -71,7 +71,7 @@ func linked(t *testing.T, pkg string, named []string) []string {
 // links each of them.
 func TestFrontLinksNoDaemonPackage(t *testing.T) {
 	if found := linked(t, ".", append(slices.Clone(daemonOnly), testOnly...)); len(found) > 0 {
-		t.Errorf("cmd/continuityd links packages only continuityd-daemon may (move the command that needs them to internal/cli/daemoncmd, or the type it needs to internal/ops):\n  %s", strings.Join(found, "\n  "))
+		t.Errorf("cmd/continuityd links packages only continuityd-daemon may (move the command that needs them to internal/daemonside/daemoncmd, or the type it needs to internal/ops):\n  %s", strings.Join(found, "\n  "))
 	}
 	found := linked(t, "../continuityd-daemon", daemonOnly)
 	for _, d := range daemonOnly {

@@ -78,7 +78,7 @@ func TestFrontFindsTheDaemonBinary(t *testing.T) {
 
 // A symlink to the front, elsewhere, still finds the continuityd-daemon
 // beside the binary it links to. (Linux's os.Executable already resolves
-// the link; internal/cli's TestFindDaemon checks the resolving itself.)
+// the link; internal/front/cli's TestFindDaemon checks the resolving itself.)
 func TestFrontBehindASymlink(t *testing.T) {
 	link := filepath.Join(t.TempDir(), "continuityd")
 	if err := os.Symlink(binary, link); err != nil {

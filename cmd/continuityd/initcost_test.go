@@ -88,6 +88,6 @@ func TestHookPaysNoPackageInit(t *testing.T) {
 		t.Errorf("continuityd's packages allocate %d bytes at initialisation, over the %d budget; build these on first use:%s", total, initBudget, costliest(ours, len(ours)))
 	}
 	if allTotal > allInitBudget {
-		t.Errorf("the hook process's packages allocate %d bytes at initialisation, over the %d budget; a command that needs these belongs in continuityd-daemon (internal/cli/daemoncmd), or they are built on first use:%s", allTotal, allInitBudget, costliest(all, 20))
+		t.Errorf("the hook process's packages allocate %d bytes at initialisation, over the %d budget; a command that needs these belongs in continuityd-daemon (internal/daemonside/daemoncmd), or they are built on first use:%s", allTotal, allInitBudget, costliest(all, 20))
 	}
 }

@@ -3,14 +3,14 @@
 // checkpoint, status, …) itself and hands the daemon-side ones (run,
 // service, mcp, delx) to continuityd-daemon, so that the process an agent
 // starts at every hook links, and initialises, none of the daemon's
-// packages. main only wires the process to the command line, internal/cli.
+// packages. main only wires the process to the command line, internal/front/cli.
 package main
 
 import (
 	"os"
 
 	// Named cmdline here: the package's tests have a helper called cli.
-	cmdline "github.com/continuityd/continuityd/internal/cli"
+	cmdline "github.com/continuityd/continuityd/internal/front/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; otherwise

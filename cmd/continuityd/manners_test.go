@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	cmdline "github.com/continuityd/continuityd/internal/cli"
+	cmdline "github.com/continuityd/continuityd/internal/front/cli"
 )
 
 // typo doubles a letter in the middle of word: one edit from it, and

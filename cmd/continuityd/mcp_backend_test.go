@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/continuityd/continuityd/internal/mcptest"
-	"github.com/continuityd/continuityd/internal/socktest"
+	"github.com/continuityd/continuityd/internal/testkit/mcptest"
+	"github.com/continuityd/continuityd/internal/testkit/socktest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -28,7 +28,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/atomicfile"
-	"github.com/continuityd/continuityd/internal/pacer"
+	"github.com/continuityd/continuityd/internal/daemonside/pacer"
 	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/upstream"
 )

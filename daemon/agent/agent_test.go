@@ -14,7 +14,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/place"
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/internal/statefiles"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 	"github.com/continuityd/continuityd/upstream/qdaytest"
 )
 

@@ -23,8 +23,8 @@ import (
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/daemon/api"
-	"github.com/continuityd/continuityd/internal/guardtest"
 	"github.com/continuityd/continuityd/internal/statefiles"
+	"github.com/continuityd/continuityd/internal/testkit/guardtest"
 	"github.com/continuityd/continuityd/upstream/local"
 )
 

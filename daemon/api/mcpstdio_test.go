@@ -23,7 +23,7 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/internal/ops"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // stdioServer serves the API on a real Unix socket, as the daemon does

@@ -12,7 +12,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/config"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
-	"github.com/continuityd/continuityd/internal/openapi"
+	"github.com/continuityd/continuityd/internal/daemonside/openapi"
 	"github.com/continuityd/continuityd/internal/ops"
 )
 

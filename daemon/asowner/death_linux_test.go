@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot"
-	"github.com/continuityd/continuityd/internal/holdgit"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/holdgit"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // TestWorkerDeath kills the worker in the middle of a Take (held inside

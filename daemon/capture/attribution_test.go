@@ -13,7 +13,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // Two agents on one workdir, each with its capture and its real watcher,

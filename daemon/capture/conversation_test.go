@@ -10,7 +10,7 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // TestSnapshotRecordsTheConversationPoint: a snapshot taken while a real

@@ -17,8 +17,8 @@ import (
 	"github.com/continuityd/continuityd/daemon/policy"
 	"github.com/continuityd/continuityd/daemon/residency"
 	"github.com/continuityd/continuityd/daemon/snapshot"
-	"github.com/continuityd/continuityd/internal/guardtest"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/guardtest"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 func TestMain(m *testing.M) {

@@ -11,7 +11,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/daemon/sources/transcript"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // following is the transcript r follows now ("" : none).

@@ -15,7 +15,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/worklost"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // TestRestoreByAnotherAgentIsNoLoss: two agents on one workdir, each with

@@ -17,9 +17,9 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/mcpserver"
 	"github.com/continuityd/continuityd/internal/client"
-	"github.com/continuityd/continuityd/internal/mcptest"
 	"github.com/continuityd/continuityd/internal/ops"
-	"github.com/continuityd/continuityd/internal/socktest"
+	"github.com/continuityd/continuityd/internal/testkit/mcptest"
+	"github.com/continuityd/continuityd/internal/testkit/socktest"
 )
 
 // standIn answers on a real Unix socket as the daemon's API would, with

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
 )
 
 // BenchmarkStoreCheckpoint: one durable checkpoint through the store (no

@@ -2,7 +2,7 @@ package residency
 
 import (
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/internal/jsonappend"
+	"github.com/continuityd/continuityd/internal/daemonside/jsonappend"
 )
 
 // The state document, the state a checkpoint answers with, the log's

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/internal/jsonappend/jsonappendtest"
+	"github.com/continuityd/continuityd/internal/daemonside/jsonappend/jsonappendtest"
 )
 
 // TestEncodersMatchEncodingJSON holds the hand-written encoders to

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/gc"
-	"github.com/continuityd/continuityd/internal/baseline"
-	"github.com/continuityd/continuityd/internal/sourcetree"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/sourcetree"
 )
 
 // edit appends a line to file i of the tree.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/sources/watch"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // editor makes random edits to a work tree, each of the kinds a snapshot

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
-	"github.com/continuityd/continuityd/internal/baseline"
-	"github.com/continuityd/continuityd/internal/sourcetree"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/sourcetree"
 )
 
 // BenchmarkJournalBurst is the version journal's cost for a burst of 5

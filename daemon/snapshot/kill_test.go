@@ -17,8 +17,8 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/daemon/snapshot/take"
-	"github.com/continuityd/continuityd/internal/holdgit"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/holdgit"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // childEnv makes the test binary a child that takes one snapshot of

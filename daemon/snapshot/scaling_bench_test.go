@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/baseline"
-	"github.com/continuityd/continuityd/internal/sourcetree"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/sourcetree"
 )
 
 // BenchmarkSnapshotScaling: for trees of 1,000, 10,000 and (with

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/gitpipe"
+	"github.com/continuityd/continuityd/internal/daemonside/gitpipe"
 	"github.com/continuityd/continuityd/internal/gittool"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/socktest"
+	"github.com/continuityd/continuityd/internal/testkit/socktest"
 )
 
 // seen is one request as the server got it.

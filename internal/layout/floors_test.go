@@ -14,7 +14,7 @@ const module = "github.com/continuityd/continuityd"
 // packages on lower floors only; packages that share a floor may import
 // each other only when the floor says so (small helpers, sibling sources).
 // A pattern ending in "/*" matches the folder's subpackages; a package a
-// pattern names exactly is on that pattern's floor (internal/cli is not
+// pattern names exactly is on that pattern's floor (internal/front/cli is not
 // among internal/*'s small helpers).
 var floors = []struct {
 	patterns []string
@@ -40,13 +40,13 @@ var floors = []struct {
 	// The command line's light part, which the continuityd front links
 	// (the hook): on this floor it cannot reach the daemon, the MCP server
 	// or the upstreams' clients.
-	{[]string{"internal/cli"}, false},
+	{[]string{"internal/front/cli"}, false},
 	{[]string{"daemon/mcpserver"}, false},
 	{[]string{"daemon/api"}, false},
 	{[]string{"daemon/ui"}, false}, // the web page: calls the operations through the API's handler
 	{[]string{"daemon"}, false},
 	{[]string{"packaging"}, false},
-	{[]string{"internal/cli/daemoncmd"}, false}, // the daemon-side commands: continuityd-daemon only
+	{[]string{"internal/daemonside/daemoncmd"}, false}, // the daemon-side commands: continuityd-daemon only
 	{[]string{"cmd/*", "packaging/*"}, false},
 }
 
@@ -126,8 +126,8 @@ func TestImportsPointDown(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	for rel, want := range map[string]int{
 		"internal/termsafe": 0, "capsule": 1, "capsule/guard": 2, "capsule/schema": 2, "internal/client": 2, "config": 3, "upstream": 4,
-		"upstream/qday": 5, "daemon/sources/watch": 9, "daemon/residency": 10, "daemon/residency/storage": 9, "internal/ops": 2, "internal/cli": 14, "daemon/api": 16, "daemon/ui": 17, "daemon": 18,
-		"packaging": 19, "internal/cli/daemoncmd": 20, "cmd/continuityd": 21, "packaging/gen": 21, "daemon/snapshot/repo": 6, "daemon/snapshot/workdir": 6, "daemon/snapshot/gc": 7, "daemon/snapshot/restore": 8, "daemon/snapshot": 9, "daemon/nosuch": -1,
+		"upstream/qday": 5, "daemon/sources/watch": 9, "daemon/residency": 10, "daemon/residency/storage": 9, "internal/ops": 2, "internal/front/cli": 14, "daemon/api": 16, "daemon/ui": 17, "daemon": 18,
+		"packaging": 19, "internal/daemonside/daemoncmd": 20, "cmd/continuityd": 21, "packaging/gen": 21, "daemon/snapshot/repo": 6, "daemon/snapshot/workdir": 6, "daemon/snapshot/gc": 7, "daemon/snapshot/restore": 8, "daemon/snapshot": 9, "daemon/nosuch": -1,
 	} {
 		if got := floorOf(rel); got != want {
 			t.Errorf("floorOf(%s) = %d, want %d", rel, got, want)

@@ -17,7 +17,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/continuityd/continuityd/internal/cli"
+	"github.com/continuityd/continuityd/internal/front/cli"
 	"github.com/continuityd/continuityd/packaging"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/continuityd/continuityd/internal/agentconf"
+	"github.com/continuityd/continuityd/internal/front/agentconf"
 )
 
 // root is the repository's root, where the marketplaces are.

@@ -60,7 +60,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/internal/guardtest"
+	"github.com/continuityd/continuityd/internal/testkit/guardtest"
 )
 
 // Names Delx uses (the client package has its own copies).

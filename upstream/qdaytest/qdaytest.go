@@ -41,7 +41,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
-	"github.com/continuityd/continuityd/internal/guardtest"
+	"github.com/continuityd/continuityd/internal/testkit/guardtest"
 )
 
 // Paths the server answers.

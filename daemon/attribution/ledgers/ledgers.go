@@ -25,7 +25,7 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/attribution"
 	"github.com/continuityd/continuityd/internal/atomicfile"
-	"github.com/continuityd/continuityd/internal/pacer"
+	"github.com/continuityd/continuityd/internal/daemonside/pacer"
 )
 
 // Set holds one attribution ledger per workdir: every agent of

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/continuityd/continuityd/daemon/attribution"
-	"github.com/continuityd/continuityd/internal/testwait"
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // TestMain checks that no test leaves a goroutine behind (a save loop

@@ -20,7 +20,7 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/daemon/snapshot/workdir"
-	"github.com/continuityd/continuityd/internal/beneath"
+	"github.com/continuityd/continuityd/internal/daemonside/beneath"
 )
 
 // File is the journal's index in the store's directory.

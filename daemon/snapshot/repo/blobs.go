@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/continuityd/continuityd/internal/gitpipe"
+	"github.com/continuityd/continuityd/internal/daemonside/gitpipe"
 )
 
 // BlobStream reads blobs in order (a restore's), from one `git cat-file

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/continuityd/continuityd/internal/gitpipe"
+	"github.com/continuityd/continuityd/internal/daemonside/gitpipe"
 	"github.com/continuityd/continuityd/internal/gittool"
 )
 

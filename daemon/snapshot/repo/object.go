@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/continuityd/continuityd/internal/gitpipe"
+	"github.com/continuityd/continuityd/internal/daemonside/gitpipe"
 )
 
 // Objects in git's format, written and read in process: a git run costs a

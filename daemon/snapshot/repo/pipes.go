@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/gitpipe"
+	"github.com/continuityd/continuityd/internal/daemonside/gitpipe"
 )
 
 // Long-lived git processes: a Take from what changed asks git two kinds

@@ -7,7 +7,7 @@
 //
 // A restore writes and removes the files itself, through directory
 // handles opened beneath the workdir without following any symbolic link
-// (internal/beneath, workTree): a directory its owner swaps for a link
+// (internal/daemonside/beneath, workTree): a directory its owner swaps for a link
 // while a root daemon restores never leads the restore outside (the
 // handle keeps the directory it checked; a link met on the way is not
 // followed, and the path is refused and named). It acts only in the

@@ -11,12 +11,12 @@ import (
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/daemon/snapshot/workdir"
-	"github.com/continuityd/continuityd/internal/beneath"
+	"github.com/continuityd/continuityd/internal/daemonside/beneath"
 )
 
 // workTree is the workdir as a restore reads and changes it: through the
 // workdir's handle (Workdir.OpenDir) and directory handles opened beneath it,
-// none through a symbolic link (internal/beneath). A name is checked and
+// none through a symbolic link (internal/daemonside/beneath). A name is checked and
 // acted on in the same directory handle, so a directory swapped for a
 // link in between (its owner may, while a root daemon restores) never
 // leads the restore out of the workdir: the handle still holds the

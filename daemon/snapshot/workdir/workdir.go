@@ -19,7 +19,7 @@ import (
 	"path/filepath"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/internal/beneath"
+	"github.com/continuityd/continuityd/internal/daemonside/beneath"
 )
 
 // Workdir is the directory Open found at a workdir's path.

@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
 )
 
 const (
