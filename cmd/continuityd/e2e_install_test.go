@@ -337,7 +337,7 @@ func TestInstallCodexEndToEnd(t *testing.T) {
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	os.MkdirAll(codexHome, 0o700)
-	orig, err := os.ReadFile(filepath.Join("..", "..", "internal", "agentconf", "testdata", "golden", "codex-config", "d-kuro.toml"))
+	orig, err := os.ReadFile(filepath.Join("..", "..", "internal", "front", "agentconf", "testdata", "golden", "codex-config", "d-kuro.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}

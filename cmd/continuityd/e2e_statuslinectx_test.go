@@ -37,7 +37,7 @@ func TestStatuslineFallsBackToTheTranscript(t *testing.T) {
 	f.Close()
 	writeFile(t, transcript.ClaudeProjectDir(claude, work), session+".jsonl", string(raw))
 
-	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "statusline", "testdata", "statusline-docs-2025-08-no-context-window.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "front", "statusline", "testdata", "statusline-docs-2025-08-no-context-window.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -642,7 +642,7 @@ func TestHookCommandWithDaemonDown(t *testing.T) {
 // and print one line; with the daemon down it still prints, fast.
 func TestStatuslineCommand(t *testing.T) {
 	fixture := func(name string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", "internal", "statusline", "testdata", name))
+		b, err := os.ReadFile(filepath.Join("..", "..", "internal", "front", "statusline", "testdata", name))
 		if err != nil {
 			t.Fatal(err)
 		}
