@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -158,9 +159,29 @@ func TestGoreleaserMatchesNfpm(t *testing.T) {
 			t.Errorf("nfpm.yaml: script or changelog %q: %v", s, err)
 		}
 	}
+	shipped := map[string]bool{}
 	for _, f := range g.Archives[0].Files {
-		if _, err := os.Stat(filepath.Join("..", f)); err != nil {
-			t.Errorf(".goreleaser.yaml archives: %v", err)
+		m, err := filepath.Glob(filepath.Join("..", f))
+		if err != nil || len(m) == 0 {
+			t.Errorf(".goreleaser.yaml archives: %q matches no file (%v)", f, err)
+		}
+		for _, p := range m {
+			shipped[filepath.ToSlash(strings.TrimPrefix(p, ".."+string(filepath.Separator)))] = true
+		}
+	}
+	// Someone who unpacks the archive reads the README first: every
+	// document it links to is in the archive beside it.
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range relativeLink.FindAllStringSubmatch(string(readme), -1) {
+		if target := m[1]; !shipped[target] {
+			t.Errorf("README.md links to %s, which the archive does not ship: add it to .goreleaser.yaml's archives.files", target)
 		}
 	}
 }
+
+// relativeLink finds a Markdown link's target that is a file beside the
+// README, without its #fragment.
+var relativeLink = regexp.MustCompile(`\]\(([^):#]+)(?:#[^)]*)?\)`)
