@@ -55,6 +55,13 @@ const (
 
 	// The fleet.
 	CodeFleetUnavailable = "FLEET_UNAVAILABLE" // 503: the fleet upstream (nats, or a Delx fleet) did not answer
+	// 409: another machine took the agent over (`continuityd fleet take`):
+	// this daemon no longer writes it.
+	CodeAgentHandedOver = "AGENT_HANDED_OVER"
+	// 409: `fleet take` refused: the agent's writer was seen within the
+	// conflict window (--force overrides), another taker won the race, or
+	// there is nothing to take.
+	CodeFleetTakeRefused = "FLEET_TAKE_REFUSED"
 
 	// Delx fleets: reading a fellow member's capsule.
 	CodeNoDelxFleet          = "NO_DELX_FLEET"          // 409: the agent is in no Delx fleet ([agent.delx_fleet.UPSTREAM])
@@ -106,7 +113,7 @@ func StatusOf(code string) int {
 		return 405
 	case CodeRequestTimeout:
 		return 408
-	case CodeResidencyStopped, CodeAgentMoved, CodeWhoseUnknown, CodeNoDelxFleet:
+	case CodeResidencyStopped, CodeAgentMoved, CodeWhoseUnknown, CodeNoDelxFleet, CodeAgentHandedOver, CodeFleetTakeRefused:
 		return 409
 	case CodeBodyTooLarge:
 		return 413

@@ -84,6 +84,73 @@ func (e *FleetConflictError) Error() string {
 // Is makes errors.Is(err, ErrFleetConflict) true.
 func (e *FleetConflictError) Is(target error) bool { return target == ErrFleetConflict }
 
+// FleetHandover is an agent handed from one daemon to another through a
+// fleet upstream (`continuityd fleet take`), as resume and status show it
+// on both sides: the daemon that took it (Here "taken") writes the agent
+// from then on; the one it was taken from (Here "given"), if it comes
+// back, stops writing it, refuses writes with AGENT_HANDED_OVER and says
+// so, so that one daemon writes the agent and nothing is merged silently.
+type FleetHandover struct {
+	Upstream string `json:"upstream"`
+	Agent    string `json:"agent"`
+	// Here is "taken" on the daemon that took the agent, "given" on the
+	// one it was taken from.
+	Here string `json:"here"`
+	// From is the writer it was taken from (machine, and the instance
+	// when it gave one); empty when the fleet named none.
+	From         string `json:"from,omitempty"`
+	FromMachine  string `json:"from_machine,omitempty"`
+	FromInstance string `json:"from_instance,omitempty"`
+	// FromAt is From's latest sign of life in the fleet when it was taken.
+	FromAt     time.Time `json:"from_at,omitzero"`
+	To         string    `json:"to"`
+	ToMachine  string    `json:"to_machine"`
+	ToInstance string    `json:"to_instance,omitempty"`
+	At         time.Time `json:"at"`       // when it was taken
+	Revision   uint64    `json:"revision"` // the agent key's revision the take wrote
+	Seq        uint64    `json:"seq"`      // the log seq of the state the taker wrote
+	Forced     bool      `json:"forced,omitempty"`
+}
+
+// Handover is "taken" or "given": see FleetHandover.Here.
+const (
+	HandoverTaken = "taken"
+	HandoverGiven = "given"
+)
+
+// ErrFleetHandedOver is matched (errors.Is) by the error of a fleet write
+// for an agent another daemon took over: this daemon writes it no more.
+var ErrFleetHandedOver = errors.New("another daemon took this agent over")
+
+// FleetHandedOverError says the agent was taken over by another daemon.
+type FleetHandedOverError struct{ Handover FleetHandover }
+
+func (e *FleetHandedOverError) Error() string {
+	h := e.Handover
+	return fmt.Sprintf("agent %s was taken over by %s at %s (continuityd fleet take, fleet revision %d); this daemon no longer writes it",
+		h.Agent, h.To, h.At.Format(time.RFC3339), h.Revision)
+}
+
+// Is makes errors.Is(err, ErrFleetHandedOver) true.
+func (e *FleetHandedOverError) Is(target error) bool { return target == ErrFleetHandedOver }
+
+// FleetTakeError is a refused take: Why says why, for people, naming the
+// writer, the bound and the way out.
+type FleetTakeError struct {
+	Agent string
+	// Recent is set when the other writer was seen within Window; Lost
+	// when another daemon wrote the agent's key between the read and the
+	// write (two takers at once: the other won); otherwise there is
+	// nothing to take.
+	Recent, Lost bool
+	Writer       string
+	SeenAt       time.Time
+	Window       time.Duration
+	Why          string
+}
+
+func (e *FleetTakeError) Error() string { return e.Why }
+
 // FleetState is what a fleet holds of an agent: its latest state document
 // and where its writes end. Writes after Seq (up to LastSeq) are in the
 // fleet's log: replaying them from Seq+1 catches the state up.

@@ -35,9 +35,10 @@ type Resume struct {
 	Degraded       []string              `json:"degraded"`
 	Directions     []json.RawMessage     `json:"directions"`
 	Remote         map[string]RemoteView `json:"remote,omitempty"`
-	// RestoredFrom and FleetConflict: see capsule/fleet.go.
+	// RestoredFrom, FleetConflict and FleetHandover: see capsule/fleet.go.
 	RestoredFrom  *RestoredFrom   `json:"restored_from,omitempty"`
 	FleetConflict []FleetConflict `json:"fleet_conflict,omitempty"`
+	FleetHandover *FleetHandover  `json:"fleet_handover,omitempty"`
 	// Conflicts are the paths this agent and another both changed
 	// (capsule/attribution.go).
 	Conflicts []PathConflict `json:"conflicts"`

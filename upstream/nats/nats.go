@@ -161,6 +161,10 @@ type Options struct {
 	// when another writer of an agent is first seen, so the daemon can log,
 	// count and raise an event at once. It must not block.
 	OnConflict func(capsule.FleetConflictError)
+	// OnHandover, when set, is called (from a goroutine of the client's,
+	// or a caller's) when the daemon learns an agent was taken from it
+	// (`continuityd fleet take` on another machine). It must not block.
+	OnHandover func(capsule.FleetHandover)
 	// Logger gets connection events and conflicts (default slog.Default()).
 	Logger *slog.Logger
 
@@ -169,6 +173,9 @@ type Options struct {
 	// observed, when set, is told each key revision the watcher has
 	// handled (tests: a point where "nothing was reported" can be looked at).
 	observed func(agent string, revision uint64)
+	// beforeTake, when set, is called by Take between reading the agent's
+	// key and writing it (tests: two takers made to read the same revision).
+	beforeTake func(agent string, revision uint64)
 }
 
 // Client is the NATS JetStream upstream. It is safe for concurrent use.
@@ -445,6 +452,12 @@ func (c *Client) Deliver(ctx context.Context, agent string, w capsule.Write) err
 	}
 	if err := c.ensure(ctx); err != nil {
 		return err
+	}
+	if h := c.givenAway(ctx, agent); h != nil {
+		// Held, not refused: the write stays in this daemon's outbox
+		// (the taker writes the agent now; nothing here is dropped).
+		return &upstream.Error{Outcome: upstream.RateLimited, Code: capsule.CodeAgentHandedOver, RetryAfter: StoreFullRetry,
+			Err: &capsule.FleetHandedOverError{Handover: *h}}
 	}
 	body, err := encodeWrite(w)
 	if err != nil {

@@ -31,6 +31,7 @@ type envelope struct {
 	Phase        string          `json:"phase,omitempty"`
 	Upstreams    json.RawMessage `json:"upstreams,omitempty"`
 	ConflictWith string          `json:"conflict_with,omitempty"` // on a conflict key: the writer holding the agent key
+	Handover     *handoverRecord `json:"handover,omitempty"`      // on the write of a take (take.go)
 	State        json.RawMessage `json:"state"`
 }
 
@@ -53,6 +54,9 @@ func decodeEnvelope(b []byte) (envelope, error) {
 	}
 	if len(env.Upstreams) > 0 {
 		env.Upstreams = guard.CleanRemoteJSON(env.Upstreams)
+	}
+	if env.Handover != nil {
+		env.Handover.clean()
 	}
 	return env, nil
 }
@@ -87,6 +91,10 @@ type agentState struct {
 	otherSeen time.Time
 	reported  bool
 	cancel    func() // stops the watcher
+
+	handover       *handoverRecord // the latest handover seen (take.go)
+	handoverLoaded bool            // the fleet's record was read once
+	warnedRev      uint64          // the handover said given, once
 }
 
 func (c *Client) me() string { return writerID(c.o.Machine, c.o.Instance) }
@@ -152,6 +160,9 @@ func (c *Client) PutState(ctx context.Context, agent string, doc json.RawMessage
 		return 0, fmt.Errorf("nats: agent %s: encoding the state: %w", agent, err)
 	}
 	c.track(agent, lastRev, val)
+	if h := c.givenAway(ctx, agent); h != nil {
+		return 0, &capsule.FleetHandedOverError{Handover: *h}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 
@@ -185,6 +196,17 @@ func (c *Client) PutState(ctx context.Context, agent string, doc json.RawMessage
 			rev = e.Revision()
 			continue
 		}
+		if derr == nil && cur.Handover != nil {
+			// Taken (the take's own write): not a conflict.
+			h := *cur.Handover
+			h.Revision = e.Revision()
+			c.noteHandover(agent, &h)
+		} else if rec, herr := c.readHandover(ctx, agent); herr == nil && rec != nil {
+			c.noteHandover(agent, rec)
+		}
+		if h := c.Handover(agent); h != nil && h.Here == capsule.HandoverGiven {
+			return 0, &capsule.FleetHandedOverError{Handover: *h}
+		}
 		ce := &capsule.FleetConflictError{Agent: agent, Machine: cur.Machine, Instance: cur.Instance,
 			Revision: e.Revision(), Seq: cur.Seq, At: cur.At}
 		c.noteConflict(agent, ce, false)
@@ -197,11 +219,21 @@ func (c *Client) PutState(ctx context.Context, agent string, doc json.RawMessage
 // track records the state this daemon is writing and starts the agent's
 // conflict watcher on first use.
 func (c *Client) track(agent string, lastRev uint64, val []byte) {
+	st := c.state(agent)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.base = max(st.base, lastRev)
+	st.lastVal = val
+}
+
+// state is what the client knows of agent, made (and its watcher started)
+// on first use.
+func (c *Client) state(agent string) *agentState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.agents[agent]
 	if st == nil {
-		st = &agentState{base: lastRev}
+		st = &agentState{}
 		c.agents[agent] = st
 		ctx, cancel := context.WithCancel(c.ctx)
 		st.cancel = cancel
@@ -211,8 +243,7 @@ func (c *Client) track(agent string, lastRev uint64, val []byte) {
 			c.watch(ctx, agent)
 		}()
 	}
-	st.base = max(st.base, lastRev)
-	st.lastVal = val
+	return st
 }
 
 // held records a successful write and returns the conflict still seen, if any.
@@ -237,6 +268,10 @@ func (c *Client) held(agent string, rev uint64) error {
 // Called with c.mu held.
 func (c *Client) freshConflict(st *agentState) *capsule.FleetConflictError {
 	if st.other == nil {
+		return nil
+	}
+	if h := st.handover; h != nil && c.isSelf(h.ToMachine, h.ToInstance) && !st.other.At.After(h.At) {
+		st.other, st.reported = nil, false // a writer this daemon took the agent from
 		return nil
 	}
 	if time.Since(st.otherSeen) > c.o.ConflictWindow && time.Since(st.other.At) > c.o.ConflictWindow {
@@ -299,8 +334,13 @@ func (c *Client) putSide(ctx context.Context, agent, holder string) {
 // watch follows the agent's key and its conflict keys until ctx ends,
 // re-subscribing after a failure.
 func (c *Client) watch(ctx context.Context, agent string) {
+	// A handover is known before the states kept apart before it are seen.
+	c.mu.Lock()
+	st := c.agents[agent]
+	c.mu.Unlock()
+	c.loadHandover(ctx, agent, st)
 	for attempt := 0; ctx.Err() == nil; attempt++ {
-		w, err := c.kv.WatchFiltered(ctx, []string{agent, agent + ".conflict.*"}, jetstream.IgnoreDeletes())
+		w, err := c.kv.WatchFiltered(ctx, []string{agent, agent + ".conflict.*", takenKey(agent)}, jetstream.IgnoreDeletes())
 		if err == nil {
 			for e := range w.Updates() {
 				if e != nil {
@@ -324,9 +364,24 @@ func (c *Client) observe(ctx context.Context, agent string, e jetstream.KeyValue
 	if c.o.observed != nil {
 		defer c.o.observed(agent, e.Revision())
 	}
+	if e.Key() == takenKey(agent) {
+		if h, err := decodeHandover(e.Value()); err == nil {
+			c.noteHandover(agent, h)
+		}
+		return
+	}
 	env, err := decodeEnvelope(e.Value())
 	if err != nil {
 		return
+	}
+	if env.Handover != nil && e.Key() == agent {
+		// The write of a take: the handover itself, whoever took it.
+		h := *env.Handover
+		h.Revision = e.Revision()
+		c.noteHandover(agent, &h)
+		if !c.isSelf(h.ToMachine, h.ToInstance) {
+			return
+		}
 	}
 	if env.writer() == c.me() {
 		if e.Key() == agent {
@@ -351,6 +406,9 @@ func (c *Client) observe(ctx context.Context, agent string, e jetstream.KeyValue
 		if !newer {
 			return // history this daemon took on (a resume from the fleet)
 		}
+		if h := c.Handover(agent); h != nil && h.Here == capsule.HandoverGiven {
+			return // taken from this daemon, which writes it no more
+		}
 		// Another writer wrote over the revision this daemon works from: it
 		// holds the key now. Say so where it will see it.
 		c.noteConflict(agent, ce, false)
@@ -361,6 +419,9 @@ func (c *Client) observe(ctx context.Context, agent string, e jetstream.KeyValue
 	}
 	if time.Since(env.At) > c.o.ConflictWindow {
 		return // a conflict that ended long ago
+	}
+	if h := c.Handover(agent); h != nil && (h.Here == capsule.HandoverGiven || !env.At.After(h.At)) {
+		return // taken from this daemon, or a state kept apart before the take
 	}
 	c.mu.Lock()
 	holding := c.agents[agent] != nil && c.agents[agent].holding
@@ -430,6 +491,14 @@ func (c *Client) restore(ctx context.Context, agent string, sides bool) (*capsul
 		r.Machine, r.Instance, r.Seq, r.At = env.Machine, env.Instance, env.Seq, env.At
 		r.Self = c.isSelf(env.Machine, env.Instance)
 		r.Age = max(time.Since(env.At), 0)
+		if sides {
+			// A restore takes on the fleet's history up to here: a
+			// handover before it is no longer this daemon's concern.
+			st := c.state(agent)
+			c.mu.Lock()
+			st.base = max(st.base, e.Revision())
+			c.mu.Unlock()
+		}
 	}
 	seq, at, err := c.lastWrite(ctx, agent)
 	if err != nil {
@@ -592,6 +661,9 @@ func (c *Client) Agents(ctx context.Context) ([]capsule.FleetEntry, error) {
 		if agent, _, ok := strings.Cut(e.Key(), ".conflict."); ok {
 			sides[agent] = append(sides[agent], env)
 			continue
+		}
+		if strings.Contains(e.Key(), ".") {
+			continue // AGENT.taken (take.go), or not ours: an agent's name has no dot
 		}
 		byAgent[e.Key()] = &capsule.FleetEntry{Agent: e.Key(), Machine: env.Machine, Instance: env.Instance,
 			Revision: e.Revision(), Seq: env.Seq, UpdatedAt: env.At, LastWrite: env.LastWriteAt,
