@@ -35,7 +35,20 @@ func (d *Daemon) newFleet(name string, uc config.Upstream, cfg *config.Config) (
 		Replicas: uc.Replicas, Machine: host, Instance: agent.FleetInstance(cfg.Daemon.StateDir),
 		Timeout: uc.Timeout.Duration, ConflictWindow: uc.ConflictWindow.Duration, Logger: d.log,
 		OnConflict: func(ce capsule.FleetConflictError) { d.onFleetConflict(name, ce) },
+		OnHandover: d.onFleetHandover,
 	})
+}
+
+// onFleetHandover tells the agent another daemon took it from this one
+// (from the client's goroutine; never blocks).
+func (d *Daemon) onFleetHandover(h capsule.FleetHandover) {
+	st := d.snap()
+	if st == nil {
+		return
+	}
+	if a := st.agents[h.Agent]; a != nil {
+		a.FleetHandedOver(h)
+	}
 }
 
 // onFleetConflict tells the agent another daemon writes it (from the

@@ -188,6 +188,8 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 		openapiCall{op: "snapshot_take", method: "POST", path: "/v1/snapshots", body: `{"message":1}`, status: 400, outside: true},
 		openapiCall{op: "status", method: "GET", path: "/v1/status", status: 200},
 		openapiCall{op: "fleet", method: "GET", path: "/v1/fleet", status: 404},
+		openapiCall{op: "fleet_take", method: "POST", path: "/v1/fleet/take", status: 404},
+		openapiCall{op: "fleet_take", method: "POST", path: "/v1/fleet/take?force=maybe", status: 400, outside: true},
 		openapiCall{op: "healthz", method: "GET", path: "/healthz", status: 200},
 		openapiCall{op: "metrics", method: "GET", path: "/metrics", status: 200},
 		openapiCall{op: "openapi", method: "GET", path: "/v1/openapi.json", status: 200},
@@ -274,10 +276,11 @@ func TestOpenAPIEveryOperationValidates(t *testing.T) {
 	if err := json.Unmarshal(doc, &d); err != nil {
 		t.Fatal(err)
 	}
-	// GET /v1/fleet answers 200 only with a fleet upstream, a NATS server:
-	// cmd/continuityd's TestFleetResumeAnywhere runs one and checks that
-	// answer against this document (fleetAnswerValidates).
-	noGood := map[string]bool{"fleet": true}
+	// GET /v1/fleet and POST /v1/fleet/take answer 200 only with a fleet
+	// upstream, a NATS server: cmd/continuityd's TestFleetResumeAnywhere
+	// and TestFleetTakeOver run one and check those answers against this
+	// document.
+	noGood := map[string]bool{"fleet": true, "fleet_take": true}
 	var missing []string
 	for _, methods := range d.Paths {
 		for _, o := range methods {

@@ -55,6 +55,15 @@ type Fleet interface {
 	Conflicts() []capsule.FleetConflictError
 	Release(agent string)
 
+	// Take makes this daemon agent's writer in the fleet, writing doc over
+	// the state of the daemon that wrote it (fleettake.go); it is refused
+	// with a *capsule.FleetTakeError. Handover is the agent's latest
+	// handover as far as it concerns this daemon (taken here, or given
+	// away: then its state and writes are refused with
+	// capsule.ErrFleetHandedOver), or nil.
+	Take(ctx context.Context, agent string, doc json.RawMessage, force bool) (*capsule.FleetHandover, error)
+	Handover(agent string) *capsule.FleetHandover
+
 	// Agents lists every agent the fleet knows, by name; Health is the
 	// connection as this daemon sees it (GET /v1/fleet).
 	Agents(ctx context.Context) ([]capsule.FleetEntry, error)
@@ -404,8 +413,9 @@ func (a *Agent) putState(ctx context.Context, fl *fleetLink, always bool) bool {
 	newRev, err := fl.c.PutState(ctx, a.name, doc, rev)
 	switch {
 	case err == nil:
-	case errors.Is(err, capsule.ErrFleetConflict):
-		// Reported (once per episode) through the client's OnConflict.
+	case errors.Is(err, capsule.ErrFleetConflict), errors.Is(err, capsule.ErrFleetHandedOver):
+		// Reported (once per episode) through the client's OnConflict or
+		// OnHandover; a handed-over agent's state is put no more.
 	default:
 		if ctx.Err() == nil {
 			a.log.Debug("fleet: state not put; retrying", "upstream", fl.name, "err", err)
@@ -492,6 +502,9 @@ func (a *Agent) fleetResume(r *capsule.Resume) {
 	}
 	r.Degraded = append(r.Degraded, a.FleetDegraded()...)
 	r.FleetConflict = a.FleetConflicts()
+	if r.FleetHandover = a.FleetHandover(); r.FleetHandover != nil && r.FleetHandover.Here == capsule.HandoverGiven {
+		r.Degraded = append(r.Degraded, r.FleetHandover.Upstream)
+	}
 	for _, fl := range a.fleets {
 		if from := fl.restoredFrom(); from != nil {
 			r.RestoredFrom = from

@@ -145,6 +145,9 @@ func (a *Agent) keepFleetSnapshots(ctx context.Context) {
 // fleetWriter reports whether this daemon writes the agent in its fleets:
 // no other daemon holds the agent's state there.
 func (a *Agent) fleetWriter() bool {
+	if a.handedOver() != nil {
+		return false
+	}
 	for _, c := range a.FleetConflicts() {
 		if !c.Held {
 			return false

@@ -39,6 +39,9 @@ type (
 // Checkpoint stores the agent's own checkpoint (the Q-Day body, checked by
 // g) durably and, with sync, waits (bounded) for the upstreams to take it.
 func (a *Agent) Checkpoint(ctx context.Context, g *guard.Guard, body []byte, sync bool) (*CheckpointAnswer, error) {
+	if err := a.handedOver(); err != nil {
+		return nil, err
+	}
 	cp, err := g.DecodeCheckpoint(body)
 	if err != nil {
 		return nil, err
@@ -129,6 +132,9 @@ func (a *Agent) Capsule() (*capsule.CapsuleRecord, error) {
 // PutCapsule stores a capsule: the published schema, then the secret
 // guard, then disk.
 func (a *Agent) PutCapsule(ctx context.Context, g *guard.Guard, body []byte) (*CapsuleAnswer, error) {
+	if err := a.handedOver(); err != nil {
+		return nil, err
+	}
 	c, err := g.DecodeCapsule(body)
 	if err != nil {
 		return nil, err
@@ -143,6 +149,9 @@ func (a *Agent) PutCapsule(ctx context.Context, g *guard.Guard, body []byte) (*C
 // Seal builds a capsule from the current state and receipts (optionally
 // overridden by body), checks it like any capsule, and stores it sealed.
 func (a *Agent) Seal(ctx context.Context, g *guard.Guard, body []byte) (*CapsuleAnswer, error) {
+	if err := a.handedOver(); err != nil {
+		return nil, err
+	}
 	ov, err := guard.DecodeSealRequest(body)
 	if err != nil {
 		return nil, err
@@ -161,6 +170,9 @@ func (a *Agent) Seal(ctx context.Context, g *guard.Guard, body []byte) (*Capsule
 
 // Signal stores a context signal (hooks, the statusline, MCP, the API).
 func (a *Agent) Signal(ctx context.Context, g *guard.Guard, body []byte) (*SignalAnswer, error) {
+	if err := a.handedOver(); err != nil {
+		return nil, err
+	}
 	sig, err := g.DecodeSignal(body)
 	if err != nil {
 		return nil, err

@@ -155,6 +155,7 @@ func (a *API) doors(api http.Handler) map[string]door {
 		ops.Health.Op().Name:            {plain: a.handleHealth},
 		ops.Metrics.Op().Name:           {plain: a.handleMetrics},
 		ops.Fleet.Op().Name:             {plain: a.handleFleet},
+		ops.FleetTake.Op().Name:         {agent: a.handleFleetTake},
 		ops.OpenAPI.Op().Name:           {plain: a.handleOpenAPI},
 		ops.MCPPost.Op().Name:           {plain: mcp},
 		ops.MCPStream.Op().Name:         {plain: mcp},

@@ -133,6 +133,10 @@ func encodeSavedState(st *savedState, buf []byte) ([]byte, error) {
 		w.Key("fleet_conflict")
 		w.Value(r.FleetConflict)
 	}
+	if r.FleetHandover != nil {
+		w.Key("fleet_handover")
+		w.Value(r.FleetHandover)
+	}
 	w.Key("conflicts")
 	if len(r.Conflicts) == 0 {
 		writeList(&w, r.Conflicts, nil)

@@ -116,6 +116,9 @@ type AgentStatus struct {
 	// upstream; RestoredFrom says where its state came from when it was.
 	FleetConflict []capsule.FleetConflict `json:"fleet_conflict,omitempty"`
 	RestoredFrom  *capsule.RestoredFrom   `json:"restored_from,omitempty"`
+	// FleetHandover is the agent's handover between daemons (`continuityd
+	// fleet take`), on the side that took it and the side it was taken from.
+	FleetHandover *capsule.FleetHandover `json:"fleet_handover,omitempty"`
 }
 
 // Component is how one of an agent's automatic parts is doing, for
@@ -140,6 +143,13 @@ type FleetAnswer struct {
 	// Snapshots is the size of the fleet's snapshot bucket, when the
 	// upstream carries work snapshots (snapshots = true).
 	Snapshots *capsule.FleetSnapshotBucket `json:"snapshots,omitempty"`
+}
+
+// FleetTakeAnswer is the answer to POST /v1/fleet/take and `continuityd
+// fleet take AGENT`: the handover this daemon made.
+type FleetTakeAnswer struct {
+	Agent    string                `json:"agent"`
+	Handover capsule.FleetHandover `json:"handover"`
 }
 
 // UILoginAnswer is the answer to POST /v1/ui/login: the one-time URL, for

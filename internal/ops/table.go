@@ -36,7 +36,7 @@ var (
 		Errors: append([]string{capsule.CodeInvalidQuery, capsule.CodeInvalidPublicStatus, capsule.CodeInvalidWorkingState,
 			capsule.CodeMotiveRequired, capsule.CodeTooManyOpenLoops, capsule.CodeEvidenceRequired, capsule.CodeResidencyStopped,
 			capsule.CodeSecretDetected, capsule.CodeInvalidFocus, capsule.CodeInvalidDecision, capsule.CodeInvalidCommitment,
-			capsule.CodeUnknownCommitment, capsule.CodeInvalidStop, capsule.CodeEmptyCheckpoint}, writeErrors...),
+			capsule.CodeUnknownCommitment, capsule.CodeInvalidStop, capsule.CodeEmptyCheckpoint, capsule.CodeAgentHandedOver}, writeErrors...),
 		MCP: &Tool{Name: "checkpoint", Title: "Save where I am",
 			Description: "Save focus, private working state, one decision with its reason, the PUBLIC status, and commitment operations, durably. " +
 				"Any subset is valid. Save as the work moves, not at the end: context runs out first, and a checkpoint written early survives. " +
@@ -89,7 +89,7 @@ var (
 	CapsulePut = endpoint[capsule.Capsule, CapsuleAnswer](Op{
 		Name: "capsule_put", Method: http.MethodPut, Path: "/v1/capsule", Agent: true,
 		Summary: "store a Continuity Capsule v1 (the published schema, then the secret guard)",
-		Errors:  append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
+		Errors:  append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected, capsule.CodeAgentHandedOver}, writeErrors...),
 		MCP: &Tool{Name: "capsule_write", Title: "Store a handoff capsule",
 			Description: "Store a Continuity Capsule v1: version, goal, done, next, blockers, do_not, refuted (hypotheses ruled out, with why), receipts. " +
 				"Checked against the published schema; a credential-shaped value anywhere is refused. Strings are never cut.",
@@ -99,7 +99,7 @@ var (
 	Seal = endpoint[SealRequest, CapsuleAnswer](Op{
 		Name: "capsule_seal", Method: http.MethodPost, Path: "/v1/capsule/seal", Agent: true,
 		Summary:      "build a capsule from the saved state (the body's fields override) and store it sealed",
-		Errors:       append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected}, writeErrors...),
+		Errors:       append([]string{capsule.CodeInvalidCapsule, capsule.CodeSecretDetected, capsule.CodeAgentHandedOver}, writeErrors...),
 		BodyOptional: true,
 		MCP: &Tool{Name: "capsule_seal", Title: "Seal a handoff capsule from the current state",
 			Description: "Build a capsule from the saved state (focus → goal, next action → next, last result → done, waiting for → blockers, " +
@@ -109,7 +109,7 @@ var (
 	Signal = endpoint[capsule.Signal, SignalAnswer](Op{
 		Name: "signal", Method: http.MethodPost, Path: "/v1/signals", Agent: true,
 		Summary: "store a context signal: context used, compaction, session start and end, activity",
-		Errors:  append([]string{capsule.CodeInvalidSignal}, writeErrors...),
+		Errors:  append([]string{capsule.CodeInvalidSignal, capsule.CodeAgentHandedOver}, writeErrors...),
 		MCP: &Tool{Name: "signal", Title: "Report a context signal",
 			Description: "Tell the daemon about the agent's context: {kind: context, used_fraction: 0.83}, {kind: compaction, phase: pre|post, trigger: manual|auto}, " +
 				"{kind: session, event: start|end|stop}, {kind: activity, event: prompt|tool}. The checkpoint policy acts on them.",
@@ -252,6 +252,17 @@ var (
 		Errors: []string{capsule.CodeNotFound, capsule.CodeInvalidQuery, capsule.CodeFleetUnavailable},
 		CLI:    []string{"fleet"},
 	})
+	FleetTake = endpoint[None, FleetTakeAnswer](Op{
+		Name: "fleet_take", Method: http.MethodPost, Path: "/v1/fleet/take", Agent: true,
+		Summary: "make this daemon the agent's writer in its fleet (nats) upstream when the daemon that wrote it is gone; that one, if it comes back, stops writing it",
+		Params: []Param{
+			{Name: "force", In: "query", Type: "boolean", Summary: "take it even though its writer was seen within the conflict window (that machine is known to be gone)"},
+			{Name: "upstream", In: "query", Type: "string", Summary: "the nats upstream (needed when the agent has several)"},
+		},
+		Errors: []string{capsule.CodeInvalidQuery, capsule.CodeNotFound, capsule.CodeFleetTakeRefused, capsule.CodeAgentHandedOver,
+			capsule.CodeFleetUnavailable, capsule.CodeShuttingDown, capsule.CodeInternal},
+		CLI: []string{"fleet take"},
+	})
 	OpenAPI = endpoint[None, None](Op{
 		Name: "openapi", Path: "/v1/openapi.json", AnswerMedia: "application/json",
 		Summary: "this API's OpenAPI 3.1 description, made from this table (also in docs/openapi.json)",
@@ -339,7 +350,7 @@ func Table() []Op {
 		HistoryRestore.Op(),
 		Log.Op(),
 		Status.Op(), Health.Op(), Metrics.Op(),
-		Fleet.Op(), OpenAPI.Op(),
+		Fleet.Op(), FleetTake.Op(), OpenAPI.Op(),
 		MCPPost.Op(), MCPStream.Op(), MCPClose.Op(), MCPStdio.Op(),
 		UILogin.Op(), UIRevoke.Op(),
 	}

@@ -145,7 +145,7 @@ func commands() []Command {
 		{Name: "status", Summary: "the daemon's state (--json)", Run: cmdStatus},
 		{Name: "deadletter", Summary: "list | retry | discard writes an upstream refused for good", Run: cmdDeadLetter, Subs: opSubs("deadletter")},
 		{Name: "history", Summary: "PATH: a file's versions from the version journal: time, size, lines, who, turn, snapshot (--json)", Run: cmdHistory},
-		{Name: "fleet", Summary: "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json)", Run: cmdFleet},
+		{Name: "fleet", Summary: "the agents a fleet (nats) upstream knows: machine, last write, context, phase (--json); fleet take AGENT [--force]: this machine writes the agent now", Run: cmdFleet},
 		{Name: "snapshot", Summary: "list | show ID | diff [ID [ID2]] [--stat] [-- PATH...] | restore ID [--path P]... [--all] [--dry-run]: the work snapshots, and rewinding", Run: cmdSnapshot, Subs: opSubs("snapshot")},
 		{Name: "recover", Summary: "an agent refused for damaged files: what was found; --accept-loss to go on", Flags: []string{"socket", "config", "agent", "accept-loss"}},
 		{Name: "delx", Summary: "register [--agent A] [--upstream NAME]: register the agent with Delx ($DELX_REGISTRATION_KEY)", Subs: []string{"register"},

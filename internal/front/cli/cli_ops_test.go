@@ -37,6 +37,7 @@ var cliArgs = map[string][]string{
 	"snapshot restore --lost": {"snapshot", "restore", "--lost", "wl-0123456789ab", "--dry-run"},
 	"status":                  {"status"},
 	"fleet":                   {"fleet"},
+	"fleet take":              {"fleet", "take", "builder", "--force"},
 	"log":                     {"log"},
 	"ui":                      {"ui", "--print"},
 	"ui --revoke":             {"ui", "--revoke"},
