@@ -219,21 +219,24 @@ func (c *Client) PutState(ctx context.Context, agent string, doc json.RawMessage
 // track records the state this daemon is writing and starts the agent's
 // conflict watcher on first use.
 func (c *Client) track(agent string, lastRev uint64, val []byte) {
-	st := c.state(agent)
+	st := c.state(agent, lastRev)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st.base = max(st.base, lastRev)
 	st.lastVal = val
 }
 
 // state is what the client knows of agent, made (and its watcher started)
-// on first use.
-func (c *Client) state(agent string) *agentState {
+// on first use, working from revision base at least: set before the
+// watcher starts, so that it never takes the revisions this daemon took
+// on for another writer's.
+func (c *Client) state(agent string, base uint64) *agentState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.agents[agent]
-	if st == nil {
-		st = &agentState{}
+	if st != nil {
+		st.base = max(st.base, base)
+	} else {
+		st = &agentState{base: base}
 		c.agents[agent] = st
 		ctx, cancel := context.WithCancel(c.ctx)
 		st.cancel = cancel
@@ -494,10 +497,7 @@ func (c *Client) restore(ctx context.Context, agent string, sides bool) (*capsul
 		if sides {
 			// A restore takes on the fleet's history up to here: a
 			// handover before it is no longer this daemon's concern.
-			st := c.state(agent)
-			c.mu.Lock()
-			st.base = max(st.base, e.Revision())
-			c.mu.Unlock()
+			c.state(agent, e.Revision())
 		}
 	}
 	seq, at, err := c.lastWrite(ctx, agent)

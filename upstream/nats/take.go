@@ -94,7 +94,7 @@ func (c *Client) handoverLocked(st *agentState) *capsule.FleetHandover {
 // givenAway returns the handover that took agent from this daemon, or nil,
 // reading the fleet's record once per agent first.
 func (c *Client) givenAway(ctx context.Context, agent string) *capsule.FleetHandover {
-	c.loadHandover(ctx, agent, c.state(agent))
+	c.loadHandover(ctx, agent, c.state(agent, 0))
 	if h := c.Handover(agent); h != nil && h.Here == capsule.HandoverGiven {
 		return h
 	}
