@@ -72,7 +72,8 @@ func (a *Agent) History(ctx context.Context, p string) (ops.HistoryAnswer, error
 		return ops.HistoryAnswer{}, snapErr(err)
 	}
 	ans := ops.HistoryAnswer{Agent: a.name, Path: termsafe.Exact(name), Versions: make([]ops.HistoryVersion, 0, len(h.Versions)),
-		Thinned: h.Thinned.String(), ThinnedCount: h.Thinned.Count, Damaged: h.Damaged}
+		Thinned: h.Thinned.String(), ThinnedCount: h.Thinned.Count, ThinnedByAge: h.Thinned.ByAge,
+		ThinnedByBytes: h.Thinned.ByBytes, Damaged: h.Damaged}
 	if h.Thinned.Count > 0 {
 		from, to := h.Thinned.First.UTC(), h.Thinned.Last.UTC()
 		ans.ThinnedFrom, ans.ThinnedTo = &from, &to
@@ -96,9 +97,14 @@ func (a *Agent) wireVersion(p string, v snapshot.Version) ops.HistoryVersion {
 			by = now
 		}
 	}
-	return ops.HistoryVersion{ID: v.ID, At: v.At, Size: v.Size, Lines: v.Lines, LinesDelta: v.LinesDelta,
+	w := ops.HistoryVersion{ID: v.ID, At: v.At, Size: v.Size, Lines: v.Lines, LinesDelta: v.LinesDelta,
 		By: attribution.Label(a.name, by), Session: v.Session, Snapshot: v.Snapshot, Blob: v.Blob, Gone: v.Gone,
 		NotKept: v.NotKept, Executable: v.Executable}
+	if !v.Turn.IsZero() {
+		turn := v.Turn.UTC()
+		w.Turn = &turn
+	}
+	return w
 }
 
 // relToWorkdir takes an absolute path inside the workdir to its relative

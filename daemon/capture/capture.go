@@ -51,7 +51,7 @@ type Capture struct {
 	gitOnce     sync.Once                 // finds git (gittool.go)
 	git         *gittool.Tool             // the git run on the agent's repository; nil when there is none
 	startDone   chan struct{}             // closed once the start snapshot is over (StartSnapshotDone)
-	prompts     []time.Time               // when the last turns began (donelost.go)
+	prompts     []turnStart               // when the last turns began, in which session (donelost.go)
 
 	// refusedLogged holds, per repository root, the reason git is not run
 	// on it that was logged last (under mu).

@@ -25,7 +25,14 @@ const fallbackTurn = time.Hour
 // of the turn is seen.
 const turnGrace = time.Minute
 
-// notePrompt keeps when a turn began (a prompt signal).
+// turnStart is a turn's beginning: its prompt's time and session.
+type turnStart struct {
+	at      time.Time
+	session string
+}
+
+// notePrompt keeps when a turn began (a prompt signal), and in which
+// session.
 func (c *Capture) notePrompt(s *capsule.Signal) {
 	if s.Kind != capsule.SignalActivity || s.Event != "prompt" {
 		return
@@ -36,7 +43,7 @@ func (c *Capture) notePrompt(s *capsule.Signal) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.prompts = append(c.prompts, at)
+	c.prompts = append(c.prompts, turnStart{at: at, session: s.SessionID})
 	if n := len(c.prompts) - maxTurns; n > 0 {
 		c.prompts = slices.Delete(c.prompts, 0, n)
 	}
@@ -48,12 +55,25 @@ func (c *Capture) turnOf(at time.Time) (from, to time.Time) {
 	from = at.Add(-fallbackTurn)
 	c.mu.Lock()
 	for _, p := range c.prompts {
-		if !p.After(at) {
-			from = p
+		if !p.at.After(at) {
+			from = p.at
 		}
 	}
 	c.mu.Unlock()
 	return from, at.Add(turnGrace)
+}
+
+// turnAt is the turn going on at at, by the prompts kept: the last
+// begun at or before it; ok is false when none is known.
+func (c *Capture) turnAt(at time.Time) (turnStart, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.prompts) - 1; i >= 0; i-- {
+		if !c.prompts[i].at.After(at) {
+			return c.prompts[i], true
+		}
+	}
+	return turnStart{}, false
 }
 
 // LostDone is the loss (its work_lost id) that took the work of a done

@@ -17,7 +17,7 @@ import (
 // watcher saw settle, and who is credited with a version.
 type Journal interface {
 	Settled(path string, last time.Time)
-	SetWho(func(path string, at time.Time) (by, session string))
+	SetWho(func(path string, at time.Time) (by, session string, turn time.Time))
 	worklost.Journal
 }
 
@@ -63,13 +63,21 @@ func (c *Capture) UseJournal(j Journal) {
 }
 
 // whoAt is who the ledger credits with p's change at at: the agent's
-// name, "" for outside (or no ledger).
-func (c *Capture) whoAt(p string, at time.Time) (by, session string) {
+// name, "" for outside (or no ledger); and, when it is this agent's, the
+// session and the beginning of the turn it was made in, as its hooks'
+// prompts told them (none known: "" and zero).
+func (c *Capture) whoAt(p string, at time.Time) (by, session string, turn time.Time) {
 	if c.attr == nil {
-		return "", ""
+		return "", "", time.Time{}
 	}
 	by, _ = c.attr.ledger.WhoAt(p, at)
-	return by, ""
+	if by != c.o.Agent {
+		return by, "", time.Time{}
+	}
+	if ts, ok := c.turnAt(at); ok {
+		return by, ts.session, ts.at
+	}
+	return by, "", time.Time{}
 }
 
 // settled hands the watcher's settled paths to the journal.

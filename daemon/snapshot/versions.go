@@ -52,7 +52,7 @@ func openVersions(s *Store) {
 	}
 	j, err := journal.Open(journal.Options{Repo: s.repo, Workdir: s.workdir, MaxFileBytes: s.opt.MaxFileBytes,
 		KeepAll: jo.KeepAll, KeepHourly: jo.KeepHourly, MaxBytes: int64(float64(s.opt.KeepBytes) * share),
-		Log: s.log, Now: s.now})
+		Grew: s.gc.Kick, Skew: journal.SkewFromEnv(), Log: s.log, Now: s.now})
 	if err != nil {
 		s.VersionsProblem = "the version journal cannot be opened: " + err.Error()
 		s.log.Warn("snapshot store: "+s.VersionsProblem, "err", err)
@@ -72,6 +72,7 @@ type Version struct {
 	LinesDelta int       `json:"lines_delta"` // against the version before (0 for the first)
 	By         string    `json:"-"`           // the agent's name, "" outside (labelled by the caller)
 	Session    string    `json:"session,omitempty"`
+	Turn       time.Time `json:"turn,omitzero"`      // when the agent's turn it was made in began
 	Snapshot   string    `json:"snapshot,omitempty"` // a snapshot that holds this very content at this path
 	Blob       string    `json:"blob,omitempty"`
 	Gone       bool      `json:"gone,omitempty"`       // the file was deleted
@@ -113,7 +114,7 @@ func (v *Versions) History(ctx context.Context, p string) (FileHistory, error) {
 
 func versionOf(e journal.Entry) Version {
 	ver := Version{ID: "v" + strconv.FormatUint(e.Seq, 10), At: e.At, Size: e.Size, Lines: e.Lines, By: e.By,
-		Session: e.Session, Executable: e.Mode == 0o100755}
+		Session: e.Session, Turn: e.Turn, Executable: e.Mode == 0o100755}
 	switch {
 	case e.Flags&journal.FlagGone != 0:
 		ver.Gone, ver.Size = true, 0
@@ -244,4 +245,6 @@ func (v *Versions) NewestExcept(p string, until time.Time, not ...string) (id st
 func (v *Versions) Settled(path string, last time.Time) { v.J.Settled(path, last) }
 
 // SetWho sets who versions are credited to (journal.Journal.SetWho).
-func (v *Versions) SetWho(w func(path string, at time.Time) (by, session string)) { v.J.SetWho(w) }
+func (v *Versions) SetWho(w func(path string, at time.Time) (by, session string, turn time.Time)) {
+	v.J.SetWho(w)
+}

@@ -118,7 +118,8 @@ func TestVersionJournalRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ = s.Versions.History(context.Background(), "b.txt")
-	if len(h.Versions) != 1 || h.Thinned.Count != 9 || !h.Thinned.First.Equal(old) || !strings.Contains(h.Thinned.String(), "thinned: 9 versions between") {
+	if len(h.Versions) != 1 || h.Thinned.Count != 9 || h.Thinned.ByAge != 9 || !h.Thinned.First.Equal(old) ||
+		!strings.Contains(h.Thinned.String(), "thinned: 9 versions between") || !strings.Contains(h.Thinned.String(), "9 older than 1h (after that the newest of each hour is kept, and after 24h") {
 		t.Fatalf("after retention: %d versions, thinned %+v (%s)", len(h.Versions), h.Thinned, h.Thinned)
 	}
 	if !objectExists(t, s, h.Versions[0].Blob) {

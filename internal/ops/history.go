@@ -12,11 +12,16 @@ type HistoryAnswer struct {
 	Path     string           `json:"path"`
 	Versions []HistoryVersion `json:"versions"`
 	// Thinned says what retention dropped of this file's versions
-	// ("thinned: N versions between T1 and T2"); "" when none.
-	Thinned      string     `json:"thinned,omitempty"`
-	ThinnedCount int        `json:"thinned_count,omitempty"`
-	ThinnedFrom  *time.Time `json:"thinned_from,omitempty"`
-	ThinnedTo    *time.Time `json:"thinned_to,omitempty"`
+	// ("thinned: N versions between T1 and T2: why"); "" when none.
+	// ThinnedByAge of them went for their age (keep_all, then the newest
+	// of each hour, then of each day), ThinnedByBytes to keep the journal
+	// within its share of keep_bytes.
+	Thinned        string     `json:"thinned,omitempty"`
+	ThinnedCount   int        `json:"thinned_count,omitempty"`
+	ThinnedByAge   int        `json:"thinned_by_age,omitempty"`
+	ThinnedByBytes int        `json:"thinned_by_bytes,omitempty"`
+	ThinnedFrom    *time.Time `json:"thinned_from,omitempty"`
+	ThinnedTo      *time.Time `json:"thinned_to,omitempty"`
 	// Damaged counts entries of the journal that did not check and are
 	// not listed.
 	Damaged int `json:"damaged,omitempty"`
@@ -32,13 +37,16 @@ type HistoryVersion struct {
 	Size       int64     `json:"size"`
 	Lines      int       `json:"lines"`
 	LinesDelta int       `json:"lines_delta"`
-	By         string    `json:"by"` // agent, agent:NAME, outside
-	Session    string    `json:"session,omitempty"`
-	Snapshot   string    `json:"snapshot,omitempty"`
-	Blob       string    `json:"blob,omitempty"`
-	Gone       bool      `json:"gone,omitempty"`
-	NotKept    string    `json:"not_kept,omitempty"`
-	Executable bool      `json:"executable,omitempty"`
+	By         string    `json:"by"`                // agent, agent:NAME, outside
+	Session    string    `json:"session,omitempty"` // the agent's session it was made in, when its hooks said
+	// Turn is when the agent's turn it was made in began (the prompt
+	// its UserPromptSubmit hook reported), absent when not known.
+	Turn       *time.Time `json:"turn,omitempty"`
+	Snapshot   string     `json:"snapshot,omitempty"`
+	Blob       string     `json:"blob,omitempty"`
+	Gone       bool       `json:"gone,omitempty"`
+	NotKept    string     `json:"not_kept,omitempty"`
+	Executable bool       `json:"executable,omitempty"`
 }
 
 // Lines is the history as a person reads it, one version a line.
@@ -58,6 +66,9 @@ func (h HistoryAnswer) Lines() []string {
 		line := fmt.Sprintf("%s  %s  %s  by %s", v.ID, v.At.Local().Format("2006-01-02 15:04:05.000"), what, v.By)
 		if v.Session != "" {
 			line += "  session " + v.Session
+		}
+		if v.Turn != nil {
+			line += "  turn of " + v.Turn.Local().Format("15:04:05")
 		}
 		if v.Snapshot != "" {
 			line += "  in snapshot " + short12(v.Snapshot)

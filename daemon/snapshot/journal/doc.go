@@ -34,13 +34,17 @@
 //	v      seq (8 bytes, big endian)                → entry
 //	p      path "\x00" seq (8 bytes, big endian)     → "" (a file's versions, in order)
 //	b      blob id (20 bytes)                         → size (8) | versions holding it (4)
-//	t      path                                       → thinned: count (8) | first (8) | last (8), unix ns
+//	t      path                                       → thinned: count (8) | first (8) | last (8), unix ns |
+//	                                                    by age (8) | by the byte bound (8)
 //
 // An entry is:
 //
-//	version (1) = 1 | at unix ns (8) | blob (20, zero when none) | mode (4) | size (8) |
+//	version (1) = 2 | at unix ns (8) | blob (20, zero when none) | mode (4) | size (8) |
 //	lines (4) | flags (1) | by (uvarint length + bytes) | session (uvarint length + bytes) |
-//	path (uvarint length + bytes) | CRC-32C of everything before (4)
+//	path (uvarint length + bytes) | turn: its prompt's unix ns, 0 when not known (8) |
+//	CRC-32C of everything before (4)
+//
+// An entry of version 1 (an older daemon's) has no turn.
 //
 // flags: 1 gone (the file was deleted), 2 too large (not kept), 4 a nested
 // repository (not kept). A reader checks the version and the CRC of every
@@ -58,7 +62,9 @@
 // then the newest of each day. The versions' blobs are also bounded by
 // MaxBytes (a share of the store's keep_bytes): over it, the oldest
 // versions go first, the newest version of each file last. What was
-// thinned is counted per file (bucket t) and named by History. Before the
-// store's garbage collection packs, KeepRef names a tree of every blob an
-// entry holds, so git keeps those and drops the others.
+// thinned is counted per file (bucket t), by reason, and named by
+// History. Before the store's garbage collection packs, KeepRef names a
+// tree of every blob an entry holds, so git keeps those and drops the
+// others. The bytes each group writes are told to the collector (Grew),
+// which counts them against keep_bytes with the snapshots'.
 package journal

@@ -18,7 +18,10 @@ type Entry struct {
 	Lines   int
 	Flags   uint8
 	By      string // the agent's name, "" for outside (attribution's)
-	Session string
+	Session string // the agent's session it was made in, when known
+	// Turn is when the agent's turn it was made in began (its prompt),
+	// zero when not known.
+	Turn time.Time
 }
 
 // Entry flags.
@@ -31,7 +34,9 @@ const (
 // Kept reports whether the entry holds a content.
 func (e Entry) Kept() bool { return e.Flags == 0 }
 
-const entryVersion = 1
+// entryVersion is the version encode writes; decodeEntry reads 1 (no
+// turn) too.
+const entryVersion = 2
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -56,13 +61,18 @@ func (e Entry) encode() []byte {
 	b = appendString(b, e.By)
 	b = appendString(b, e.Session)
 	b = appendString(b, e.Path)
+	var turn int64
+	if !e.Turn.IsZero() {
+		turn = e.Turn.UnixNano()
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(turn))
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // decodeEntry reads an entry stored under seq; errDamaged when it does
 // not check.
 func decodeEntry(seq uint64, b []byte) (Entry, error) {
-	if len(b) < 1+8+20+4+8+4+1+3+4 || b[0] != entryVersion {
+	if len(b) < 1+8+20+4+8+4+1+3+4 || b[0] != 1 && b[0] != entryVersion {
 		return Entry{}, errDamaged
 	}
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
@@ -85,6 +95,15 @@ func decodeEntry(seq uint64, b []byte) (Entry, error) {
 		if *dst, p, ok = readString(p); !ok {
 			return Entry{}, errDamaged
 		}
+	}
+	if body[0] >= 2 {
+		if len(p) < 8 {
+			return Entry{}, errDamaged
+		}
+		if turn := int64(binary.BigEndian.Uint64(p)); turn != 0 {
+			e.Turn = time.Unix(0, turn)
+		}
+		p = p[8:]
 	}
 	if len(p) != 0 {
 		return Entry{}, errDamaged
@@ -118,22 +137,38 @@ func readBlobVal(v []byte) (int64, uint32) {
 	return int64(binary.BigEndian.Uint64(v)), binary.BigEndian.Uint32(v[8:])
 }
 
-// Thinned is what retention dropped of one file's versions.
+// Thinned is what retention dropped of one file's versions: how many,
+// how many for their age and how many for the byte bound, the oldest's
+// and the newest's times. The rules in force (KeepAll, KeepHourly,
+// MaxBytes) are not stored: History fills them in, for String.
 type Thinned struct {
-	Count       int
-	First, Last time.Time
+	Count, ByAge, ByBytes int
+	First, Last           time.Time
+
+	KeepAll, KeepHourly time.Duration
+	MaxBytes            int64
 }
 
+// encode is bucket t's value: count (8) | first (8) | last (8) |
+// by age (8) | by bytes (8); a value of the first three alone (an older
+// journal's) counts every version as thinned by age.
 func (t Thinned) encode() []byte {
 	b := binary.BigEndian.AppendUint64(nil, uint64(t.Count))
 	b = binary.BigEndian.AppendUint64(b, uint64(t.First.UnixNano()))
-	return binary.BigEndian.AppendUint64(b, uint64(t.Last.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Last.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(t.ByAge))
+	return binary.BigEndian.AppendUint64(b, uint64(t.ByBytes))
 }
 
 func decodeThinned(v []byte) Thinned {
-	if len(v) != 24 {
+	if len(v) != 24 && len(v) != 40 {
 		return Thinned{}
 	}
-	return Thinned{Count: int(binary.BigEndian.Uint64(v)), First: time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))),
+	t := Thinned{Count: int(binary.BigEndian.Uint64(v)), First: time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))),
 		Last: time.Unix(0, int64(binary.BigEndian.Uint64(v[16:])))}
+	t.ByAge = t.Count
+	if len(v) == 40 {
+		t.ByAge, t.ByBytes = int(binary.BigEndian.Uint64(v[24:])), int(binary.BigEndian.Uint64(v[32:]))
+	}
+	return t
 }

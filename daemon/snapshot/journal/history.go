@@ -45,6 +45,7 @@ func (j *Journal) History(p string) (History, error) {
 			h.Versions = append(h.Versions, e)
 		}
 		h.Thinned = decodeThinned(tx.Bucket(bucketThinned).Get([]byte(p)))
+		h.Thinned.KeepAll, h.Thinned.KeepHourly, h.Thinned.MaxBytes = j.o.KeepAll, j.o.KeepHourly, j.o.MaxBytes
 		return nil
 	})
 	if len(h.Versions) > MaxHistory {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -57,13 +58,21 @@ type Options struct {
 	// MaxBytes bounds the bytes of the blobs the versions hold (their
 	// contents, before compression). 0: no bound but the thinning.
 	MaxBytes int64
-	Log      *slog.Logger
-	Now      func() time.Time
+	// Grew, when set, is told the bytes each group wrote into the object
+	// database: the store's garbage collection counts them against
+	// keep_bytes, which the journal shares with the snapshots.
+	Grew func(bytes int64)
+	// Skew, when set, is how far the journal's clock (its versions'
+	// times and the age retention reads) runs ahead of Now: a test hook
+	// (ClockEnv) that lets a test live a day of edits in a minute.
+	Skew func() time.Duration
+	Log  *slog.Logger
+	Now  func() time.Time
 }
 
-// Who says who changed path at at: the agent's name ("" for outside) and
-// its session when known.
-type Who = func(path string, at time.Time) (by, session string)
+// Who says who changed path at at: the agent's name ("" for outside), and
+// its session and the beginning of its turn when known.
+type Who = func(path string, at time.Time) (by, session string, turn time.Time)
 
 // Journal keeps the versions of one workdir's files (see the package's
 // comment). Its methods are safe for concurrent use.
@@ -88,7 +97,20 @@ type Journal struct {
 	done   chan struct{}
 
 	lat latencies
+	// held is what the kept versions' blobs take, as the last retention
+	// counted it plus what groups wrote since: over MaxBytes, retention
+	// runs after the group, so the bound holds after every group, not
+	// only every retainEvery.
+	held atomic.Int64
+	// retaining makes one Retain at a time: the run loop's and the
+	// garbage collection's (KeepRef) would otherwise both drop a version
+	// they read, counting it thinned twice.
+	retaining sync.Mutex
 }
+
+// retainEvery is how often retention runs by the journal's clock while
+// versions come (besides when they pass MaxBytes).
+const retainEvery = 10 * time.Minute
 
 // Open opens (or begins) the journal in the store opt.Repo and starts its
 // goroutine; Close stops it.
@@ -110,7 +132,12 @@ func Open(opt Options) (*Journal, error) {
 	if j.now == nil {
 		j.now = time.Now
 	}
+	if skew := opt.Skew; skew != nil {
+		base := j.now
+		j.now = func() time.Time { return base().Add(skew()) }
+	}
 	j.cond = sync.NewCond(&j.mu)
+	j.held.Store(math.MaxInt64 / 2) // not counted yet: the first group's retention counts it
 	db, err := j.openDB()
 	if err != nil {
 		return nil, err
@@ -198,6 +225,9 @@ func (j *Journal) Close() error {
 // Settled tells the journal that path (relative to the workdir) settled:
 // its last write was at last. It never blocks.
 func (j *Journal) Settled(path string, last time.Time) {
+	if j.o.Skew != nil {
+		last = last.Add(j.o.Skew())
+	}
 	j.mu.Lock()
 	if _, ok := j.pending[path]; ok || len(j.pending) < maxPending {
 		j.pending[path] = last
@@ -275,7 +305,7 @@ func (j *Journal) run(ctx context.Context) {
 		case <-timer.C:
 		}
 		j.group(ctx)
-		if j.now().Sub(lastRetain) > 10*time.Minute {
+		if j.now().Sub(lastRetain) > retainEvery || j.o.MaxBytes > 0 && j.held.Load() > j.o.MaxBytes {
 			lastRetain = j.now()
 			if _, err := j.Retain(); err != nil {
 				j.log.Warn("version journal: retention failed", "err", err)
@@ -347,7 +377,7 @@ func (j *Journal) write(ctx context.Context, batch map[string]time.Time) error {
 			continue
 		}
 		if who != nil {
-			v.e.By, v.e.Session = who(p, v.e.At)
+			v.e.By, v.e.Session, v.e.Turn = who(p, v.e.At)
 		}
 		vs = append(vs, v)
 	}
@@ -373,7 +403,8 @@ func (j *Journal) write(ctx context.Context, batch map[string]time.Time) error {
 	if err != nil || len(vs) == 0 {
 		return err
 	}
-	if err := j.storeBlobs(vs); err != nil {
+	wrote, err := j.storeBlobs(vs)
+	if err != nil {
 		return err
 	}
 	err = j.db.Update(func(tx *bolt.Tx) error {
@@ -403,18 +434,27 @@ func (j *Journal) write(ctx context.Context, batch map[string]time.Time) error {
 	if err != nil {
 		return err
 	}
+	j.held.Add(wrote)
+	if wrote > 0 && j.o.Grew != nil {
+		j.o.Grew(wrote)
+	}
 	// Elapsed time, by the real clock: the settle time came from it.
+	var skew time.Duration
+	if j.o.Skew != nil {
+		skew = j.o.Skew()
+	}
 	for _, v := range vs {
-		j.lat.add(time.Since(v.e.At))
+		j.lat.add(time.Since(v.e.At.Add(-skew)))
 	}
 	return nil
 }
 
 // storeBlobs writes the new blobs into the object database and fsyncs
 // them and their directories: the entries naming them are committed
-// after.
-func (j *Journal) storeBlobs(vs []version) error {
+// after. It returns the bytes of the contents written.
+func (j *Journal) storeBlobs(vs []version) (int64, error) {
 	var zw repo.Compressors
+	var wrote int64
 	dirs := map[string]bool{}
 	done := map[[20]byte]bool{}
 	for _, v := range vs {
@@ -423,12 +463,13 @@ func (j *Journal) storeBlobs(vs []version) error {
 		}
 		id, err := j.o.Repo.WriteLoose("blob", v.data, &zw)
 		if err != nil {
-			return err
+			return wrote, err
 		}
 		done[v.e.Blob] = true
+		wrote += int64(len(v.data))
 		p := j.o.Repo.ObjectPath(id)
 		if err := syncPath(p); err != nil {
-			return err
+			return wrote, err
 		}
 		dirs[filepath.Dir(p)] = true
 	}
@@ -437,10 +478,10 @@ func (j *Journal) storeBlobs(vs []version) error {
 	}
 	for d := range dirs {
 		if err := syncPath(d); err != nil {
-			return err
+			return wrote, err
 		}
 	}
-	return nil
+	return wrote, nil
 }
 
 func syncPath(p string) error {

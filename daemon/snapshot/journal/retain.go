@@ -33,6 +33,7 @@ type cand struct {
 	size   int64
 	blob   [20]byte
 	kept   bool
+	bytes  bool // dropped by the byte bound, not by age
 	newest bool // its file's newest: dropped last
 	path   string
 }
@@ -42,6 +43,8 @@ type cand struct {
 // day after; then, over MaxBytes, the oldest first, each file's newest
 // last.
 func (j *Journal) Retain() (RetainResult, error) {
+	j.retaining.Lock()
+	defer j.retaining.Unlock()
 	now := j.now().UnixNano()
 	all := int64(j.o.KeepAll)
 	hourly := int64(j.o.KeepHourly)
@@ -131,7 +134,7 @@ func (j *Journal) Retain() (RetainResult, error) {
 				break
 			}
 			v := &cands[i]
-			v.kept = false
+			v.kept, v.bytes = false, true
 			if v.size > 0 {
 				if refs[v.blob]--; refs[v.blob] == 0 {
 					bytes -= v.size
@@ -148,6 +151,7 @@ func (j *Journal) Retain() (RetainResult, error) {
 		}
 	}
 	res.Bytes = bytes
+	j.held.Store(bytes)
 	if len(drop) == 0 {
 		return res, nil
 	}
@@ -178,6 +182,11 @@ func (j *Journal) Retain() (RetainResult, error) {
 				t.Last = at
 			}
 			t.Count++
+			if v.bytes {
+				t.ByBytes++
+			} else {
+				t.ByAge++
+			}
 			if err := bt.Put([]byte(v.path), t.encode()); err != nil {
 				return err
 			}
@@ -241,15 +250,39 @@ func (j *Journal) KeepRef(ctx context.Context) error {
 	return nil
 }
 
-// Thin describes what retention dropped of a file's versions, for people:
-// "thinned: N versions between T1 and T2", or "".
+// String describes what retention dropped of a file's versions, for
+// people: how many, between which times, and why (their age, the byte
+// bound); "" when nothing was.
 func (t Thinned) String() string {
 	if t.Count == 0 {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "thinned: %d %s between %s and %s", t.Count, plural(t.Count), t.First.UTC().Format(time.RFC3339), t.Last.UTC().Format(time.RFC3339))
+	var why []string
+	if t.ByAge > 0 {
+		why = append(why, fmt.Sprintf("%d older than %s (after that the newest of each hour is kept, and after %s the newest of each day)",
+			t.ByAge, short(t.KeepAll), short(t.KeepHourly)))
+	}
+	if t.ByBytes > 0 {
+		why = append(why, fmt.Sprintf("%d to keep the journal within its share of keep_bytes (%d bytes; the oldest go first, each file's newest last)",
+			t.ByBytes, t.MaxBytes))
+	}
+	if len(why) > 0 {
+		b.WriteString(": ")
+		b.WriteString(strings.Join(why, "; "))
+	}
 	return b.String()
+}
+
+// short is d as a person writes it: 24h, not 24h0m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	s = strings.TrimSuffix(s, "0s")
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func plural(n int) string {
