@@ -63,7 +63,7 @@ func (d *Daemon) Status() api.Status {
 		st.Agents = append(st.Agents, api.AgentStatus{
 			Name: name, Workdir: a.Config().Workdir, Seq: res.Seq, Stopped: res.Stopped != nil,
 			LastWriteAt: res.LastWriteAt, Context: res.Context, Upstreams: res.Upstreams,
-			Degraded: res.Degraded, Refused: res.Refused, Components: a.Capture().Health(), FleetConflict: res.FleetConflict, RestoredFrom: res.RestoredFrom, FleetHandover: res.FleetHandover,
+			Degraded: res.Degraded, Refused: res.Refused, Components: append(a.Capture().Health(), a.JournalHealth()), FleetConflict: res.FleetConflict, RestoredFrom: res.RestoredFrom, FleetHandover: res.FleetHandover,
 			SnapshotProblem: a.SnapshotProblem(), RestoreInterrupted: res.RestoreInterrupted,
 		})
 	}

@@ -37,13 +37,36 @@ func (a *Agent) journal() (*snapshot.Versions, error) {
 	if _, err := a.snapStore(); err != nil {
 		return nil, err
 	}
-	why := "the version journal is off ([snapshots] journal = false)"
+	return nil, capsule.Refuse(capsule.CodeSnapshotsOff, "", "%s", a.journalOff())
+}
+
+// journalOff says why a workdir whose snapshots are kept has no version
+// journal.
+func (a *Agent) journalOff() string {
 	if s, ok := a.snaps.(*snapshot.Store); ok && s.VersionsProblem != "" {
-		why = s.VersionsProblem
+		return s.VersionsProblem
 	} else if !ok {
-		why = "the version journal is not kept for a workdir whose store runs as its owner (a root daemon over another user's tree)"
+		return "the version journal is not kept for a workdir whose store runs as its owner (a root daemon over another user's tree)"
 	}
-	return nil, capsule.Refuse(capsule.CodeSnapshotsOff, "", "%s", why)
+	return "the version journal is off ([snapshots] journal = false)"
+}
+
+// JournalHealth is the version journal's line in status: ok, or off and
+// why, so that a place without history says so before history is asked.
+func (a *Agent) JournalHealth() ops.Component {
+	h := ops.Component{Name: "journal", State: "off"}
+	switch {
+	case a.versions != nil:
+		h.State = "ok"
+	case a.snaps == nil:
+		h.Detail = "work snapshots are off: the journal lives in their store"
+	default:
+		h.Detail = a.journalOff()
+		if s, ok := a.snaps.(*snapshot.Store); ok && s.VersionsProblem != "" {
+			h.State = "degraded"
+		}
+	}
+	return h
 }
 
 // checkFile reads a file's name as the API gives it (exact form),

@@ -125,7 +125,7 @@ type AgentStatus struct {
 // status: the workdir watch, the transcript follower, the work snapshots,
 // the work-lost checks, the commits' receipts.
 type Component struct {
-	Name string `json:"name"` // watch, transcripts, snapshots, work_lost, commits
+	Name string `json:"name"` // watch, transcripts, snapshots, work_lost, commits, journal
 	// State is ok, degraded (Detail says why) or off (not configured).
 	State  string `json:"state"`
 	Detail string `json:"detail,omitempty"`
