@@ -175,8 +175,11 @@ func TestJournalCheckoutInsideMinInterval(t *testing.T) {
 }
 
 // TestJournalCheckoutAfterStop: an edit, its PostToolUse and the agent's
-// Stop, then `git checkout -- main.go` a moment later: the newest edit
-// comes back with the command resume gives.
+// Stop, then `git checkout -- main.go` a moment later. The Stop takes the
+// turn's snapshot (turn_end, whatever min_interval says), which holds the
+// edit: the loss names that snapshot, offers no journal version (the
+// snapshot has the newest content), and the command resume gives brings
+// the edit back from it.
 func TestJournalCheckoutAfterStop(t *testing.T) {
 	t.Parallel()
 	w, work := journalWorkspace(t, "20s")
@@ -184,20 +187,48 @@ func TestJournalCheckoutAfterStop(t *testing.T) {
 	journalRepo(t, work)
 	p := startProc(t, w.socket, nil, "run", "--config", w.config)
 	waitSnapshots(t, p, 1, time.Minute, "the start snapshot")
+	c := p.client()
+	defer c.CloseIdleConnections()
 
 	agentEdit(t, env, work, "main.go", newestMain)
 	stop := hookPayload(t, "input-stop.json", func(m map[string]any) { m["cwd"] = work })
 	if code, out, errs := cli(t, env, stop, "hook"); code != 0 {
 		t.Fatalf("Stop hook: exit %d, out %q, err %s", code, out, errs)
 	}
-	waitVersion(t, env, work, "main.go", newestMain, "agent")
+	var turnEnd string
+	var listed []any
+	waitUntil(t, func() string {
+		return fmt.Sprintf("a turn_end snapshot after the Stop; listed %v; log:\n%s", listed, p.stderr)
+	},
+		func() bool {
+			listed, _ = get(t, c, "/v1/snapshots")["snapshots"].([]any)
+			for _, s := range listed {
+				if s := s.(map[string]any); s["trigger"] == "turn_end" {
+					turnEnd, _ = s["id"].(string)
+					return true
+				}
+			}
+			return false
+		})
+	if v := waitVersion(t, env, work, "main.go", newestMain, "agent"); v.Snapshot != turnEnd {
+		t.Fatalf("history says the newest edit is in snapshot %q, want the turn's %s", v.Snapshot, turnEnd)
+	}
 	userGit(t, work, "checkout", "--", "main.go")
 	l := waitLoss(t, p, "main.go")
-	if len(l.Versions) == 0 {
-		// A Stop snapshot held the edit: the snapshot brings it back.
-		l.Versions, l.NotCovered = []capsule.LostVersion{{}}, "settle window"
+	if l.Snapshot != turnEnd || len(l.Versions) != 0 {
+		t.Fatalf("the loss names snapshot %s and versions %+v; want the turn's snapshot %s, which holds the newest edit, and no journal version", l.Snapshot, l.Versions, turnEnd)
 	}
-	bringBackNewest(t, env, work, "main.go", newestMain, l, "settle window")
+	args := strings.Fields(l.Restore)
+	if len(args) < 4 || args[0] != "continuityd" || !strings.Contains(l.Restore, "--lost "+l.ID) {
+		t.Fatalf("restore command %q, want the loss's", l.Restore)
+	}
+	code, out, errOut := cli(t, env, "", args[1:]...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d %s %s", l.Restore, code, out, errOut)
+	}
+	if got := readFile(t, work, "main.go"); got != newestMain {
+		t.Fatalf("after %s, main.go is %q, want the newest edit (%s)", l.Restore, got, out)
+	}
 }
 
 // TestJournalEditBeforeKill: an edit settles and is journaled, the
