@@ -1,12 +1,16 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"html"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/termsafe"
@@ -25,6 +29,19 @@ type changes struct {
 	// the one after it: the arrow keys step to them.
 	Prev, Next string
 	DiffErr    string
+	// Tree is the file list: the snapshot's files against its parent, or
+	// (against another snapshot, a turn) the files of the diff; each with
+	// whose change it is.
+	Tree []treeFile
+}
+
+// treeFile is one file of the changes view's list.
+type treeFile struct {
+	Path           string
+	Status         string
+	Added, Deleted int
+	Binary         bool
+	By             string // whose change: agent, agent:NAME, outside; "" unknown
 }
 
 // fileDiff is one file's part of a unified diff.
@@ -33,6 +50,18 @@ type fileDiff struct {
 	Binary bool
 	Lines  []diffLine
 	Rows   []splitRow // side by side
+	// Added and Deleted count its lines; Status is added, deleted or
+	// modified.
+	Added, Deleted int
+	Status         string
+	// raw is the path as git's diff line names it (its b side, unquoted),
+	// "" when git quoted it: the rest of the file is then asked for by
+	// the file's place in the whole diff.
+	raw string
+	// Rest is how many of Lines the page leaves out at first, and Src
+	// where its script fetches them from once the page is shown.
+	Rest int
+	Src  string
 }
 
 // diffLine is a line of a unified diff: Kind is add, del, ctx, hunk or
@@ -53,25 +82,95 @@ type splitRow struct {
 func (s *Server) changesView(w http.ResponseWriter, r *http.Request) {
 	name, id := r.PathValue("agent"), r.PathValue("id")
 	q := r.URL.Query()
+	// The snapshot and its diff are asked for together: each is a git
+	// run over the store.
+	dq := agentQuery(name)
+	if a := q.Get("against"); a != "" {
+		dq.Set("against", a)
+	}
+	var diff *ops.DiffAnswer
+	var diffErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { diff, diffErr = call(r.Context(), s, ops.SnapshotDiff, ops.Args{ID: id, Query: dq}) })
 	d, err := call(r.Context(), s, ops.SnapshotShow, ops.Args{ID: id, Query: agentQuery(name)})
+	wg.Wait()
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	c := changes{Agent: name, Detail: d, Against: q.Get("against"), Split: q.Get("layout") == "split"}
-	dq := agentQuery(name)
-	if c.Against != "" {
-		dq.Set("against", c.Against)
+	if diffErr == nil && diff.ID != d.ID { // "latest" moved between the two: the diff of the one shown
+		diff, diffErr = call(r.Context(), s, ops.SnapshotDiff, ops.Args{ID: d.ID, Query: dq})
 	}
-	diff, err := call(r.Context(), s, ops.SnapshotDiff, ops.Args{ID: d.ID, Query: dq})
+	err = diffErr
 	if err != nil {
 		c.DiffErr = err.Error()
 	} else {
 		c.Files, c.Cut = parseDiff(diff, c.Split)
+		if !c.Split {
+			s.rests.put(r.Context(), name, d.ID, c.Against, c.Files)
+			holdBack(c.Files, func(i int, f fileDiff) string {
+				v := url.Values{"file": {strconv.Itoa(i)}, "from": {strconv.Itoa(len(f.Lines))}, "lines": {strconv.Itoa(f.Rest)}}
+				if c.Against != "" {
+					v.Set("against", c.Against)
+				}
+				if f.raw != "" {
+					v.Set("path", f.raw)
+				}
+				return "/ui/a/" + url.PathEscape(name) + "/s/" + url.PathEscape(d.ID) + "/diff?" + v.Encode()
+			})
+		}
 	}
+	c.Tree = s.treeOf(r.Context(), name, d, c)
 	c.Prev = d.Parent
 	c.Next = "newer"
 	s.render(w, r, http.StatusOK, "changes", page{Title: "Changes " + shortID(d.ID), Nav: "timeline", Agent: name, Data: c})
+}
+
+// maxByWalk bounds how many snapshots the changes view looks into, from
+// the one shown back to the one it is compared with, to say whose each
+// file's change is.
+const maxByWalk = 50
+
+// treeOf is the changes view's file list: against its parent, the
+// snapshot's own files with their `by`; against another snapshot (a
+// turn), the diff's files, each with the `by` of every snapshot between
+// the two that changed it (when the other one is an ancestor within
+// maxByWalk snapshots).
+func (s *Server) treeOf(ctx context.Context, agent string, d *ops.Detail, c changes) []treeFile {
+	if c.Against == "" || c.Against == d.Parent {
+		out := make([]treeFile, len(d.Files))
+		for i, f := range d.Files {
+			out[i] = treeFile{Path: f.Path, Status: f.Status, Added: f.LinesAdded, Deleted: f.LinesDeleted, Binary: f.Binary, By: f.By}
+		}
+		return out
+	}
+	by := map[string][]string{}
+	cur := d
+	for range maxByWalk {
+		for _, f := range cur.Files {
+			if f.By != "" && !slices.Contains(by[f.Path], f.By) {
+				by[f.Path] = append(by[f.Path], f.By)
+			}
+		}
+		if cur.Parent == "" || strings.HasPrefix(cur.Parent, c.Against) || strings.HasPrefix(c.Against, cur.Parent) {
+			break
+		}
+		next, err := call(ctx, s, ops.SnapshotShow, ops.Args{ID: cur.Parent, Query: agentQuery(agent)})
+		if err != nil {
+			break
+		}
+		cur = next
+	}
+	out := make([]treeFile, 0, len(c.Files))
+	for _, f := range c.Files {
+		raw := f.raw
+		if raw == "" {
+			raw = f.Path
+		}
+		out = append(out, treeFile{Path: raw, Status: f.Status, Added: f.Added, Deleted: f.Deleted, Binary: f.Binary, By: strings.Join(by[raw], ", ")})
+	}
+	return out
 }
 
 func shortID(id string) string {
@@ -90,7 +189,7 @@ func parseDiff(d *ops.DiffAnswer, split bool) ([]fileDiff, bool) {
 	var cur *fileDiff
 	for line := range strings.SplitSeq(strings.TrimSuffix(text, "\n"), "\n") {
 		if rest, ok := strings.CutPrefix(line, "diff --git "); ok {
-			files = append(files, fileDiff{Path: diffPath(rest)})
+			files = append(files, fileDiff{Path: diffPath(rest), raw: rawPath(rest), Status: ops.StatusModified})
 			cur = &files[len(files)-1]
 			continue
 		}
@@ -101,6 +200,10 @@ func parseDiff(d *ops.DiffAnswer, split bool) ([]fileDiff, bool) {
 		switch {
 		case strings.HasPrefix(line, "@@"):
 			kind = "hunk"
+		case strings.HasPrefix(line, "new file"):
+			cur.Status, kind = ops.StatusAdded, "meta"
+		case strings.HasPrefix(line, "deleted file"):
+			cur.Status, kind = ops.StatusDeleted, "meta"
 		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"), strings.HasPrefix(line, "index "),
 			strings.HasPrefix(line, "new file"), strings.HasPrefix(line, "deleted file"), strings.HasPrefix(line, "old mode"),
 			strings.HasPrefix(line, "new mode"), strings.HasPrefix(line, "similarity"), strings.HasPrefix(line, "rename "):
@@ -110,8 +213,10 @@ func parseDiff(d *ops.DiffAnswer, split bool) ([]fileDiff, bool) {
 			kind = "meta"
 		case strings.HasPrefix(line, "+"):
 			kind = "add"
+			cur.Added++
 		case strings.HasPrefix(line, "-"):
 			kind = "del"
+			cur.Deleted++
 		case strings.HasPrefix(line, `\`):
 			kind = "meta"
 		}
@@ -135,6 +240,18 @@ func diffPath(rest string) string {
 		return termsafe.Name(rest[i+3:])
 	}
 	return termsafe.Name(rest)
+}
+
+// rawPath is the file a "diff --git a/P b/P" line names, as it is, or ""
+// when git quoted it (a name with unusual bytes).
+func rawPath(rest string) string {
+	if strings.HasPrefix(rest, `"`) {
+		return ""
+	}
+	if i := strings.LastIndex(rest, " b/"); i >= 0 {
+		return rest[i+3:]
+	}
+	return ""
 }
 
 // splitRows pairs a hunk's deleted lines with the added lines after them,
@@ -206,22 +323,49 @@ func (s *Server) newerView(w http.ResponseWriter, r *http.Request) {
 
 // diffChunk is how many lines of a diff go in one block of the page: the
 // browser lays out the blocks out of view only when they come into view
-// (content-visibility), so a 10,000-line diff shows at once.
+// (content-visibility).
 const diffChunk = 400
+
+// firstLines is how many lines of the unified diff the changes view
+// itself carries, over all its files: the first screens. The rest of each
+// file comes after the page is shown (diffRest, one request per file), so
+// a 10,000-line diff paints as fast as a short one and the browser never
+// parses one megabyte of HTML before it shows anything.
+const firstLines = 300
+
+// holdBack leaves in each file only what the view carries at first
+// (firstLines over all files), and says where the rest of each comes
+// from.
+func holdBack(files []fileDiff, restURL func(i int, f fileDiff) string) {
+	budget := firstLines
+	for i := range files {
+		f := &files[i]
+		keep := min(len(f.Lines), budget)
+		budget -= keep
+		if keep < len(f.Lines) {
+			f.Rest = len(f.Lines) - keep
+			f.Lines = f.Lines[:keep]
+			f.Src = restURL(i, *f)
+		}
+	}
+}
 
 // Body is the file's unified diff as HTML: each line escaped here (the
 // text is already redacted and free of control characters), in blocks of
 // diffChunk lines. Built by hand rather than by the template: the
 // template's escaping per line took most of a 10,000-line diff's time.
-func (f fileDiff) Body() template.HTML {
+func (f fileDiff) Body() template.HTML { return linesHTML(f.Lines, true) }
+
+// linesHTML is lines as HTML, in blocks of diffChunk lines when blocks.
+func linesHTML(lines []diffLine, blocks bool) template.HTML {
 	var b strings.Builder
-	b.Grow(len(f.Lines) * 64)
-	for i, l := range f.Lines {
-		if i%diffChunk == 0 {
+	b.Grow(len(lines) * 64)
+	for i, l := range lines {
+		if blocks && i%diffChunk == 0 {
 			if i > 0 {
 				b.WriteString("</div>")
 			}
-			fmt.Fprintf(&b, `<div class="chunk" data-lines="%d">`, min(diffChunk, len(f.Lines)-i))
+			fmt.Fprintf(&b, `<div class="chunk" data-lines="%d">`, min(diffChunk, len(lines)-i))
 		}
 		b.WriteString(`<span class="`)
 		b.WriteString(l.Kind) // one of a few fixed words
@@ -229,7 +373,7 @@ func (f fileDiff) Body() template.HTML {
 		b.WriteString(html.EscapeString(l.Text))
 		b.WriteString("</span>") // each line a block: no newline between them
 	}
-	if len(f.Lines) > 0 {
+	if blocks && len(lines) > 0 {
 		b.WriteString("</div>")
 	}
 	return template.HTML(b.String())

@@ -82,21 +82,18 @@ func (s *Server) contextView(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cp := contextPage{Agent: name, Now: res.Context.UsedFraction, Compactions: res.Context.Compactions}
-	feed, err := call(r.Context(), s, ops.Wait, ops.Args{Query: agentQuery(name, "after", "0", "max_seconds", "1")})
-	if err == nil {
-		for _, e := range feed.Events {
-			if e.Kind != "signal" {
-				continue
+	for _, e := range s.feedNow(r.Context(), name) {
+		if e.Kind != "signal" {
+			continue
+		}
+		sig, _ := e.Data.(map[string]any)
+		switch sig["kind"] {
+		case "context":
+			if f, ok := sig["used_fraction"].(float64); ok {
+				cp.Points = append(cp.Points, chartPoint{At: e.At, Used: f})
 			}
-			sig, _ := e.Data.(map[string]any)
-			switch sig["kind"] {
-			case "context":
-				if f, ok := sig["used_fraction"].(float64); ok {
-					cp.Points = append(cp.Points, chartPoint{At: e.At, Used: f})
-				}
-			case "compaction":
-				cp.Marks = append(cp.Marks, chartPoint{At: e.At})
-			}
+		case "compaction":
+			cp.Marks = append(cp.Marks, chartPoint{At: e.At})
 		}
 	}
 	cp.layout()

@@ -78,6 +78,13 @@ type timeline struct {
 	Decisions []capsule.DecisionRecord
 	WorkLost  []capsule.WorkLost
 	Context   capsule.ContextState
+	// Rows are the page's snapshots with what happened between them
+	// (checkpoints, decisions, compactions, sessions, turns, work lost),
+	// newest first.
+	Rows []tlRow
+	// SinceMessage is the changes since the agent's last message (the
+	// newest turn_start snapshot against the newest snapshot).
+	SinceMessage string
 }
 
 // timelineView is one place's snapshots, newest first, a page at a time
@@ -96,6 +103,7 @@ func (s *Server) timelineView(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tl := timeline{Agent: name, Session: r.URL.Query().Get("session")}
+	evs := s.feedNow(r.Context(), name)
 	seen := map[string]bool{}
 	snaps := list[:0:0]
 	for _, sn := range list {
@@ -103,8 +111,17 @@ func (s *Server) timelineView(w http.ResponseWriter, r *http.Request) {
 			seen[cv.Session] = true
 			tl.Sessions = append(tl.Sessions, cv.Session)
 		}
-		if tl.Session == "" || (sn.Conversation != nil && sn.Conversation.Session == tl.Session) {
+		// A snapshot that names no session (no transcript followed) is
+		// kept under a filter, as the events that name none are: hiding
+		// it would hide the turn it belongs to.
+		if tl.Session == "" || sn.Conversation == nil || sn.Conversation.Session == "" || sn.Conversation.Session == tl.Session {
 			snaps = append(snaps, sn)
+		}
+	}
+	for _, e := range evs {
+		if id := sessionOfEvent(e); id != "" && !seen[id] {
+			seen[id] = true
+			tl.Sessions = append(tl.Sessions, id)
 		}
 	}
 	tl.Total = len(snaps)
@@ -117,5 +134,7 @@ func (s *Server) timelineView(w http.ResponseWriter, r *http.Request) {
 	slices.Reverse(tl.Decisions)
 	tl.WorkLost = res.WorkLost
 	tl.Context = res.Context
+	tl.Rows = timelineRows(name, tl.Snapshots, turnStarts(snaps), tl.Page == 1, tl.Page == tl.Pages, tl.Session, evs, tl.Decisions)
+	tl.SinceMessage = sinceLastMessage(name, snaps)
 	s.render(w, r, http.StatusOK, "timeline", page{Title: "Timeline of " + name, Nav: "timeline", Agent: name, Data: tl})
 }

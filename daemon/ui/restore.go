@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 
@@ -15,6 +16,8 @@ type fileHistory struct {
 	Path     string
 	Versions []Version
 	Err      string
+	// Journal says the versions are the version journal's.
+	Journal bool
 }
 
 // fileView lists a file's versions (History), each with its diff and a
@@ -24,7 +27,8 @@ func (s *Server) fileView(w http.ResponseWriter, r *http.Request) {
 	fh := fileHistory{Agent: name, Path: p}
 	if p != "" {
 		vs, err := s.history.Versions(r.Context(), name, p)
-		if err != nil && len(vs) == 0 {
+		var noJournal errNoJournal
+		if err != nil && len(vs) == 0 && !errors.As(err, &noJournal) {
 			s.fail(w, r, err)
 			return
 		}
@@ -32,6 +36,7 @@ func (s *Server) fileView(w http.ResponseWriter, r *http.Request) {
 			fh.Err = err.Error()
 		}
 		fh.Versions = vs
+		fh.Journal = err == nil
 	}
 	s.render(w, r, http.StatusOK, "file", page{Title: "History of " + termsafe.Name(p), Nav: "timeline", Agent: name, Data: fh})
 }
@@ -52,16 +57,35 @@ type restoreView struct {
 // with the button that does it.
 func (s *Server) fileRestoreView(w http.ResponseWriter, r *http.Request) {
 	name, q := r.PathValue("agent"), r.URL.Query()
-	id, p := q.Get("snapshot"), q.Get("path")
-	ans, err := call(r.Context(), s, ops.SnapshotRestore, ops.Args{ID: id, Query: agentQuery(name),
-		Body: bodyOf(ops.RestoreRequest{Paths: []string{p}, DryRun: true})})
+	id, version, p := q.Get("snapshot"), q.Get("version"), q.Get("path")
+	ans, err := s.restoreFile(r, name, id, version, p, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	fields := url.Values{"snapshot": {id}, "path": {p}}
+	if version != "" {
+		fields = url.Values{"version": {version}, "path": {p}}
+	}
 	s.render(w, r, http.StatusOK, "restore", page{Title: "Restore " + termsafe.Name(p), Nav: "timeline", Agent: name,
 		Data: restoreView{Agent: name, Path: p, Action: "/ui/a/" + url.PathEscape(name) + "/file/restore",
-			Fields: url.Values{"snapshot": {id}, "path": {p}}, Answer: ans}})
+			Fields: fields, Answer: ans}})
+}
+
+// restoreFile restores (or, dryRun, tells what would change) file p: the
+// journal's version when one is named (history_restore), else the file
+// as snapshot id holds it (snapshot_restore of that path).
+func (s *Server) restoreFile(r *http.Request, name, id, version, p string, dryRun bool) (*ops.RestoreAnswer, error) {
+	if version != "" {
+		ans, err := call(r.Context(), s, ops.HistoryRestore, ops.Args{Query: agentQuery(name),
+			Body: bodyOf(ops.VersionRestoreRequest{Path: p, Version: version, DryRun: dryRun})})
+		if err != nil {
+			return nil, err
+		}
+		return &ans.RestoreAnswer, nil
+	}
+	return call(r.Context(), s, ops.SnapshotRestore, ops.Args{ID: id, Query: agentQuery(name),
+		Body: bodyOf(ops.RestoreRequest{Paths: []string{p}, DryRun: dryRun})})
 }
 
 // fileRestore restores one file from a snapshot (the confirmation's POST,
@@ -69,9 +93,8 @@ func (s *Server) fileRestoreView(w http.ResponseWriter, r *http.Request) {
 // how to undo it.
 func (s *Server) fileRestore(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("agent")
-	id, p := r.PostFormValue("snapshot"), r.PostFormValue("path")
-	ans, err := call(r.Context(), s, ops.SnapshotRestore, ops.Args{ID: id, Query: agentQuery(name),
-		Body: bodyOf(ops.RestoreRequest{Paths: []string{p}})})
+	id, version, p := r.PostFormValue("snapshot"), r.PostFormValue("version"), r.PostFormValue("path")
+	ans, err := s.restoreFile(r, name, id, version, p, false)
 	if err != nil {
 		s.fail(w, r, err)
 		return

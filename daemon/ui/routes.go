@@ -16,6 +16,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /ui/a/{agent}/{$}", s.timelineView)
 	mux.HandleFunc("GET /ui/a/{agent}/s/{id}", s.changesView)
 	mux.HandleFunc("GET /ui/a/{agent}/s/{id}/newer", s.newerView)
+	mux.HandleFunc("GET /ui/a/{agent}/s/{id}/diff", s.diffRest)
 	mux.HandleFunc("GET /ui/a/{agent}/file", s.fileView)
 	mux.HandleFunc("GET /ui/a/{agent}/file/restore", s.fileRestoreView)
 	mux.HandleFunc("POST /ui/a/{agent}/file/restore", s.fileRestore)

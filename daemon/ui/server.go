@@ -23,8 +23,9 @@ type Options struct {
 	Logger *slog.Logger
 	// SessionTTL is how long a session lives (0: SessionTTL).
 	SessionTTL time.Duration
-	// History is where a file's versions come from (nil: its versions
-	// across the snapshots).
+	// History is where a file's versions come from (nil: the version
+	// journal, or its versions across the snapshots where the place
+	// keeps no journal).
 	History History
 	// Timeouts are the connection timeouts of the listener the page opens
 	// itself.
@@ -49,6 +50,7 @@ type Server struct {
 	history  History
 	streams  atomic.Int32 // live streams open
 	lists    listCache    // the places' snapshot lists
+	rests    restCache    // the diffs the changes view just parsed
 
 	// stop ends the page's own listener's requests (its live streams)
 	// when it shuts down.
@@ -71,7 +73,7 @@ func New(o Options) *Server {
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.history = o.History
 	if s.history == nil {
-		s.history = snapshotHistory{s}
+		s.history = journalHistory{s}
 	}
 	return s
 }

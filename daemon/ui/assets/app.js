@@ -43,6 +43,72 @@
     if (q && !window.confirm(q)) { e.preventDefault(); }
   });
 
+  // A long diff: the view carries its first lines; the rest of each file
+  // is fetched once the page is shown, file by file, and kept as blocks
+  // of lines, each as tall as its lines (the scroll bar is right at
+  // once), built into the page as it comes near the view, and the others
+  // while the browser is idle (so its find sees every line in the end).
+  // When every file's rest is in the page, the body says so
+  // (data-diff="shown", data-diff-at: ms after the navigation began).
+  function shown() {
+    document.body.setAttribute("data-diff-at", String(performance.now()));
+    document.body.setAttribute("data-diff", "shown");
+  }
+  var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 1); };
+  function loadRest() {
+    var rest = Array.prototype.slice.call(document.querySelectorAll("pre.diff .rest[data-src]"));
+    if (!rest.length) { shown(); return; }
+    var line = document.querySelector("pre.diff span");
+    var h = line ? line.getBoundingClientRect().height : 16;
+    rest.forEach(function (el) { el.style.minHeight = (+el.getAttribute("data-lines") * h) + "px"; });
+    var html = new WeakMap(), later = [];
+    function fill(div) {
+      var b = html.get(div);
+      if (b === undefined) { return; }
+      html.delete(div);
+      if (io) { io.unobserve(div); }
+      div.innerHTML = b;
+      div.style.minHeight = "";
+    }
+    var io = window.IntersectionObserver ? new IntersectionObserver(function (seen) {
+      seen.forEach(function (e) { if (e.isIntersecting) { fill(e.target); } });
+    }, { rootMargin: "1500px 0px" }) : null;
+    function place(el, ans) {
+      var frag = document.createDocumentFragment();
+      ans.chunks.forEach(function (b, k) {
+        var div = document.createElement("div"), n = Math.min(ans.chunkLines, ans.lines - k * ans.chunkLines);
+        div.className = "chunk";
+        div.setAttribute("data-lines", String(n));
+        div.style.minHeight = (n * h) + "px";
+        html.set(div, b);
+        frag.appendChild(div);
+        later.push(div);
+        if (io) { io.observe(div); }
+      });
+      el.replaceWith(frag);
+    }
+    function fillIdle() {
+      var div = later.shift();
+      if (!div) { return; }
+      fill(div);
+      idle(fillIdle);
+    }
+    var i = 0;
+    function next() {
+      if (i === rest.length) { shown(); idle(fillIdle); return; }
+      var el = rest[i++];
+      fetch(el.getAttribute("data-src"), { credentials: "same-origin" }).then(function (r) {
+        if (!r.ok) { throw new Error("HTTP " + r.status); }
+        return r.json();
+      }).then(function (ans) { place(el, ans); }).catch(function (err) {
+        el.textContent = "the rest of this file's diff could not be loaded: " + err.message + "; reload the page";
+        el.className = "bad";
+      }).finally(next);
+    }
+    requestAnimationFrame(function () { setTimeout(next, 0); }); // after the first paint
+  }
+  loadRest();
+
   // The live stream: when a place the view shows has events, fetch the
   // view again and put its main part in place.
   var agent = document.body.getAttribute("data-agent") || "";
@@ -59,7 +125,7 @@
       if (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
         var next = doc.getElementById("main");
-        if (next) { main().replaceWith(next); sel = -1; }
+        if (next) { main().replaceWith(next); sel = -1; loadRest(); }
       }
     }).finally(function () {
       busy = false;
