@@ -187,3 +187,91 @@ func TestUIInTheBrowserTimelineTurnsHistoryLost(t *testing.T) {
 	}
 	shoot(t, ctx, "lost-button-restored")
 }
+
+// TestUIInTheBrowserLongDiff opens a snapshot that added a 10,000-line
+// file in a real headless chromium: the changes view itself carries only
+// the diff's first lines (its HTML holds at most a few hundred), and once
+// the page says the diff is shown the block of the whole file is as tall
+// as its 10,000 lines (the scroll bar is right at once); then every line
+// ends up in the page, once each and in order, the ones past the first
+// screens fetched by the page's script, a credential on one of those
+// redacted and a control character escaped as in the rest of the view.
+// It asserts what is shown, not how fast: the figure is
+// BenchmarkUIDiff10k's.
+func TestUIInTheBrowserLongDiff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	const n = 10000
+	w, work := snapshotWorkspace(t, "")
+	p := startProc(t, w.socket, nil, "run", "--config", w.config)
+	c := p.client()
+	defer c.CloseIdleConnections()
+	waitUntil(t, func() string { return "no start snapshot" }, func() bool { return len(asList(get(t, c, "/v1/snapshots")["snapshots"])) > 0 })
+	var big strings.Builder
+	for i := range n {
+		switch i {
+		case 7000:
+			fmt.Fprintf(&big, "line %05d key AKIAIOSFODNN7EXAMPLQ\n", i)
+		case 8000:
+			fmt.Fprintf(&big, "line %05d bell\a escape\x1b[2J\n", i)
+		default:
+			fmt.Fprintf(&big, "line %05d of a file the agent wrote whole\n", i)
+		}
+	}
+	writeFile(t, work, "big.txt", big.String())
+	writeFile(t, work, "small.txt", "after the big one\n")
+	if code, m, err := post(c, "/v1/snapshots", map[string]any{"message": "the big file"}); err != nil || code != 200 {
+		t.Fatalf("snapshot take: %d %v %v", code, m, err)
+	}
+
+	ctx := browser(t, 1200, 760)
+	login := uiLoginURL(t, w.socket, nil)
+	base := login[:strings.Index(login, "/ui/")]
+	run(t, ctx, "open the login URL", chromedp.Navigate(login), chromedp.WaitVisible(`li.place[data-place="builder"]`))
+	run(t, ctx, "the long diff", chromedp.Navigate(base+"/ui/a/builder/s/latest"), chromedp.WaitVisible(`[data-diff="shown"]`))
+
+	// What the view's own HTML carries (asked again, same session).
+	inHTML := value(t, ctx, "the view's HTML", chromedp.Evaluate[int](`(function () {
+		var x = new XMLHttpRequest(); x.open("GET", location.href, false); x.send();
+		return x.responseText.split('<span class="add">').length - 1; })()`))
+	if inHTML > 400 {
+		t.Errorf("the view's HTML carries %d lines of the diff; the rest should come after it is shown", inHTML)
+	}
+	// Shown: the big file's block is as tall as its lines already.
+	tall := value(t, ctx, "the big file's height in lines", chromedp.Evaluate[float64](`(function () {
+		var pre = document.querySelector('section.file[id="f-big.txt"] pre.diff');
+		return pre.getBoundingClientRect().height / pre.querySelector("span.add").getBoundingClientRect().height; })()`))
+	if tall < n {
+		t.Errorf("when shown, the big file's diff is %.0f lines tall, want at least %d", tall, n)
+	}
+	adds := func() int { return count(t, ctx, `section.file[id="f-big.txt"] pre.diff span.add`) }
+	waitUntil(t, func() string { return fmt.Sprintf("the page holds %d of the %d lines", adds(), n) }, func() bool { return adds() >= n })
+	bad := value(t, ctx, "the lines in order", chromedp.Evaluate[string](fmt.Sprintf(`(function () {
+		var l = document.querySelectorAll('section.file[id="f-big.txt"] pre.diff span.add');
+		if (l.length !== %d) { return "lines: " + l.length; }
+		for (var i = 0; i < l.length; i++) {
+			var want = "+line " + String(i).padStart(5, "0");
+			if (l[i].textContent.indexOf(want) !== 0) { return "line " + i + ": " + l[i].textContent; }
+		}
+		return ""; })()`, n)))
+	if bad != "" {
+		t.Errorf("the big file's lines are not whole and in order: %s", bad)
+	}
+	text := value(t, ctx, "the page's text", chromedp.Evaluate[string](`document.body.textContent`))
+	if strings.Contains(text, "AKIAIOSFODNN7EXAMPLQ") || strings.ContainsAny(text, "\a\x1b") {
+		t.Errorf("a held-back line shows a credential or a raw control character")
+	}
+	if i := strings.Index(text, "line 08000"); i < 0 || !strings.Contains(text[i:min(i+60, len(text))], "bell") {
+		t.Errorf("line 8000 shows as %q", text[max(i, 0):min(max(i, 0)+60, len(text))])
+	}
+	// The small file after the big one: all of it held back (the first
+	// lines went to the big one), fetched and put in too.
+	small := func() string {
+		return value(t, ctx, "the small file", chromedp.Evaluate[string](`document.querySelector('section.file[id="f-small.txt"]').textContent`))
+	}
+	waitUntil(t, func() string { return fmt.Sprintf("the small file after the big one shows %q", small()) },
+		func() bool { return strings.Contains(small(), "+after the big one") })
+	run(t, ctx, "the end of the diff", chromedp.ScrollIntoView(`section.file[id="f-small.txt"]`))
+	shoot(t, ctx, "changes-long")
+}
