@@ -44,7 +44,8 @@
   });
 
   // A long diff: the view carries its first lines; the rest of each file
-  // is fetched once the page is shown, file by file, and kept as blocks
+  // is fetched at once (one request per file, while the browser paints
+  // the first lines) and kept as blocks
   // of lines, each as tall as its lines (the scroll bar is right at
   // once), built into the page as it comes near the view, and the others
   // while the browser is idle (so its find sees every line in the end).
@@ -82,30 +83,33 @@
         div.style.minHeight = (n * h) + "px";
         html.set(div, b);
         frag.appendChild(div);
-        later.push(div);
         if (io) { io.observe(div); }
       });
       el.replaceWith(frag);
     }
     function fillIdle() {
       var div = later.shift();
-      if (!div) { return; }
+      if (!div) { document.body.setAttribute("data-diff-all-at", String(performance.now())); return; }
       fill(div);
       idle(fillIdle);
     }
-    var i = 0;
-    function next() {
-      if (i === rest.length) { shown(); idle(fillIdle); return; }
-      var el = rest[i++];
+    // Every file's rest is asked for at once, while the browser paints
+    // the first lines; each is put in place as it comes.
+    var left = rest.length;
+    rest.forEach(function (el) {
       fetch(el.getAttribute("data-src"), { credentials: "same-origin" }).then(function (r) {
         if (!r.ok) { throw new Error("HTTP " + r.status); }
         return r.json();
       }).then(function (ans) { place(el, ans); }).catch(function (err) {
         el.textContent = "the rest of this file's diff could not be loaded: " + err.message + "; reload the page";
         el.className = "bad";
-      }).finally(next);
-    }
-    requestAnimationFrame(function () { setTimeout(next, 0); }); // after the first paint
+      }).finally(function () {
+        if (--left) { return; }
+        later = Array.prototype.filter.call(document.querySelectorAll("pre.diff div.chunk"), function (d) { return html.has(d); });
+        shown();
+        idle(fillIdle);
+      });
+    });
   }
   loadRest();
 
