@@ -63,20 +63,21 @@ func TestUIInTheBrowserTimelineTurnsHistoryLost(t *testing.T) {
 	hook := turnHook(t, env, work)
 	waitSnapshot(t, c, "start")
 
-	// A session (the hook's, abc123) with a compaction, a checkpoint with
-	// a decision, and another session's start.
+	// A session (the hook's, abc123), a checkpoint with a decision, and
+	// another session's start; the compaction comes after the turn (its
+	// pre_compaction snapshot, taken when the daemon gets to it, must not
+	// take the turn's first change before turn_start does).
 	payload := hookPayload(t, "input-sessionstart-startup.json", func(m map[string]any) { m["cwd"] = work; delete(m, "transcript_path") })
 	if code, _, errs := cli(t, env, payload, "hook", "--agent", "builder"); code != 0 { // it answers the resume
 		t.Fatalf("hook SessionStart: exit %d: %s", code, errs)
 	}
-	for _, sig := range []map[string]any{
-		{"kind": "compaction", "phase": "pre", "trigger": "auto", "session_id": "abc123"},
-		{"kind": "session", "event": "start", "source": "startup", "session_id": "zz-other-session"},
-	} {
+	signal := func(sig map[string]any) {
+		t.Helper()
 		if code, m, err := post(c, "/v1/signals", sig); err != nil || code != 200 {
 			t.Fatalf("signal %v: %d %v %v", sig, code, m, err)
 		}
 	}
+	signal(map[string]any{"kind": "session", "event": "start", "source": "startup", "session_id": "zz-other-session"})
 	if code, m, err := post(c, "/v1/continuity/checkpoint", map[string]any{"focus": "wire the tax in",
 		"decide": map[string]any{"chosen": "a flat tax", "because": "the brackets are not decided yet by anyone"}}); err != nil || code != 200 {
 		t.Fatalf("checkpoint: %d %v %v", code, m, err)
@@ -104,6 +105,7 @@ func TestUIInTheBrowserTimelineTurnsHistoryLost(t *testing.T) {
 		func() bool { return slices.Contains(byOthers(t, c, "builder"), "notes.md outside") })
 	hook("input-stop.json", nil)
 	end := waitSnapshot(t, c, "turn_end")
+	signal(map[string]any{"kind": "compaction", "phase": "pre", "trigger": "auto", "session_id": "abc123"})
 
 	ctx := browser(t, 1200, 900)
 	login := uiLoginURL(t, w.socket, nil)
