@@ -73,12 +73,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 	"github.com/continuityd/continuityd/internal/safefile"
@@ -252,6 +254,12 @@ func Find(ctx context.Context, name string) (*Tool, error) {
 	if path, err = filepath.Abs(path); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	fi, statErr := os.Stat(path)
+	if statErr == nil {
+		if v, ok := versions.get(path, fi); ok {
+			return &Tool{Path: path, Version: v}, nil
+		}
+	}
 	t := &Tool{Path: path}
 	cmd := t.Command(ctx, Run{Args: []string{"--version"}, Dir: os.TempDir(), noDefaults: true})
 	out, err := cmd.Output()
@@ -263,7 +271,45 @@ func Find(ctx context.Context, name string) (*Tool, error) {
 		return nil, fmt.Errorf("%w: %s --version said %q, not a git version", ErrUnavailable, path, strings.TrimSpace(string(out)))
 	}
 	t.Version = v
+	if statErr == nil {
+		versions.put(path, fi, v)
+	}
 	return t, nil
+}
+
+// versions are the versions git binaries said, by path and what that file
+// was then: every agent finds git as it opens, and fifty places opened
+// at start were fifty runs of git --version. A binary replaced since
+// (an upgrade: another inode, size or time) is asked again.
+var versions versionCache
+
+type versionCache struct {
+	mu sync.Mutex
+	m  map[string]foundVersion
+}
+
+type foundVersion struct {
+	file    fs.FileInfo
+	version Version
+}
+
+func (c *versionCache) get(path string, fi fs.FileInfo) (Version, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.m[path]
+	if !ok || !os.SameFile(f.file, fi) || f.file.Size() != fi.Size() || !f.file.ModTime().Equal(fi.ModTime()) {
+		return Version{}, false
+	}
+	return f.version, true
+}
+
+func (c *versionCache) put(path string, fi fs.FileInfo, v Version) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]foundVersion{}
+	}
+	c.m[path] = foundVersion{file: fi, version: v}
 }
 
 // As returns the tool running git as c (nil: as the daemon's own user).
