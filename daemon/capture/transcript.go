@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -124,7 +126,10 @@ func (f *transcriptFollower) follow(path string) {
 // folders where a new session appears and in their parents up to the
 // agent's home (so a project folder created after the start is seen as it
 // appears). transcripts.rescan is a safety net for what a watch cannot
-// say (a watch limit reached, a home created after the start).
+// say (a watch limit reached, a home created after the start), armed only
+// while the last rescan left a folder of the way unwatched: a daemon of
+// fifty places, each rescanning every 30 s for folders a watched parent
+// would announce anyway, never slept.
 func (f *transcriptFollower) run(ctx context.Context) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -153,12 +158,18 @@ func (f *transcriptFollower) run(ctx context.Context) {
 	defer claims.Release(agent) // also Capture's at its end; this one comes after the last pick
 	r.rescan(ctx)
 	var rescan <-chan time.Time // nil: the watches alone
-	if t.Rescan > 0 {
-		tick := time.NewTicker(t.Rescan)
-		defer tick.Stop()
-		rescan = tick.C
-	}
+	safety := time.NewTimer(t.Rescan)
+	defer safety.Stop()
+	safety.Stop()
 	for {
+		switch {
+		case r.unwatched && rescan == nil && t.Rescan > 0:
+			safety.Reset(t.Rescan)
+			rescan = safety.C
+		case !r.unwatched && rescan != nil:
+			safety.Stop()
+			rescan = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -172,6 +183,7 @@ func (f *transcriptFollower) run(ctx context.Context) {
 		case <-f.letGo:
 			r.rescan(ctx)
 		case <-rescan:
+			rescan = nil
 			r.rescan(ctx)
 		case ev, ok := <-w.Events:
 			if !ok {
@@ -206,6 +218,12 @@ type transcriptReader struct {
 	// chainDirs their parents up to the agent's home (from the last rescan).
 	sessionDirs, chainDirs map[string]bool
 	scanned                bool // the first Scan is done
+	// unwatched is set when the last rescan left a folder of a chain
+	// unwatched that no watched parent announces: one that exists but
+	// could not be watched (the watch limit, permissions), or missing
+	// under a parent that is not watched. Only then does run rescan on a
+	// timer.
+	unwatched bool
 }
 
 // event acts on one file event: reads what the followed transcript
@@ -227,6 +245,12 @@ func (r *transcriptReader) event(ctx context.Context, ev fsnotify.Event) {
 	}
 }
 
+// exists reports whether path exists now (not following a link).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
 // isDir reports whether path is a directory now (not following a link).
 func isDir(path string) bool {
 	fi, err := os.Lstat(path)
@@ -241,16 +265,36 @@ func (r *transcriptReader) rescan(ctx context.Context) {
 		r.watching = map[string]bool{}
 	}
 	r.sessionDirs, r.chainDirs = map[string]bool{}, map[string]bool{}
+	r.unwatched = false
 	for _, chain := range r.finder.WatchChains(time.Now()) {
+		if top := chain[len(chain)-1]; !exists(top) {
+			// No ~/.codex yet (no session of it ever): the folder
+			// above announces it.
+			chain = append(slices.Clip(chain), filepath.Dir(top))
+		}
 		r.sessionDirs[chain[0]] = true
 		for _, d := range chain[1:] {
 			r.chainDirs[d] = true
 		}
 		// Parents first, so that a folder created between two Adds is
-		// either watched or seen by the Scan below.
-		for i := len(chain) - 1; i >= 0; i-- {
-			if d := chain[i]; !r.watching[d] && r.w.Add(d) == nil {
+		// either watched or seen by the Scan below. A missing folder
+		// whose parent is watched is announced by that parent's
+		// create event (event: a chain folder created), and so is
+		// everything below it.
+		announced := false
+		for i := len(chain) - 1; i >= 0 && !announced; i-- {
+			d := chain[i]
+			if r.watching[d] {
+				continue
+			}
+			err := r.w.Add(d)
+			switch {
+			case err == nil:
 				r.watching[d] = true
+			case errors.Is(err, fs.ErrNotExist) && i+1 < len(chain) && r.watching[chain[i+1]]:
+				announced = true
+			default:
+				r.unwatched = true
 			}
 		}
 	}
