@@ -301,10 +301,11 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		defer wg.Done()
 		d.spool.Loop(reqCtx, func() { close(ingested) })
 	}()
+	opened := make(chan struct{}) // the places watched again are open
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.returnStartMemory(reqCtx, next, ingested)
+		d.returnStartMemory(reqCtx, opened, ingested)
 	}()
 	wg.Add(1)
 	go func() {
@@ -314,6 +315,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if d.opts.Ready != nil {
 		d.opts.Ready()
 	}
+	d.watchAtStart(shipCtx)
+	close(opened)
 
 	idle := time.NewTicker(d.places.idleEvery())
 	defer idle.Stop()

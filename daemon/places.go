@@ -77,15 +77,42 @@ func (d *Daemon) openPlaces(cfg *config.Config) (*placeSet, error) {
 	}
 	roots := cfg.Places.RootsFor
 	ps.rules = place.Rules{Adopt: cfg.Places.Adopt, Roots: roots, Home: homeOf}
-	now := time.Now()
-	recent := slices.DeleteFunc(reg.Places(), func(e place.Entry) bool { return now.Sub(e.Session) > ps.idle })
-	slices.SortFunc(recent, func(a, b place.Entry) int { return b.Session.Compare(a.Session) })
-	if cfg.Places.Adopt {
-		for _, e := range recent[:min(len(recent), ps.max)] {
-			ps.watched[e.Name] = e.Session
-		}
-	}
 	return ps, nil
+}
+
+// watchAtStart watches again the places a session reported from within
+// idle_after, the most recent first, up to max_watched. Run calls it once
+// the socket serves: fifty places opened before it took seconds in which
+// nothing answered. They are opened and started side by side (opening.go);
+// a request for one of them meanwhile waits on Run's goroutine as an
+// adoption does. It returns once each is watched (its start snapshot, the
+// catch-up of what changed while the daemon was down, goes on after).
+func (d *Daemon) watchAtStart(ctx context.Context) {
+	ps := d.places
+	if ps == nil || !ps.rules.Adopt {
+		return
+	}
+	began := time.Now()
+	recent := slices.DeleteFunc(ps.reg.Places(), func(e place.Entry) bool { return began.Sub(e.Session) > ps.idle })
+	if len(recent) == 0 {
+		return
+	}
+	slices.SortFunc(recent, func(a, b place.Entry) int { return b.Session.Compare(a.Session) })
+	ps.mu.Lock()
+	for _, e := range recent[:min(len(recent), ps.max)] {
+		ps.watched[e.Name] = e.Session
+	}
+	ps.mu.Unlock()
+	started, err := d.rebuild()
+	if err != nil {
+		d.log.Error("places could not be opened", "err", err)
+	}
+	startAll(ctx, started)
+	names := make([]string, 0, len(started))
+	for _, a := range started {
+		names = append(names, a.Config().Name)
+	}
+	d.log.Info("places watched again", "places", names, "took", time.Since(began).Round(time.Millisecond))
 }
 
 // homeOf is the home directory of uid ("" when unknown).
@@ -266,8 +293,8 @@ func (d *Daemon) servePlace(ctx context.Context, req placeRequest) {
 	req.done <- err
 	for _, a := range started {
 		d.log.Info("place watched", "place", a.Config().Name, "workdir", a.Config().Workdir)
-		a.Start(ctx)
 	}
+	startAll(ctx, started)
 }
 
 // unwatchIdle stops the agents of the places no session reported from

@@ -112,6 +112,7 @@ func (d *Daemon) reload(ctx context.Context) error {
 	d.st.Store(next)
 	next.logDamaged(d.log)
 	var added, removed, kept []string
+	var starting []*agent.Agent
 	for _, name := range next.names {
 		a := next.agents[name]
 		if old.agents[name] == a {
@@ -119,9 +120,10 @@ func (d *Daemon) reload(ctx context.Context) error {
 			a.Kick()
 		} else {
 			added = append(added, name)
-			a.Start(ctx)
+			starting = append(starting, a)
 		}
 	}
+	startAll(ctx, starting)
 	for _, name := range old.names {
 		if _, ok := next.agents[name]; !ok {
 			removed = append(removed, name)
@@ -212,12 +214,11 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 			}
 		}
 	}
-	for _, ac := range cfg.Agents {
+	// The agents not carried over are opened side by side (opening.go),
+	// then taken in config order.
+	jobs := make([]*openJob, len(cfg.Agents))
+	for i, ac := range cfg.Agents {
 		if keep[ac.Name] {
-			next.agents[ac.Name], next.names = old.agents[ac.Name], append(next.names, ac.Name)
-			if uid, ok := old.owners[ac.Name]; ok {
-				next.owners[ac.Name] = uid
-			}
 			continue
 		}
 		missing := false
@@ -241,8 +242,24 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 		ao.Capture.RestoreGate = d.gates.For(ac.Workdir)
 		ao.Capture.Watches = d.watches.For(ac.Workdir)
 		ao.Capture.TranscriptClaims = d.transcripts.For(ac.Workdir)
-		uid, asOwner := d.asOwner(&ao, cfg, ac)
-		a, err := agent.Open(ao)
+		j := &openJob{opts: ao}
+		j.uid, j.asOwner = d.asOwner(&j.opts, cfg, ac)
+		jobs[i] = j
+	}
+	openAll(jobs)
+	for i, ac := range cfg.Agents {
+		if keep[ac.Name] {
+			next.agents[ac.Name], next.names = old.agents[ac.Name], append(next.names, ac.Name)
+			if uid, ok := old.owners[ac.Name]; ok {
+				next.owners[ac.Name] = uid
+			}
+			continue
+		}
+		j := jobs[i]
+		if j == nil {
+			continue
+		}
+		a, err := j.a, j.err
 		var damage *residency.DamageError
 		var moved *place.MovedError
 		if errors.As(err, &damage) || errors.As(err, &moved) {
@@ -254,8 +271,8 @@ func (d *Daemon) build(cfg *config.Config, old *snapshot) (*snapshot, error) {
 			continue
 		}
 		next.agents[ac.Name], next.names = a, append(next.names, ac.Name)
-		if asOwner {
-			next.owners[ac.Name] = uid
+		if j.asOwner {
+			next.owners[ac.Name] = j.uid
 		}
 		d.ledgers.Listen(ac.Workdir, ac.Name, a.TellConflict)
 	}

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// returnStartMemory waits until the start-up work is over (every agent's
-// start snapshot, and the first pass over the spool once ingested closes)
+// returnStartMemory waits until the start-up work is over (the places
+// watched again once opened closes, every agent's start snapshot, and the
+// first pass over the spool once ingested closes)
 // and then collects the garbage it left and gives the freed pages back to
 // the system, once.
 //
@@ -21,7 +22,13 @@ import (
 // scavenger's slow return; docs/PERFORMANCE.md ("Resting memory") has the
 // figures. The price is one collection of a heap of a few MB, a few
 // milliseconds of CPU at start, logged at debug level.
-func (d *Daemon) returnStartMemory(ctx context.Context, st *snapshot, ingested <-chan struct{}) {
+func (d *Daemon) returnStartMemory(ctx context.Context, opened, ingested <-chan struct{}) {
+	select {
+	case <-opened:
+	case <-ctx.Done():
+		return
+	}
+	st := d.snap()
 	for _, name := range st.names {
 		select {
 		case <-st.agents[name].Capture().StartSnapshotDone():
