@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/holdgit"
-	"github.com/continuityd/continuityd/internal/sourcetree"
+	"github.com/continuityd/continuityd/internal/testkit/holdgit"
+	"github.com/continuityd/continuityd/internal/testkit/sourcetree"
 )
 
 // scaleHome is a daemon of places under home, run as the test's user with
