@@ -199,56 +199,6 @@ func vmRSS(b *testing.B, pid int) float64 {
 	return 0
 }
 
-// BenchmarkPlacesStart (floor: 50 adopted places of 2,000 files each,
-// daemon start to all healthy ≤ 3 s, RSS ≤ 96 MiB, idle CPU 0.0% over
-// 60 s): the places are adopted by one session each (the hook command),
-// the daemon stopped once every start snapshot is taken, then started
-// again and timed from its exec to every place watched with its parts ok
-// and its catch-up snapshot taken; then left alone (CONTINUITYD_BENCH_IDLE
-// seconds, default 60) and its CPU time and VmRSS read from /proc.
-// CONTINUITYD_BENCH_PLACES and CONTINUITYD_BENCH_FILES change the 50 and
-// the 2,000. docs/PERFORMANCE.md ("Places") quotes runs:
-//
-//	go test -run '^$' -bench PlacesStart -benchtime 1x ./cmd/continuityd/
-func BenchmarkPlacesStart(b *testing.B) {
-	n, files := benchInt("CONTINUITYD_BENCH_PLACES", 50), benchInt("CONTINUITYD_BENCH_FILES", 2000)
-	idle := time.Duration(benchInt("CONTINUITYD_BENCH_IDLE", 60)) * time.Second
-	for i := 0; i < b.N; i++ {
-		pb := newPlacesBench(b, fmt.Sprintf("max_watched = %d\n", n+8))
-		dirs := make([]string, n)
-		for j := range dirs {
-			dirs[j] = filepath.Join(pb.home, fmt.Sprintf("project-%02d", j))
-			restingProject(b, dirs[j], files)
-		}
-		pb.start()
-		for _, d := range dirs {
-			if _, out := pb.session(d); !strings.Contains(out, "# Where project-") {
-				b.Fatalf("the session in %s: %q", d, out)
-			}
-		}
-		benchUntil(b, func() string { return "every place's start snapshot: " + pb.stderr.String() }, func() bool { return pb.healthy(n) })
-		pb.stop()
-
-		pb.start()
-		benchUntil(b, func() string { return "every place healthy again: " + pb.stderr.String() }, func() bool { return pb.healthy(n) })
-		healthy := time.Since(pb.started)
-		pid := pb.cmd.Process.Pid
-		pb.c.CloseIdleConnections()
-		before := cpuTicks(b, pid)
-		time.Sleep(idle) // benchmark only: what is measured is the daemon left alone this long
-		ticks := cpuTicks(b, pid) - before
-		rss := vmRSS(b, pid)
-		cpu := float64(ticks) / 100 / idle.Seconds() * 100 // USER_HZ is 100 on Linux
-		b.ReportMetric(healthy.Seconds(), "start-to-healthy-s")
-		b.ReportMetric(pb.listening.Sub(pb.started).Seconds(), "start-to-listening-s")
-		b.ReportMetric(rss, "VmRSS-MiB")
-		b.ReportMetric(cpu, "idle-CPU-%")
-		b.Logf("%d places of %d files: start to all healthy %s (listening after %s), VmRSS %.1f MiB, idle CPU %.2f%% (%d ticks in %s)",
-			n, files, healthy.Round(time.Millisecond), pb.listening.Sub(pb.started).Round(time.Millisecond), rss, cpu, ticks, idle)
-		pb.stop()
-	}
-}
-
 var tookRE = regexp.MustCompile(`start snapshot taken.* took=([0-9.]+[a-zµ]+)`)
 
 // startSnapshotTook is how long each start snapshot in log took, in order.
