@@ -89,14 +89,19 @@ func TestPlaceLargeAdoptionAnswersBeforeItsSnapshot(t *testing.T) {
 		t.Errorf("snapshots before the start snapshot was let go: %v", ids)
 	}
 	g.Release(t)
-	benchUntil(t, func() string { return "the start snapshot; log:\n" + p.stderr.String() },
-		func() bool { return len(agentSnapshots(t, c, "large")) == 1 })
-	if took := tookRE.FindStringSubmatch(p.stderr.String()); took == nil || !strings.Contains(took[0], fmt.Sprintf("files=%d", files)) {
-		t.Errorf("the start snapshot's line: %q", took)
+	// The snapshot is listed a moment before the log and status say it
+	// is taken: wait for the line, then for status.
+	benchUntil(t, func() string { return "the start snapshot's line; log:\n" + p.stderr.String() },
+		func() bool { return tookRE.MatchString(p.stderr.String()) })
+	if took := tookRE.FindStringSubmatch(p.stderr.String()); !strings.Contains(took[0], fmt.Sprintf("files=%d", files)) {
+		t.Errorf("the start snapshot's line: %q", took[0])
 	}
-	if d := component(t, c, "large", "snapshots"); strings.Contains(d, "start snapshot") {
-		t.Errorf("the snapshots part once the start snapshot is taken: %q", d)
+	if ids := agentSnapshots(t, c, "large"); len(ids) != 1 {
+		t.Errorf("snapshots once the start snapshot is taken: %v, want one", ids)
 	}
+	detail = ""
+	waitUntil(t, func() string { return fmt.Sprintf("the snapshots part once the start snapshot is taken: %q", detail) },
+		func() bool { detail = component(t, c, "large", "snapshots"); return !strings.Contains(detail, "start snapshot") })
 }
 
 // TestPlacesWatchedAgainAfterARestart: the places a session reported
