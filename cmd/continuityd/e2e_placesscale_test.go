@@ -101,7 +101,10 @@ func TestPlaceLargeAdoptionAnswersBeforeItsSnapshot(t *testing.T) {
 	}
 	detail = ""
 	waitUntil(t, func() string { return fmt.Sprintf("the snapshots part once the start snapshot is taken: %q", detail) },
-		func() bool { detail = component(t, c, "large", "snapshots"); return !strings.Contains(detail, "start snapshot") })
+		func() bool {
+			detail = component(t, c, "large", "snapshots")
+			return !strings.Contains(detail, "start snapshot")
+		})
 }
 
 // TestPlacesWatchedAgainAfterARestart: the places a session reported
