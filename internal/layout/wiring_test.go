@@ -91,6 +91,7 @@ var daemonWiring = map[string]string{
 	"apitoken.go":     "the loopback listener's token held, read again at each reload",
 	"spool.go":        "the spool's events handed to the agent they name, from the users it admits",
 	"page.go":         "the web page built, and served beside the API on the configured loopback listener",
+	"opening.go":      "the agents of a build opened and started side by side, bounded, those of one workdir in order",
 	"places.go":       "the places sessions adopt (package place) served as agents of the running configuration: adopting and watching asked of Run, idle ones unwatched, in status",
 }
 
