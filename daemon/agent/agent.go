@@ -343,7 +343,9 @@ func (a *Agent) UpstreamStates() []capsule.UpstreamState {
 func (a *Agent) LocalResume() capsule.Resume { return a.withLocal(a.store.Resume()) }
 
 // withLocal adds to the residency's part of a resume what the rest of this
-// daemon knows.
+// daemon knows. ResumeJSON puts what it sets in the slots of the answer
+// the residency keeps ready; a field set here that is not one of
+// residency.LocalParts must send ResumeJSON to its full path (localOnly).
 func (a *Agent) withLocal(r capsule.Resume) capsule.Resume {
 	r.Upstreams = a.UpstreamStates()
 	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
@@ -376,10 +378,16 @@ func (a *Agent) Resume(ctx context.Context, o ResumeOptions) (capsule.Resume, re
 	if !o.Local {
 		r.Degraded = append(r.Degraded, a.fetchRemote(ctx)...)
 	}
+	a.addRemote(&r)
+	return r, visit
+}
+
+// addRemote adds the upstreams' own views, as last fetched, to r.
+func (a *Agent) addRemote(r *capsule.Resume) {
 	a.remoteMu.Lock()
 	defer a.remoteMu.Unlock()
 	if len(a.remote) == 0 {
-		return r, visit
+		return
 	}
 	r.Remote = map[string]capsule.RemoteView{}
 	for name, v := range a.remote {
@@ -393,7 +401,6 @@ func (a *Agent) Resume(ctx context.Context, o ResumeOptions) (capsule.Resume, re
 			}
 		}
 	}
-	return r, visit
 }
 
 // Visited resets since_last_visit to what the visit v was shown: call it

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
@@ -28,11 +29,18 @@ func (a *API) handleResume(w http.ResponseWriter, r *http.Request, ag *agent.Age
 		writeError(w, err)
 		return
 	}
-	res, visit := ag.Resume(r.Context(), agent.ResumeOptions{Local: local})
+	buf := resumeBufs.Get().(*[]byte)
+	defer resumeBufs.Put(buf)
+	raw, visit, eerr := ag.ResumeJSON(r.Context(), agent.ResumeOptions{Local: local}, (*buf)[:0])
 	if r.Context().Err() != nil {
 		return // the client is gone: nobody to answer, no visit
 	}
-	writeJSON(w, http.StatusOK, res)
+	if eerr != nil {
+		writeError(w, capsule.Refuse(capsule.CodeInternal, "", "the resume could not be encoded: %v", eerr))
+		return
+	}
+	*buf = raw
+	writeBody(w, http.StatusOK, raw)
 	// Delivered: the answer left in full. A client that closes as soon as
 	// it has read it (a hook) may cancel the context right after; that is
 	// no reason to count the visit undone.
@@ -40,6 +48,10 @@ func (a *API) handleResume(w http.ResponseWriter, r *http.Request, ag *agent.Age
 		ag.Visited(visit)
 	}
 }
+
+// resumeBufs are the buffers resume answers are encoded in: each is
+// written out before the handler returns it.
+var resumeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 // handleCheckpoint is POST /v1/continuity/checkpoint.
 func (a *API) handleCheckpoint(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {

@@ -39,6 +39,14 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 			t.Fatalf("round %d, the saved state:\nencodeSavedState %s (%v)\nencoding/json    %s (%v)", i, got, err, want, wantErr)
 		}
 
+		var r capsule.Resume
+		jsonappendtest.Fill(&r, rng)
+		want, wantErr = stdEncodeNoEscape(&r)
+		got, err = EncodeResume(&r, nil)
+		if !sameEncoding(got, err, append(want, '\n'), wantErr) {
+			t.Fatalf("round %d, the resume:\nEncodeResume  %s (%v)\nencoding/json %s (%v)", i, got, err, want, wantErr)
+		}
+
 		var w capsule.Write
 		jsonappendtest.Fill(&w, rng)
 		if rng.IntN(2) == 0 { // the common record: a checkpoint and nothing else
@@ -107,4 +115,31 @@ func stdEncodeNoEscape(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// TestResumeAnswerMatchesEncodeResume: the answer kept ready, with the
+// agent's values put in its slots, is byte for byte the encoding of the
+// whole resume with those values set, whatever the state and the values.
+func TestResumeAnswerMatchesEncodeResume(t *testing.T) {
+	rounds := 3000
+	if testing.Short() {
+		rounds = 300
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(29, seed))
+	for i := range rounds {
+		var r capsule.Resume
+		jsonappendtest.Fill(&r, rng)
+		a := newResumeAnswer("", nil, nil)
+		a.encodeFrom(&r, 0)
+		var p LocalParts
+		jsonappendtest.Fill(&p, rng)
+		r.Snapshot, r.SinceLastVisit.ByOthers, r.Upstreams, r.Degraded, r.Conflicts = p.Snapshot, p.ByOthers, p.Upstreams, p.Degraded, p.Conflicts
+		want, wantErr := EncodeResume(&r, nil)
+		got, err := a.Append(nil, &p)
+		if !sameEncoding(got, err, want, wantErr) {
+			t.Fatalf("round %d:\nAppend       %s (%v)\nEncodeResume %s (%v)", i, got, err, want, wantErr)
+		}
+	}
 }

@@ -126,6 +126,7 @@ type Store struct {
 	logged []uint64
 
 	stateJSON atomic.Pointer[encodedState] // see StateJSON
+	answer    atomic.Pointer[ResumeAnswer] // the resume answer of a published state; see VisitAnswer
 	encoding  sync.WaitGroup               // the answer encodings commits started; Close waits
 	// The last encodings' lengths: the next one's buffer is made to fit.
 	docLen, stateLen atomic.Int64
@@ -276,6 +277,7 @@ type txn struct {
 	logged         []uint64 // see Store.logged
 	maxPending     int
 	encoded        *encodedState // the answer's encoding, when one answers with the state
+	resume         *ResumeAnswer // the state's resume answer, made with encoded
 }
 
 // kv is what a batch sees of the storage: storage.Recorder on bbolt's
@@ -335,8 +337,14 @@ func (s *Store) beginBatch(rec *storage.Recorder) *txn {
 // then). The callers wait for it in StateJSON; the commit does not.
 func (s *Store) endBatch(t *txn, answer bool) (uint64, error) {
 	if answer {
+		// The writer's answer first; the resume answer after it, for the
+		// resume that so often follows a write.
 		t.encoded = newEncodedState(t.d, t.capsule)
-		s.encoding.Go(func() { t.encoded.encode(s.agent, &s.stateLen) })
+		t.resume = newResumeAnswer(s.agent, t.d, t.capsule)
+		s.encoding.Go(func() {
+			t.encoded.encode(s.agent, &s.stateLen)
+			t.resume.encode(int(s.stateLen.Load()))
+		})
 	}
 	raw, err := encodeDoc(t.d, make([]byte, 0, s.docLen.Load()+512))
 	if err != nil {
@@ -369,6 +377,7 @@ func (s *Store) publish(t *txn) {
 	}
 	if t.encoded != nil {
 		s.stateJSON.Store(t.encoded) // before anyone can read the state it encodes
+		s.answer.Store(t.resume)
 	}
 	s.mu.Unlock()
 	if s.onCommit != nil && len(t.events) > 0 {
