@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuityd/continuityd/internal/baseline"
+	"github.com/continuityd/continuityd/internal/testkit/baseline"
 )
 
 // floorEnv asks the test binary to serve the floors (see floorMain): its

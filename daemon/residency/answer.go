@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/capsule"
-	"github.com/continuityd/continuityd/internal/jsonappend"
+	"github.com/continuityd/continuityd/internal/daemonside/jsonappend"
 )
 
 // ResumeAnswer is the resume answer of one published state, encoded once:
