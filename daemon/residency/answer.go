@@ -8,8 +8,9 @@ import (
 )
 
 // ResumeAnswer is the resume answer of one published state, encoded once:
-// by the commit that publishes the state (while its log syncs), or by the
-// first resume that finds none. What the rest of the daemon knows (the
+// by the commit that publishes the state (while its log syncs, when a
+// resume read the answer before it), or by the first resume that finds
+// none. What the rest of the daemon knows (the
 // work snapshot, the paths others changed, the upstreams' delivery, what
 // is degraded, the conflicts) changes without a commit, so it is left as
 // slots that Append fills on every read. A published state is never
@@ -126,6 +127,7 @@ func (s *Store) VisitAnswer() (*ResumeAnswer, Visit) {
 	d, rec := s.cur, s.capsule
 	s.mu.RUnlock()
 	v := Visit{mark: markVisit(d), at: time.Now()}
+	s.answerRead.Store(true)
 	old := s.answer.Load()
 	if old != nil && old.d == d && old.c == rec {
 		return old, v

@@ -127,7 +127,10 @@ type Store struct {
 
 	stateJSON atomic.Pointer[encodedState] // see StateJSON
 	answer    atomic.Pointer[ResumeAnswer] // the resume answer of a published state; see VisitAnswer
-	encoding  sync.WaitGroup               // the answer encodings commits started; Close waits
+	// answerRead: a resume read an answer since the last commit encoded
+	// one ahead (endBatch encodes the next only then).
+	answerRead atomic.Bool
+	encoding   sync.WaitGroup // the answer encodings commits started; Close waits
 	// The last encodings' lengths: the next one's buffer is made to fit.
 	docLen, stateLen atomic.Int64
 }
@@ -338,12 +341,19 @@ func (s *Store) beginBatch(rec *storage.Recorder) *txn {
 func (s *Store) endBatch(t *txn, answer bool) (uint64, error) {
 	if answer {
 		// The writer's answer first; the resume answer after it, for the
-		// resume that so often follows a write.
+		// resume that so often follows a write, but only when the last
+		// one was read: a flood of writes with no resume between them
+		// spends no CPU on answers nobody asks for (the first resume
+		// after it encodes its own, in VisitAnswer).
 		t.encoded = newEncodedState(t.d, t.capsule)
-		t.resume = newResumeAnswer(s.agent, t.d, t.capsule)
+		if s.answerRead.Swap(false) {
+			t.resume = newResumeAnswer(s.agent, t.d, t.capsule)
+		}
 		s.encoding.Go(func() {
 			t.encoded.encode(s.agent, &s.stateLen)
-			t.resume.encode(int(s.stateLen.Load()))
+			if t.resume != nil {
+				t.resume.encode(int(s.stateLen.Load()))
+			}
 		})
 	}
 	raw, err := encodeDoc(t.d, make([]byte, 0, s.docLen.Load()+512))
@@ -377,7 +387,9 @@ func (s *Store) publish(t *txn) {
 	}
 	if t.encoded != nil {
 		s.stateJSON.Store(t.encoded) // before anyone can read the state it encodes
-		s.answer.Store(t.resume)
+		if t.resume != nil {
+			s.answer.Store(t.resume)
+		}
 	}
 	s.mu.Unlock()
 	if s.onCommit != nil && len(t.events) > 0 {
