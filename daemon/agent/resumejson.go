@@ -35,7 +35,7 @@ func (a *Agent) ResumeJSON(ctx context.Context, o ResumeOptions, buf []byte) ([]
 // localOnly reports whether withLocal set nothing in p (a resume with
 // nothing of the residency's) but the values of residency.LocalParts.
 func localOnly(p *capsule.Resume) bool {
-	return p.RestoredFrom == nil && len(p.FleetConflict) == 0 && len(p.WorkLost) == 0 && p.RestoreInterrupted == nil
+	return p.RestoredFrom == nil && p.FleetHandover == nil && len(p.FleetConflict) == 0 && len(p.WorkLost) == 0 && p.RestoreInterrupted == nil
 }
 
 // hasRemote reports whether an upstream's own view is kept for resumes.
