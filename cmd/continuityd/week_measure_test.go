@@ -1,0 +1,304 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The compressed week's measurements: what is sampled from outside the
+// daemon, and the test that a resource grows no faster than what is kept.
+// The x axis is the generator's count of events done, never wall time, so
+// that a slow machine (fewer events a minute) changes nothing but the
+// run's length.
+
+// weekSample is one sampling of every resource, after events events.
+type weekSample struct {
+	events int
+	vals   map[string]float64
+}
+
+// weekBound is what a resource may do over the second half of the run
+// (after warm-up): grow by at most abs in all plus perEvent an event
+// (least-squares slope), and never exceed cap (0: no cap).
+type weekBound struct {
+	abs, perEvent, cap float64
+}
+
+// weekResources are the resources sampled, in the summary's order, with
+// their bounds. Everything the daemon holds is bounded by what it keeps
+// (keep snapshots, keep_bytes, a bounded set of files in bounded places),
+// not by how long it has run; perEvent allows what an event may
+// legitimately add (the write-ahead log and archive of checkpoints grow
+// with the writes acknowledged, by design). Retention runs in the
+// background after a snapshot, so an agent may hold keep+1 for a moment.
+func weekResources(keep, agents int, keepBytes float64) []struct {
+	name string
+	b    weekBound
+} {
+	const mib = 1 << 20
+	return []struct {
+		name string
+		b    weekBound
+	}{
+		{"rss_bytes", weekBound{abs: 48 * mib, perEvent: 16 << 10}},
+		{"heap_inuse_bytes", weekBound{abs: 32 * mib, perEvent: 8 << 10}},
+		{"goroutines", weekBound{abs: 40, perEvent: 0.01}},
+		{"open_fds", weekBound{abs: 24, perEvent: 0.005}},
+		{"inotify_watches", weekBound{abs: 12, perEvent: 0.005}},
+		{"state_files", weekBound{abs: 400, perEvent: 0.2}},
+		{"state_bytes", weekBound{abs: 8 * mib, perEvent: 8 << 10, cap: float64(agents)*keepBytes*1.5 + 64*mib}},
+		{"snapshots", weekBound{abs: float64(agents), perEvent: 0.002, cap: float64(agents * (keep + 1))}},
+		{"journal_bytes", weekBound{abs: 2 * mib, perEvent: 2 << 10}},
+	}
+}
+
+// slope is the least-squares slope of ys over xs.
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
+
+// weekFigure is one resource's line of the summary.
+type weekFigure struct {
+	name                  string
+	start, end, max       float64
+	slope, limit, fitSpan float64
+	failure               string
+}
+
+// weekFigures judges every resource over samples: the slope is fitted on
+// the samples of the second half (by events), and a resource fails when
+// it grows faster than its bound allows over that span, or passes its
+// cap; the failure names the resource and the samples.
+func weekFigures(samples []weekSample, resources []struct {
+	name string
+	b    weekBound
+}) []weekFigure {
+	if len(samples) == 0 {
+		return nil
+	}
+	total := samples[len(samples)-1].events
+	var out []weekFigure
+	for _, r := range resources {
+		f := weekFigure{name: r.name, start: samples[0].vals[r.name], end: samples[len(samples)-1].vals[r.name], max: math.Inf(-1)}
+		var xs, ys []float64
+		var seen []string
+		for _, s := range samples {
+			v := s.vals[r.name]
+			f.max = math.Max(f.max, v)
+			if 2*s.events >= total {
+				xs, ys = append(xs, float64(s.events)), append(ys, v)
+				seen = append(seen, fmt.Sprintf("%d:%.0f", s.events, v))
+			}
+		}
+		if len(xs) >= 2 {
+			f.fitSpan = xs[len(xs)-1] - xs[0]
+			f.slope = slope(xs, ys)
+			if f.fitSpan > 0 {
+				f.limit = r.b.abs/f.fitSpan + r.b.perEvent
+			}
+		}
+		switch {
+		case len(xs) < 3:
+			f.failure = fmt.Sprintf("%s: only %d samples in the second half, too few to fit a slope", r.name, len(xs))
+		case f.slope > f.limit:
+			f.failure = fmt.Sprintf("%s grows %.4g an event over the second half (bound %.4g: %.4g over %.0f events + %.4g an event); samples events:value %s",
+				r.name, f.slope, f.limit, r.b.abs, f.fitSpan, r.b.perEvent, strings.Join(seen, " "))
+		case r.b.cap > 0 && f.max > r.b.cap:
+			f.failure = fmt.Sprintf("%s reached %.0f, over its cap %.0f; samples events:value %s", r.name, f.max, r.b.cap, strings.Join(seen, " "))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// weekSummary is the figures as the committed summary shows them.
+func weekSummary(figs []weekFigure) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-18s %14s %14s %14s %14s %14s  %s\n", "resource", "start", "end", "max", "slope/event", "bound/event", "verdict")
+	for _, f := range figs {
+		verdict := "ok"
+		if f.failure != "" {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(&b, "%-18s %14.0f %14.0f %14.0f %14.4g %14.4g  %s\n", f.name, f.start, f.end, f.max, f.slope, f.limit, verdict)
+	}
+	return b.String()
+}
+
+// procStatus reads a field (in kB for sizes) of /proc/PID/status.
+func procStatus(pid int, field string) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			v, _ := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+			return v
+		}
+	}
+	return -1
+}
+
+// procFds counts the process's open files, and the inotify watches its
+// inotify descriptors hold (one "inotify wd:" line each in fdinfo).
+func procFds(pid int) (fds, watches float64) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return -1, -1
+	}
+	for _, e := range ents {
+		fds++
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err != nil || l != "anon_inode:inotify" {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, e.Name()))
+		if err == nil {
+			watches += float64(strings.Count(string(raw), "inotify wd:"))
+		}
+	}
+	return fds, watches
+}
+
+// stateUsage is the bytes and files under the state directory, and the
+// bytes of the version journals (agents/*/snapshots.git/journal.db).
+func stateUsage(state string) (bytes, files, journal float64) {
+	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		files++
+		bytes += float64(info.Size())
+		if d.Name() == "journal.db" {
+			journal += float64(info.Size())
+		}
+		return nil
+	})
+	return bytes, files, journal
+}
+
+// scrapeMetrics reads the named unlabelled series of the daemon's /metrics.
+func scrapeMetrics(c *http.Client, names ...string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := c.Get("http://d/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		for _, n := range names {
+			if name == n {
+				out[n], _ = strconv.ParseFloat(val, 64)
+			}
+		}
+	}
+	return out
+}
+
+// TestWeekDetector: the growth test on synthetic series shaped like the
+// week's. A steady resource with noise and a restart's dip in the first
+// half passes; the same with a leak of one file (or goroutine, or a few
+// KiB) per event, or a store growing past its cap, fails, naming the
+// resource and its samples. The week's real bounds, at the short run's
+// size (about 300 events), are the ones judged.
+func TestWeekDetector(t *testing.T) {
+	res := weekResources(12, 4, 4<<20)
+	build := func(events, every int, f func(e int) map[string]float64) []weekSample {
+		var s []weekSample
+		for e := 0; e <= events; e += every {
+			s = append(s, weekSample{events: e, vals: f(e)})
+		}
+		return s
+	}
+	noise := func(e int) float64 { return float64((e*7919)%13) - 6 }
+	steady := func(e int) map[string]float64 {
+		v := map[string]float64{
+			"rss_bytes": 40e6 + 1e6*noise(e), "heap_inuse_bytes": 12e6 + 5e5*noise(e), "goroutines": 90 + noise(e),
+			"open_fds": 30 + noise(e)/3, "inotify_watches": 20, "state_files": 300 + noise(e), "state_bytes": 9e6 + 2e5*noise(e),
+			"snapshots": 40, "journal_bytes": 2e5,
+		}
+		if e < 100 { // warm-up, and a restart's dip
+			v["rss_bytes"], v["goroutines"], v["snapshots"] = 20e6, 40, float64(e)/3
+		}
+		return v
+	}
+	for _, events := range []int{300, 8000} {
+		figs := weekFigures(build(events, events/30, steady), res)
+		for _, f := range figs {
+			if f.failure != "" {
+				t.Errorf("%d events, a steady series fails: %s", events, f.failure)
+			}
+		}
+	}
+	leaks := map[string]func(e int) float64{
+		"open_fds":         func(e int) float64 { return 30 + float64(e)/4 }, // a file left open every 4th event
+		"goroutines":       func(e int) float64 { return 90 + float64(e)/2 },
+		"inotify_watches":  func(e int) float64 { return 20 + float64(e)/5 },
+		"heap_inuse_bytes": func(e int) float64 { return 12e6 + 256<<10*float64(e) },
+		"snapshots":        func(e int) float64 { return 40 + float64(e)/10 },
+		"journal_bytes":    func(e int) float64 { return 2e5 + 32<<10*float64(e) },
+	}
+	for name, leak := range leaks {
+		figs := weekFigures(build(300, 10, func(e int) map[string]float64 {
+			v := steady(e)
+			v[name] = leak(e)
+			return v
+		}), res)
+		var failed []string
+		for _, f := range figs {
+			if f.failure != "" {
+				failed = append(failed, f.failure)
+			}
+		}
+		if len(failed) != 1 || !strings.HasPrefix(failed[0], name) || !strings.Contains(failed[0], "samples events:value") {
+			t.Errorf("a leak of %s: failures %q", name, failed)
+		}
+	}
+	// Over its cap without a slope: the snapshots kept beyond keep.
+	figs := weekFigures(build(300, 10, func(e int) map[string]float64 {
+		v := steady(e)
+		v["snapshots"] = 60
+		return v
+	}), res)
+	if f := figs[7]; f.name != "snapshots" || !strings.Contains(f.failure, "over its cap 52") {
+		t.Errorf("60 snapshots of 4 agents keeping 12: %+v", f)
+	}
+}
