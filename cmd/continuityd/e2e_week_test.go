@@ -152,11 +152,11 @@ workdir = %q
 	resources := weekResources(keep, len(w.places), keepBytes)
 	figs := weekFigures(w.samples, resources)
 	summary := fmt.Sprintf("compressed week: %d days, %d events (seed %d), %d samples; events by kind: %v\n"+
-		"slopes fitted over the second half by events done (after the warm-up and the restarts of days 1-3)\n\n%s",
-		plan.days, w.events, plan.seed, len(w.samples), w.counts, weekSummary(figs))
+		"slopes fitted over the second half by events done (after the warm-up and the restarts of days 1-3)\n\n%s\n%s",
+		plan.days, w.events, plan.seed, len(w.samples), w.counts, weekSummary(figs), stateParts(w.samples))
 	t.Log("\n" + summary)
 	if path := os.Getenv(weekSummaryEnv); path != "" {
-		os.WriteFile(path, []byte(summary+"\n"+weekSampleTable(w.samples, resources)), 0o644)
+		os.WriteFile(path, []byte(summary+"\n"+weekSampleTable(w.samples, resources)+"\n"+statePartsTable(w.samples)), 0o644)
 	}
 	for _, f := range figs {
 		if f.failure != "" {
@@ -246,7 +246,11 @@ func (w *weekRun) sample() {
 	v["open_fds"], v["inotify_watches"] = procFds(pid)
 	m := scrapeMetrics(w.c, "go_goroutines", "go_memstats_heap_inuse_bytes")
 	v["goroutines"], v["heap_inuse_bytes"] = m["go_goroutines"], m["go_memstats_heap_inuse_bytes"]
-	v["state_bytes"], v["state_files"], v["journal_bytes"] = stateUsage(w.state)
+	var parts map[string]float64
+	v["state_bytes"], v["state_files"], v["journal_bytes"], parts = stateUsage(w.state)
+	for k, b := range parts {
+		v[statePartPrefix+k] = b
+	}
 	for _, wp := range w.places {
 		v["snapshots"] += float64(len(agentSnapshots(w.t, w.c, wp.name)))
 	}

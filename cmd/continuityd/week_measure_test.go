@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,9 +189,17 @@ func procFds(pid int) (fds, watches float64) {
 	return fds, watches
 }
 
-// stateUsage is the bytes and files under the state directory, and the
-// bytes of the version journals (agents/*/snapshots.git/journal.db).
-func stateUsage(state string) (bytes, files, journal float64) {
+// statePartPrefix prefixes the sample's keys of state_bytes by part.
+const statePartPrefix = "state_bytes:"
+
+// stateUsage is the bytes and files under the state directory, the
+// bytes of the version journals (agents/*/snapshots.git/journal.db), and
+// the bytes by part: each top-level entry of the state directory, and
+// under agents/ each entry of an agent's directory summed over the
+// agents ("agents/*/snapshots.git"), so that the summary names what grows
+// with a bounded set of names, whatever the agents are called.
+func stateUsage(state string) (bytes, files, journal float64, parts map[string]float64) {
+	parts = map[string]float64{}
 	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
@@ -204,9 +213,105 @@ func stateUsage(state string) (bytes, files, journal float64) {
 		if d.Name() == "journal.db" {
 			journal += float64(info.Size())
 		}
+		parts[statePart(state, p)] += float64(info.Size())
 		return nil
 	})
-	return bytes, files, journal
+	return bytes, files, journal, parts
+}
+
+// statePart is the part of the state directory a file belongs to: its
+// top-level entry, or under agents/ the entry of the agent's directory.
+func statePart(state, p string) string {
+	rel, err := filepath.Rel(state, p)
+	if err != nil {
+		return "?"
+	}
+	el := strings.Split(filepath.ToSlash(rel), "/")
+	if el[0] == "agents" && len(el) >= 3 {
+		return "agents/*/" + tempName(el[2])
+	}
+	return tempName(el[0])
+}
+
+// statePartNames is the parts of state_bytes seen in any sample, sorted.
+func statePartNames(samples []weekSample) []string {
+	names := map[string]bool{}
+	for _, s := range samples {
+		for k := range s.vals {
+			if strings.HasPrefix(k, statePartPrefix) {
+				names[k] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// statePartsTable is state_bytes by part at every sample, for the
+// summary file.
+func statePartsTable(samples []weekSample) string {
+	names := statePartNames(samples)
+	var b strings.Builder
+	b.WriteString("events")
+	for _, n := range names {
+		b.WriteString(" " + strings.TrimPrefix(n, statePartPrefix))
+	}
+	b.WriteString("\n")
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%d", s.events)
+		for _, n := range names {
+			fmt.Fprintf(&b, " %.0f", s.vals[n])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// tempName folds the random tail of a temporary file's name
+// (".git-heads.json.tmp547369206"), so that they make one part.
+func tempName(name string) string {
+	if i := strings.LastIndex(name, ".tmp"); i >= 0 && strings.Trim(name[i+4:], "0123456789") == "" {
+		return name[:i+4] + "*"
+	}
+	return name
+}
+
+// stateParts is the summary's table of state_bytes by part: start, end,
+// max and the slope over the second half, largest slope first.
+func stateParts(samples []weekSample) string {
+	if len(samples) == 0 {
+		return ""
+	}
+	names := statePartNames(samples)
+	total := samples[len(samples)-1].events
+	type row struct {
+		name                   string
+		start, end, max, slope float64
+	}
+	var rows []row
+	for _, n := range names {
+		r := row{name: strings.TrimPrefix(n, statePartPrefix), start: samples[0].vals[n], end: samples[len(samples)-1].vals[n]}
+		var xs, ys []float64
+		for _, s := range samples {
+			r.max = math.Max(r.max, s.vals[n])
+			if 2*s.events >= total {
+				xs, ys = append(xs, float64(s.events)), append(ys, s.vals[n])
+			}
+		}
+		r.slope = slope(xs, ys)
+		rows = append(rows, r)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].slope > rows[j].slope })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-30s %12s %12s %12s %12s\n", "state_bytes by part", "start", "end", "max", "slope/event")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-30s %12.0f %12.0f %12.0f %12.4g\n", r.name, r.start, r.end, r.max, r.slope)
+	}
+	return b.String()
 }
 
 // scrapeMetrics reads the named unlabelled series of the daemon's /metrics.
