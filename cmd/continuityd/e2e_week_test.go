@@ -251,6 +251,8 @@ func (w *weekRun) sample() {
 	for k, b := range parts {
 		v[statePartPrefix+k] = b
 	}
+	v["archive_bytes"] = parts[weekArchivePart]
+	v["kept_bytes"] = v["state_bytes"] - v["archive_bytes"]
 	for _, wp := range w.places {
 		v["snapshots"] += float64(len(agentSnapshots(w.t, w.c, wp.name)))
 	}
