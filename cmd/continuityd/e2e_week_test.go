@@ -71,8 +71,8 @@ type weekRun struct {
 // 4 MiB, the journal keeping every version for a minute) and idle places
 // are unwatched after seconds (the daemon's test hook). From outside, it
 // samples the daemon's RSS, heap, goroutines, open files, inotify
-// watches, the state directory's bytes and files, the snapshots and the
-// journals, and fails when one grows over the second half (by events
+// watches, the state directory's bytes (by part, the local archive apart)
+// and files, the snapshots and the journals, and fails when one grows over the second half (by events
 // done) faster than what is kept allows; every checkpoint acknowledged
 // before a restart must be in the resume after it, and each agent keeps
 // at most keep snapshots.
