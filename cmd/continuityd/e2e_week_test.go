@@ -39,7 +39,6 @@ type weekPlace struct {
 	open        bool
 	branch      string
 	files       []string
-	transcript  string
 	sessionSeq  int
 	adoptedFrom string // the directory its first hook came from
 }
