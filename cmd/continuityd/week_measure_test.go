@@ -71,7 +71,11 @@ func weekResources(keep, agents int, keepBytes float64) []struct {
 		{"state_bytes", weekBound{abs: 3 * mib, perEvent: 2<<10 + 128, cap: float64(agents)*keepBytes*1.5 + 64*mib}},
 		{"archive_bytes", weekBound{abs: mib, perEvent: 2 << 10}},
 		{"kept_bytes", weekBound{abs: 2 * mib, perEvent: 128}},
-		{"snapshots", weekBound{abs: float64(agents), perEvent: 0.002, cap: float64(agents * (keep + 1))}},
+		// A sample can land between a place's snapshots and the retention
+		// pass that follows them (a turn's start and end and a quiet one
+		// in a burst), so the sampled cap allows each place a few beyond
+		// keep; the week's end waits for retention and holds keep exactly.
+		{"snapshots", weekBound{abs: float64(agents), perEvent: 0.002, cap: float64(agents * (keep + 4))}},
 		{"journal_bytes", weekBound{abs: 2 * mib, perEvent: 2 << 10}},
 	}
 }
@@ -423,11 +427,11 @@ func TestWeekDetector(t *testing.T) {
 	// Over its cap without a slope: the snapshots kept beyond keep.
 	figs := weekFigures(build(300, 10, func(e int) map[string]float64 {
 		v := steady(e)
-		v["snapshots"] = 60
+		v["snapshots"] = 70
 		return v
 	}), res)
-	if f := weekFigureOf(figs, "snapshots"); !strings.Contains(f.failure, "over its cap 52") {
-		t.Errorf("60 snapshots of 4 agents keeping 12: %+v", f)
+	if f := weekFigureOf(figs, "snapshots"); !strings.Contains(f.failure, "over its cap 64") {
+		t.Errorf("70 snapshots of 4 agents keeping 12: %+v", f)
 	}
 	// The state directory over a full week (10,500 events, 175 samples):
 	// a leak as large as the growth the full week saw (820 bytes an event)
