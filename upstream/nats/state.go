@@ -334,6 +334,27 @@ func (c *Client) putSide(ctx context.Context, agent, holder string) {
 	}
 }
 
+// follow observes w's updates until they end or ctx does. It does not
+// wait for the updates to close when ctx ends: the library closes them
+// only when the subscription closes, and a cancel that lands while the
+// watcher is being set up leaves it open (Close would wait forever).
+func (c *Client) follow(ctx context.Context, agent string, w jetstream.KeyWatcher) {
+	updates := w.Updates()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-updates:
+			if !ok {
+				return
+			}
+			if e != nil {
+				c.observe(ctx, agent, e)
+			}
+		}
+	}
+}
+
 // watch follows the agent's key and its conflict keys until ctx ends,
 // re-subscribing after a failure.
 func (c *Client) watch(ctx context.Context, agent string) {
@@ -345,11 +366,7 @@ func (c *Client) watch(ctx context.Context, agent string) {
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		w, err := c.kv.WatchFiltered(ctx, []string{agent, agent + ".conflict.*", takenKey(agent)}, jetstream.IgnoreDeletes())
 		if err == nil {
-			for e := range w.Updates() {
-				if e != nil {
-					c.observe(ctx, agent, e)
-				}
-			}
+			c.follow(ctx, agent, w)
 			_ = w.Stop()
 			attempt = 0
 		}
