@@ -353,8 +353,22 @@ func TestFleetResumeAnywhere(t *testing.T) {
 // against the OpenAPI document the daemon serves.
 func fleetAnswerValidates(t *testing.T, p *proc) {
 	t.Helper()
+	resp, err := validatingClient(t, p).Get("http://d/v1/fleet")
+	if err != nil {
+		t.Fatalf("GET /v1/fleet against the document: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/fleet: %d", resp.StatusCode)
+	}
+}
+
+// validatingClient is a client of p's socket whose transport checks each
+// request and answer against the OpenAPI document p serves.
+func validatingClient(t *testing.T, p *proc) *http.Client {
+	t.Helper()
 	c := p.client()
-	defer c.CloseIdleConnections()
+	t.Cleanup(c.CloseIdleConnections)
 	resp, err := c.Get("http://d/v1/openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -368,15 +382,7 @@ func fleetAnswerValidates(t *testing.T, p *proc) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	resp, err = vc.Get("http://d/v1/fleet")
-	if err != nil {
-		t.Fatalf("GET /v1/fleet against the document: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET /v1/fleet: %d", resp.StatusCode)
-	}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
 // With the fleet down at B's start, B starts degraded and writes; when the

@@ -6,15 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/continuityd/continuityd/internal/daemonside/openapi/openapitest"
 )
 
 // Handing an agent over (`continuityd fleet take`) end to end, on a real
@@ -142,23 +138,7 @@ func takeStatus(t *testing.T, p *proc) map[string]any {
 // returns the answer (200).
 func takeValidated(t *testing.T, p *proc, path string) map[string]any {
 	t.Helper()
-	c := p.client()
-	defer c.CloseIdleConnections()
-	resp, err := c.Get("http://d/v1/openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET /v1/openapi.json: %d %v", resp.StatusCode, err)
-	}
-	tr, err := openapitest.NewTransport(doc, c.Transport)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	resp, err = vc.Post("http://d"+path, "application/json", nil)
+	resp, err := validatingClient(t, p).Post("http://d"+path, "application/json", nil)
 	if err != nil {
 		t.Fatalf("POST %s against the document: %v", path, err)
 	}
