@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/continuityd/continuityd/daemon"
@@ -43,11 +42,7 @@ func BenchmarkUIDiff10k(b *testing.B) {
 		s, _ := get(&testing.T{}, c, "/v1/snapshots")["snapshots"].([]any)
 		return len(s)
 	}
-	for deadline := time.Now().Add(60 * time.Second); snapshots() == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("no start snapshot")
-		}
-	}
+	benchUntil(b, func() string { return "no start snapshot" }, func() bool { return snapshots() > 0 })
 	var big strings.Builder
 	for i := range 10000 {
 		fmt.Fprintf(&big, "line %05d of a file the agent wrote whole\n", i)
@@ -70,11 +65,10 @@ func BenchmarkUIDiff10k(b *testing.B) {
 	run(b, ctx, "the diff", chromedp.Navigate(view), chromedp.WaitVisible(`[data-diff="shown"]`))
 	// Every line ends up in the document (those out of view while the
 	// browser is idle), the last one too.
-	for deadline := time.Now().Add(60 * time.Second); evalFloat(`document.querySelectorAll("pre.diff span.add").length`) < 10000; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatalf("the diff shows %v added lines, want 10,000", evalFloat(`document.querySelectorAll("pre.diff span.add").length`))
-		}
-	}
+	const added = `document.querySelectorAll("pre.diff span.add").length`
+	var shown float64
+	benchUntil(b, func() string { return fmt.Sprintf("the diff shows %v added lines, want 10,000", shown) },
+		func() bool { shown = evalFloat(added); return shown >= 10000 })
 	if last := value(b, ctx, "the last line", chromedp.Evaluate[string](`Array.from(document.querySelectorAll("pre.diff span.add")).pop().textContent`)); !strings.Contains(last, "line 09999") {
 		b.Fatalf("the diff's last line is %q", last)
 	}
