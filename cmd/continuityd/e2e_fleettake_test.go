@@ -153,21 +153,9 @@ func takeValidated(t *testing.T, p *proc, path string) map[string]any {
 // fleetHolder is the writer (machine/instance) of agent's key in the bucket.
 func fleetHolder(t *testing.T, url, agent string) string {
 	t.Helper()
-	js, closeJS := fleetJS(t, url)
-	defer closeJS()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	kv, err := js.KeyValue(ctx, "continuityd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := kv.Get(ctx, agent)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var env struct{ Machine, Instance string }
-	if err := json.Unmarshal(e.Value(), &env); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(fleetValue(t, url, agent), &env); err != nil {
+		t.Fatalf("the fleet's key %s: %v", agent, err)
 	}
 	return env.Machine + "/" + env.Instance
 }
