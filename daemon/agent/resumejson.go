@@ -33,7 +33,10 @@ func (a *Agent) ResumeJSON(ctx context.Context, o ResumeOptions, buf []byte) ([]
 }
 
 // localOnly reports whether withLocal set nothing in p (a resume with
-// nothing of the residency's) but the values of residency.LocalParts.
+// nothing of the residency's) but the values of residency.LocalParts. The
+// fields are named, not compared with a zero document (reflect.DeepEqual
+// costs resume about 5%): a field withLocal learns to set is added here
+// and to TestLocalOnly.
 func localOnly(p *capsule.Resume) bool {
 	return p.RestoredFrom == nil && p.FleetHandover == nil && len(p.FleetConflict) == 0 && len(p.WorkLost) == 0 && p.RestoreInterrupted == nil
 }
