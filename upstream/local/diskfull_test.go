@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,35 +99,41 @@ func TestArchiveFullDiskKeepsWholeLinesAndARetryWritesOne(t *testing.T) {
 	defer a.Close()
 	ctx := context.Background()
 	path := filepath.Join(dir, ArchiveDir, FileName(testWrite(1)))
-	if err := a.Deliver(ctx, "builder", testWrite(1)); err != nil {
+	deliver := func(seqs ...uint64) error {
+		t.Helper()
+		for _, seq := range seqs {
+			if err := a.Deliver(ctx, "builder", testWrite(seq)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a.Flush(ctx, "builder")
+	}
+	if err := deliver(1); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
 
-	// The disk fills in the middle of the next line.
+	// The disk fills in the middle of the next batch's first line.
 	disk.room = 40
-	err := a.Deliver(ctx, "builder", testWrite(2))
+	err := deliver(2, 3)
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "disk is full") {
-		t.Fatalf("delivery on a full disk: %v", err)
+		t.Fatalf("a flush on a full disk: %v", err)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
 		t.Fatalf("a failed append changed the file:\nbefore %q\nafter  %q", before, after)
 	}
 	// Still full: the retry fails the same way and leaves nothing either.
 	disk.room = 0
-	if err := a.Deliver(ctx, "builder", testWrite(2)); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("second delivery on a full disk: %v", err)
+	if err := deliver(2, 3); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("second flush on a full disk: %v", err)
 	}
-	// Room again: the retry writes the line once.
+	// Room again: the retry writes each line once.
 	disk.room = -1
-	if err := a.Deliver(ctx, "builder", testWrite(2)); err != nil {
+	if err := deliver(2, 3); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Flush(ctx, "builder"); err != nil {
-		t.Fatal(err)
-	}
-	if got := wholeLines(t, path); len(got) != 2 || got[0] != 1 || got[1] != 2 {
-		t.Fatalf("archive lines: seqs %v, want [1 2]", got)
+	if got := wholeLines(t, path); !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("archive lines: seqs %v, want [1 2 3]", got)
 	}
 }
 
@@ -140,22 +147,62 @@ func TestArchiveCutThatFailsIsRepairedOnReopen(t *testing.T) {
 	defer a.Close()
 	ctx := context.Background()
 	path := filepath.Join(dir, ArchiveDir, FileName(testWrite(1)))
-	if err := a.Deliver(ctx, "builder", testWrite(1)); err != nil {
+	deliver := func(seq uint64) error {
+		t.Helper()
+		if err := a.Deliver(ctx, "builder", testWrite(seq)); err != nil {
+			t.Fatal(err)
+		}
+		return a.Flush(ctx, "builder")
+	}
+	if err := deliver(1); err != nil {
 		t.Fatal(err)
 	}
 	disk.room, disk.failTruncate = 40, true
-	if err := a.Deliver(ctx, "builder", testWrite(2)); !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "could not be cut off") {
-		t.Fatalf("delivery on a full disk whose cut fails: %v", err)
+	if err := deliver(2); !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "could not be cut off") {
+		t.Fatalf("a flush on a full disk whose cut fails: %v", err)
 	}
 	disk.room, disk.failTruncate = -1, false
-	if err := a.Deliver(ctx, "builder", testWrite(2)); err != nil {
+	if err := deliver(2); err != nil {
 		t.Fatal(err)
 	}
-	if got := wholeLines(t, path); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+	if got := wholeLines(t, path); !slices.Equal(got, []uint64{1, 2}) {
 		t.Fatalf("archive lines: seqs %v, want [1 2]", got)
 	}
 	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, path) || !strings.Contains(l, "bytes=40") {
 		t.Fatalf("the repair was not logged with the file and the bytes cut: %q", l)
+	}
+}
+
+// Deliver writes nothing: the lines of a batch reach the file together, at
+// Flush, and a batch never flushed (the daemon stopped first) leaves the
+// file as it was.
+func TestArchiveWritesABatchAtFlush(t *testing.T) {
+	dir := t.TempDir()
+	a := New("local", func(string) string { return dir })
+	ctx := context.Background()
+	path := filepath.Join(dir, ArchiveDir, FileName(testWrite(1)))
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := a.Deliver(ctx, "builder", testWrite(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := wholeLines(t, path); len(got) != 0 {
+		t.Fatalf("lines before Flush: %v", got)
+	}
+	if err := a.Flush(ctx, "builder"); err != nil {
+		t.Fatal(err)
+	}
+	if got := wholeLines(t, path); !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("archive lines: seqs %v, want [1 2 3]", got)
+	}
+	if err := a.Deliver(ctx, "builder", testWrite(4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := wholeLines(t, path); !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("archive lines after a close with a batch unflushed: seqs %v, want [1 2 3]", got)
 	}
 }
 
@@ -175,6 +222,9 @@ func TestArchiveCutsAPartialLastLineOnOpen(t *testing.T) {
 			a := New("local", func(string) string { return dir }).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
 			defer a.Close()
 			if err := a.Deliver(context.Background(), "builder", testWrite(2)); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Flush(context.Background(), "builder"); err != nil {
 				t.Fatal(err)
 			}
 			got := wholeLines(t, path)

@@ -41,11 +41,16 @@ const ArchiveDir = "archive"
 // part of a small write on most file systems, and a busy agent would pay it
 // for every checkpoint.
 //
+// Deliver only encodes the line and keeps it; Flush appends a batch's lines
+// to each file with one write and makes them durable with one sync, so a
+// flood of writes costs the disk a system call and a sync per batch, not
+// per write (the outbox acknowledges nothing before Flush returns).
+//
 // A file only ever holds whole lines: an append that fails or falls short
 // (a full disk takes what fits) is cut off again before the error is
 // returned, and a partial last line an earlier process left (killed
 // mid-append) is cut off, with a warning, when the file is opened. Either
-// write was never acknowledged, so the outbox sends it again.
+// batch was never acknowledged, so the outbox sends it again.
 type Archive struct {
 	name     string
 	agentDir func(agent string) string
@@ -74,6 +79,11 @@ type file interface {
 type archiveFile struct {
 	f    file
 	path string
+	// size is the file's length: whole lines only, the point a failed
+	// append is cut back to.
+	size int64
+	// lines are the lines delivered since the last Flush, not yet written.
+	lines []byte
 }
 
 // New returns the archive upstream called name; agentDir maps an agent to
@@ -107,9 +117,9 @@ func FileName(w capsule.Write) string {
 	return w.At.UTC().Format("2006-01-02") + ".jsonl"
 }
 
-// Deliver implements upstream.Upstream. The line is appended but not
-// synced: Flush makes a batch durable at once, and the outbox acknowledges
-// nothing before it returns. On error the file is as it was before.
+// Deliver implements upstream.Upstream. The line is kept for Flush, which
+// appends and syncs the batch at once; the outbox acknowledges nothing
+// before it returns.
 func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) error {
 	raw, err := json.Marshal(w)
 	if err != nil {
@@ -117,37 +127,41 @@ func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) er
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	key := agent + "/" + FileName(w)
-	af, err := a.file(agent, key)
+	af, err := a.file(agent, agent+"/"+FileName(w))
 	if err != nil {
 		return err
 	}
-	// The size before the append, from the file itself, is where a
-	// failed append is cut back to.
-	fi, err := af.f.Stat()
-	if err != nil {
-		return fmt.Errorf("archive %s: %w", af.path, err)
-	}
-	line := append(raw, '\n')
-	n, err := af.f.Write(line)
-	if err == nil && n != len(line) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		if n > 0 {
-			// Part of the line reached the file: cut it off, or the retry
-			// would append the whole line after it and leave a line no
-			// JSON reader can parse.
-			if terr := af.f.Truncate(fi.Size()); terr != nil {
-				a.drop(key)
-				return fmt.Errorf("archive %s: appending seq %d failed (%w) and the partial line could not be cut off (%v); "+
-					"the file is reopened and repaired before the next write", af.path, w.Seq, err, terr)
-			}
-		}
-		return fmt.Errorf("archive %s: appending seq %d: %w%s", af.path, w.Seq, err, hint(err))
-	}
+	af.lines = append(append(af.lines, raw...), '\n')
 	a.dirty[agent] = true
 	return nil
+}
+
+// appendLines writes the lines kept for af in one append. On error the
+// file is as it was before (or, when even the cut fails, dropped to be
+// repaired when it is opened again) and the lines are discarded: the
+// outbox sends the batch again. a.mu is held.
+func (a *Archive) appendLines(key string, af *archiveFile) error {
+	lines := af.lines
+	af.lines = af.lines[:0]
+	n, err := af.f.Write(lines)
+	if err == nil && n != len(lines) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		af.size += int64(n)
+		return nil
+	}
+	if n > 0 {
+		// Part of the batch reached the file: cut it off, or the retry
+		// would append the whole batch after it and leave a line no JSON
+		// reader can parse.
+		if terr := af.f.Truncate(af.size); terr != nil {
+			a.drop(key)
+			return fmt.Errorf("archive %s: appending %d bytes failed (%w) and the partial batch could not be cut off (%v); "+
+				"the file is reopened and repaired before the next write", af.path, len(lines), err, terr)
+		}
+	}
+	return fmt.Errorf("archive %s: appending %d bytes: %w%s", af.path, len(lines), err, hint(err))
 }
 
 // hint is what to do about err, for people reading the upstream's last
@@ -186,17 +200,22 @@ func (a *Archive) file(agent, key string) (*archiveFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("archive %s: %w", path, err)
 	}
-	// Keep at most the newest file of an agent open; an older one that
-	// does not sync stays open for Flush to report.
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("archive %s: %w", path, err)
+	}
+	// Keep at most the newest file of an agent open; an older one with
+	// lines not yet written, or that does not sync, stays open for Flush.
 	for k, old := range a.files {
-		if strings.HasPrefix(k, agent+"/") && k < key && len(a.files) > 1 {
+		if strings.HasPrefix(k, agent+"/") && k < key && len(a.files) > 1 && len(old.lines) == 0 {
 			if old.f.Sync() == nil {
 				old.f.Close()
 				delete(a.files, k)
 			}
 		}
 	}
-	af := &archiveFile{f: f, path: path}
+	af := &archiveFile{f: f, path: path, size: fi.Size()}
 	a.files[key] = af
 	return af, nil
 }
@@ -272,7 +291,8 @@ func (a *Archive) Recover(agent string) error {
 
 // drop closes an archive file that may end in a partial line, so the next
 // write reopens (and repairs) it. What it holds is synced first, as Flush
-// would (Flush no longer sees the file). a.mu is held.
+// would (Flush no longer sees the file); lines not yet written are
+// discarded (the outbox sends them again). a.mu is held.
 func (a *Archive) drop(key string) {
 	if af, ok := a.files[key]; ok {
 		af.f.Sync()
@@ -281,13 +301,31 @@ func (a *Archive) drop(key string) {
 	}
 }
 
-// Flush implements upstream.Flusher: everything appended for agent since the
-// last Flush reaches the disk.
+// Flush implements upstream.Flusher: everything delivered for agent since
+// the last Flush is appended and reaches the disk. On error nothing of the
+// batch counts as delivered: lines not yet written are discarded, and the
+// outbox sends the batch again (a line written twice reads as one).
 func (a *Archive) Flush(ctx context.Context, agent string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.dirty[agent] {
 		return nil
+	}
+	delete(a.dirty, agent)
+	var err error
+	for k, af := range a.files {
+		if !strings.HasPrefix(k, agent+"/") {
+			continue
+		}
+		switch {
+		case err != nil:
+			af.lines = af.lines[:0]
+		case len(af.lines) > 0:
+			err = a.appendLines(k, af)
+		}
+	}
+	if err != nil {
+		return err
 	}
 	for k, af := range a.files {
 		if strings.HasPrefix(k, agent+"/") {
@@ -296,11 +334,11 @@ func (a *Archive) Flush(ctx context.Context, agent string) error {
 			}
 		}
 	}
-	delete(a.dirty, agent)
 	return nil
 }
 
-// Close syncs and closes the open files (shutdown, reload).
+// Close syncs and closes the open files (shutdown, reload); lines not yet
+// flushed were never acknowledged and are discarded.
 func (a *Archive) Close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
