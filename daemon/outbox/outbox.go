@@ -90,6 +90,11 @@ type Shipper struct {
 	// lastShort is when the last short batch was read to be sent: the
 	// next waits until Linger after it.
 	lastShort time.Time
+	// prepaid is how many of the queue's writes the rate limit has
+	// already let through: an upstream that flushes takes a batch's tokens
+	// at once (its writes reach the disk in one append), not one wait per
+	// write.
+	prepaid int
 	// checkRetries is set when dead letters may have been marked for retry
 	// (at start, and on Kick).
 	checkRetries atomic.Bool
@@ -231,6 +236,10 @@ func (s *Shipper) step(ctx context.Context, attempt *int) (time.Duration, error)
 				}
 				s.lastShort = time.Now()
 			}
+			if err := s.prepay(ctx, len(ws)); err != nil {
+				s.queue = nil
+				return 0, err
+			}
 		}
 		if len(s.queue) == 0 {
 			return -1, nil
@@ -274,9 +283,27 @@ func (s *Shipper) step(ctx context.Context, attempt *int) (time.Duration, error)
 	return s.failed(ctx, u, err, attempt)
 }
 
+// prepay takes the rate limit's tokens for a batch of n writes read from
+// the log at once, when the upstream flushes batches (at most its burst;
+// the rest wait one by one). The limit counts the same writes a second.
+func (s *Shipper) prepay(ctx context.Context, n int) error {
+	s.prepaid = 0
+	if _, flushes := s.o.Upstream.(upstream.Flusher); !flushes || n == 0 {
+		return nil
+	}
+	n = min(n, s.o.Limiter.Burst())
+	if err := s.o.Limiter.WaitN(ctx, n); err != nil {
+		return err
+	}
+	s.prepaid = n
+	return nil
+}
+
 // deliver makes one call through the rate limiter.
 func (s *Shipper) deliver(ctx context.Context, w capsule.Write) error {
-	if err := s.o.Limiter.Wait(ctx); err != nil {
+	if s.prepaid > 0 {
+		s.prepaid--
+	} else if err := s.o.Limiter.Wait(ctx); err != nil {
 		return err
 	}
 	start := time.Now()

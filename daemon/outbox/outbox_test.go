@@ -332,6 +332,27 @@ func TestNeverFasterThanTheLimit(t *testing.T) {
 	}
 }
 
+// An upstream that flushes takes a batch's tokens at once, up to its burst,
+// and is held to the same number of writes a second.
+func TestFlushingUpstreamNeverFasterThanTheLimit(t *testing.T) {
+	up := &flushing{scripted: scripted{}}
+	// 20/s with a burst of 3: 23 writes need at least one second.
+	r := newRigFor(t, up, &up.scripted, Options{Limiter: rate.NewLimiter(20, 3)})
+	var last uint64
+	for i := 0; i < 23; i++ {
+		last = r.write(decide(fmt.Sprint(i)))
+	}
+	start := time.Now()
+	r.run()
+	r.waitDelivered(last)
+	if el := time.Since(start); el < 950*time.Millisecond {
+		t.Fatalf("23 writes in %v: faster than 20/s with burst 3", el)
+	}
+	if len(up.delivered()) != 23 {
+		t.Fatalf("%d delivered", len(up.delivered()))
+	}
+}
+
 func TestSkipsKindsTheUpstreamDoesNotTake(t *testing.T) {
 	up := &scripted{kinds: map[capsule.WriteKind]bool{capsule.WriteCapsule: true}}
 	r := newRig(t, up, Options{})
