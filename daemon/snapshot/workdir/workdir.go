@@ -17,6 +17,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/internal/daemonside/beneath"
@@ -27,7 +29,20 @@ type Workdir struct {
 	path string      // absolute and clean
 	real string      // path with symbolic links resolved, as Open found it
 	id   fs.FileInfo // the directory Open found
+
+	// The last look at the path (a Problem, Check or OpenDir), which
+	// Problem answers with for problemFresh: every resume and status asks
+	// it, and a stat a request is a path walk on the answer's way.
+	mu       sync.Mutex
+	lookedAt time.Time
+	lastLook string
+	clock    func() time.Time // time.Now; tests set it
 }
+
+// problemFresh is how long Problem answers from the last look. What acts
+// on the tree (a Take, a restore) always looks again first; only the
+// degraded flag can lag a repointed path by this much.
+const problemFresh = time.Second
 
 // Open records the directory the absolute, clean path leads to now.
 func Open(path string) (*Workdir, error) {
@@ -83,11 +98,35 @@ func errText(err error) string {
 // Open found (a link repointed, a directory replaced), why the store
 // refuses to act; "" when it still does.
 func (w *Workdir) Problem() string {
-	fi, err := os.Stat(w.path)
-	if moved := w.moved(fi, err); moved != nil {
-		return moved.Message
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.lookedAt.IsZero() && w.now().Sub(w.lookedAt) < problemFresh {
+		return w.lastLook
 	}
-	return ""
+	fi, err := os.Stat(w.path)
+	w.lookedLocked(w.moved(fi, err))
+	return w.lastLook
+}
+
+// looked records what a look at the path found, for Problem.
+func (w *Workdir) looked(moved *capsule.Error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lookedLocked(moved)
+}
+
+func (w *Workdir) lookedLocked(moved *capsule.Error) {
+	w.lookedAt, w.lastLook = w.now(), ""
+	if moved != nil {
+		w.lastLook = moved.Message
+	}
+}
+
+func (w *Workdir) now() time.Time {
+	if w.clock != nil {
+		return w.clock()
+	}
+	return time.Now()
 }
 
 // OpenDir opens the workdir for a restore and checks it is the directory
@@ -95,10 +134,14 @@ func (w *Workdir) Problem() string {
 func (w *Workdir) OpenDir() (*beneath.Dir, error) {
 	d, err := beneath.Open(w.path)
 	if err != nil {
-		return nil, w.moved(nil, err)
+		moved := w.moved(nil, err)
+		w.looked(moved)
+		return nil, moved
 	}
 	fi, err := d.Stat()
-	if moved := w.moved(fi, err); moved != nil {
+	moved := w.moved(fi, err)
+	w.looked(moved)
+	if moved != nil {
 		d.Close()
 		return nil, moved
 	}
@@ -112,7 +155,9 @@ func (w *Workdir) OpenDir() (*beneath.Dir, error) {
 // the safety snapshot was taken (git reads by path) is refused too.
 func (w *Workdir) Check() error {
 	fi, err := os.Stat(w.path)
-	if moved := w.moved(fi, err); moved != nil {
+	moved := w.moved(fi, err)
+	w.looked(moved)
+	if moved != nil {
 		return moved
 	}
 	return nil
