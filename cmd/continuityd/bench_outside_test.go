@@ -190,6 +190,13 @@ func startFloors(b *testing.B, dir string, doc []byte) {
 // resume-ratio (resume over a static handler serving the same bytes) and
 // vs-group-commit (16 writers' throughput over a bare group commit's, the
 // median of five interleaved rounds), with the medians they come from.
+//
+// The static floor answers right after the durable one, in the same
+// process, which is still awake; resume reaches a daemon that last
+// answered two exchanges before. resume-vs-idle-static sets resume beside
+// the same static handler in a second floor process that was idle as long
+// (timed right after resume): what waking an idle process costs any
+// server on this machine, apart from what resume does.
 func BenchmarkOutside(b *testing.B) {
 	w := newWorkspace(&testing.T{})
 	defer os.RemoveAll(w.dir)
@@ -206,8 +213,15 @@ func BenchmarkOutside(b *testing.B) {
 	// The static floor serves the very bytes of this agent's resume, so
 	// the ratio is the cost of making the document, not of its size.
 	exchange(b, dc, "POST", checkpoint, outsideBody)
-	startFloors(b, floors, exchange(b, dc, "GET", resume+"&peek=1", nil))
+	doc := exchange(b, dc, "GET", resume+"&peek=1", nil)
+	startFloors(b, floors, doc)
 	sc, durc, gc := unixClient(filepath.Join(floors, "static.sock")), unixClient(filepath.Join(floors, "durable.sock")), unixClient(filepath.Join(floors, "group.sock"))
+	idleFloors := filepath.Join(w.dir, "idle-floors")
+	if err := os.Mkdir(idleFloors, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	startFloors(b, idleFloors, doc)
+	ic := unixClient(filepath.Join(idleFloors, "static.sock"))
 	raw, err := os.OpenFile(filepath.Join(floors, "raw.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		b.Fatal(err)
@@ -233,10 +247,10 @@ func BenchmarkOutside(b *testing.B) {
 		wg.Wait()
 		return float64(total/n*n) / time.Since(t0).Seconds()
 	}
-	var ackR, resumeR, groupR []float64
+	var ackR, resumeR, idleR, groupR []float64
 	b.ResetTimer()
 	for range b.N {
-		var fsync, ack, durable, static, res []time.Duration
+		var fsync, ack, durable, static, res, idle []time.Duration
 		for range 300 { // interleaved, so drift hits every side alike
 			timed(&fsync, func() {
 				raw.Write(outsideBody)
@@ -248,6 +262,7 @@ func BenchmarkOutside(b *testing.B) {
 			timed(&durable, func() { exchange(b, durc, "POST", base+"/durable", outsideBody) })
 			timed(&static, func() { exchange(b, sc, "GET", base+"/static", nil) })
 			timed(&res, func() { exchange(b, dc, "GET", resume, nil) })
+			timed(&idle, func() { exchange(b, ic, "GET", base+"/static", nil) })
 		}
 		var rounds []float64
 		for range 5 {
@@ -256,16 +271,19 @@ func BenchmarkOutside(b *testing.B) {
 		}
 		ackR = append(ackR, float64(baseline.Median(ack))/float64(baseline.Median(durable)))
 		resumeR = append(resumeR, float64(baseline.Median(res))/float64(baseline.Median(static)))
+		idleR = append(idleR, float64(baseline.Median(res))/float64(baseline.Median(idle)))
 		groupR = append(groupR, baseline.Median(rounds))
 		b.ReportMetric(float64(baseline.Median(ack).Microseconds()), "ack-p50-µs")
 		b.ReportMetric(float64(baseline.Median(durable).Microseconds()), "durable-p50-µs")
 		b.ReportMetric(float64(baseline.Median(fsync).Microseconds()), "fsync-p50-µs")
 		b.ReportMetric(float64(baseline.Median(res).Microseconds()), "resume-p50-µs")
 		b.ReportMetric(float64(baseline.Median(static).Microseconds()), "static-p50-µs")
+		b.ReportMetric(float64(baseline.Median(idle).Microseconds()), "idle-static-p50-µs")
 	}
 	b.StopTimer()
 	b.ReportMetric(baseline.Median(ackR), "ack-vs-durable")
 	b.ReportMetric(baseline.Median(resumeR), "resume-ratio")
+	b.ReportMetric(baseline.Median(idleR), "resume-vs-idle-static")
 	b.ReportMetric(baseline.Median(groupR), "vs-group-commit")
 	b.ReportMetric(float64(len(exchange(b, dc, "GET", resume+"&peek=1", nil))), "resume-bytes")
 }
