@@ -14,7 +14,8 @@ import (
 )
 
 // Store is the daemon's side of a snapshot store the owner's worker
-// hosts: the methods of *snapshot.Store, each a call to the worker. After
+// hosts: the methods of *snapshot.Store, each a call to the worker (the
+// views every resume and status asks are kept a moment: view.go). After
 // the worker died, the next call opens the store again in the new one
 // (and follows the watcher again if it did). The conversation point
 // stays here: each Take and Restore carries where it stands.
@@ -30,6 +31,7 @@ type Store struct {
 
 	conv   atomic.Pointer[func() snapshot.Conversation]
 	closed atomic.Bool
+	views  views // the view ops' latest answers
 }
 
 // quickCall bounds the calls that answer from memory (Newest, Progress,
@@ -65,6 +67,7 @@ func (s *Store) openLocked(ctx context.Context) (*process, uint64, error) {
 	if s.gen == p.gen {
 		return p, s.id, nil
 	}
+	s.views.changing(opOpen) // a new worker: the store as it reopens there
 	var ans openAnswer
 	if err := p.call(ctx, opOpen, request{Options: &s.opt}, &ans); err != nil {
 		return nil, 0, err
@@ -94,6 +97,8 @@ func (s *Store) call(ctx context.Context, op string, req request, ans any) error
 		return err
 	}
 	req.Store = id
+	s.views.changing(op)
+	defer s.views.changing(op)
 	return p.call(ctx, op, req, ans)
 }
 
@@ -222,7 +227,7 @@ func (s *Store) Between(ctx context.Context, from, to string) ([]snapshot.TreeCh
 // cannot say.
 func (s *Store) Newest() (snapshot.Snapshot, bool) {
 	var ans newestAnswer
-	if err := s.quick(opNewest, request{}, &ans); err != nil || !ans.OK || s.check(opNewest, ans.Snapshot) != nil {
+	if err := viewQuick(s, opNewest, &ans); err != nil || !ans.OK || s.check(opNewest, ans.Snapshot) != nil {
 		return snapshot.Snapshot{}, false
 	}
 	return ans.Snapshot, true
@@ -258,7 +263,7 @@ func (s *Store) GCProblem() string {
 		return ""
 	}
 	var ans problemAnswer
-	if err := s.quick(opGCProblem, request{}, &ans); err != nil {
+	if err := viewQuick(s, opGCProblem, &ans); err != nil {
 		return err.Error()
 	}
 	return cut(ans.Problem, maxMessage)
@@ -271,7 +276,7 @@ func (s *Store) WorkdirProblem() string {
 		return ""
 	}
 	var ans problemAnswer
-	if err := s.quick(opWorkdir, request{}, &ans); err != nil {
+	if err := viewQuick(s, opWorkdir, &ans); err != nil {
 		return ""
 	}
 	return cut(ans.Problem, maxMessage)
@@ -281,7 +286,7 @@ func (s *Store) WorkdirProblem() string {
 // ids checked and its problem bounded.
 func (s *Store) interrupted() (interruptedAnswer, bool) {
 	var ans interruptedAnswer
-	if s.closed.Load() || s.quick(opInterrupted, request{}, &ans) != nil || !ans.OK {
+	if s.closed.Load() || viewQuick(s, opInterrupted, &ans) != nil || !ans.OK {
 		return interruptedAnswer{}, false
 	}
 	r := &ans.Restore
