@@ -313,43 +313,39 @@ func TestStoppedUpstreamPausesUntilResumeResidency(t *testing.T) {
 	}
 }
 
+// TestNeverFasterThanTheLimit: 20/s with a burst of 3, 23 writes need at
+// least one second, whether each call waits for its token or an upstream
+// that flushes takes a batch's tokens at once.
 func TestNeverFasterThanTheLimit(t *testing.T) {
-	up := &scripted{}
-	// 20/s with a burst of 3: 23 calls need at least one second.
-	r := newRig(t, up, Options{Limiter: rate.NewLimiter(20, 3)})
-	var last uint64
-	for i := 0; i < 23; i++ {
-		last = r.write(decide(fmt.Sprint(i)))
-	}
-	start := time.Now()
-	r.run()
-	r.waitDelivered(last)
-	if el := time.Since(start); el < 950*time.Millisecond {
-		t.Fatalf("23 calls in %v: faster than 20/s with burst 3", el)
-	}
-	if len(up.delivered()) != 23 {
-		t.Fatalf("%d delivered", len(up.delivered()))
-	}
-}
-
-// An upstream that flushes takes a batch's tokens at once, up to its burst,
-// and is held to the same number of writes a second.
-func TestFlushingUpstreamNeverFasterThanTheLimit(t *testing.T) {
-	up := &flushing{scripted: scripted{}}
-	// 20/s with a burst of 3: 23 writes need at least one second.
-	r := newRigFor(t, up, &up.scripted, Options{Limiter: rate.NewLimiter(20, 3)})
-	var last uint64
-	for i := 0; i < 23; i++ {
-		last = r.write(decide(fmt.Sprint(i)))
-	}
-	start := time.Now()
-	r.run()
-	r.waitDelivered(last)
-	if el := time.Since(start); el < 950*time.Millisecond {
-		t.Fatalf("23 writes in %v: faster than 20/s with burst 3", el)
-	}
-	if len(up.delivered()) != 23 {
-		t.Fatalf("%d delivered", len(up.delivered()))
+	for _, tc := range []struct {
+		name string
+		rig  func(t *testing.T, o Options) (*rig, *scripted)
+	}{
+		{"one call a write", func(t *testing.T, o Options) (*rig, *scripted) {
+			up := &scripted{}
+			return newRig(t, up, o), up
+		}},
+		{"flushed in batches", func(t *testing.T, o Options) (*rig, *scripted) {
+			up := &flushing{}
+			return newRigFor(t, up, &up.scripted, o), &up.scripted
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, up := tc.rig(t, Options{Limiter: rate.NewLimiter(20, 3)})
+			var last uint64
+			for i := 0; i < 23; i++ {
+				last = r.write(decide(fmt.Sprint(i)))
+			}
+			start := time.Now()
+			r.run()
+			r.waitDelivered(last)
+			if el := time.Since(start); el < 950*time.Millisecond {
+				t.Fatalf("23 writes in %v: faster than 20/s with burst 3", el)
+			}
+			if len(up.delivered()) != 23 {
+				t.Fatalf("%d delivered", len(up.delivered()))
+			}
+		})
 	}
 }
 
