@@ -388,10 +388,10 @@ func validatingClient(t *testing.T, p *proc) *http.Client {
 // With the fleet down at B's start, B starts degraded and writes; when the
 // fleet comes back B restores without losing its own writes.
 func TestFleetDownAtStartCatchesUp(t *testing.T) {
-	port := loopbackPort(t)
-	opts := natsOpts(t.TempDir(), port)
+	opts := natsOpts(t.TempDir(), -1)
 	srv := startNATS(t, opts)
 	url := srv.ClientURL()
+	opts.Port = srv.Addr().(*net.TCPAddr).Port // where it comes back
 
 	wa := fleetWorkspace(t, url, "")
 	a := startProc(t, wa.socket, nil, "run", "--config", wa.config)
@@ -624,33 +624,31 @@ type fleetCluster struct {
 	servers []*server.Server
 }
 
+// startFleetCluster starts the three nodes on loopback ports picked
+// ahead (JetStream's cluster needs its routes configured before a node
+// starts). A port picked and freed may be taken meanwhile by a connection
+// of the tests running beside: a node that cannot listen is not ready,
+// and the cluster is started again on fresh ports, up to three times.
 func startFleetCluster(t *testing.T) *fleetCluster {
 	t.Helper()
-	cl := &fleetCluster{t: t}
-	var routes []string
-	clientPorts, routePorts := make([]int, 3), make([]int, 3)
-	for i := range 3 {
-		clientPorts[i], routePorts[i] = loopbackPort(t), loopbackPort(t)
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", routePorts[i]))
-	}
-	for i := range 3 {
-		o := natsOpts(t.TempDir(), clientPorts[i])
-		o.ServerName = fmt.Sprintf("n%d", i+1)
-		o.Cluster = server.ClusterOpts{Name: "fleet", Host: "127.0.0.1", Port: routePorts[i]}
-		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
-		cl.opts = append(cl.opts, o)
-	}
-	cl.servers = make([]*server.Server, 3)
-	for i := range 3 {
-		cl.start(i)
-	}
-	t.Cleanup(func() {
-		for _, s := range cl.servers {
-			if s != nil {
-				stopNATS(s)
+	cl := &fleetCluster{t: t, servers: make([]*server.Server, 3)}
+	t.Cleanup(cl.stopAll)
+	for attempt := 1; ; attempt++ {
+		cl.configure()
+		ready := true
+		for i := range 3 {
+			if ready = cl.tryStart(i); !ready {
+				break
 			}
 		}
-	})
+		if ready {
+			break
+		}
+		cl.stopAll()
+		if attempt == 3 {
+			t.Fatal("the cluster's nodes did not become ready on three sets of ports")
+		}
+	}
 	js, closeJS := fleetJS(t, cl.url())
 	defer closeJS()
 	fleetWait(t, 30*time.Second, "the cluster's JetStream", func() bool {
@@ -662,16 +660,52 @@ func startFleetCluster(t *testing.T) *fleetCluster {
 	return cl
 }
 
-func (cl *fleetCluster) start(i int) {
+// configure gives the three nodes fresh ports, each routed to all three.
+func (cl *fleetCluster) configure() {
+	var routes []string
+	clientPorts, routePorts := make([]int, 3), make([]int, 3)
+	for i := range 3 {
+		clientPorts[i], routePorts[i] = loopbackPort(cl.t), loopbackPort(cl.t)
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", routePorts[i]))
+	}
+	cl.opts = nil
+	for i := range 3 {
+		o := natsOpts(cl.t.TempDir(), clientPorts[i])
+		o.ServerName = fmt.Sprintf("n%d", i+1)
+		o.Cluster = server.ClusterOpts{Name: "fleet", Host: "127.0.0.1", Port: routePorts[i]}
+		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		cl.opts = append(cl.opts, o)
+	}
+}
+
+// tryStart starts node i and reports whether it became ready.
+func (cl *fleetCluster) tryStart(i int) bool {
 	s, err := server.NewServer(cl.opts[i].Clone())
 	if err != nil {
 		cl.t.Fatal(err)
 	}
 	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
-		cl.t.Fatalf("node %d not ready", i)
+		stopNATS(s)
+		return false
 	}
 	cl.servers[i] = s
+	return true
+}
+
+func (cl *fleetCluster) start(i int) {
+	if !cl.tryStart(i) {
+		cl.t.Fatalf("node %d not ready", i)
+	}
+}
+
+func (cl *fleetCluster) stopAll() {
+	for i, s := range cl.servers {
+		if s != nil {
+			stopNATS(s)
+			cl.servers[i] = nil
+		}
+	}
 }
 
 func (cl *fleetCluster) stop(i int) { stopNATS(cl.servers[i]); cl.servers[i] = nil }
