@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -171,7 +172,7 @@ func startProcWith(t *testing.T, setup func(*exec.Cmd), socket string, env []str
 		}
 		select {
 		case <-p.exited:
-			t.Fatalf("daemon exited early: %s", p.stderr)
+			t.Fatalf("daemon exited early: %s%s", p.stderr, lockHolders())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -179,6 +180,37 @@ func startProcWith(t *testing.T, setup func(*exec.Cmd), socket string, env []str
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// lockHolders names the processes that hold a daemon.lock open, for a
+// start refused because another daemon is running: which process still
+// held the state directory (on Linux; "" elsewhere or when none does).
+func lockHolders() string {
+	procs, _ := os.ReadDir("/proc")
+	var b strings.Builder
+	for _, pd := range procs {
+		if _, err := strconv.Atoi(pd.Name()); err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", pd.Name(), "fd"))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(filepath.Join("/proc", pd.Name(), "fd", fd.Name())); strings.HasSuffix(l, "/daemon.lock") {
+				cmdline, _ := os.ReadFile(filepath.Join("/proc", pd.Name(), "cmdline"))
+				status, _ := os.ReadFile(filepath.Join("/proc", pd.Name(), "status"))
+				var state, ppid string
+				for _, line := range strings.Split(string(status), "\n") {
+					if v, ok := strings.CutPrefix(line, "State:"); ok {
+						state = strings.TrimSpace(v)
+					} else if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+						ppid = strings.TrimSpace(v)
+					}
+				}
+				fmt.Fprintf(&b, "\n%s is held by pid %s (%s; parent %s, state %s)", l, pd.Name(),
+					strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")), ppid, state)
+			}
+		}
+	}
+	return b.String()
 }
 
 // waitUntil polls cond until it holds, failing with what after 60 s.
