@@ -136,6 +136,10 @@ func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) er
 	return nil
 }
 
+// maxKeptLines bounds the buffer an open file keeps for its next batch's
+// lines; a larger one, grown by a batch of large capsules, is let go.
+const maxKeptLines = 256 << 10
+
 // appendLines writes the lines kept for af in one append. On error the
 // file is as it was before (or, when even the cut fails, dropped to be
 // repaired when it is opened again) and the lines are discarded: the
@@ -143,6 +147,9 @@ func (a *Archive) Deliver(ctx context.Context, agent string, w capsule.Write) er
 func (a *Archive) appendLines(key string, af *archiveFile) error {
 	lines := af.lines
 	af.lines = af.lines[:0]
+	if cap(lines) > maxKeptLines {
+		af.lines = nil // a batch of large capsules: not held between batches
+	}
 	n, err := af.f.Write(lines)
 	if err == nil && n != len(lines) {
 		err = io.ErrShortWrite
