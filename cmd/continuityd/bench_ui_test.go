@@ -58,15 +58,7 @@ func BenchmarkUIInTheBrowser(b *testing.B) {
 	p := startProc(&testing.T{}, socket, []string{daemon.StaticPageEnv + "=" + static}, "run", "--config", config)
 	defer p.kill()
 	c := p.client()
-	ctx := browser(b, 1200, 760)
-	out, err := exec.Command(binary, "ui", "--print", "--socket", socket).Output()
-	if err != nil {
-		b.Fatal(err)
-	}
-	login := strings.TrimSpace(string(out))
-	base := login[:strings.Index(login, "/ui/")]
-	run(b, ctx, "login", chromedp.Navigate(login), chromedp.WaitVisible(`li.place[data-place="big"]`))
-	evalFloat := func(expr string) float64 { return value(b, ctx, expr, chromedp.Evaluate[float64](expr)) }
+	ctx, base, evalFloat := benchBrowser(b, socket, "big")
 
 	b.ResetTimer()
 	for range b.N {
@@ -195,4 +187,19 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// benchBrowser is a headless browser logged in to the page of the daemon
+// on socket (the link `continuityd ui --print` gives), once the place is
+// listed; base is the page's origin and evalFloat reads a number from it.
+func benchBrowser(b *testing.B, socket, place string) (ctx context.Context, base string, evalFloat func(string) float64) {
+	ctx = browser(b, 1200, 760)
+	out, err := exec.Command(binary, "ui", "--print", "--socket", socket).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	login := strings.TrimSpace(string(out))
+	base = login[:strings.Index(login, "/ui/")]
+	run(b, ctx, "login", chromedp.Navigate(login), chromedp.WaitVisible(`li.place[data-place="`+place+`"]`))
+	return ctx, base, func(expr string) float64 { return value(b, ctx, expr, chromedp.Evaluate[float64](expr)) }
 }

@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,15 +51,7 @@ func BenchmarkUIDiff10k(b *testing.B) {
 		b.Fatalf("snapshot take: %d %v", code, err)
 	}
 
-	ctx := browser(b, 1200, 760)
-	out, err := exec.Command(binary, "ui", "--print", "--socket", socket).Output()
-	if err != nil {
-		b.Fatal(err)
-	}
-	login := strings.TrimSpace(string(out))
-	base := login[:strings.Index(login, "/ui/")]
-	run(b, ctx, "login", chromedp.Navigate(login), chromedp.WaitVisible(`li.place[data-place="big"]`))
-	evalFloat := func(expr string) float64 { return value(b, ctx, expr, chromedp.Evaluate[float64](expr)) }
+	ctx, base, evalFloat := benchBrowser(b, socket, "big")
 	view := base + "/ui/a/big/s/latest"
 	run(b, ctx, "the diff", chromedp.Navigate(view), chromedp.WaitVisible(`[data-diff="shown"]`))
 	// Every line ends up in the document (those out of view while the
