@@ -50,7 +50,8 @@ done
 # SPOOL_FULL, answered without a commit) would count as writes.
 drained() {
 	i=0
-	until curl -sf --unix-socket "$tmp/d.sock" http://d/v1/status | grep -q '"pending":0,'; do
+	until st=$(curl -sf --unix-socket "$tmp/d.sock" http://d/v1/status) &&
+		! printf '%s' "$st" | grep -q '"pending":[1-9]'; do
 		i=$((i + 1))
 		if [ "$i" -gt 1200 ]; then
 			echo "the outbox did not drain in 2 minutes" >&2
