@@ -82,19 +82,7 @@ func TestWorkerDeath(t *testing.T) {
 
 	// Dying young again: the next start waits a backoff, and says so.
 	second := w.pid()
-	if err := w.cur.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Until(t, func() string { return "the second worker is not reaped" }, func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		select {
-		case <-w.cur.exited:
-			return true
-		default:
-			return false
-		}
-	})
+	killWorker(t, w)
 	if _, err := st.List(ctx); err == nil || !strings.Contains(err.Error(), "the next start is in") {
 		t.Errorf("a call during the backoff: %v, want the backoff named", err)
 	}

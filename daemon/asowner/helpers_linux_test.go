@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
 
 // The test binary is the worker too: the pool starts /proc/self/exe
@@ -118,4 +120,23 @@ func (w *Worker) pid() int {
 		return 0
 	}
 	return w.cur.cmd.Process.Pid
+}
+
+// killWorker SIGKILLs the running worker and waits until it is reaped.
+func killWorker(t *testing.T, w *Worker) {
+	t.Helper()
+	w.mu.Lock()
+	cur := w.cur
+	w.mu.Unlock()
+	if err := cur.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, func() string { return "the killed worker is not reaped" }, func() bool {
+		select {
+		case <-cur.exited:
+			return true
+		default:
+			return false
+		}
+	})
 }

@@ -51,24 +51,7 @@ func TestViewsAnswerFromTheLastAnswer(t *testing.T) {
 	if p := st.GCProblem(); p != "" {
 		t.Fatalf("gc problem: %q", p)
 	}
-	kill := func() {
-		t.Helper()
-		w.mu.Lock()
-		cur := w.cur
-		w.mu.Unlock()
-		if err := cur.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		testwait.Until(t, func() string { return "the killed worker is not reaped" }, func() bool {
-			select {
-			case <-cur.exited:
-				return true
-			default:
-				return false
-			}
-		})
-	}
-	kill()
+	killWorker(t, w)
 	if n, ok := st.Newest(); !ok || n.ID != first.ID {
 		t.Fatalf("newest within viewFresh of the last answer, the worker dead: %+v %v", n, ok)
 	}
@@ -92,7 +75,7 @@ func TestViewsAnswerFromTheLastAnswer(t *testing.T) {
 	if p := st.GCProblem(); p != "" {
 		t.Fatalf("gc problem: %q", p)
 	}
-	kill()
+	killWorker(t, w)
 	if p := st.GCProblem(); p != "" {
 		t.Fatalf("gc problem within viewFresh: %q", p)
 	}
