@@ -34,14 +34,9 @@ func TestAgentAccessOnSharedSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
-	cfgPath := filepath.Join(top, "continuityd.toml")
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n"+
+	_, socket, cfgPath := writeDaemonConfig(t, top, home, true, "", fmt.Sprintf(
 		"[[agent]]\nname = \"theirs\"\nworkdir = %q\n\n[[agent]]\nname = \"ours\"\nworkdir = %q\nusers = [\"%d\"]\n",
-		state, socket, workTheirs, workOurs, memberID)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+		workTheirs, workOurs, memberID))
 	p := startProcWith(t, func(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon} }, socket, nil, "run", "--config", cfgPath)
 	c := p.client()
 	defer c.CloseIdleConnections()

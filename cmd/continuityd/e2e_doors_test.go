@@ -81,14 +81,9 @@ func mcpRequest(session, body string) *http.Request {
 func accessWorkspace(t *testing.T, prefix string) (top, state, socket, cfgPath string) {
 	top = usersTop(t, prefix, "daemon", "daemon/ours", "daemon/theirs")
 	home := filepath.Join(top, "daemon")
-	state, socket = filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
-	cfgPath = filepath.Join(top, "continuityd.toml")
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n"+
+	state, socket, cfgPath = writeDaemonConfig(t, top, home, true, "", fmt.Sprintf(
 		"[[agent]]\nname = \"ours\"\nworkdir = %q\nusers = [\"%d\"]\n\n[[agent]]\nname = \"theirs\"\nworkdir = %q\n",
-		state, socket, filepath.Join(home, "ours"), memberID, filepath.Join(home, "theirs"))
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+		filepath.Join(home, "ours"), memberID, filepath.Join(home, "theirs")))
 	return top, state, socket, cfgPath
 }
 

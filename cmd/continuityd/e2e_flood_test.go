@@ -27,16 +27,10 @@ func TestSocketFloodFromOneUser(t *testing.T) {
 	top := usersTop(t, "cdflood", "daemon", "daemon/work")
 	home := filepath.Join(top, "daemon")
 	work := filepath.Join(home, "work")
-	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
-	cfgPath := filepath.Join(top, "continuityd.toml")
 	// Idle connections are kept for the whole test (read_timeout), so the
 	// flood holds what it took for as long as the checks run.
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\nread_timeout = \"30m\"\n\n"+
-		"[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n"+
-		"[[agent]]\nname = \"builder\"\nworkdir = %q\nusers = [\"%d\"]\n", state, socket, work, memberID)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	state, socket, cfgPath := writeDaemonConfig(t, top, home, true, "read_timeout = \"30m\"\n",
+		quickSnapshots+fmt.Sprintf("[[agent]]\nname = \"builder\"\nworkdir = %q\nusers = [\"%d\"]\n", work, memberID))
 	flooder := helperBinary(t, top)
 
 	const nofile = 1024

@@ -31,14 +31,8 @@ func TestRootDaemonSaysOwnersJournalIsOff(t *testing.T) {
 	}
 	writeFile(t, rootWork, "notes.txt", "root's notes\n")
 
-	state, socket := filepath.Join(top, "state"), filepath.Join(top, "run", "d.sock")
-	cfgPath := filepath.Join(top, "continuityd.toml")
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n"+
-		"[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n"+
-		"[[agent]]\nname = \"builder\"\nworkdir = %q\n\n[[agent]]\nname = \"keeper\"\nworkdir = %q\n", state, socket, work, rootWork)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, socket, cfgPath := writeDaemonConfig(t, top, top, true, "", quickSnapshots+fmt.Sprintf(
+		"[[agent]]\nname = \"builder\"\nworkdir = %q\n\n[[agent]]\nname = \"keeper\"\nworkdir = %q\n", work, rootWork))
 	p := startProc(t, socket, nil, "run", "--config", cfgPath)
 	c := p.client()
 	defer c.CloseIdleConnections()

@@ -64,15 +64,11 @@ func TestRootDaemonReadsTheTreeAsItsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	state, socket := filepath.Join(top, "state"), filepath.Join(top, "run", "d.sock")
-	cfgPath := filepath.Join(top, "continuityd.toml")
-	head := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n"+
-		"[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n", state, socket)
+	cfg := newDaemonConfig(top, top, true, "")
+	socket, cfgPath := cfg.socket, cfg.path
 	keeper := fmt.Sprintf("[[agent]]\nname = \"keeper\"\nworkdir = %q\n", rootWork)
 	builder := fmt.Sprintf("[[agent]]\nname = \"builder\"\nworkdir = %q\n\n", work)
-	if err := os.WriteFile(cfgPath, []byte(head+builder+keeper), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg.write(t, quickSnapshots+builder+keeper)
 	p := startProc(t, socket, nil, "run", "--config", cfgPath)
 	env := []string{"CONTINUITYD_SOCKET=" + socket}
 	c := p.client()
@@ -189,9 +185,7 @@ func TestRootDaemonReadsTheTreeAsItsOwner(t *testing.T) {
 	}
 
 	// A reload that removes the owner's last agent ends their worker.
-	if err := os.WriteFile(cfgPath, []byte(head+keeper), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg.write(t, quickSnapshots+keeper)
 	p.cmd.Process.Signal(syscall.SIGHUP)
 	waitUntil(t, func() string { return "the owner's worker was not stopped; log:\n" + p.stderr.String() }, func() bool {
 		return strings.Contains(p.stderr.String(), "stopped the owner's worker")

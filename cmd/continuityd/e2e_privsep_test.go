@@ -157,15 +157,8 @@ func TestRootDaemonActsAsTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	state, socket := filepath.Join(top, "state"), filepath.Join(top, "run", "d.sock")
-	cfgPath := filepath.Join(top, "continuityd.toml")
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n"+
-		"[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n"+
-		"[transcripts]\nclaude_home = %q\n\n"+
-		"[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, claude, work)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	state, socket, cfgPath := writeDaemonConfig(t, top, top, true, "", quickSnapshots+fmt.Sprintf(
+		"[transcripts]\nclaude_home = %q\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", claude, work))
 	p := startProc(t, socket, nil, "run", "--config", cfgPath)
 	start := waitSnapshots(t, p, 1, time.Minute, "the start snapshot")[0]
 
@@ -316,12 +309,7 @@ func TestNoWorkerWhenTheDaemonIsTheOwner(t *testing.T) {
 	work := filepath.Join(home, "work")
 	writeFile(t, work, "notes.md", "mine\n")
 	os.Chown(filepath.Join(work, "notes.md"), daemonID, daemonID)
-	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
-	cfgPath := filepath.Join(top, "continuityd.toml")
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, work)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	state, socket, cfgPath := writeDaemonConfig(t, top, home, false, "", fmt.Sprintf("[[agent]]\nname = \"builder\"\nworkdir = %q\n", work))
 	p := startProcWith(t, func(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon} }, socket, nil, "run", "--config", cfgPath)
 	waitSnapshots(t, p, 1, time.Minute, "the user daemon's start snapshot")
 	if w := workersOf(t, p.cmd.Process.Pid); len(w) != 0 {
@@ -357,14 +345,7 @@ func TestRootStoreMovesToTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, work, "notes.md", "one\n")
-	state, socket := filepath.Join(top, "state"), filepath.Join(top, "run", "d.sock")
-	cfgPath := filepath.Join(top, "continuityd.toml")
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nshutdown_timeout = \"5s\"\n\n"+
-		"[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n"+
-		"[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, work)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	state, socket, cfgPath := writeDaemonConfig(t, top, top, false, "", quickSnapshots+fmt.Sprintf("[[agent]]\nname = \"builder\"\nworkdir = %q\n", work))
 	p := startProc(t, socket, nil, "run", "--config", cfgPath)
 	waitSnapshots(t, p, 1, time.Minute, "root's start snapshot")
 	writeFile(t, work, "notes.md", "two\n")

@@ -34,12 +34,7 @@ func TestSpoolFailedSymlinkIsNotFollowed(t *testing.T) {
 	if err := os.Chmod(victim, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	state, socket := filepath.Join(home, "state"), filepath.Join(home, "run", "d.sock")
-	config := filepath.Join(top, "continuityd.toml")
-	cfg := fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\nsocket_mode = \"0660\"\nshutdown_timeout = \"5s\"\n\n[[agent]]\nname = \"builder\"\nworkdir = %q\n", state, socket, work)
-	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	state, socket, config := writeDaemonConfig(t, top, home, true, "", fmt.Sprintf("[[agent]]\nname = \"builder\"\nworkdir = %q\n", work))
 	start := func() *proc {
 		return startProcWith(t, func(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Credential: asDaemon} }, socket, nil, "run", "--config", config)
 	}

@@ -204,3 +204,42 @@ func TestGroupSharedDaemonAcrossUsers(t *testing.T) {
 		t.Fatalf("member's hook, unshared daemon down: %d %q", code, errOut)
 	}
 }
+
+// quickSnapshots are the [watch] and [policy] tables of a test that waits
+// for snapshots: a change is snapshotted about half a second after it.
+const quickSnapshots = "[watch]\nquiet = \"100ms\"\n\n[policy]\nquiet = \"500ms\"\nmin_interval = \"500ms\"\n\n"
+
+// daemonConfig is a root test's daemon: its state directory and socket
+// under a directory of the test's, its config at top/continuityd.toml,
+// head its [daemon] table (the socket 0660 when shared with the daemon's
+// group, and the lines more given).
+type daemonConfig struct {
+	state, socket, path, head string
+}
+
+func newDaemonConfig(top, dir string, shared bool, more string) daemonConfig {
+	c := daemonConfig{state: filepath.Join(dir, "state"), socket: filepath.Join(dir, "run", "d.sock"), path: filepath.Join(top, "continuityd.toml")}
+	mode := ""
+	if shared {
+		mode = "socket_mode = \"0660\"\n"
+	}
+	c.head = fmt.Sprintf("[daemon]\nstate_dir = %q\nsocket = %q\n%sshutdown_timeout = \"5s\"\n%s\n", c.state, c.socket, mode, more)
+	return c
+}
+
+// write writes the config: the [daemon] table, then rest.
+func (c daemonConfig) write(t *testing.T, rest string) {
+	t.Helper()
+	if err := os.WriteFile(c.path, []byte(c.head+rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeDaemonConfig writes the config of a daemon under dir (see
+// daemonConfig) and returns its state directory, socket and config path.
+func writeDaemonConfig(t *testing.T, top, dir string, shared bool, more, rest string) (state, socket, path string) {
+	t.Helper()
+	c := newDaemonConfig(top, dir, shared, more)
+	c.write(t, rest)
+	return c.state, c.socket, c.path
+}
