@@ -261,9 +261,8 @@ type agentHandler func(w http.ResponseWriter, r *http.Request, ag *agent.Agent, 
 
 func (a *API) withAgent(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
 		p := peerOf(r.Context())
-		ag, g, err := a.pickAgent(r.Context(), q.Get("agent"), q.Get("cwd"))
+		ag, g, err := a.pickAgent(r.Context(), queryGet(r.URL.RawQuery, "agent"), queryGet(r.URL.RawQuery, "cwd"))
 		if err == nil {
 			err = p.mayUse(ag.Config())
 		} else {

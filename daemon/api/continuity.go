@@ -119,7 +119,7 @@ func boolQuery(r *http.Request, name string) (bool, *capsule.Error) {
 	if r.URL.RawQuery == "" {
 		return false, nil // most requests: no query to parse
 	}
-	v := r.URL.Query().Get(name)
+	v := queryGet(r.URL.RawQuery, name)
 	if v == "" {
 		return false, nil
 	}

@@ -5,7 +5,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // recorder captures a response's status and error code for the metrics.
@@ -45,6 +48,9 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // of operations, methods; any other "other") and status, and each refusal
 // by code.
 func (a *API) instrument(h http.Handler, methods map[string][]string) http.Handler {
+	// Each route and status's observer, looked up once: the labels'
+	// hashing and lookup cost a request as much as its observation.
+	var observers sync.Map // observerKey → prometheus.Observer
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
@@ -56,10 +62,21 @@ func (a *API) instrument(h http.Handler, methods map[string][]string) http.Handl
 		// A connection taken over (101) lasted as long as its session:
 		// no request's latency.
 		if a.o.Requests != nil && rec.status != http.StatusSwitchingProtocols {
-			a.o.Requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(time.Since(start).Seconds())
+			k := observerKey{route: route, status: rec.status}
+			o, ok := observers.Load(k)
+			if !ok {
+				o, _ = observers.LoadOrStore(k, a.o.Requests.WithLabelValues(route, strconv.Itoa(rec.status)))
+			}
+			o.(prometheus.Observer).Observe(time.Since(start).Seconds())
 		}
 		if rec.code != "" && a.o.Refused != nil {
 			a.o.Refused.WithLabelValues(rec.code).Inc()
 		}
 	})
+}
+
+// observerKey names one series of the request latency histogram.
+type observerKey struct {
+	route  string
+	status int
 }
