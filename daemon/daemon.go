@@ -245,7 +245,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	// Requests (long polls above all) end when shutdown begins.
 	reqCtx, cancelReq := context.WithCancel(context.Background())
 	defer cancelReq()
-	servers := make([]*http.Server, len(listeners))
+	servers := make([]*api.Server, len(listeners))
 	serveErr := make(chan error, len(listeners))
 	var wg sync.WaitGroup
 	timeouts := api.Timeouts{Read: next.cfg.Daemon.ReadTimeout.Duration,

@@ -34,6 +34,7 @@ type peer struct {
 func PeerContext(ctx context.Context, c net.Conn) context.Context {
 	var cred safesocket.Cred
 	var err error
+	c = unclocked(c)
 	if pc, ok := c.(peerConn); ok { // read when accepted (SocketListener)
 		cred, err = pc.peerCred()
 	} else {

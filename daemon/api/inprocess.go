@@ -38,7 +38,9 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		defer r.Body.Close()
 	}
-	ctx := r.Context()
+	// The call came on no connection, whatever the context it was made
+	// in: its limits are not its caller's connection's to change.
+	ctx := context.WithValue(r.Context(), clockKey{}, (*clockedConn)(nil))
 	if t.peer != nil {
 		ctx = context.WithValue(ctx, peerKey{}, *t.peer)
 	}

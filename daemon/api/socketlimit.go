@@ -183,9 +183,10 @@ type peerConn interface {
 
 func (c *socketConn) peerCred() (safesocket.Cred, error) { return c.cred, c.credErr }
 
-// unixConn is the Unix socket connection under c (a socketConn's), nil
-// when c is none.
+// unixConn is the Unix socket connection under c (a socketConn's, under
+// the clock's), nil when c is none.
 func unixConn(c net.Conn) *net.UnixConn {
+	c = unclocked(c)
 	if sc, ok := c.(*socketConn); ok {
 		c = sc.Conn
 	}

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
+	"github.com/continuityd/continuityd/daemon/api"
 	"github.com/continuityd/continuityd/internal/ops"
 )
 
@@ -50,8 +50,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	api.ExtendWriteDeadline(w, r, 0) // a stream lasts as long as the page
 	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{}) // a stream lasts as long as the page
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": live\n\n")

@@ -59,7 +59,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	base   string // http://127.0.0.1:PORT, once a listener serves the page
-	own    *http.Server
+	own    *api.Server
 	served chan struct{} // closed when the own server's Serve returned
 	closed bool
 }

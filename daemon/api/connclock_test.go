@@ -1,0 +1,227 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// clockLimit is every timeout of the servers these tests start: short, so
+// the tests are, and a tick of 50 ms.
+const clockLimit = 300 * time.Millisecond
+
+// clockServer serves h on a Unix socket under NewServer with to, and
+// returns the socket; the server and its clock stop with the test, and no
+// goroutine of theirs is left.
+func clockServer(t *testing.T, to Timeouts, h http.HandlerFunc) string {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(h, context.Background(), slog.New(slog.DiscardHandler), to)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return sock
+}
+
+func dialClock(t *testing.T, sock string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedWithin waits (at most a generous 10 s) for the server to close c,
+// and says how long that took.
+func closedWithin(t *testing.T, c net.Conn) time.Duration {
+	t.Helper()
+	start := time.Now()
+	c.SetReadDeadline(start.Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, c)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("the connection was not closed by the server within 10 s (read %d bytes, then %v)", n, err)
+	}
+	return took
+}
+
+var clockTimeouts = Timeouts{Read: clockLimit, Idle: clockLimit, Write: clockLimit}
+
+func okHandler(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
+
+// A connection that never sends its request's head is closed at the read
+// limit, not before.
+func TestClockClosesASilentConnection(t *testing.T) {
+	c := dialClock(t, clockServer(t, clockTimeouts, okHandler))
+	if took := closedWithin(t, c); took < clockLimit {
+		t.Fatalf("closed after %v, before the read limit of %v", took, clockLimit)
+	}
+}
+
+// A head trickled and left unfinished is cut at the read limit.
+func TestClockClosesATrickledHead(t *testing.T) {
+	c := dialClock(t, clockServer(t, clockTimeouts, okHandler))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if took := closedWithin(t, c); took < clockLimit {
+		t.Fatalf("closed after %v, before the read limit of %v", took, clockLimit)
+	}
+}
+
+// A keep-alive connection is served, then closed once it has been idle
+// for the idle limit; one that keeps sending requests is not.
+func TestClockClosesAnIdleKeepAlive(t *testing.T) {
+	sock := clockServer(t, Timeouts{Read: clockLimit, Idle: 3 * clockLimit, Write: clockLimit}, okHandler)
+	c := dialClock(t, sock)
+	br := bufio.NewReader(c)
+	// Requests spaced by two thirds of the idle limit, for longer than it:
+	// each one starts the idle wait again.
+	for range 4 {
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("a request on a connection in use was refused: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ok" {
+			t.Fatalf("answer %q", b)
+		}
+		time.Sleep(2 * clockLimit)
+	}
+	if took := closedWithin(t, c); took < clockLimit {
+		t.Fatalf("closed %v after the last answer, before the idle limit", took)
+	}
+}
+
+// A body that stops arriving fails its read at the read limit with
+// bodyTooSlow, and the handler's answer still reaches the client.
+func TestClockCutsASlowBody(t *testing.T) {
+	sock := clockServer(t, Timeouts{Read: clockLimit, Idle: clockLimit, Write: 20 * clockLimit}, func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		var slow *bodyTooSlow
+		if !errors.As(err, &slow) {
+			http.Error(w, fmt.Sprintf("body read: %v", err), http.StatusBadRequest)
+			return
+		}
+		http.Error(w, fmt.Sprintf("too slow: the body had %v", slow.limit), http.StatusRequestTimeout)
+	})
+	c := dialClock(t, sock)
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a slow body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "too slow: the body had 300ms") {
+		t.Fatalf("answer %d %q, want 408 naming the limit", resp.StatusCode, b)
+	}
+}
+
+// Once its body is in, a request may run past the read limit: the body's
+// limit is lifted, so the request's context is not cancelled by it.
+func TestClockLiftsTheBodyLimitOnceTheBodyIsIn(t *testing.T) {
+	release := make(chan struct{})
+	sock := clockServer(t, Timeouts{Read: clockLimit, Idle: clockLimit, Write: 30 * clockLimit}, func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		<-release
+		if err := r.Context().Err(); err != nil {
+			http.Error(w, "context: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "got %s", b)
+	})
+	go func() {
+		time.Sleep(4 * clockLimit)
+		close(release)
+	}()
+	resp, err := clockClient(sock).Post("http://x/", "text/plain", strings.NewReader("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(b) != "got body" {
+		t.Fatalf("answer %d %q", resp.StatusCode, b)
+	}
+}
+
+// An ordinary answer that is not out by the write limit fails; a call
+// that is long by design extends its limit and is answered.
+func TestClockWriteLimit(t *testing.T) {
+	release := make(chan struct{})
+	sock := clockServer(t, clockTimeouts, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/long" {
+			ExtendWriteDeadline(w, r, 30*clockLimit)
+		}
+		<-release
+		io.WriteString(w, "late")
+	})
+	c := clockClient(sock)
+	type answer struct {
+		body string
+		err  error
+	}
+	get := func(path string) chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			resp, err := c.Get("http://x" + path)
+			if err != nil {
+				ch <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			ch <- answer{string(b), err}
+		}()
+		return ch
+	}
+	short, long := get("/"), get("/long")
+	time.Sleep(4 * clockLimit)
+	close(release)
+	if a := <-long; a.err != nil || a.body != "late" {
+		t.Errorf("the long call: %q, %v; want its answer", a.body, a.err)
+	}
+	if a := <-short; a.err == nil && a.body == "late" {
+		t.Errorf("the ordinary call was answered %v after its write limit of %v", 4*clockLimit, clockLimit)
+	}
+}
+
+func clockClient(sock string) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+}
