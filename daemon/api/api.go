@@ -94,8 +94,9 @@ func New(o Options) *API {
 // operation, is a bug caught at start-up (and by the tests).
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	inner := a.recoverPanics(mux)
-	if err := a.route(mux, a.doors(inner)); err != nil {
+	exact := exactRoutes{}
+	inner := a.recoverPanics(exact.before(mux))
+	if err := a.route(mux, exact, a.doors(inner)); err != nil {
 		panic(err)
 	}
 	methods := ops.Methods()
@@ -111,6 +112,34 @@ func (a *API) Handler() http.Handler {
 		notFound(w, r)
 	})
 	return a.instrument(inner, methods)
+}
+
+// exactRoutes are the routes whose path has no wildcard, by method and
+// path: a request for one of them goes straight to its handler, which a
+// resume found worth 1-2% over the ServeMux's matching; anything else (a
+// wildcard, a path to clean, a method to refuse, HEAD) is the mux's.
+type exactRoutes map[methodPath]http.HandlerFunc
+
+type methodPath struct{ method, path string }
+
+// add routes method and path to h, on the mux and, with no wildcard in
+// path, here.
+func (e exactRoutes) add(mux *http.ServeMux, method, path string, h http.HandlerFunc) {
+	mux.HandleFunc(method+" "+path, h)
+	if !strings.Contains(path, "{") {
+		e[methodPath{method, path}] = h
+	}
+}
+
+// before is the handler that looks here first, then in next.
+func (e exactRoutes) before(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := e[methodPath{r.Method, r.URL.Path}]; ok {
+			h(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // notFound is the answer for a path the API does not serve.
@@ -170,7 +199,7 @@ func (a *API) doors(api http.Handler) map[string]door {
 // says which operation has no door (or the wrong kind) and which door has
 // no operation. A second answer of a route (Op.When) is its route's door's
 // to give.
-func (a *API) route(mux *http.ServeMux, doors map[string]door) error {
+func (a *API) route(mux *http.ServeMux, exact exactRoutes, doors map[string]door) error {
 	var problems []string
 	seen := map[string]bool{}
 	for _, o := range ops.Table() {
@@ -185,9 +214,9 @@ func (a *API) route(mux *http.ServeMux, doors map[string]door) error {
 		case o.Agent && d.agent == nil, !o.Agent && d.plain == nil:
 			problems = append(problems, fmt.Sprintf("operation %s: its handler is not of its kind (on one agent: %v)", o.Name, o.Agent))
 		case o.Agent:
-			mux.HandleFunc(o.Pattern(), a.withAgent(d.agent))
+			exact.add(mux, o.Method, o.Path, a.withAgent(d.agent))
 		default:
-			mux.HandleFunc(o.Pattern(), d.plain)
+			exact.add(mux, o.Method, o.Path, d.plain)
 		}
 	}
 	for name := range doors {

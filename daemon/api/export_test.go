@@ -25,5 +25,5 @@ func RouteProblems(drop, extra string) error {
 	if extra != "" {
 		doors[extra] = door{plain: func(http.ResponseWriter, *http.Request) {}}
 	}
-	return a.route(http.NewServeMux(), doors)
+	return a.route(http.NewServeMux(), exactRoutes{}, doors)
 }
