@@ -150,7 +150,7 @@ type Engine[T any] struct {
 
 	lazyMu    sync.Mutex
 	lazyOps   []*Op[T]    // ride on the next commit; see Lazy
-	lazyTimer *time.Timer // armed while lazyOps is not empty
+	lazyTimer *time.Timer // the lazy delay running, nil when none (its end commits what lazy ops wait then)
 
 	// commitMu is held by whoever commits or reads through the open
 	// transaction; it owns the fields below (OpenEngine owns them before
@@ -340,6 +340,12 @@ func (e *Engine[T]) Close() error {
 	e.closeMu.Unlock()
 	close(e.quit)
 	<-e.stopped
+	e.lazyMu.Lock()
+	if e.lazyTimer != nil {
+		e.lazyTimer.Stop()
+		e.lazyTimer = nil
+	}
+	e.lazyMu.Unlock()
 	return errors.Join(e.log.Close(), e.db.Close())
 }
 
@@ -436,7 +442,13 @@ func (e *Engine[T]) Lazy(apply func(T) (uint64, error)) {
 	defer e.lazyMu.Unlock()
 	e.lazyOps = append(e.lazyOps, &Op[T]{Apply: apply})
 	if e.lazyTimer == nil {
+		// A delay left running by ops a commit has taken since serves this
+		// one too: it only ends sooner. Arming a timer costs a resume (whose
+		// visit is a lazy op) 2-3% when every resume follows a write.
 		e.lazyTimer = time.AfterFunc(e.lazyDelay, func() {
+			e.lazyMu.Lock()
+			e.lazyTimer = nil
+			e.lazyMu.Unlock()
 			select {
 			case e.flush <- struct{}{}:
 			default:
@@ -451,10 +463,6 @@ func (e *Engine[T]) takeLazy() []*Op[T] {
 	defer e.lazyMu.Unlock()
 	ops := e.lazyOps
 	e.lazyOps = nil
-	if e.lazyTimer != nil {
-		e.lazyTimer.Stop()
-		e.lazyTimer = nil
-	}
 	return ops
 }
 

@@ -155,7 +155,7 @@ func TestLazyOpsRideTheFlush(t *testing.T) {
 		t.Fatalf("log records %d -> %d, syncs %d -> %d, used %d: the lazy op was logged, not flushed with bbolt",
 			records, e.log.LastID(), syncs, e.log.syncs, e.log.Used())
 	}
-	if e.lazyOps != nil || e.lazyTimer != nil {
+	if e.lazyOps != nil {
 		t.Fatal("the lazy op is still queued after the flush")
 	}
 	if err := e.db.View(func(tx *bolt.Tx) error {
@@ -215,8 +215,52 @@ func putLazy(e *Engine[counter]) {
 func fireLazyTimer(e *Engine[counter]) {
 	e.lazyMu.Lock()
 	e.lazyTimer.Stop()
+	e.lazyTimer = nil
 	e.lazyMu.Unlock()
 	e.flush <- struct{}{}
+}
+
+// A lazy op queued while a delay runs that an earlier op started (one a
+// commit has taken since) is committed when that delay ends; one queued
+// after it ended starts a delay of its own. No lazy op is left waiting
+// for a write that may never come.
+func TestLazyOpsShareARunningDelay(t *testing.T) {
+	e := openTestEngine(t, t.TempDir())
+	defer e.Close()
+	e.lazyMu.Lock()
+	e.lazyDelay = 50 * time.Millisecond
+	e.lazyMu.Unlock()
+	lazyPut := func(key string) {
+		e.Lazy(func(c counter) (uint64, error) { return 0, c.rec.Put(testData, []byte(key), []byte("v")) })
+	}
+	has := func(key string) func() bool {
+		return func() bool {
+			found := false
+			if err := e.View(func(tx *bolt.Tx) error {
+				found = tx.Bucket(testData).Get([]byte(key)) != nil
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return found
+		}
+	}
+	lazyPut("first")                       // starts the delay
+	if err := putKey(e, "a"); err != nil { // takes "first"; the delay runs on
+		t.Fatal(err)
+	}
+	if !has("first")() {
+		t.Fatal("the write did not take the lazy op queued before it")
+	}
+	lazyPut("second")
+	waitUntil(t, "the running delay commits the op queued during it", has("second"))
+	waitUntil(t, "the delay ends", func() bool {
+		e.lazyMu.Lock()
+		defer e.lazyMu.Unlock()
+		return e.lazyTimer == nil
+	})
+	lazyPut("third")
+	waitUntil(t, "a delay of its own commits the op queued after the last one ended", has("third"))
 }
 
 // waitUntil waits for cond, with a generous deadline, and fails naming what.
