@@ -31,6 +31,8 @@ type connClock struct {
 	mu    sync.Mutex
 	conns map[*clockedConn]struct{}
 	woke  chan struct{} // buffered 1: the first connection came to an empty set
+
+	passes atomic.Uint64 // the looks taken (tests wait for one past a limit)
 }
 
 func newConnClock(to Timeouts) *connClock {
@@ -220,6 +222,7 @@ func (k *connClock) expire(now time.Time) {
 		}
 		c.mu.Unlock()
 	}
+	k.passes.Add(1)
 }
 
 // clockKey is the context key of a request's clockedConn.

@@ -25,6 +25,12 @@ const clockLimit = 300 * time.Millisecond
 // returns the socket; the server and its clock stop with the test, and no
 // goroutine of theirs is left.
 func clockServer(t *testing.T, to Timeouts, h http.HandlerFunc) string {
+	sock, _ := clockServerOf(t, to, h)
+	return sock
+}
+
+// clockServerOf is clockServer that gives the clock too.
+func clockServerOf(t *testing.T, to Timeouts, h http.HandlerFunc) (string, *connClock) {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
 	sock := filepath.Join(t.TempDir(), "s.sock")
@@ -41,7 +47,23 @@ func clockServer(t *testing.T, to Timeouts, h http.HandlerFunc) string {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return sock
+	return sock, srv.clock
+}
+
+// pastLimit waits until limit has passed since from and the clock has
+// looked at its connections twice since (so a limit that passed has been
+// acted on, however slow the machine), with a generous deadline.
+func pastLimit(t *testing.T, k *connClock, from time.Time, limit time.Duration) {
+	t.Helper()
+	time.Sleep(time.Until(from.Add(limit)))
+	seen := k.passes.Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for k.passes.Load() < seen+2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the clock looked at its connections %d times in 30 s", k.passes.Load()-seen)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func dialClock(t *testing.T, sock string) net.Conn {
@@ -95,12 +117,13 @@ func TestClockClosesATrickledHead(t *testing.T) {
 // A keep-alive connection is served, then closed once it has been idle
 // for the idle limit; one that keeps sending requests is not.
 func TestClockClosesAnIdleKeepAlive(t *testing.T) {
-	sock := clockServer(t, Timeouts{Read: clockLimit, Idle: 3 * clockLimit, Write: clockLimit}, okHandler)
+	const idle = time.Second
+	sock := clockServer(t, Timeouts{Read: clockLimit, Idle: idle, Write: clockLimit}, okHandler)
 	c := dialClock(t, sock)
 	br := bufio.NewReader(c)
-	// Requests spaced by two thirds of the idle limit, for longer than it:
+	// Requests spaced by a seventh of the idle limit, for longer than it:
 	// each one starts the idle wait again.
-	for range 4 {
+	for range 8 {
 		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -113,10 +136,10 @@ func TestClockClosesAnIdleKeepAlive(t *testing.T) {
 		if string(b) != "ok" {
 			t.Fatalf("answer %q", b)
 		}
-		time.Sleep(2 * clockLimit)
+		time.Sleep(idle / 7)
 	}
-	if took := closedWithin(t, c); took < clockLimit {
-		t.Fatalf("closed %v after the last answer, before the idle limit", took)
+	if took := closedWithin(t, c); took < idle-idle/7 {
+		t.Fatalf("closed %v after the last wait, before the idle limit of %v", took, idle)
 	}
 }
 
@@ -150,13 +173,14 @@ func TestClockCutsASlowBody(t *testing.T) {
 // Once its body is in, a request may run past the read limit: the body's
 // limit is lifted, so the request's context is not cancelled by it.
 func TestClockLiftsTheBodyLimitOnceTheBodyIsIn(t *testing.T) {
-	release := make(chan struct{})
-	sock := clockServer(t, Timeouts{Read: clockLimit, Idle: clockLimit, Write: 30 * clockLimit}, func(w http.ResponseWriter, r *http.Request) {
+	bodyIn, release := make(chan time.Time, 1), make(chan struct{})
+	sock, clock := clockServerOf(t, Timeouts{Read: clockLimit, Idle: clockLimit, Write: time.Minute}, func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		bodyIn <- time.Now()
 		<-release
 		if err := r.Context().Err(); err != nil {
 			http.Error(w, "context: "+err.Error(), http.StatusInternalServerError)
@@ -165,7 +189,7 @@ func TestClockLiftsTheBodyLimitOnceTheBodyIsIn(t *testing.T) {
 		fmt.Fprintf(w, "got %s", b)
 	})
 	go func() {
-		time.Sleep(4 * clockLimit)
+		pastLimit(t, clock, <-bodyIn, clockLimit)
 		close(release)
 	}()
 	resp, err := clockClient(sock).Post("http://x/", "text/plain", strings.NewReader("body"))
@@ -181,11 +205,12 @@ func TestClockLiftsTheBodyLimitOnceTheBodyIsIn(t *testing.T) {
 // An ordinary answer that is not out by the write limit fails; a call
 // that is long by design extends its limit and is answered.
 func TestClockWriteLimit(t *testing.T) {
-	release := make(chan struct{})
-	sock := clockServer(t, clockTimeouts, func(w http.ResponseWriter, r *http.Request) {
+	started, release := make(chan time.Time, 2), make(chan struct{})
+	sock, clock := clockServerOf(t, clockTimeouts, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/long" {
-			ExtendWriteDeadline(w, r, 30*clockLimit)
+			ExtendWriteDeadline(w, r, time.Minute)
 		}
+		started <- time.Now()
 		<-release
 		io.WriteString(w, "late")
 	})
@@ -209,7 +234,11 @@ func TestClockWriteLimit(t *testing.T) {
 		return ch
 	}
 	short, long := get("/"), get("/long")
-	time.Sleep(4 * clockLimit)
+	later := <-started
+	if t2 := <-started; t2.After(later) {
+		later = t2
+	}
+	pastLimit(t, clock, later, clockLimit)
 	close(release)
 	if a := <-long; a.err != nil || a.body != "late" {
 		t.Errorf("the long call: %q, %v; want its answer", a.body, a.err)
