@@ -208,7 +208,7 @@ func TestClockWriteLimit(t *testing.T) {
 	started, release := make(chan time.Time, 2), make(chan struct{})
 	sock, clock := clockServerOf(t, clockTimeouts, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/long" {
-			ExtendWriteDeadline(w, r, time.Minute)
+			ExtendWriteDeadline(r, time.Minute)
 		}
 		started <- time.Now()
 		<-release

@@ -104,7 +104,7 @@ func (a *API) handleWait(w http.ResponseWriter, r *http.Request, ag *agent.Agent
 		after = &n
 	}
 	if secs <= agent.WaitMax {
-		ExtendWriteDeadline(w, r, time.Duration(secs)*time.Second+writeMargin)
+		ExtendWriteDeadline(r, time.Duration(secs)*time.Second+writeMargin)
 	}
 	ans, err := ag.Wait(r.Context(), secs, after)
 	if err != nil {

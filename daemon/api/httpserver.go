@@ -146,11 +146,11 @@ type bodyTooSlow struct {
 func (e *bodyTooSlow) Error() string { return e.err.Error() }
 func (e *bodyTooSlow) Unwrap() error { return e.err }
 
-// ExtendWriteDeadline gives the answer of r d more from now (0: no limit),
+// ExtendWriteDeadline gives the answer to r d more from now (0: no limit),
 // for the calls that are long by design (a long poll, an MCP stream, the
 // page's live stream). It is a no-op for a request that came on no
 // connection (the in-process calls of /mcp's tools and of the page).
-func ExtendWriteDeadline(w http.ResponseWriter, r *http.Request, d time.Duration) {
+func ExtendWriteDeadline(r *http.Request, d time.Duration) {
 	if c := connOf(r.Context()); c != nil {
 		c.answerWithin(d)
 	}

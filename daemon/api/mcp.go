@@ -98,9 +98,9 @@ func (a *API) mcpHandler(api http.Handler) http.Handler {
 		case http.MethodGet:
 			// The standalone stream lasts as long as its session, which
 			// closes after mcp_session_idle.
-			ExtendWriteDeadline(w, r, 0)
+			ExtendWriteDeadline(r, 0)
 		case http.MethodPost:
-			ExtendWriteDeadline(w, r, mcpLongestCall+writeMargin)
+			ExtendWriteDeadline(r, mcpLongestCall+writeMargin)
 		}
 		ew := &mcpErrorWriter{ResponseWriter: w, idle: idle}
 		defer ew.finish()

@@ -27,7 +27,7 @@ func (a *API) handleSnapshots(w http.ResponseWriter, r *http.Request, ag *agent.
 // ?diff=1 its unified diff against its parent (or &against=ID), at most
 // &max_bytes (default and ceiling 1 MiB).
 func (a *API) handleSnapshot(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
-	ExtendWriteDeadline(w, r, ops.SnapshotShow.Op().Waits(r.URL.Query())+writeMargin) // a fleet fetch first
+	ExtendWriteDeadline(r, ops.SnapshotShow.Op().Waits(r.URL.Query())+writeMargin) // a fleet fetch first
 	id := r.PathValue("id")
 	diff, qerr := boolQuery(r, "diff")
 	if qerr != nil {
@@ -79,7 +79,7 @@ func (a *API) handleSnapshot(w http.ResponseWriter, r *http.Request, ag *agent.A
 // handleSnapshotRestore is POST /v1/snapshots/{id}/restore:
 // {"paths": [...], "dry_run": true}.
 func (a *API) handleSnapshotRestore(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
-	ExtendWriteDeadline(w, r, ops.SnapshotRestore.Op().Waits(r.URL.Query())+writeMargin) // a fleet fetch first
+	ExtendWriteDeadline(r, ops.SnapshotRestore.Op().Waits(r.URL.Query())+writeMargin) // a fleet fetch first
 	body, berr := readBody(w, r)
 	if berr != nil {
 		writeError(w, berr)
@@ -99,7 +99,7 @@ func (a *API) handleSnapshotRestore(w http.ResponseWriter, r *http.Request, ag *
 // handleWorkLostRestore is POST /v1/continuity/work_lost/{id}/restore:
 // {"dry_run": true}.
 func (a *API) handleWorkLostRestore(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard) {
-	ExtendWriteDeadline(w, r, ops.WorkLostRestore.Op().Waits(r.URL.Query())+writeMargin) // a fleet fetch first
+	ExtendWriteDeadline(r, ops.WorkLostRestore.Op().Waits(r.URL.Query())+writeMargin) // a fleet fetch first
 	body, berr := readBody(w, r)
 	if berr != nil {
 		writeError(w, berr)

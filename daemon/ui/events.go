@@ -50,7 +50,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	api.ExtendWriteDeadline(w, r, 0) // a stream lasts as long as the page
+	api.ExtendWriteDeadline(r, 0) // a stream lasts as long as the page
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
