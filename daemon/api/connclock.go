@@ -13,8 +13,8 @@ import (
 // looks at the open connections every tick, instead of net/http's
 // per-request deadlines. Those arm, move and stop a runtime timer four or
 // five times a request (the head's, the idle wait's, the answer's, the
-// body's), which cost about 5% of a resume and of a durable write as a
-// client in another process sees them (docs/PERFORMANCE.md). Here a
+// body's), which cost a resume about 2% as a client in another process
+// sees it (docs/PERFORMANCE.md): timers wake the runtime's poller. Here a
 // request only notes the time its limit ends; a deadline is put on the
 // connection only once that time has passed, and it is the deadline
 // net/http would have set, so what follows is what net/http does at its
