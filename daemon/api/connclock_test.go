@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuityd/continuityd/internal/testkit/testwait"
 	"go.uber.org/goleak"
 )
 
@@ -25,12 +26,13 @@ const clockLimit = 300 * time.Millisecond
 // returns the socket; the server and its clock stop with the test, and no
 // goroutine of theirs is left.
 func clockServer(t *testing.T, to Timeouts, h http.HandlerFunc) string {
-	sock, _ := clockServerOf(t, to, h)
+	sock, _ := clockServerOf(t, to, 0, h)
 	return sock
 }
 
-// clockServerOf is clockServer that gives the clock too.
-func clockServerOf(t *testing.T, to Timeouts, h http.HandlerFunc) (string, *connClock) {
+// clockServerOf is clockServer that gives the clock too, looking at its
+// connections every tick (0: the clock's own).
+func clockServerOf(t *testing.T, to Timeouts, tick time.Duration, h http.HandlerFunc) (string, *connClock) {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
 	sock := filepath.Join(t.TempDir(), "s.sock")
@@ -39,6 +41,9 @@ func clockServerOf(t *testing.T, to Timeouts, h http.HandlerFunc) (string, *conn
 		t.Fatal(err)
 	}
 	srv := NewServer(h, context.Background(), slog.New(slog.DiscardHandler), to)
+	if tick > 0 {
+		srv.clock.tick = tick
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -55,15 +60,16 @@ func clockServerOf(t *testing.T, to Timeouts, h http.HandlerFunc) (string, *conn
 // acted on, however slow the machine), with a generous deadline.
 func pastLimit(t *testing.T, k *connClock, from time.Time, limit time.Duration) {
 	t.Helper()
-	time.Sleep(time.Until(from.Add(limit)))
-	seen := k.passes.Load()
-	deadline := time.Now().Add(30 * time.Second)
-	for k.passes.Load() < seen+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the clock looked at its connections %d times in 30 s", k.passes.Load()-seen)
+	var seen uint64
+	testwait.Until(t, func() string { return fmt.Sprintf("the limit passed, and then %d looks", k.passes.Load()-seen) }, func() bool {
+		if seen == 0 {
+			if time.Since(from) <= limit {
+				return false
+			}
+			seen = k.passes.Load() + 1 // +1: never 0 once set
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return k.passes.Load() >= seen+1
+	})
 }
 
 func dialClock(t *testing.T, sock string) net.Conn {
@@ -114,16 +120,17 @@ func TestClockClosesATrickledHead(t *testing.T) {
 	}
 }
 
-// A keep-alive connection is served, then closed once it has been idle
-// for the idle limit; one that keeps sending requests is not.
+// A keep-alive connection is closed once it has waited for the idle limit
+// since its last answer, not before: each request starts the wait again.
+// The test moves the clock's time itself (its own looks are an hour apart),
+// so no wait of the machine's decides the outcome.
 func TestClockClosesAnIdleKeepAlive(t *testing.T) {
-	const idle = time.Second
-	sock := clockServer(t, Timeouts{Read: clockLimit, Idle: idle, Write: clockLimit}, okHandler)
+	const idle = time.Minute
+	sock, clock := clockServerOf(t, Timeouts{Read: idle, Idle: idle, Write: idle}, time.Hour, okHandler)
 	c := dialClock(t, sock)
 	br := bufio.NewReader(c)
-	// Requests spaced by a seventh of the idle limit, for longer than it:
-	// each one starts the idle wait again.
-	for range 8 {
+	get := func() {
+		t.Helper()
 		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -136,11 +143,42 @@ func TestClockClosesAnIdleKeepAlive(t *testing.T) {
 		if string(b) != "ok" {
 			t.Fatalf("answer %q", b)
 		}
-		time.Sleep(idle / 7)
 	}
-	if took := closedWithin(t, c); took < idle-idle/7 {
-		t.Fatalf("closed %v after the last wait, before the idle limit of %v", took, idle)
+	// idleUntil waits until the server has finished the answer and returns
+	// when the connection's idle wait ends.
+	idleUntil := func() time.Time {
+		t.Helper()
+		var by time.Time
+		testwait.Until(t, func() string { return "the connection to wait idle" }, func() bool {
+			clock.mu.Lock()
+			defer clock.mu.Unlock()
+			for cc := range clock.conns {
+				cc.mu.Lock()
+				defer cc.mu.Unlock()
+				if cc.phase.Load() == phaseIdle {
+					by = cc.readBy
+					return true
+				}
+			}
+			return false
+		})
+		return by
 	}
+	sent := time.Now()
+	get()
+	first := idleUntil()
+	if first.Before(sent.Add(idle)) {
+		t.Fatalf("the idle wait ends %v after the request was sent, short of the idle limit of %v", first.Sub(sent), idle)
+	}
+	get()
+	second := idleUntil()
+	if !second.After(first) {
+		t.Fatalf("the second answer's idle wait ends %v, not after the first's %v", second, first)
+	}
+	clock.expire(first.Add(second.Sub(first) / 2)) // past the first wait, within the second
+	get()
+	clock.expire(idleUntil().Add(time.Nanosecond))
+	closedWithin(t, c)
 }
 
 // A body that stops arriving fails its read at the read limit with
@@ -174,7 +212,7 @@ func TestClockCutsASlowBody(t *testing.T) {
 // limit is lifted, so the request's context is not cancelled by it.
 func TestClockLiftsTheBodyLimitOnceTheBodyIsIn(t *testing.T) {
 	bodyIn, release := make(chan time.Time, 1), make(chan struct{})
-	sock, clock := clockServerOf(t, Timeouts{Read: clockLimit, Idle: clockLimit, Write: time.Minute}, func(w http.ResponseWriter, r *http.Request) {
+	sock, clock := clockServerOf(t, Timeouts{Read: clockLimit, Idle: clockLimit, Write: time.Minute}, 0, func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -206,7 +244,7 @@ func TestClockLiftsTheBodyLimitOnceTheBodyIsIn(t *testing.T) {
 // that is long by design extends its limit and is answered.
 func TestClockWriteLimit(t *testing.T) {
 	started, release := make(chan time.Time, 2), make(chan struct{})
-	sock, clock := clockServerOf(t, clockTimeouts, func(w http.ResponseWriter, r *http.Request) {
+	sock, clock := clockServerOf(t, clockTimeouts, 0, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/long" {
 			ExtendWriteDeadline(r, time.Minute)
 		}
