@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/agent"
 	"github.com/continuityd/continuityd/internal/timerslack"
 )
 
@@ -26,6 +27,7 @@ func TestMain(m *testing.M) {
 	if err := timerslack.Ensure(config.DefaultTimerSlack); err != nil {
 		fmt.Fprintln(os.Stderr, "daemon tests: running with the system's timer slack:", err)
 	}
+	agent.CheckViews() // a resume's kept view that a change did not replace fails the test that made it
 	goleak.VerifyTestMain(m)
 }
 

@@ -103,6 +103,7 @@ type Agent struct {
 	// newestAtOpen is the store's newest snapshot as it opened, what
 	// resume names while the start snapshot is under way.
 	newestAtOpen snapshot.Snapshot
+	views        viewCache   // what resume shows of the capture and the store (localview.go)
 	fsnaps       *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
 
 	wg     sync.WaitGroup
@@ -196,6 +197,7 @@ func Open(o Options) (*Agent, error) {
 	co.Agent, co.Dir, co.Workdir, co.Store, co.Guard, co.Logger = ac.Name, a.dir, ac.Workdir, store, g, log
 	a.capture = capture.New(co)
 	a.openSnapshots(o.Snapshots, o.OpenSnapshots)
+	a.views.enabled = o.OpenSnapshots == nil // the store, if any, is in process
 	for _, name := range ac.Upstreams {
 		ur := ups[name]
 		a.ups = append(a.ups, ur)
@@ -347,12 +349,8 @@ func (a *Agent) LocalResume() capsule.Resume { return a.withLocal(a.store.Resume
 // the residency keeps ready; a field set here that is not one of
 // residency.LocalParts must send ResumeJSON to its full path (localOnly).
 func (a *Agent) withLocal(r capsule.Resume) capsule.Resume {
-	r.Upstreams = a.UpstreamStates()
-	r.Degraded = append(r.Degraded, a.capture.DegradedSources()...)
-	a.fleetResume(&r)
-	a.fillSnapshot(&r)
-	a.fillAttribution(&r)
-	r.WorkLost = a.capture.WorkLost()
+	r.Upstreams = a.UpstreamStates() // moves with every write: read live
+	a.view().fill(a, &r)
 	a.markLostDone(&r)
 	return r
 }

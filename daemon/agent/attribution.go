@@ -14,20 +14,6 @@ import (
 // since_last_visit.by_others and conflicts come from the workdir's
 // attribution ledger, which the agent's capture feeds.
 
-// fillAttribution adds to a resume what the ledger says: the paths others
-// changed since the agent's last visit, and the paths it and another agent
-// both changed. Both lists are present, empty without a ledger.
-func (a *Agent) fillAttribution(r *capsule.Resume) {
-	r.SinceLastVisit.ByOthers = []capsule.ByOther{}
-	for _, o := range a.capture.ByOthers() {
-		r.SinceLastVisit.ByOthers = append(r.SinceLastVisit.ByOthers, capsule.ByOther{Path: o.Path, By: o.By})
-	}
-	r.Conflicts = []capsule.PathConflict{}
-	for _, c := range a.capture.Conflicts() {
-		r.Conflicts = append(r.Conflicts, capsule.PathConflict{Path: c.Path, Agents: c.Agents, At: c.At})
-	}
-}
-
 // TellConflict puts a conflict on the agent's wait feed: a path it and
 // another agent changed. The daemon calls it for every agent the conflict
 // names, whichever agent's event revealed it.

@@ -22,6 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	CheckViews() // a resume's kept view that a change did not replace fails the test that made it
 	goleak.VerifyTestMain(m)
 }
 

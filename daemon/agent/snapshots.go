@@ -154,28 +154,6 @@ func (a *Agent) SnapshotProblem() string {
 	return ""
 }
 
-// fillSnapshot sets resume's snapshot key and names snapshots degraded.
-func (a *Agent) fillSnapshot(r *capsule.Resume) {
-	if (a.snapErr != nil || (a.snaps != nil && (a.snaps.GCProblem() != "" || a.snaps.WorkdirProblem() != ""))) && !slices.Contains(r.Degraded, "snapshots") {
-		r.Degraded = append(r.Degraded, "snapshots")
-	}
-	if a.snaps == nil {
-		return
-	}
-	if ir, ok := a.snaps.Interrupted(); ok {
-		r.RestoreInterrupted = a.restoreInterrupted(ir)
-	}
-	s, ok := a.newestAtOpen, a.newestAtOpen.ID != ""
-	if !a.capture.StartSnapshotRunning() {
-		// Otherwise the newest as the store opened: the store answers
-		// once the start snapshot, seconds in a large tree, is done.
-		s, ok = a.snaps.Newest()
-	}
-	if ok {
-		r.Snapshot = &capsule.SnapshotRef{ID: s.ID, At: s.Time, Trigger: s.Trigger, Files: s.Files()}
-	}
-}
-
 // workLost tells the wait feed of uncommitted work that vanished.
 func (a *Agent) workLost(w capsule.WorkLost) {
 	a.feed.Publish(events.Event{Kind: "work_lost", At: w.At,

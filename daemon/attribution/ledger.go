@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 	"github.com/continuityd/continuityd/internal/toolpaths"
 )
 
@@ -279,6 +280,7 @@ func (l *Ledger) Tool(ev ToolEvent) (Result, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer viewstamp.Changed() // what ByOthers and Conflicts answer may have moved
 	var res Result
 	for _, p := range dedupe(ev.Paths) {
 		l.claims[p] = append(l.claims[p], claim{agent: ev.Agent, kind: ev.Kind, at: ev.At})
@@ -311,6 +313,7 @@ func (l *Ledger) ShellStart(agent, id string, at time.Time) (Result, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer viewstamp.Changed() // what ByOthers and Conflicts answer may have moved
 	expired := l.expireShells(at)
 	w := &window{agent: agent, start: at}
 	l.shells[agent+"\x00"+id] = w
@@ -330,6 +333,7 @@ func (l *Ledger) SetMaxShell(d time.Duration) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer viewstamp.Changed() // what ByOthers and Conflicts answer may have moved
 	l.opt.MaxShell = d
 }
 
@@ -339,6 +343,7 @@ func (l *Ledger) SetMaxShell(d time.Duration) {
 func (l *Ledger) EndShells(agent string, at time.Time) []ShellWindow {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer viewstamp.Changed() // what ByOthers and Conflicts answer may have moved
 	var ended []ShellWindow
 	for _, key := range slices.Sorted(maps.Keys(l.shells)) {
 		if w := l.shells[key]; w.agent == agent && !at.Before(w.start) {
@@ -388,6 +393,7 @@ func (l *Ledger) ShellEnd(agent, id string, at time.Time) (Result, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer viewstamp.Changed() // what ByOthers and Conflicts answer may have moved
 	key := agent + "\x00" + id
 	w, ok := l.shells[key]
 	if !ok {
@@ -405,6 +411,7 @@ func (l *Ledger) Burst(b Burst) (Result, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer viewstamp.Changed() // what ByOthers and Conflicts answer may have moved
 	if b.Key != "" {
 		if slices.Contains(l.bursts, b.Key) {
 			return Result{}, nil // another agent on the workdir reported it
@@ -434,11 +441,18 @@ func (l *Ledger) Checkpoint(agent string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.bump()
+	settled := false
 	for p, t := range l.pending[agent] {
 		if !t.After(at) {
 			delete(l.pending[agent], p)
 			l.touch(p)
+			settled = true
 		}
+	}
+	if settled {
+		// Conflicts may have moved; a checkpoint with no open work (the
+		// usual one) leaves resume's view as it was.
+		viewstamp.Changed()
 	}
 }
 
@@ -448,90 +462,17 @@ func (l *Ledger) Visit(agent string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.bump()
+	start := 0
+	if since := l.visits[agent]; !since.IsZero() {
+		start = l.firstAfter(nanos(since))
+	}
+	if start < len(l.byTime) {
+		// ByOthers answered something changed since the last visit; with
+		// nothing changed since, it answers nothing before and after.
+		viewstamp.Changed()
+	}
 	l.visits[agent] = at
 	l.visitsDirty = true
-}
-
-// ByOthers lists the paths someone other than agent changed since its last
-// visit (all that are remembered if it never visited), each with who,
-// sorted by path.
-func (l *Ledger) ByOthers(agent string) []ByOther {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	since := l.visits[agent]
-	seen := map[ByOther]bool{}
-	var out []ByOther
-	// Only the paths changed after the visit: a full ledger (20,000
-	// paths) took 1.7 ms a resume when every path was looked at.
-	l.pathsChangedAfter(since, func(p string, hist []Change) {
-		for _, c := range hist {
-			if c.By == agent || !c.At.After(since) {
-				continue
-			}
-			o := ByOther{Path: p, By: Label(agent, c.By)}
-			if !seen[o] {
-				seen[o] = true
-				out = append(out, o)
-			}
-		}
-	})
-	slices.SortFunc(out, func(a, b ByOther) int { return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.By, b.By)) })
-	return out
-}
-
-// Conflicts lists the paths agent changed since its last checkpoint that
-// another agent changed since its own, sorted by path.
-func (l *Ledger) Conflicts(agent string) []Conflict {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []Conflict
-	for p := range l.pending[agent] {
-		if c, ok := l.conflictOn(p); ok {
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, func(a, b Conflict) int { return cmp.Compare(a.Path, b.Path) })
-	return out
-}
-
-// ChangesSince lists, per path, the changes made after since, sorted by
-// path then time: who changed what since a snapshot.
-func (l *Ledger) ChangesSince(since time.Time) []Change {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []Change
-	for _, hist := range l.paths {
-		for _, c := range hist {
-			if c.At.After(since) {
-				out = append(out, c)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b Change) int {
-		return cmp.Or(cmp.Compare(a.Path, b.Path), a.At.Compare(b.At), cmp.Compare(a.By, b.By))
-	})
-	return out
-}
-
-// Knows reports whether the ledger has heard of every change since t:
-// it was told of the workdir's changes from before t on (Options.Since).
-func (l *Ledger) Knows(t time.Time) bool {
-	return !l.opt.Since.IsZero() && !t.Before(l.opt.Since)
-}
-
-// Since is when the ledger began to be told of changes (Options.Since).
-func (l *Ledger) Since() time.Time { return l.opt.Since }
-
-// ChangedBy lists the paths agent changed after since, sorted: what a
-// restore without --path may touch.
-func (l *Ledger) ChangedBy(agent string, since time.Time) []string {
-	var out []string
-	for _, c := range l.ChangesSince(since) {
-		if c.By == agent && (len(out) == 0 || out[len(out)-1] != c.Path) {
-			out = append(out, c.Path)
-		}
-	}
-	return out
 }
 
 // claimFor returns who changed p at at: the agent of the nearest edit

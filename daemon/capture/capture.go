@@ -20,6 +20,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/sources/handoff"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 	"github.com/continuityd/continuityd/internal/gittool"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
@@ -199,6 +200,7 @@ func (c *Capture) Start(ctx context.Context, wg *sync.WaitGroup) {
 	c.mu.Lock()
 	c.watcher = w
 	c.mu.Unlock()
+	viewstamp.Changed()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -11,6 +11,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/sources/gitwatch"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 )
 
 // headsFile keeps, per agent, where HEAD stood in each repository of its
@@ -43,6 +44,7 @@ func (c *Capture) gitCheck(ctx context.Context, dir string) {
 		c.mu.Lock()
 		c.repos[dir] = r
 		c.mu.Unlock()
+		viewstamp.Changed()
 	}
 	// A repository not primed at start appeared since (git init, git
 	// clone): its first check reports the commits made since it appeared,
@@ -116,6 +118,7 @@ func (c *Capture) primeGit(ctx context.Context, wd string) {
 	}
 	c.repos[r.Root()] = r
 	c.mu.Unlock()
+	viewstamp.Changed()
 	c.noteRefused(r.Root(), r.Refused())
 	c.gitChanges(ctx, r, changes)
 	c.saveHeads()

@@ -13,6 +13,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/sources/watch"
 	"github.com/continuityd/continuityd/daemon/worklost"
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 	"github.com/continuityd/continuityd/internal/gittool"
 )
 
@@ -163,6 +164,7 @@ func (s *snapshots) start(ctx context.Context) {
 	s.mu.Lock()
 	s.starting = true
 	s.mu.Unlock()
+	viewstamp.Changed()
 	began := time.Now()
 	s.c.log.Info("taking the start snapshot of the workdir", "workdir", s.c.o.Workdir)
 	done := make(chan struct{})
@@ -191,6 +193,7 @@ func (s *snapshots) start(ctx context.Context) {
 		s.recorded = snap.ID
 	}
 	s.mu.Unlock()
+	viewstamp.Changed()
 	if err == nil {
 		s.c.log.Info("start snapshot taken", "snapshot", snap.ID, "files", snap.Took.Files, "changed", snap.Files(),
 			"took", time.Since(began).Round(time.Millisecond))
@@ -281,7 +284,11 @@ func (s *snapshots) take(ctx context.Context, trigger string, seq uint64, opt ..
 	} else if err == nil {
 		s.err = nil
 	}
+	changed := s.err != prev
 	s.mu.Unlock()
+	if changed {
+		viewstamp.Changed()
+	}
 	switch {
 	case err != nil && ctx.Err() == nil && !errors.Is(err, snapshot.ErrClosed):
 		if prev == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/daemon/worklost"
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -123,6 +124,7 @@ func (c *Capture) loadLosses() {
 	c.lost.mu.Lock()
 	c.lost.kept = st
 	c.lost.mu.Unlock()
+	viewstamp.Changed()
 }
 
 // retire keeps losses that leave resume's list in Past; call it with
@@ -305,6 +307,7 @@ func (c *Capture) checkpointed(at time.Time) {
 	if len(told) > 0 {
 		c.retire(told...)
 		c.saveLosses()
+		viewstamp.Changed()
 	}
 }
 
@@ -376,6 +379,7 @@ func (s *snapshots) checkLoss(ctx context.Context, snap snapshot.Snapshot) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer viewstamp.Changed() // the losses, or whether the checks work
 	var gone []capsule.WorkLost
 	l.kept.Entries = slices.DeleteFunc(l.kept.Entries, func(e capsule.WorkLost) bool {
 		now, ok := back[lossKey(e)]
@@ -457,6 +461,7 @@ func (s *snapshots) lossWorked(snap string) {
 	l := &s.c.lost
 	if l.failing {
 		l.failing, l.failed = false, ""
+		viewstamp.Changed()
 		s.c.log.Info("work-lost checks work again", "snapshot", snap)
 	}
 }
@@ -471,6 +476,7 @@ func (s *snapshots) lossFailed(ctx context.Context, err error) {
 	l := &s.c.lost
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer viewstamp.Changed()
 	l.failed = err.Error()
 	if !l.failing {
 		l.failing = true

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 )
 
 // Result says what a GC did.
@@ -175,6 +176,7 @@ func (c *Collector) failed(ctx context.Context, err error) {
 	first := c.failure == ""
 	c.failure = "garbage collection of the snapshot store failed: " + err.Error()
 	c.mu.Unlock()
+	viewstamp.Changed() // resume names the snapshots degraded
 	if first {
 		c.log.Warn("snapshot store: garbage collection failed; the agent shows degraded [\"snapshots\"] until one works, tried again after the next snapshot", "err", err)
 	}
@@ -382,6 +384,7 @@ func (c *Collector) GC(ctx context.Context) (Result, error) {
 	c.mu.Lock()
 	if c.failure != "" {
 		c.log.Info("snapshot store: garbage collection works again")
+		viewstamp.Changed() // the lock is held: a resume after it reads the failure gone
 	}
 	c.failure = ""
 	c.known = false // counted again at the next look

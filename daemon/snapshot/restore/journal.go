@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuityd/continuityd/internal/atomicfile"
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 	"github.com/continuityd/continuityd/internal/termsafe"
 )
 
@@ -271,6 +272,7 @@ func exactPaths(paths []string) []string {
 // setInterrupted reports r (nil: nothing) and keeps it for the next start.
 func (rs *Restorer) setInterrupted(r *Interrupted) {
 	rs.interrupted.Store(r)
+	viewstamp.Changed() // resume shows it
 	path := filepath.Join(rs.dir, InterruptedFile)
 	if r == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -297,4 +299,5 @@ func (rs *Restorer) loadInterrupted() {
 		return
 	}
 	rs.interrupted.Store(&r)
+	viewstamp.Changed()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/snapshot/repo"
 	"github.com/continuityd/continuityd/daemon/snapshot/workdir"
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 	"github.com/continuityd/continuityd/internal/lazyregexp"
 )
 
@@ -546,6 +547,7 @@ func (t *Taker) Commit(ctx context.Context, st *Staged, trigger string, seq uint
 	t.repo.ListTaken(snap.ID, st.tree, message, before, stamped)
 	from := t.newest.Tree
 	t.newest, t.newestModes = snap, st.modes
+	viewstamp.Changed() // resume shows the newest snapshot
 	t.made(Made{Snapshot: snap, Skipped: st.skipped, Files: st.files, From: from, Changes: st.changes, Added: st.added})
 	st.took.Commit = time.Since(began)
 	return snap, true, nil

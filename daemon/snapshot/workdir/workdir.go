@@ -22,6 +22,7 @@ import (
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/internal/daemonside/beneath"
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 )
 
 // Workdir is the directory Open found at a workdir's path.
@@ -116,9 +117,13 @@ func (w *Workdir) looked(moved *capsule.Error) {
 }
 
 func (w *Workdir) lookedLocked(moved *capsule.Error) {
+	was := w.lastLook
 	w.lookedAt, w.lastLook = w.now(), ""
 	if moved != nil {
 		w.lastLook = moved.Message
+	}
+	if w.lastLook != was {
+		viewstamp.Changed() // resume names the snapshots degraded, or no longer
 	}
 }
 

@@ -44,6 +44,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 	"github.com/continuityd/continuityd/internal/gittool"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
@@ -667,7 +668,11 @@ func (r *Repo) gitCatFile(sha string) ([]byte, error) {
 	if r.git == nil {
 		return nil, errors.New("gitwatch: git is not installed")
 	}
-	if r.refused = r.mayRunGit(); r.refused != "" {
+	was := r.refused
+	if r.refused = r.mayRunGit(); r.refused != was {
+		viewstamp.Changed() // resume names the commits degraded, or no longer
+	}
+	if r.refused != "" {
 		return nil, errors.New(r.refused)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)

@@ -40,6 +40,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/continuityd/continuityd/internal/daemonside/viewstamp"
 	"github.com/continuityd/continuityd/internal/safefile"
 )
 
@@ -383,7 +384,10 @@ func (w *Watcher) Degraded() string {
 	return ""
 }
 
-func (w *Watcher) setDegraded(why string) { w.degraded.Store(&why) }
+func (w *Watcher) setDegraded(why string) {
+	w.degraded.Store(&why)
+	viewstamp.Changed() // resume names the watch degraded
+}
 
 // Stats returns the counters; safe from any goroutine.
 func (w *Watcher) Stats() Stats {
