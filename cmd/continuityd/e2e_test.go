@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -433,6 +435,21 @@ func TestRunEmbeddedDefault(t *testing.T) {
 	}
 	if !strings.Contains(p.stderr.String(), sock) {
 		t.Fatalf("the socket path is not logged: %s", p.stderr)
+	}
+	// One processor more than the runtime would choose (package
+	// daemoncmd, spareProcessor), or the GOMAXPROCS the user set.
+	want := runtime.GOMAXPROCS(0) + 1
+	if env := os.Getenv("GOMAXPROCS"); env != "" {
+		want, _ = strconv.Atoi(env)
+	}
+	resp, err := c.Get("http://continuityd/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if line := fmt.Sprintf("\ngo_sched_gomaxprocs_threads %d\n", want); !strings.Contains(string(metrics), line) {
+		t.Errorf("the daemon's processors: want %q in /metrics", strings.TrimSpace(line))
 	}
 	if code := p.terminate(t); code != 0 {
 		t.Fatalf("exit %d", code)

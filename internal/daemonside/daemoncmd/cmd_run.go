@@ -73,6 +73,7 @@ func cmdRun(ctx context.Context, e *cli.Env, args []string) int {
 	if slackErr != nil {
 		log.Warn("daemon.timer_slack not applied: the daemon runs on with the slack it has", "err", slackErr)
 	}
+	log.Debug("processors", "gomaxprocs", spareProcessor(e.Getenv))
 	opts := daemon.Options{Logger: log, Version: e.Version, Ready: notifyReady, Stopping: notifyStopping}
 	if cfg.Path != "" { // --config, or the user's own file
 		opts.Load = func() (*config.Config, error) {

@@ -1,6 +1,7 @@
 package daemoncmd
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 
@@ -28,5 +29,25 @@ func TestTableFlagsAreTheCommands(t *testing.T) {
 		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(c.Flags))) {
 			t.Errorf("%s: the table lists the flags %q, the command has %q", c.Name, c.Flags, got)
 		}
+	}
+}
+
+// The daemon runs with one processor more than the runtime chose, and
+// with exactly the GOMAXPROCS a user set.
+func TestSpareProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	chosen := runtime.GOMAXPROCS(0)
+	if got := spareProcessor(func(string) string { return "" }); got != chosen+1 || runtime.GOMAXPROCS(0) != chosen+1 {
+		t.Fatalf("no GOMAXPROCS set: runs with %d (reported %d), want %d", runtime.GOMAXPROCS(0), got, chosen+1)
+	}
+	runtime.GOMAXPROCS(3)
+	env := func(k string) string {
+		if k == "GOMAXPROCS" {
+			return "3"
+		}
+		return ""
+	}
+	if got := spareProcessor(env); got != 3 || runtime.GOMAXPROCS(0) != 3 {
+		t.Fatalf("GOMAXPROCS=3 set: runs with %d (reported %d), want it kept", runtime.GOMAXPROCS(0), got)
 	}
 }
