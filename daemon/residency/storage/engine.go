@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -168,8 +169,13 @@ type Engine[T any] struct {
 	// lastPayload is the last batch's payload length: the next one's
 	// buffer is made that size (and a quarter) at once.
 	lastPayload int
-	recovery    Recovery
-	crashClose  bool // Crash: Close leaves bbolt behind the log, as a crash would
+	// lastWrites is how many ops the last batch with a write carried:
+	// more than one, and writers are arriving together (gather).
+	lastWrites int
+	// yield lets other goroutines run (runtime.Gosched; tests count it).
+	yield      func()
+	recovery   Recovery
+	crashClose bool // Crash: Close leaves bbolt behind the log, as a crash would
 
 	closeMu sync.RWMutex // held for reading while submitting; Close takes it for writing
 	closed  bool
@@ -195,6 +201,7 @@ func OpenEngine[T any](db *bolt.DB, opts EngineOptions, hooks Hooks[T], load fun
 		stopped:    make(chan struct{}),
 		flushDelay: cmp.Or(opts.FlushDelay, DefaultFlushDelay),
 		lazyDelay:  cmp.Or(opts.LazyDelay, opts.FlushDelay, DefaultFlushDelay),
+		yield:      runtime.Gosched,
 	}
 	if err := e.recover(opts); err != nil {
 		return nil, err
@@ -407,6 +414,7 @@ func (e *Engine[T]) commitNow(o *Op[T]) (done bool, err error) {
 	}
 	defer e.commitMu.Unlock()
 	batch := []*Op[T]{o}
+	e.gather()
 	e.fill(&batch)
 	e.commit(batch)
 	return true, nil
@@ -478,6 +486,7 @@ func (e *Engine[T]) run() {
 		case o := <-e.ops:
 			e.commitMu.Lock()
 			batch = append(batch[:0], o)
+			e.gather()
 			e.fill(&batch)
 			e.commit(batch)
 			e.commitMu.Unlock()
@@ -524,6 +533,24 @@ func (e *Engine[T]) run() {
 			}
 			return
 		}
+	}
+}
+
+// maxGatherYields bounds how long gather waits: a few turns of the
+// scheduler, microseconds, never a timer.
+const maxGatherYields = 8
+
+// gather lets the writers already running submit their ops before a batch
+// is taken, when the last batch carried several: writers that arrive
+// together then share a batch and its sync rather than each following
+// batch taking one or two, so the machine pays fewer syncs for as many
+// writes (16 writers from another process: +3-8%, measured paired in
+// docs/PERFORMANCE.md). It yields until as many ops wait as the last batch
+// took, at most maxGatherYields times. A lone writer (the last batch held
+// one op) never waits. The caller holds commitMu and has taken one op.
+func (e *Engine[T]) gather() {
+	for i := 0; i < maxGatherYields && e.lastWrites > 1 && len(e.ops) < e.lastWrites-1; i++ {
+		e.yield()
 	}
 }
 
@@ -639,6 +666,7 @@ func (e *Engine[T]) commitWrites(batch []*Op[T], results []result, d durability)
 	e.hooks.Publish(work)
 	e.lastSeq = seq
 	e.lastPayload = len(rec.Payload())
+	e.lastWrites = len(batch)
 	return nil
 }
 

@@ -26,6 +26,13 @@ type counter struct {
 // bucket; it flushes to bbolt only on a clean Close.
 func openTestEngine(t *testing.T, dir string) *Engine[counter] {
 	t.Helper()
+	return openTestEngineWith(t, dir, nil)
+}
+
+// openTestEngineWith is openTestEngine with setup run on the engine before
+// its writer starts.
+func openTestEngineWith(t *testing.T, dir string, setup func(*Engine[counter])) *Engine[counter] {
+	t.Helper()
 	db, err := OpenBolt(filepath.Join(dir, "test.db"), time.Second, false)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +50,9 @@ func openTestEngine(t *testing.T, dir string) *Engine[counter] {
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(e)
 	}
 	e.Start()
 	return e
