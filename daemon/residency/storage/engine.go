@@ -169,8 +169,9 @@ type Engine[T any] struct {
 	// lastPayload is the last batch's payload length: the next one's
 	// buffer is made that size (and a quarter) at once.
 	lastPayload int
-	// lastWrites is how many ops the last batch with a write carried:
-	// more than one, and writers are arriving together (gather).
+	// lastWrites is how many callers' writes the last batch with a write
+	// carried (lazy ops not counted): more than one, and writers are
+	// arriving together (gather).
 	lastWrites int
 	// yield lets other goroutines run (runtime.Gosched; tests count it).
 	yield      func()
@@ -666,7 +667,12 @@ func (e *Engine[T]) commitWrites(batch []*Op[T], results []result, d durability)
 	e.hooks.Publish(work)
 	e.lastSeq = seq
 	e.lastPayload = len(rec.Payload())
-	e.lastWrites = len(batch)
+	e.lastWrites = 0
+	for _, o := range batch {
+		if o.View == nil && o.done != nil { // a caller's write, not a lazy op
+			e.lastWrites++
+		}
+	}
 	return nil
 }
 

@@ -30,6 +30,13 @@ func TestGatherOnlyWhenWritersArriveTogether(t *testing.T) {
 	if n := yields.Load(); n != 0 {
 		t.Fatalf("lone writers one after another: %d yields, want none", n)
 	}
+	// A lazy op riding on a write is no second writer.
+	e.Lazy(func(c counter) (uint64, error) { return 0, c.rec.Put(testData, []byte("lazy"), []byte("v")) })
+	put("with-lazy")
+	put("after-lazy")
+	if n := yields.Load(); n != 0 {
+		t.Fatalf("a write after one that carried a lazy op: %d yields, want none", n)
+	}
 
 	// Three writers arrive together: they commit as one batch.
 	together := func(prefix string, n int) {
