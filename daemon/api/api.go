@@ -154,6 +154,10 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 type door struct {
 	agent agentHandler
 	plain http.HandlerFunc
+	// caller: the agent's handler is told who calls (agent.WithCaller),
+	// for what it checks against the caller's rights (a signal's
+	// transcript). Only those doors pay for the request's copy.
+	caller bool
 }
 
 // doors are the handlers of the table's operations, by name. The three
@@ -169,7 +173,7 @@ func (a *API) doors(api http.Handler) map[string]door {
 		ops.CapsuleGet.Op().Name:        {agent: a.handleCapsuleGet},
 		ops.CapsulePut.Op().Name:        {agent: bodyDoor((*agent.Agent).PutCapsule)},
 		ops.Seal.Op().Name:              {agent: bodyDoor((*agent.Agent).Seal)},
-		ops.Signal.Op().Name:            {agent: bodyDoor((*agent.Agent).Signal)},
+		ops.Signal.Op().Name:            {agent: bodyDoor((*agent.Agent).Signal), caller: true},
 		ops.DeadLetters.Op().Name:       {agent: a.handleDeadLetters},
 		ops.DeadLetterRetry.Op().Name:   {agent: a.handleDeadLetterAction(true)},
 		ops.DeadLetterDiscard.Op().Name: {agent: a.handleDeadLetterAction(false)},
@@ -215,7 +219,7 @@ func (a *API) route(mux *http.ServeMux, exact exactRoutes, doors map[string]door
 		case o.Agent && d.agent == nil, !o.Agent && d.plain == nil:
 			problems = append(problems, fmt.Sprintf("operation %s: its handler is not of its kind (on one agent: %v)", o.Name, o.Agent))
 		case o.Agent:
-			exact.add(mux, o.Method, o.Path, a.withAgent(d.agent))
+			exact.add(mux, o.Method, o.Path, a.withAgent(d.agent, d.caller))
 		default:
 			exact.add(mux, o.Method, o.Path, d.plain)
 		}
@@ -289,7 +293,9 @@ func (a *API) LoopbackHandler(port string) http.Handler {
 // writes pass.
 type agentHandler func(w http.ResponseWriter, r *http.Request, ag *agent.Agent, g *guard.Guard)
 
-func (a *API) withAgent(h agentHandler) http.HandlerFunc {
+// withAgent is h behind the pick of its agent and the caller's access to
+// it; with caller, h's request carries who calls (agent.WithCaller).
+func (a *API) withAgent(h agentHandler, caller bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p := peerOf(r.Context())
 		ag, g, err := a.pickAgent(r.Context(), queryGet(r.URL.RawQuery, "agent"), queryGet(r.URL.RawQuery, "cwd"))
@@ -302,7 +308,7 @@ func (a *API) withAgent(h agentHandler) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		if p != nil && p.err == nil {
+		if caller && p != nil && p.err == nil {
 			r = r.WithContext(agent.WithCaller(r.Context(), p.cred.UID))
 		}
 		h(w, r, ag, g)
