@@ -435,46 +435,6 @@ func (e *Engine[T]) enqueue(ctx context.Context, o *Op[T]) error {
 	}
 }
 
-// Lazy queues an op whose outcome nobody waits for; it commits with the
-// next write or the next flush to bbolt, else on its own after the lazy
-// delay (by default the flush delay) as a log record that is not synced
-// (the next sync or flush makes it durable). A burst of work thus pays no
-// separate wake-up and sync for its bookkeeping. Dropped silently after
-// Close.
-func (e *Engine[T]) Lazy(apply func(T) (uint64, error)) {
-	e.closeMu.RLock()
-	defer e.closeMu.RUnlock()
-	if e.closed {
-		return
-	}
-	e.lazyMu.Lock()
-	defer e.lazyMu.Unlock()
-	e.lazyOps = append(e.lazyOps, &Op[T]{Apply: apply})
-	if e.lazyTimer == nil {
-		// A delay left running by ops a commit has taken since serves this
-		// one too: it only ends sooner. Arming a timer costs a resume (whose
-		// visit is a lazy op) 2-3% when every resume follows a write.
-		e.lazyTimer = time.AfterFunc(e.lazyDelay, func() {
-			e.lazyMu.Lock()
-			e.lazyTimer = nil
-			e.lazyMu.Unlock()
-			select {
-			case e.flush <- struct{}{}:
-			default:
-			}
-		})
-	}
-}
-
-// takeLazy returns the lazy ops waiting, for the commit about to happen.
-func (e *Engine[T]) takeLazy() []*Op[T] {
-	e.lazyMu.Lock()
-	defer e.lazyMu.Unlock()
-	ops := e.lazyOps
-	e.lazyOps = nil
-	return ops
-}
-
 // run is the writer goroutine: it group-commits what callers hand it (and
 // the lazy ops, on a write, on the flush, or once they waited the lazy
 // delay), and flushes to bbolt when the open transaction is due.
@@ -532,35 +492,6 @@ func (e *Engine[T]) run() {
 			} else if e.wtx != nil {
 				e.wtx.Rollback()
 			}
-			return
-		}
-	}
-}
-
-// maxGatherYields bounds how long gather waits: a few turns of the
-// scheduler, microseconds, never a timer.
-const maxGatherYields = 8
-
-// gather lets the writers already running submit their ops before a batch
-// is taken, when the last batch carried several: writers that arrive
-// together then share a batch and its sync rather than each following
-// batch taking one or two, so the machine pays fewer syncs for as many
-// writes (16 writers from another process: +3-8%, measured paired in
-// docs/PERFORMANCE.md). It yields until as many ops wait as the last batch
-// took, at most maxGatherYields times. A lone writer (the last batch held
-// one op) never waits. The caller holds commitMu and has taken one op.
-func (e *Engine[T]) gather() {
-	for i := 0; i < maxGatherYields && e.lastWrites > 1 && len(e.ops) < e.lastWrites-1; i++ {
-		e.yield()
-	}
-}
-
-func (e *Engine[T]) fill(batch *[]*Op[T]) {
-	for len(*batch) < maxBatch {
-		select {
-		case o := <-e.ops:
-			*batch = append(*batch, o)
-		default:
 			return
 		}
 	}
