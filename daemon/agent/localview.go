@@ -38,7 +38,7 @@ type localView struct {
 // viewFresh is how long a view is used at most. What goes stale with
 // time rather than with a change (the workdir's path is looked at again
 // after a second, an interrupted restore is shown for a week) shows at
-// most this late.
+// most this much later than it would without the view.
 const viewFresh = time.Second
 
 // viewCache holds the agent's last view; the zero value keeps none until

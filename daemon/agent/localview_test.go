@@ -66,6 +66,7 @@ func TestResumeShowsEachChangeAtOnce(t *testing.T) {
 	}
 
 	keep()
+	_, early := a.Resume(ctx, ResumeOptions{Local: true}) // told last, below
 	if _, err := ledger.Burst(attribution.Burst{Paths: []string{"notes.md"}, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +78,13 @@ func TestResumeShowsEachChangeAtOnce(t *testing.T) {
 	a.Visited(visit)
 	if r = a.LocalResume(); len(r.SinceLastVisit.ByOthers) != 0 {
 		t.Fatalf("by_others %+v after a visit that showed them", r.SinceLastVisit.ByOthers)
+	}
+	// A visit that began before the change, told after the later one
+	// (two resumes at once): since_last_visit goes back to it.
+	keep()
+	a.Visited(early)
+	if r = a.LocalResume(); !slices.ContainsFunc(r.SinceLastVisit.ByOthers, func(o capsule.ByOther) bool { return o.Path == "notes.md" }) {
+		t.Fatalf("by_others %+v after an earlier visit was told last", r.SinceLastVisit.ByOthers)
 	}
 
 	// Each agent's edit is its tool's event, then the watcher's change.

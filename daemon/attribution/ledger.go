@@ -463,12 +463,15 @@ func (l *Ledger) Visit(agent string, at time.Time) {
 	defer l.mu.Unlock()
 	l.bump()
 	start := 0
-	if since := l.visits[agent]; !since.IsZero() {
+	if since := l.visits[agent]; !since.IsZero() && !at.IsZero() {
+		if at.Before(since) {
+			since = at // the earlier of the two: a visit may be told after a later one
+		}
 		start = l.firstAfter(nanos(since))
 	}
 	if start < len(l.byTime) {
-		// ByOthers answered something changed since the last visit; with
-		// nothing changed since, it answers nothing before and after.
+		// ByOthers answers a change after the earlier visit one way or
+		// the other; with none after it, it answers nothing either way.
 		viewstamp.Changed()
 	}
 	l.visits[agent] = at
