@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/capsule/guard"
 	"github.com/continuityd/continuityd/config"
+	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/statefiles"
 	"github.com/continuityd/continuityd/internal/testkit/guardtest"
 	"github.com/continuityd/continuityd/upstream/local"
@@ -105,4 +108,21 @@ func refusal(t *testing.T, err error, want string) *capsule.Error {
 		t.Fatalf("refusal %s (%s: %s): want %s", ce.Code, ce.Field, ce.Message, want)
 	}
 	return ce
+}
+
+// snapshotOptions are testOptions with work snapshots on, in a workdir
+// holding one file, main.go (file); the test is skipped without git.
+func snapshotOptions(t *testing.T) (o Options, file string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	o = testOptions(t, t.TempDir())
+	o.Config.Workdir = t.TempDir()
+	file = filepath.Join(o.Config.Workdir, "main.go")
+	if err := os.WriteFile(file, []byte("package main\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.Snapshots = &snapshot.Options{}
+	return o, file
 }

@@ -24,16 +24,7 @@ import (
 // checkpoint that settles it. (The package's tests also run with
 // CheckViews, which compares every kept view used with one read afresh.)
 func TestResumeShowsEachChangeAtOnce(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	o := testOptions(t, t.TempDir())
-	o.Config.Workdir = t.TempDir()
-	file := filepath.Join(o.Config.Workdir, "main.go")
-	if err := os.WriteFile(file, []byte("package main\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	o.Snapshots = &snapshot.Options{}
+	o, file := snapshotOptions(t)
 	ledger := attribution.New(attribution.Options{Since: time.Now().Add(-time.Hour)})
 	o.Capture.Attribution = ledger
 	a := startAgent(t, o)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/continuityd/continuityd/capsule"
 	"github.com/continuityd/continuityd/daemon/capture"
-	"github.com/continuityd/continuityd/daemon/snapshot"
 	"github.com/continuityd/continuityd/internal/ops"
 	"github.com/continuityd/continuityd/internal/testkit/testwait"
 )
@@ -22,16 +19,7 @@ import (
 // NOT_FOUND naming the id; a restore first snapshots the tree as it is, so
 // it can be undone, then writes the files back.
 func TestSnapshotOperations(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	o := testOptions(t, t.TempDir())
-	o.Config.Workdir = t.TempDir()
-	file := filepath.Join(o.Config.Workdir, "main.go")
-	if err := os.WriteFile(file, []byte("package main\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	o.Snapshots = &snapshot.Options{}
+	o, file := snapshotOptions(t)
 	a := startAgent(t, o)
 	ctx := context.Background()
 	var list []ops.Snapshot
