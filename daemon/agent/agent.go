@@ -103,8 +103,9 @@ type Agent struct {
 	// newestAtOpen is the store's newest snapshot as it opened, what
 	// resume names while the start snapshot is under way.
 	newestAtOpen snapshot.Snapshot
-	views        viewCache   // what resume shows of the capture and the store (localview.go)
-	fsnaps       *fleetSnaps // shipping them to the fleet (fleetsnaps.go); nil: off
+	views        viewCache    // what resume shows of the capture and the store (localview.go)
+	ready        readyAnswers // resume's whole answer made ahead (readyanswer.go)
+	fsnaps       *fleetSnaps  // shipping them to the fleet (fleetsnaps.go); nil: off
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -205,6 +206,7 @@ func Open(o Options) (*Agent, error) {
 		oo.Agent, oo.Store, oo.Upstream, oo.Upstreams = ac.Name, store, ur.Client, ac.Upstreams
 		oo.Limiter, oo.Coalesce, oo.Logger, oo.Linger = ur.Limiter, ur.Coalesce, log, ur.Linger
 		oo.OnAttempt = func(outcome string, d time.Duration) { obs.Delivery(name, outcome, d) }
+		oo.OnDelivered = a.prepareAnswer
 		oo.OnFailure = func(w capsule.Write, reason string) {
 			a.feed.Publish(events.Event{Kind: "delivery_failed", Seq: w.Seq,
 				Summary: "upstream " + name + " refused seq for good; kept in its dead letter: " + reason,
@@ -214,12 +216,14 @@ func Open(o Options) (*Agent, error) {
 	}
 	a.openFleets()
 	a.openFleetSnaps(o.FleetWithhold, g, o.Snapshots)
+	a.initReady()
 	return a, nil
 }
 
 // onCommit runs on the store's writer goroutine after each commit: wake the
 // shippers when the log grew and tell the wait callers. It never blocks.
 func (a *Agent) onCommit(evs []residency.Event) {
+	defer a.prepareAnswer()
 	logged := false
 	out := make([]events.Event, 0, len(evs))
 	for _, e := range evs {
@@ -268,10 +272,14 @@ func (a *Agent) keepLastResume(ctx context.Context) {
 // Start runs the shippers and the upstream relays until stop.
 func (a *Agent) Start(ctx context.Context) {
 	ctx, a.cancel = context.WithCancel(ctx)
-	a.wg.Add(1)
+	a.wg.Add(2)
 	go func() {
 		defer a.wg.Done()
 		a.keepLastResume(ctx)
+	}()
+	go func() {
+		defer a.wg.Done()
+		a.prepareAnswers(ctx)
 	}()
 	if a.fsnaps != nil {
 		a.wg.Add(1)

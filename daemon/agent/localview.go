@@ -60,11 +60,7 @@ func (a *Agent) view() *localView {
 		return a.readView(0, time.Time{})
 	}
 	stamp, now := viewstamp.Now(), time.Now()
-	fresh := viewFresh
-	if f := a.views.fresh.Load(); f != 0 {
-		fresh = time.Duration(f)
-	}
-	if v := a.views.last.Load(); v != nil && v.stamp == stamp && now.Sub(v.made) < fresh {
+	if v := a.views.last.Load(); v != nil && v.stamp == stamp && now.Sub(v.made) < a.viewFreshness() {
 		if checkViews.Load() {
 			a.checkView(v)
 		}
@@ -73,6 +69,14 @@ func (a *Agent) view() *localView {
 	v := a.readView(stamp, now)
 	a.views.last.Store(v)
 	return v
+}
+
+// viewFreshness is viewFresh, or what a test set instead.
+func (a *Agent) viewFreshness() time.Duration {
+	if f := a.views.fresh.Load(); f != 0 {
+		return time.Duration(f)
+	}
+	return viewFresh
 }
 
 // readView reads the view from the capture and the snapshot store. The

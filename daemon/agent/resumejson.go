@@ -16,6 +16,11 @@ import (
 // an interrupted restore) has its whole document built and encoded.
 func (a *Agent) ResumeJSON(ctx context.Context, o ResumeOptions, buf []byte) ([]byte, residency.Visit, error) {
 	ans, visit := a.store.VisitAnswer()
+	if a.ready.usable {
+		if raw, ok := a.readyFor(ans); ok {
+			return append(buf, raw...), visit, nil
+		}
+	}
 	p := a.withLocal(capsule.Resume{Degraded: []string{}})
 	if !o.Local {
 		p.Degraded = append(p.Degraded, a.fetchRemote(ctx)...)

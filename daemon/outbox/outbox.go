@@ -61,6 +61,9 @@ type Options struct {
 	OnFailure func(w capsule.Write, reason string)
 	// OnAttempt is told about every delivery attempt (metrics). Optional.
 	OnAttempt func(outcome string, d time.Duration)
+	// OnDelivered is told after a write was delivered and the state
+	// resume shows for the upstream moved. It must not block. Optional.
+	OnDelivered func()
 	// Linger paces short batches: one leaves at once when the last left
 	// Linger or more ago, else its writes gather until then (the local
 	// archive: one flush for the many writes of a flood, and a lone write
@@ -501,6 +504,9 @@ func (s *Shipper) taken(u *unit) {
 	s.mu.Unlock()
 	s.setDelivered(u.write.Seq)
 	s.setFailing("", nil, 0)
+	if s.o.OnDelivered != nil {
+		s.o.OnDelivered()
+	}
 }
 
 // backoff returns the next wait: full jitter over an exponential ceiling.
