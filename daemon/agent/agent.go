@@ -223,7 +223,11 @@ func Open(o Options) (*Agent, error) {
 // onCommit runs on the store's writer goroutine after each commit: wake the
 // shippers when the log grew and tell the wait callers. It never blocks.
 func (a *Agent) onCommit(evs []residency.Event) {
-	defer a.prepareAnswer()
+	if countLogged(evs) <= 1 {
+		// Writers arriving together (a batch of several) are no moment
+		// for a resume: the answer is made ahead between lone writes.
+		defer a.prepareAnswer()
+	}
 	logged := false
 	out := make([]events.Event, 0, len(evs))
 	for _, e := range evs {

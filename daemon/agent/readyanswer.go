@@ -182,3 +182,14 @@ func samePtr[T any](p, q *T, eq func(T, T) bool) bool {
 	}
 	return eq(*p, *q)
 }
+
+// countLogged is how many of a commit's events are writes to the log.
+func countLogged(evs []residency.Event) int {
+	n := 0
+	for _, e := range evs {
+		if e.Logged {
+			n++
+		}
+	}
+	return n
+}
