@@ -25,8 +25,9 @@ import (
 // it makes its own, so an answer made ahead is never served stale.
 type readyAnswers struct {
 	// usable: the answer depends on nothing but what the key holds (the
-	// view is kept, no fleet, no upstream with a view of its own).
-	usable bool
+	// view is kept, no fleet, no upstream with a view of its own). Set at
+	// the end of Open, while the store's writer may already commit.
+	usable atomic.Bool
 	kick   chan struct{} // buffered 1: something the answer shows moved
 	asked  atomic.Int64  // when a resume was last asked (unix ns)
 	last   atomic.Pointer[readyAnswer]
@@ -46,18 +47,19 @@ type readyAnswer struct {
 // call it once the agent's upstreams and fleets are known.
 func (a *Agent) initReady() {
 	a.ready.kick = make(chan struct{}, 1)
-	a.ready.usable = a.views.enabled && len(a.fleets) == 0
+	usable := a.views.enabled && len(a.fleets) == 0
 	for _, ur := range a.ups {
 		if _, ok := ur.Client.(upstream.Resumer); ok {
-			a.ready.usable = false
+			usable = false
 		}
 	}
+	a.ready.usable.Store(usable)
 }
 
 // prepareAnswer asks for the answer to be made ahead again (after a
 // commit, after a delivery). It never blocks.
 func (a *Agent) prepareAnswer() {
-	if !a.ready.usable {
+	if !a.ready.usable.Load() {
 		return
 	}
 	select {
@@ -70,7 +72,7 @@ func (a *Agent) prepareAnswer() {
 // resume was asked within the view's freshness: an agent nobody resumes
 // pays nothing for it.
 func (a *Agent) prepareAnswers(ctx context.Context) {
-	if !a.ready.usable {
+	if !a.ready.usable.Load() {
 		return
 	}
 	for {

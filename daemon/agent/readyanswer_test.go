@@ -24,7 +24,7 @@ func TestResumeAnswerMadeAhead(t *testing.T) {
 	ledger := attribution.New(attribution.Options{Since: time.Now().Add(-time.Hour)})
 	o.Capture.Attribution = ledger
 	a := startAgent(t, o)
-	if !a.ready.usable {
+	if !a.ready.usable.Load() {
 		t.Fatal("an agent with the local archive only makes no answer ahead")
 	}
 	ctx := context.Background()

@@ -16,7 +16,7 @@ import (
 // an interrupted restore) has its whole document built and encoded.
 func (a *Agent) ResumeJSON(ctx context.Context, o ResumeOptions, buf []byte) ([]byte, residency.Visit, error) {
 	ans, visit := a.store.VisitAnswer()
-	if a.ready.usable {
+	if a.ready.usable.Load() {
 		if raw, ok := a.readyFor(ans); ok {
 			return append(buf, raw...), visit, nil
 		}
