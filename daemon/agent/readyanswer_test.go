@@ -28,14 +28,7 @@ func TestResumeAnswerMadeAhead(t *testing.T) {
 		t.Fatal("an agent with the local archive only makes no answer ahead")
 	}
 	ctx := context.Background()
-	resume := func() []byte {
-		t.Helper()
-		raw, _, err := a.ResumeJSON(ctx, ResumeOptions{Local: true}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return raw
-	}
+	resume := func() []byte { t.Helper(); return resumeBytes(t, a) }
 	whole := func() []byte {
 		t.Helper()
 		r, _ := a.Resume(ctx, ResumeOptions{Local: true})
@@ -121,14 +114,7 @@ func TestAnswerMadeAheadIsForItsState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	resume := func() []byte {
-		t.Helper()
-		raw, _, err := a.ResumeJSON(ctx, ResumeOptions{Local: true}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return raw
-	}
+	resume := func() []byte { t.Helper(); return resumeBytes(t, a) }
 	checkpoint("first")
 	resume()
 	checkpoint("second")
@@ -142,4 +128,14 @@ func TestAnswerMadeAheadIsForItsState(t *testing.T) {
 	if raw := resume(); !bytes.Contains(raw, []byte(`"focus":"third"`)) {
 		t.Fatalf("resume after a write nothing was made ahead for: %s", raw)
 	}
+}
+
+// resumeBytes is a's local resume answer (ResumeJSON).
+func resumeBytes(t *testing.T, a *testAgent) []byte {
+	t.Helper()
+	raw, _, err := a.ResumeJSON(context.Background(), ResumeOptions{Local: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
