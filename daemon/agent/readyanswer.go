@@ -96,20 +96,21 @@ func (a *Agent) makeReady() {
 	if v.stamp != stamp {
 		return // the view moved while it was read
 	}
-	raw, ok, err := a.localAnswer(ans, v, ups, nil)
+	raw, ok, err := a.localAnswer(ans, v, ups, nil, nil)
 	if err != nil || !ok {
 		return
 	}
 	a.ready.last.Store(&readyAnswer{ans: ans, stamp: stamp, made: v.made, ups: ups, raw: raw})
 }
 
-// localAnswer is the answer of ans with the view v and the upstreams'
-// state ups in its slots, appended to buf; ok is false when the resume
-// has more to show than the slots hold (localOnly).
-func (a *Agent) localAnswer(ans *residency.ResumeAnswer, v *localView, ups []capsule.UpstreamState, buf []byte) (raw []byte, ok bool, err error) {
+// localAnswer is the answer of ans with the view v, the upstreams' state
+// ups and, degraded, the upstreams that did not answer in time (late) in
+// its slots, appended to buf; ok is false when the resume has more to
+// show than the slots hold (localOnly: the whole document is made then).
+func (a *Agent) localAnswer(ans *residency.ResumeAnswer, v *localView, ups []capsule.UpstreamState, late []string, buf []byte) (raw []byte, ok bool, err error) {
 	p := capsule.Resume{Degraded: []string{}, Upstreams: ups}
 	v.fill(a, &p)
-	a.markLostDone(&p)
+	p.Degraded = append(p.Degraded, late...)
 	if !localOnly(&p) || a.hasRemote() {
 		return nil, false, nil
 	}
@@ -145,15 +146,10 @@ func (a *Agent) checkReady(r *readyAnswer, ans *residency.ResumeAnswer, stamp ui
 	if r.ans != ans || r.stamp != stamp || !sameUpstreams(r.ups, ups) {
 		panic(fmt.Sprintf("agent %s: resume served an answer made ahead for another state", a.name))
 	}
-	a.checkReadyBytes(r)
-}
-
-func (a *Agent) checkReadyBytes(r *readyAnswer) {
-	stamp := viewstamp.Now()
-	ups := a.UpstreamStates()
+	ups = a.UpstreamStates()
 	v := a.view()
-	fresh, ok, err := a.localAnswer(r.ans, v, ups, nil)
-	if err != nil || !ok || v.stamp != stamp || stamp != r.stamp || !sameUpstreams(ups, r.ups) || bytes.Equal(fresh, r.raw) {
+	fresh, ok, err := a.localAnswer(r.ans, v, ups, nil, nil)
+	if err != nil || !ok || v.stamp != stamp || viewstamp.Now() != stamp || !sameUpstreams(ups, r.ups) || bytes.Equal(fresh, r.raw) {
 		return // moved meanwhile, or the same
 	}
 	panic(fmt.Sprintf("agent %s: resume's answer made ahead is stale:\nready: %s\nfresh: %s", a.name, r.raw, fresh))

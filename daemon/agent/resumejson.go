@@ -21,17 +21,15 @@ func (a *Agent) ResumeJSON(ctx context.Context, o ResumeOptions, buf []byte) ([]
 			return append(buf, raw...), visit, nil
 		}
 	}
-	p := a.withLocal(capsule.Resume{Degraded: []string{}})
+	var late []string // the upstreams that did not answer in time
 	if !o.Local {
-		p.Degraded = append(p.Degraded, a.fetchRemote(ctx)...)
+		late = a.fetchRemote(ctx)
 	}
-	if localOnly(&p) && !a.hasRemote() {
-		raw, err := ans.Append(buf, &residency.LocalParts{Snapshot: p.Snapshot, ByOthers: p.SinceLastVisit.ByOthers,
-			Upstreams: p.Upstreams, Degraded: p.Degraded, Conflicts: p.Conflicts})
+	if raw, ok, err := a.localAnswer(ans, a.view(), a.UpstreamStates(), late, buf); ok || err != nil {
 		return raw, visit, err
 	}
 	r := a.withLocal(ans.Resume())
-	r.Degraded = p.Degraded // the same list, with what the upstreams did not answer in time
+	r.Degraded = append(r.Degraded, late...)
 	a.addRemote(&r)
 	raw, err := residency.EncodeResume(&r, buf)
 	return raw, visit, err
